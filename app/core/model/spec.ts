@@ -1,0 +1,93 @@
+// The model spec of DESIGN §2: the JSON both the TypeScript side and the C++ engine read.
+// This file is the one schema; every face validates specs through `parseModelSpec`.
+import { z } from 'zod';
+
+export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
+export type ActivationName = (typeof activationNames)[number];
+export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae'] as const;
+export type LossName = (typeof lossNames)[number];
+export const paddingNames = ['valid', 'same', 'full'] as const;
+
+const positiveInt = z.number().int().positive();
+const activation = z.enum(activationNames);
+const alpha = z.number().finite().nonnegative().optional();
+
+export const denseLayerSchema = z.strictObject({
+  kind: z.literal('dense'),
+  units: positiveInt,
+  activation: activation.optional(),
+  alpha,
+});
+export const conv2dLayerSchema = z.strictObject({
+  kind: z.literal('conv2d'),
+  filters: positiveInt,
+  kernel: z.tuple([positiveInt, positiveInt]),
+  stride: positiveInt.optional(),
+  padding: z.enum(paddingNames).optional(),
+  activation: activation.optional(),
+  alpha,
+});
+export const poolLayerSchema = z.strictObject({
+  kind: z.enum(['maxpool2d', 'avgpool2d']),
+  size: positiveInt,
+  stride: positiveInt.optional(),
+});
+export const flattenLayerSchema = z.strictObject({ kind: z.literal('flatten') });
+export const dropoutLayerSchema = z.strictObject({
+  kind: z.literal('dropout'),
+  rate: z.number().min(0).lt(1),
+});
+export const activationLayerSchema = z.strictObject({
+  kind: z.literal('activation'),
+  fn: activation,
+  alpha,
+});
+
+export const layerSchema = z.discriminatedUnion('kind', [
+  denseLayerSchema,
+  conv2dLayerSchema,
+  poolLayerSchema,
+  flattenLayerSchema,
+  dropoutLayerSchema,
+  activationLayerSchema,
+]);
+export type LayerSpec = z.infer<typeof layerSchema>;
+export type LayerKind = LayerSpec['kind'];
+
+export const sgdSchema = z.strictObject({
+  kind: z.literal('sgd'),
+  lr: z.number().positive().finite(),
+  momentum: z.number().min(0).lt(1).optional(),
+});
+export const adamSchema = z.strictObject({
+  kind: z.literal('adam'),
+  lr: z.number().positive().finite(),
+  beta1: z.number().min(0).lt(1).optional(),
+  beta2: z.number().min(0).lt(1).optional(),
+  eps: z.number().positive().optional(),
+});
+export const optimizerSchema = z.discriminatedUnion('kind', [sgdSchema, adamSchema]);
+export type OptimizerSpec = z.infer<typeof optimizerSchema>;
+
+export const modelSpecSchema = z.strictObject({
+  input: z.union([z.tuple([positiveInt]), z.tuple([positiveInt, positiveInt, positiveInt])]),
+  layers: z.array(layerSchema).min(1),
+  loss: z.enum(lossNames),
+  optimizer: optimizerSchema,
+  seed: z.number().int().nonnegative(),
+});
+export type ModelSpec = z.infer<typeof modelSpecSchema>;
+
+/** Adam's defaults (Keras): lr 0.001, betas 0.9/0.999, eps 1e-7. */
+export const adamDefaults = { beta1: 0.9, beta2: 0.999, eps: 1e-7 } as const;
+
+/** Validates an unknown value as a model spec; the error names the first bad field. */
+export function parseModelSpec(value: unknown): ModelSpec {
+  const parsed = modelSpecSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length ? issue.path.join('.') : 'spec';
+    throw new Error(`invalid model spec at ${where}: ${issue.message}`);
+  }
+  return parsed.data;
+}

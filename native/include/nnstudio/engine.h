@@ -1,0 +1,217 @@
+// NN Studio engine: the one C++ API behind every face (addon, C++ tests, bench).
+// Two backends share it: "cpu" (always built) and "cuda" (built when nvcc exists).
+//
+// Conventions (shared with app/core and PyTorch, so model files and fixtures line up):
+//   activations are NCHW for images and (N, F) for vectors; flatten keeps C,H,W order;
+//   dense weight is (units, inputs), conv2d weight is (filters, C, kh, kw), biases are (units|filters);
+//   tensors are named layers.<i>.weight / layers.<i>.bias where <i> indexes spec.layers.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nnstudio {
+
+// ---- errors ----
+// Every error the engine raises is an EngineError whose what() is a one-line message for the user.
+struct EngineError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// An invalid model spec; the message names the layer, e.g. "conv2d #2: kernel 5x5 larger than input 4x4".
+struct SpecError : EngineError {
+  using EngineError::EngineError;
+};
+
+// ---- model spec (the JSON of DESIGN §2) ----
+enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation };
+enum class ActivationFn { Linear, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus, Softmax };
+enum class Padding { Valid, Same, Full };
+enum class LossKind { SoftmaxCrossEntropy, BinaryCrossEntropy, MSE, MAE };
+enum class OptimizerKind { SGD, Adam };
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::Dense;
+  int units = 0;                                  // dense
+  int filters = 0, kernelH = 0, kernelW = 0;      // conv2d
+  int stride = 1;                                 // conv2d, pools (pools default to size)
+  Padding padding = Padding::Valid;               // conv2d
+  int poolSize = 0;                               // pools
+  float rate = 0.0f;                              // dropout
+  ActivationFn activation = ActivationFn::Linear; // dense, conv2d, activation
+  float alpha = 0.01f;                            // leaky_relu slope
+};
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::Adam;
+  float lr = 0.001f;
+  float momentum = 0.0f;                                // sgd
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;       // adam
+};
+
+struct ModelSpec {
+  std::vector<int> input;                 // [C,H,W] or [F]
+  std::vector<LayerSpec> layers;
+  LossKind loss = LossKind::SoftmaxCrossEntropy;
+  OptimizerSpec optimizer;
+  uint64_t seed = 0;
+};
+
+// Parses the JSON model spec, e.g.
+// {"input":[1,28,28],"layers":[{"kind":"conv2d","filters":4,"kernel":[2,2],"stride":1,"padding":"same",
+//   "activation":"relu"},{"kind":"maxpool2d","size":4},{"kind":"flatten"},{"kind":"dense","units":10}],
+//  "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":0}
+// Activation names: relu, leaky_relu (with "alpha"), sigmoid, tanh, softplus, softmax, linear.
+// Losses (all reduced by the mean over every element, as PyTorch's defaults):
+//   softmax_cross_entropy: the head outputs logits; a trailing softmax (layer or dense activation) is
+//     folded into the loss. binary_cross_entropy: logits, a trailing sigmoid is folded in; one output
+//     unit takes the label 0/1 as target, K units take the one-hot label. mse / mae: on the head's
+//     outputs after their activation, target the label (one output) or its one-hot (K outputs).
+// Predictions: argmax over K outputs; a single output predicts 1 when sigmoid(logit) (or the output for
+//   mse/mae) >= 0.5, and its probabilities are [1-p, p].
+// Throws SpecError on malformed JSON, unknown fields' values or missing required fields.
+ModelSpec parseModelSpec(const std::string& json);
+
+// ---- shape inference (must agree with app/core) ----
+struct LayerInfo {
+  std::string label;               // "conv2d #1" (1-based, as shown to the user)
+  std::vector<int> outputShape;    // per sample: [C,H,W] or [F]
+  int64_t parameters = 0;
+  int64_t multiplyAdds = 0;        // per sample, forward
+};
+// Throws SpecError naming the layer at fault.
+std::vector<LayerInfo> inferShapes(const ModelSpec& spec);
+// Number of classes the head predicts: the last layer's width, or 2 for a single output unit.
+int classCount(const ModelSpec& spec);
+
+struct ParamTensor {
+  std::string name;                // "layers.3.weight"
+  std::vector<int> shape;
+  size_t offset = 0;               // in floats, into the flat parameter vector
+  size_t size = 0;
+};
+// All trainable tensors in spec order, weight before bias; offsets into one flat vector.
+std::vector<ParamTensor> parameterTable(const ModelSpec& spec);
+size_t parameterCount(const ModelSpec& spec);
+// Seeded init: He-uniform... for the ReLU family, Glorot-uniform otherwise; biases zero.
+std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed);
+
+// ---- data: views over caller-owned buffers, never copied by the CPU backend ----
+struct DatasetView {
+  const float* features = nullptr;   // (count, featureSize) contiguous
+  const int32_t* labels = nullptr;   // (count), class index in [0, classCount)
+  int64_t count = 0;
+  int64_t featureSize = 0;
+};
+
+// ---- training ----
+struct TrainOptions {
+  int epochs = 1;
+  int batchSize = 32;
+  bool shuffle = true;
+  uint64_t seed = 0;                  // data order and dropout; weights use spec.seed
+  int threads = 0;                    // 0: one per hardware thread
+  double progressIntervalSeconds = 0.05;  // step events at most 20/s
+};
+
+struct EpochStats {
+  int epoch = 0;                      // 1-based
+  double trainLoss = 0, trainAccuracy = 0;
+  bool hasValidation = false;
+  double validationLoss = 0, validationAccuracy = 0;
+  double seconds = 0;                 // wall time of this epoch's training steps
+};
+
+struct StepProgress {
+  int epoch = 0;                      // 1-based
+  int64_t step = 0;                   // 1-based within the epoch
+  int64_t stepsPerEpoch = 0;
+  int64_t globalStep = 0, totalSteps = 0;
+  double loss = 0;                    // mean over the steps since the last event
+  double samplesPerSecond = 0;
+  double etaSeconds = 0;
+};
+
+// Receives events on the training thread; implementations must be cheap and thread-safe.
+struct ProgressSink {
+  virtual ~ProgressSink() = default;
+  virtual void onStep(const StepProgress&) {}
+  virtual void onEpoch(const EpochStats&) {}
+};
+
+// Read every step: cancel stops the run (status Cancelled, weights as of the last completed step);
+// pause blocks the training thread between steps until cleared or cancelled.
+struct TrainControl {
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> pause{false};
+};
+
+enum class TrainStatus { Completed, Cancelled, Diverged };
+
+struct TrainResult {
+  TrainStatus status = TrainStatus::Completed;
+  std::string message;                // why it stopped early, for the user
+  std::vector<float> parameters;      // final weights; after divergence, the last weights whose loss was finite
+  std::vector<EpochStats> history;
+  double seconds = 0;
+  int64_t steps = 0;
+  std::string device;                 // "cpu (2 threads)", "NVIDIA H100 80GB HBM3"
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int classes = 0;
+  std::vector<int32_t> predictions;   // (count)
+  std::vector<float> probabilities;   // (count, classes)
+};
+
+// ---- backends ----
+enum class DeviceKind { CPU, CUDA };
+
+struct DeviceInfo {
+  DeviceKind kind = DeviceKind::CPU;
+  int index = 0;
+  std::string name;                   // CPU model or GPU name
+  int64_t memoryBytes = 0;
+  int computeMajor = 0, computeMinor = 0;  // CUDA only
+  int threads = 0;                    // CPU only
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceInfo device() const = 0;
+  // Trains from initialParameters (or from `start` when given, e.g. fine-tuning). Never throws for
+  // divergence or cancellation: those are statuses. Throws EngineError for invalid input.
+  virtual TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
+                            const TrainOptions& options, ProgressSink* progress, TrainControl* control,
+                            const std::vector<float>* start = nullptr) = 0;
+  virtual EvalResult evaluate(const ModelSpec& spec, const std::vector<float>& parameters,
+                              const DatasetView& data, int batchSize = 256) = 0;
+};
+
+bool cudaAvailable();                         // built with CUDA and a device is present
+std::vector<DeviceInfo> listDevices();        // the CPU first, then each CUDA device
+// kind CUDA without CUDA throws EngineError("no CUDA device is available ...").
+std::unique_ptr<Backend> createBackend(DeviceKind kind, int threads = 0);
+
+// ---- whole-network forward/backward, for tests and fixtures (CPU) ----
+// One batch through the network: returns the mean loss, fills `outputs` (batch, lastWidth) with the
+// head's outputs before the loss (logits for softmax/binary cross-entropy) and `gradients`
+// (parameterCount) with dLoss/dParameters. training=false disables dropout.
+double forwardBackwardCpu(const ModelSpec& spec, const std::vector<float>& parameters, const float* inputs,
+                          const int32_t* labels, int batch, bool training, std::vector<float>& outputs,
+                          std::vector<float>& gradients, uint64_t dropoutSeed = 0);
+
+// One optimizer step on flat vectors, as the trainer does it (t is the 1-based step for Adam's
+// bias correction; state holds momentum or Adam's m and v and is sized by the callee).
+void optimizerStepCpu(const OptimizerSpec& optimizer, std::vector<float>& parameters,
+                      const std::vector<float>& gradients, std::vector<float>& state, int64_t t);
+
+}  // namespace nnstudio
