@@ -1,0 +1,29 @@
+// `nnstudio bench`: the DESIGN §8 configs on MNIST, one JSON line each (seconds per epoch, test accuracy).
+import { Command, Option } from 'commander';
+import { services } from '../../services';
+import { positiveInteger } from '../options';
+
+interface BenchCommandOptions {
+  device: 'auto' | 'cpu' | 'cuda';
+  configs?: string;
+  epochs: number;
+  threads?: number;
+}
+
+export function benchCommand(): Command {
+  return new Command('bench')
+    .description('time the DESIGN §8 configs on MNIST: one JSON line per config')
+    .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
+    .option('--configs <names>', 'comma-separated preset names (default: all for the device)')
+    .option('--epochs <n>', 'epochs per config; the first is the warm-up', positiveInteger('--epochs'), 3)
+    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .action(async (options: BenchCommandOptions) => {
+      const device = services.devices.resolve(options.device);
+      const presets = services.bench.presets(device, options.configs?.split(',').map((name) => name.trim()).filter(Boolean));
+      const data = await services.bench.loadData();
+      for (const preset of presets) {
+        const result = await services.bench.run(preset, data, { device, epochs: options.epochs, threads: options.threads });
+        process.stdout.write(`${JSON.stringify(result)}\n`);
+      }
+    });
+}

@@ -1,0 +1,66 @@
+// `nnstudio inspect`: a layer table (output shapes, parameters, multiply-adds) of a model file, a preset
+// or a layer string, like Keras' summary().
+import { Command, Option } from 'commander';
+import { parseImageShape } from '../../core/data/dataset';
+import { lossNames, type LossName } from '../../core/model/spec';
+import { services } from '../../services';
+import { formatReport } from '../report';
+
+interface InspectOptions {
+  model?: string;
+  preset?: string;
+  layers?: string;
+  input?: string;
+  classes?: string;
+  loss?: LossName;
+  json?: boolean;
+}
+
+export function inspectCommand(): Command {
+  return new Command('inspect')
+    .description('show a model\'s layers with output shapes and parameter counts')
+    .option('--model <file>', 'a model file (.safetensors)')
+    .option('--preset <name>', 'a built-in preset')
+    .option('--layers <spec>', 'a layer string (docs/LAYERS.md)')
+    .option('--input <shape>', 'input shape for --preset/--layers: CxHxW for images or F for features (default 1x28x28)', '1x28x28')
+    .option('--classes <n>', 'number of classes for --preset/--layers', '10')
+    .addOption(new Option('--loss <loss>', 'loss for --layers').choices(lossNames))
+    .option('--json', 'print the table as JSON')
+    .action(async (options: InspectOptions) => {
+      const given = [options.model, options.preset, options.layers].filter((value) => value !== undefined);
+      if (given.length !== 1) throw new Error('give exactly one of --model, --preset or --layers');
+      const model = options.model !== undefined ? await services.models.load(options.model) : undefined;
+      const spec = model?.spec ?? services.models.build(
+        { preset: options.preset, layers: options.layers, loss: options.loss },
+        parseInputShape(options.input ?? '1x28x28'),
+        parseClasses(options.classes ?? '10'),
+      ).spec;
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify({ spec, ...services.models.layerTable(spec), labels: model?.labels, training: model?.training, metrics: model?.metrics })}\n`);
+        return;
+      }
+      const lines = [services.models.formatLayerTable(spec)];
+      if (model) {
+        lines.push(`classes: ${model.labels.join(', ')}`);
+        lines.push(`preprocessing: ${model.preprocessing.kind}${model.preprocessing.pixelScale ? `, pixels / ${model.preprocessing.pixelScale}` : ''}`);
+        if (model.training) {
+          const last = model.training.history[model.training.history.length - 1];
+          lines.push(`trained: ${model.training.history.length} epochs in ${model.training.seconds.toFixed(1)} s on ${model.training.device}` +
+            (last?.trainLoss != null ? `, final loss ${last.trainLoss.toFixed(4)}` : ''));
+        }
+        const test = model.metrics?.test as Parameters<typeof formatReport>[0] | undefined;
+        if (test) lines.push(`test accuracy: ${(test.accuracy * 100).toFixed(2)} %, macro F1 ${test.macro.f1.toFixed(4)}`);
+      }
+      process.stdout.write(`${lines.join('\n')}\n`);
+    });
+}
+
+function parseInputShape(text: string): number[] {
+  if (/^\d+$/.test(text.trim())) return [Number(text)];
+  return parseImageShape(text);
+}
+
+function parseClasses(text: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 2) throw new Error(`--classes must be an integer ≥ 2, got "${text}"`);
+  return Number(text);
+}

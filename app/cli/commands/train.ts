@@ -1,0 +1,164 @@
+// `nnstudio train`: load data, build the model, train with a progress bar, report test metrics, save.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
+import { lossNames, type LossName } from '../../core/model/spec';
+import { services, type TrainEvent, type TrainOutcome } from '../../services';
+import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
+import { addDataOptions, dataSourceFrom, fraction, nonNegativeInteger, positiveInteger, positiveNumber, type DataOptions } from '../options';
+import { formatReport } from '../report';
+
+interface TrainCommandOptions extends DataOptions {
+  testData?: string;
+  layers?: string;
+  preset?: string;
+  loss?: LossName;
+  optimizer?: 'sgd' | 'adam';
+  lr?: number;
+  momentum?: number;
+  epochs?: number;
+  batchSize?: number;
+  valSplit?: number;
+  testSplit?: number;
+  seed: number;
+  normalize?: NormalizationKind;
+  device: 'auto' | 'cpu' | 'cuda';
+  threads?: number;
+  out: string;
+  json?: boolean;
+  verbose?: boolean;
+}
+
+export function trainCommand(): Command {
+  const command = new Command('train').description('train a model and save it (default: a small CNN on the built-in MNIST)');
+  addDataOptions(command, 'training data: a CSV file, an IDX images file, or "mnist" (default: mnist)');
+  return command
+    .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
+    .option('--layers <spec>', 'layers in the compact syntax of docs/LAYERS.md, e.g. conv:16x3:relu,maxpool:2,dense:10')
+    .option('--preset <name>', 'a built-in model: seed000, seed001, seed002, mlp, keras_cnn, lenet5, ...')
+    .addOption(new Option('--loss <loss>', 'loss function').choices(lossNames))
+    .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
+    .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
+    .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
+    .option('--epochs <n>', 'epochs (default: the preset\'s, 2 for images, 200 for tabular data)', positiveInteger('--epochs'))
+    .option('--batch-size <n>', 'mini-batch size', positiveInteger('--batch-size'))
+    .option('--val-split <f>', 'fraction of the training data held out for validation', fraction('--val-split'))
+    .option('--test-split <f>', 'fraction held out for testing when there is no test data', fraction('--test-split'))
+    .option('--seed <n>', 'seed for weights, splits and data order', nonNegativeInteger('--seed'), 0)
+    .addOption(new Option('--normalize <kind>', 'feature normalisation (default: none for images, zscore otherwise)').choices(normalizationKinds))
+    .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
+    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--out <file>', 'where to save the model', 'model.safetensors')
+    .option('--json', 'print one JSON object with the result instead of text')
+    .option('--verbose', 'print a line per epoch even on a terminal')
+    .action(async (options: TrainCommandOptions) => runTrain(options));
+}
+
+function checkOutputPath(file: string): void {
+  const folder = path.dirname(path.resolve(file));
+  if (!fs.existsSync(folder)) throw new Error(`--out ${file}: the folder ${folder} does not exist`);
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`--out ${file}: is a folder`);
+}
+
+/** Progress on stderr: a redrawn bar on a terminal, a line per epoch otherwise, nothing with --json. */
+function progressReporter(options: TrainCommandOptions) {
+  const stream = process.stderr;
+  const terminal = stream.isTTY && !options.json ? new TerminalProgress(stream) : undefined;
+  let epochs = 0;
+  return {
+    onEvent(event: TrainEvent) {
+      if (options.json) return;
+      if (event.type === 'plan') {
+        const plan = event.plan;
+        epochs = plan.epochs;
+        stream.write(
+          `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
+            `${plan.testCount} test), ${plan.classLabels.length} classes, ${plan.epochs} epochs of batch ${plan.batchSize} on ${plan.device}\n`,
+        );
+      } else if (event.type === 'step' && terminal) {
+        terminal.update(renderProgressBar({ ...event, epochs }));
+      } else if (event.type === 'epoch') {
+        const validation = event.validationLoss !== undefined
+          ? `  val loss ${event.validationLoss.toFixed(4)}  val acc ${((event.validationAccuracy ?? 0) * 100).toFixed(2)} %`
+          : '';
+        const line = `epoch ${event.epoch}/${epochs}  loss ${event.trainLoss.toFixed(4)}  acc ${(event.trainAccuracy * 100).toFixed(2)} %${validation}  ${event.seconds.toFixed(1)} s`;
+        if (terminal) terminal.log(line);
+        else stream.write(`${line}\n`);
+      }
+    },
+    done() {
+      terminal?.clear();
+    },
+  };
+}
+
+async function runTrain(options: TrainCommandOptions): Promise<void> {
+  checkOutputPath(options.out);
+  const data = dataSourceFrom(options.data ?? 'mnist', 'train', options);
+  const testData = options.testData !== undefined ? dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  const reporter = progressReporter(options);
+
+  // First Ctrl-C stops training and still saves the weights so far; a second one quits at once.
+  const abort = new AbortController();
+  const onInterrupt = () => {
+    if (abort.signal.aborted) process.exit(130);
+    process.stderr.write('\nstopping after this step (Ctrl-C again to quit without saving)...\n');
+    abort.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  let outcome: TrainOutcome;
+  try {
+    outcome = await services.training.train(
+      {
+        data,
+        testData,
+        model: {
+          layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
+          lr: options.lr, momentum: options.momentum, seed: options.seed,
+        },
+        normalize: options.normalize,
+        epochs: options.epochs,
+        batchSize: options.batchSize,
+        valSplit: options.valSplit,
+        testSplit: options.testSplit,
+        seed: options.seed,
+        device: options.device,
+        threads: options.threads,
+      },
+      (event) => reporter.onEvent(event),
+      abort.signal,
+    );
+  } finally {
+    reporter.done();
+    process.off('SIGINT', onInterrupt);
+  }
+
+  await services.models.save(options.out, outcome.model);
+  report(outcome, options);
+  if (outcome.status === 'diverged') process.exitCode = 3;
+  else if (outcome.status === 'cancelled') process.exitCode = 130;
+}
+
+function report(outcome: TrainOutcome, options: TrainCommandOptions): void {
+  const training = outcome.model.training!;
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify({
+      status: outcome.status,
+      message: outcome.message,
+      model: path.resolve(options.out),
+      device: training.device,
+      seconds: training.seconds,
+      epochs: outcome.plan.epochs,
+      batchSize: outcome.plan.batchSize,
+      history: training.history,
+      test: outcome.test ? { loss: outcome.test.loss, ...outcome.test.report } : null,
+    })}\n`);
+    return;
+  }
+  if (outcome.status !== 'completed') process.stderr.write(`${outcome.message}\n`);
+  const lines = [`trained for ${formatDuration(training.seconds)} on ${training.device}`];
+  if (outcome.test) lines.push('', `test set (${outcome.plan.testCount} examples):`, formatReport(outcome.test.report, outcome.test.loss));
+  lines.push('', `saved ${outcome.status === 'diverged' ? 'the last good weights' : 'the model'} to ${options.out}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

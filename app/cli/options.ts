@@ -1,0 +1,94 @@
+// Parsing of option values shared by the commands: numbers, column references, data sources.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { CsvOptions } from '../core/data/csv';
+import { parseImageShape } from '../core/data/dataset';
+import { services, type DataSource } from '../services';
+
+export function positiveInteger(name: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got "${value}"`);
+    return Number(value);
+  };
+}
+
+export function nonNegativeInteger(name: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`${name} must be a whole number ≥ 0, got "${value}"`);
+    return Number(value);
+  };
+}
+
+export function positiveNumber(name: string) {
+  return (value: string): number => {
+    const number = Number(value);
+    if (value.trim() === '' || !Number.isFinite(number) || number <= 0) throw new InvalidArgumentError(`${name} must be a positive number, got "${value}"`);
+    return number;
+  };
+}
+
+export function fraction(name: string) {
+  return (value: string): number => {
+    const number = Number(value);
+    if (value.trim() === '' || !(number >= 0 && number < 1)) throw new InvalidArgumentError(`${name} must be at least 0 and below 1, got "${value}"`);
+    return number;
+  };
+}
+
+/** A column by header name, or by 0-based index when it is an integer (negative counts from the end). */
+export function columnRef(value: string): string | number {
+  return /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+}
+
+export function columnList(value: string): Array<string | number> {
+  return value.split(',').map((item) => columnRef(item.trim())).filter((item) => item !== '');
+}
+
+export interface DataOptions {
+  data?: string;
+  labels?: string;
+  labelColumn?: string | number;
+  imageShape?: string;
+  delimiter?: string;
+  header?: boolean;
+  categorical?: Array<string | number>;
+  ignore?: Array<string | number>;
+  limit?: number;
+}
+
+/** Adds the options that describe how to read a data file. */
+export function addDataOptions(command: Command, dataHelp: string): Command {
+  return command
+    .option('--data <source>', dataHelp)
+    .option('--labels <file>', 'IDX labels file (default: found beside the images file)')
+    .option('--label-column <name|index>', 'CSV label column by header name or 0-based index (default: the last column)', columnRef)
+    .option('--image-shape <CxHxW>', 'reshape CSV features into images, e.g. 1x28x28')
+    .option('--delimiter <char>', 'CSV delimiter (default: detected)')
+    .addOption(new Option('--header', 'the CSV has a header row (default: detected)'))
+    .addOption(new Option('--no-header', 'the CSV has no header row'))
+    .option('--categorical <columns>', 'CSV columns to one-hot encode, comma-separated names or indices', columnList)
+    .option('--ignore <columns>', 'CSV columns to leave out, comma-separated names or indices', columnList)
+    .option('--limit <n>', 'read only the first n examples', positiveInteger('--limit'));
+}
+
+export function csvOptionsFrom(options: DataOptions): CsvOptions {
+  const csv: CsvOptions = {};
+  if (options.labelColumn !== undefined) csv.labelColumn = options.labelColumn;
+  if (options.imageShape !== undefined) csv.imageShape = parseImageShape(options.imageShape);
+  if (options.delimiter !== undefined) csv.delimiter = options.delimiter;
+  if (options.header !== undefined) csv.header = options.header;
+  if (options.categorical !== undefined) csv.categorical = options.categorical;
+  if (options.ignore !== undefined) csv.ignoreColumns = options.ignore;
+  if (options.limit !== undefined) csv.limit = options.limit;
+  return csv;
+}
+
+export function dataSourceFrom(argument: string, split: 'train' | 'test', options: DataOptions): DataSource {
+  const source = services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options) });
+  if (options.limit !== undefined && source.kind !== 'csv') return { ...source, limit: options.limit };
+  return source;
+}
+
+export function requireOption<T>(value: T | undefined, name: string, hint: string): T {
+  if (value === undefined) throw new Error(`${name} is required: ${hint}`);
+  return value;
+}

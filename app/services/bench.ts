@@ -1,0 +1,74 @@
+// The benchmark of DESIGN §8: each preset trained on the 60 000 MNIST training images with the data
+// already in memory, timed per epoch; the 10 000 test images ride along as the validation set, so the
+// engine reports test accuracy after every epoch without timing it (epoch seconds cover training steps).
+import type { Dataset } from '../core/data/dataset';
+import { loadBuiltinMnist } from '../core/data/mnist';
+import { listPresets, type Preset } from '../core/model/presets';
+import * as engine from '../engine';
+
+export interface BenchOptions {
+  device: engine.DeviceChoice;
+  /** Preset names; default: every preset the device should run (gpuOnly ones on CUDA only). */
+  configs?: string[];
+  epochs?: number;
+  threads?: number;
+}
+
+export interface BenchResult {
+  config: string;
+  framework: 'nnstudio';
+  device: string;
+  epochs: number;
+  batchSize: number;
+  /** Mean over the epochs after the first (the warm-up); the first epoch's time when there is one epoch. */
+  secondsPerEpoch: number;
+  epochSeconds: number[];
+  testAccuracy1: number;
+  testAccuracyN: number;
+  threads: number;
+}
+
+export function benchPresets(device: engine.DeviceKind, names?: string[]): Preset[] {
+  const all = listPresets().filter((preset) => preset.name !== 'lenet5');
+  if (!names || names.length === 0) return all.filter((preset) => device === 'cuda' || !preset.gpuOnly);
+  return names.map((name) => {
+    const preset = all.find((candidate) => candidate.name === name);
+    if (!preset) throw new Error(`unknown bench config "${name}"; valid: ${all.map((p) => p.name).join(', ')}`);
+    return preset;
+  });
+}
+
+export async function loadBenchData(): Promise<{ train: Dataset; test: Dataset }> {
+  const [train, test] = await Promise.all([loadBuiltinMnist('train'), loadBuiltinMnist('test')]);
+  return { train, test };
+}
+
+export async function runBenchmark(preset: Preset, data: { train: Dataset; test: Dataset }, options: BenchOptions): Promise<BenchResult> {
+  const epochs = options.epochs ?? 3;
+  const device = engine.resolveDevice(options.device);
+  const run = engine.train(preset.spec, data.train, data.test, {
+    epochs,
+    batchSize: preset.training.batchSize,
+    seed: 0,
+    device,
+    threads: options.threads ?? 0,
+    progressIntervalSeconds: 1,
+  });
+  const result = await run.promise;
+  if (result.status !== 'completed') throw new Error(`${preset.name}: training ${result.status}: ${result.message}`);
+  const epochSeconds = result.history.map((epoch) => epoch.seconds);
+  const timed = epochSeconds.length > 1 ? epochSeconds.slice(1) : epochSeconds;
+  const accuracy = (index: number) => result.history[index]?.validationAccuracy ?? Number.NaN;
+  return {
+    config: preset.name,
+    framework: 'nnstudio',
+    device: result.device,
+    epochs,
+    batchSize: preset.training.batchSize,
+    secondsPerEpoch: timed.reduce((a, b) => a + b, 0) / timed.length,
+    epochSeconds,
+    testAccuracy1: accuracy(0),
+    testAccuracyN: accuracy(epochs - 1),
+    threads: options.threads ?? 0,
+  };
+}

@@ -1,0 +1,132 @@
+// Where data comes from: the built-in MNIST, an IDX pair or a CSV file. Every face describes data with a
+// DataSource and loads it here, so a CSV, an IDX pair or `mnist` behave the same in the CLI, `serve` and
+// the desktop window.
+import * as fs from 'node:fs';
+import { loadCsv, type CsvOptions } from '../core/data/csv';
+import type { CsvEncoding } from '../core/data/encoding';
+import type { Dataset } from '../core/data/dataset';
+import { DataError } from '../core/data/errors';
+import { loadIdx } from '../core/data/idx';
+import { loadBuiltinMnist } from '../core/data/mnist';
+
+export type DataSource =
+  | { kind: 'mnist'; split: 'train' | 'test'; limit?: number }
+  | { kind: 'idx'; imagesPath: string; labelsPath?: string; limit?: number }
+  | { kind: 'csv'; path: string; options?: CsvOptions };
+
+/** What a trained model knows about its data, used to read evaluation and prediction files alike. */
+export interface KnownData {
+  classLabels: string[];
+  /** The training CSV's column encoding, when the model was trained on a CSV. */
+  encoding?: CsvEncoding;
+  /** [C,H,W] when the model takes images. */
+  imageShape?: [number, number, number];
+  /** Pixels were divided by this at training time (255 for IDX and MNIST). */
+  pixelScale?: number;
+}
+
+/** What a dataset tells about how files like it must be read (its classes, encoding, image shape). */
+export function knownData(dataset: Dataset): KnownData {
+  const shape = dataset.featureShape;
+  return {
+    classLabels: dataset.classLabels,
+    encoding: dataset.encoding,
+    imageShape: shape.length === 3 ? [shape[0], shape[1], shape[2]] : undefined,
+    pixelScale: dataset.pixelScale,
+  };
+}
+
+const idxNamePattern = /idx\d|ubyte/i;
+
+/**
+ * Reads a `--data` argument: `mnist`, an IDX images file (by its name, e.g. train-images-idx3-ubyte[.gz],
+ * or by its magic number) or a CSV file. `split` picks the built-in MNIST's half.
+ */
+export function dataSourceFromArgument(
+  argument: string,
+  split: 'train' | 'test',
+  extra: { labelsPath?: string; csv?: CsvOptions } = {},
+): DataSource {
+  if (argument.toLowerCase() === 'mnist') return { kind: 'mnist', split };
+  if (!fs.existsSync(argument)) throw new DataError(argument, 'no such file');
+  if (fs.statSync(argument).isDirectory()) throw new DataError(argument, 'is a folder, expected a CSV or IDX file');
+  if (idxNamePattern.test(argument) || looksLikeIdx(argument)) {
+    return { kind: 'idx', imagesPath: argument, labelsPath: extra.labelsPath };
+  }
+  return { kind: 'csv', path: argument, options: extra.csv };
+}
+
+/** IDX files start with two zero bytes, a type byte 0x08 (ubyte) and a dimension count. */
+function looksLikeIdx(file: string): boolean {
+  const head = Buffer.alloc(4);
+  const fd = fs.openSync(file, 'r');
+  try {
+    if (fs.readSync(fd, head, 0, 4, 0) < 4) return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+  return head[0] === 0 && head[1] === 0 && head[2] === 0x08 && head[3] >= 1 && head[3] <= 4;
+}
+
+export function describeDataSource(source: DataSource): string {
+  switch (source.kind) {
+    case 'mnist':
+      return `built-in MNIST (${source.split === 'train' ? '60 000 training' : '10 000 test'} images)`;
+    case 'idx':
+      return source.imagesPath;
+    case 'csv':
+      return source.path;
+  }
+}
+
+/** Loads a source as-is (training data: its classes and encoding are discovered). */
+export async function loadDataSource(source: DataSource): Promise<Dataset> {
+  switch (source.kind) {
+    case 'mnist':
+      return loadBuiltinMnist(source.split, { limit: source.limit });
+    case 'idx':
+      return loadIdx(source.imagesPath, { labelsPath: source.labelsPath, limit: source.limit });
+    case 'csv':
+      return loadCsv(source.path, source.options ?? {});
+  }
+}
+
+/**
+ * Loads a source for a trained model: a CSV goes through the model's encoding (same columns, categories,
+ * classes); otherwise classes are matched to the model's by name. `unlabeled` reads prediction input.
+ */
+export async function loadDataSourceFor(
+  source: DataSource,
+  known: KnownData,
+  options: { unlabeled?: boolean } = {},
+): Promise<Dataset> {
+  if (source.kind === 'csv') {
+    const given = source.options ?? {};
+    const csvOptions: CsvOptions = known.encoding
+      ? { encoding: known.encoding, unlabeled: options.unlabeled, limit: given.limit, delimiter: given.delimiter, header: given.header }
+      : {
+          ...given,
+          unlabeled: options.unlabeled,
+          classLabels: known.classLabels,
+          imageShape: given.imageShape ?? known.imageShape,
+          pixelScale: given.pixelScale ?? known.pixelScale,
+        };
+    return loadCsv(source.path, csvOptions);
+  }
+  const dataset = await loadDataSource(source);
+  return matchClasses(dataset, known.classLabels, describeDataSource(source));
+}
+
+/** Renumbers a dataset's labels to `classLabels` by name; a class the model does not know is an error. */
+export function matchClasses(dataset: Dataset, classLabels: readonly string[], where: string): Dataset {
+  const same = dataset.classLabels.length <= classLabels.length && dataset.classLabels.every((label, i) => label === classLabels[i]);
+  if (same) return { ...dataset, classLabels: [...classLabels] };
+  const mapping = dataset.classLabels.map((label) => {
+    const index = classLabels.indexOf(label);
+    if (index < 0) throw new DataError(where, `class "${label}" is not one of the model's classes (${classLabels.join(', ')})`);
+    return index;
+  });
+  const labels = new Int32Array(dataset.count);
+  for (let i = 0; i < dataset.count; i++) labels[i] = dataset.labels[i] < 0 ? -1 : mapping[dataset.labels[i]];
+  return { ...dataset, labels, classLabels: [...classLabels] };
+}

@@ -1,0 +1,87 @@
+// Evaluating and using a trained model on new data: metrics for labelled files, predictions with class
+// probabilities for any file. The model's stored preprocessing is applied, so a model trained on the
+// built-in MNIST reads a Kaggle-style pixel CSV of the same images the same way.
+import type { Dataset } from '../core/data/dataset';
+import { applyNormalization, type Preprocessing } from '../core/data/preprocess';
+import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
+import type { Model } from '../core/model/modelFile';
+import * as engine from '../engine';
+import { describeDataSource, loadDataSourceFor, type DataSource, type KnownData } from './dataSources';
+
+export interface EvaluateOptions {
+  device?: engine.DeviceChoice;
+  batchSize?: number;
+  threads?: number;
+}
+
+export interface Evaluation {
+  loss: number;
+  report: ClassificationReport;
+  predictions: Int32Array;
+  /** (count, classes) row-major. */
+  probabilities: Float32Array;
+  dataset: Dataset;
+}
+
+export interface Prediction {
+  labels: string[];
+  predictions: Int32Array;
+  probabilities: Float32Array;
+  /** True labels where the file had them (-1 otherwise). */
+  truth: Int32Array;
+  dataset: Dataset;
+}
+
+/** What a model remembers about the data it was trained on. */
+export function knownDataOf(model: Model<Preprocessing>): KnownData {
+  const shape = model.preprocessing.imageShape ?? (model.inputShape.length === 3 ? model.inputShape : undefined);
+  return {
+    classLabels: model.labels,
+    encoding: model.preprocessing.encoding,
+    imageShape: shape ? [shape[0], shape[1], shape[2]] : undefined,
+    pixelScale: model.preprocessing.pixelScale,
+  };
+}
+
+/** Reads `source` the way the model's training data was read, then applies its normalisation. */
+async function prepare(model: Model<Preprocessing>, source: DataSource, unlabeled: boolean): Promise<Dataset> {
+  const raw = await loadDataSourceFor(source, knownDataOf(model), { unlabeled });
+  const expected = model.spec.input.reduce((a, b) => a * b, 1);
+  const got = raw.featureShape.reduce((a, b) => a * b, 1);
+  if (got !== expected) {
+    throw new Error(`${describeDataSource(source)}: ${got} features per example, but the model takes ${expected} (${model.spec.input.join('x')})`);
+  }
+  const normalized = applyNormalization(model.preprocessing, raw);
+  return { ...normalized, featureShape: [...model.spec.input] };
+}
+
+export async function evaluateModel(model: Model<Preprocessing>, source: DataSource, options: EvaluateOptions = {}): Promise<Evaluation> {
+  const dataset = await prepare(model, source, false);
+  if (dataset.count === 0) throw new Error(`${describeDataSource(source)}: no examples to evaluate`);
+  const result = await engine.evaluate(model.spec, model.parameters, dataset, options);
+  const report = classificationReport(dataset.labels, result.predictions, model.labels.length, model.labels);
+  return { loss: result.loss, report, predictions: result.predictions, probabilities: result.probabilities, dataset };
+}
+
+/** Predicts every row of `source`, labelled or not. */
+export async function predictWithModel(model: Model<Preprocessing>, source: DataSource, options: EvaluateOptions = {}): Promise<Prediction> {
+  const dataset = await prepareForPrediction(model, source);
+  if (dataset.count === 0) throw new Error(`${describeDataSource(source)}: no examples to predict`);
+  const unlabeledView = { ...dataset, labels: new Int32Array(dataset.count) };
+  const result = await engine.evaluate(model.spec, model.parameters, unlabeledView, options);
+  return { labels: model.labels, predictions: result.predictions, probabilities: result.probabilities, truth: dataset.labels, dataset };
+}
+
+/** Prediction input may or may not carry the label column: try labelled first, then without labels. */
+async function prepareForPrediction(model: Model<Preprocessing>, source: DataSource): Promise<Dataset> {
+  if (source.kind !== 'csv') return prepare(model, source, false);
+  try {
+    return await prepare(model, source, false);
+  } catch (labelledError) {
+    try {
+      return await prepare(model, source, true);
+    } catch {
+      throw labelledError;
+    }
+  }
+}
