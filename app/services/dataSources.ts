@@ -2,7 +2,8 @@
 // DataSource and loads it here, so a CSV, an IDX pair or `mnist` behave the same in the CLI, `serve` and
 // the desktop window.
 import * as fs from 'node:fs';
-import { loadCsv, type CsvOptions } from '../core/data/csv';
+import Papa from 'papaparse';
+import { loadCsv, sniffDelimiter, type CsvOptions } from '../core/data/csv';
 import type { CsvEncoding } from '../core/data/encoding';
 import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
@@ -106,6 +107,7 @@ export async function loadDataSourceFor(
       ? { encoding: known.encoding, unlabeled: options.unlabeled, limit: given.limit, delimiter: given.delimiter, header: given.header }
       : {
           ...given,
+          labelColumn: given.labelColumn ?? (await columnNamedLabel(source.path)),
           unlabeled: options.unlabeled,
           classLabels: known.classLabels,
           imageShape: given.imageShape ?? known.imageShape,
@@ -115,6 +117,24 @@ export async function loadDataSourceFor(
   }
   const dataset = await loadDataSource(source);
   return matchClasses(dataset, known.classLabels, describeDataSource(source));
+}
+
+/**
+ * A model trained on images or IDX data has no CSV encoding; a pixel CSV (Kaggle's MNIST layout) names its
+ * label column "label", usually first. Returns that column's name when the header has it.
+ */
+async function columnNamedLabel(file: string): Promise<string | undefined> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const head = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const text = head.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '');
+    const firstLine = text.split(/\r?\n/, 1)[0] ?? '';
+    const fields = Papa.parse<string[]>(firstLine, { delimiter: sniffDelimiter(text) }).data[0] ?? [];
+    return fields.map((field) => field.trim()).find((field) => field.toLowerCase() === 'label');
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Renumbers a dataset's labels to `classLabels` by name; a class the model does not know is an error. */

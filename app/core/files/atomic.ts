@@ -10,25 +10,29 @@ export function describeFsError(error: unknown, filePath: string): string {
   const code = (error as NodeJS.ErrnoException).code;
   switch (code) {
     case 'ENOENT':
-      return `the folder ${path.dirname(path.resolve(filePath))} does not exist`;
+      return `folder ${path.dirname(path.resolve(filePath))} does not exist`;
     case 'EACCES':
     case 'EPERM':
-      return 'permission denied';
+      return `permission denied in ${path.dirname(path.resolve(filePath))}`;
     case 'EROFS':
-      return 'the file system is read-only';
+      return 'read-only file system';
     case 'ENOSPC':
-      return 'the disk is full';
-    case 'EISDIR':
-      return 'it is a folder';
+      return 'no space left on the device';
     case 'EDQUOT':
-      return 'the disk quota is exceeded';
+      return 'disk quota exceeded';
+    case 'EFBIG':
+      return 'the file is larger than this system allows';
+    case 'EISDIR':
+      return `${filePath} is a folder`;
+    case 'ENOTDIR':
+      return `a part of ${filePath} is not a folder`;
     default:
-      return (error as Error).message ?? String(error);
+      return (error as Error).message;
   }
 }
 
 export class FileWriteError extends Error {
-  constructor(readonly file: string, reason: string) {
+  constructor(readonly file: string, readonly reason: string) {
     super(`cannot write ${file}: ${reason}`);
     this.name = 'FileWriteError';
   }

@@ -1,0 +1,284 @@
+// The compact `--layers` syntax (docs/LAYERS.md): "conv:8x3:same:relu,maxpool:2,dense:10".
+// parseLayers and formatLayers round-trip: parseLayers(formatLayers(layers)) gives the same layers
+// once defaults are made explicit (conv stride 1 and padding valid, pool stride = size), which is what
+// parseLayers always produces.
+import { activationNames, paddingNames } from './spec';
+import type { ActivationName, LayerSpec, LossName } from './spec';
+
+export class LayerSyntaxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LayerSyntaxError';
+  }
+}
+
+type Activation = { activation?: ActivationName; alpha?: number };
+
+const kindAliases: Record<string, 'dense' | 'conv2d' | 'maxpool2d' | 'avgpool2d' | 'flatten' | 'dropout'> = {
+  dense: 'dense',
+  conv: 'conv2d',
+  conv2d: 'conv2d',
+  maxpool: 'maxpool2d',
+  maxpool2d: 'maxpool2d',
+  avgpool: 'avgpool2d',
+  avgpool2d: 'avgpool2d',
+  flatten: 'flatten',
+  dropout: 'dropout',
+};
+
+const integerPattern = /^[0-9]+$/;
+const decimalPattern = /^([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?$/i;
+
+function isActivationName(token: string): token is ActivationName {
+  return (activationNames as readonly string[]).includes(token);
+}
+
+// ---- parsing one item ----
+
+// Throws a plain message; parseLayers prefixes it with the item's position and text.
+function parseItem(item: string): LayerSpec {
+  const tokens = item.split(':').map((token) => token.trim());
+  const [head, ...args] = tokens;
+  const name = head.toLowerCase();
+  if (name === '') throw new Error('empty layer');
+  if (integerPattern.test(name)) {
+    throw new Error('a bare number is a layer only when every item is a number (the course tool\'s form "30,60,10,1")');
+  }
+
+  if (isActivationName(name)) {
+    const activation = parseActivation(name, args, 0);
+    if (activation.next < args.length) throw new Error(`unexpected "${args[activation.next]}"`);
+    const layer: LayerSpec = { kind: 'activation', fn: name };
+    if (activation.alpha !== undefined) layer.alpha = activation.alpha;
+    return layer;
+  }
+
+  const kind = kindAliases[name];
+  switch (kind) {
+    case 'dense': {
+      if (args.length === 0) throw new Error('needs the number of units, e.g. dense:128');
+      const units = positiveInteger(args[0], 'units');
+      const layer: LayerSpec = { kind: 'dense', units };
+      const rest = parseOptions(args.slice(1), { padding: false, stride: false });
+      Object.assign(layer, rest.activation);
+      return layer;
+    }
+    case 'conv2d': {
+      if (args.length === 0) throw new Error('needs filters and kernel, e.g. conv:32x3 or conv:32x3x5');
+      const dims = args[0].split('x');
+      if (dims.length < 2 || dims.length > 3 || dims.some((dim) => !integerPattern.test(dim))) {
+        throw new Error(`"${args[0]}" is not FILTERSxK or FILTERSxKHxKW, e.g. 32x3 or 32x3x5`);
+      }
+      const [filters, kh, kw] = dims.map((dim, index) => positiveInteger(dim, ['filters', 'kernel', 'kernel'][index]));
+      const rest = parseOptions(args.slice(1), { padding: true, stride: true });
+      const layer: LayerSpec = {
+        kind: 'conv2d',
+        filters,
+        kernel: [kh, kw ?? kh],
+        stride: rest.stride ?? 1,
+        padding: rest.padding ?? 'valid',
+      };
+      Object.assign(layer, rest.activation);
+      return layer;
+    }
+    case 'maxpool2d':
+    case 'avgpool2d': {
+      if (args.length === 0) throw new Error(`needs the window size, e.g. ${head}:2`);
+      const size = positiveInteger(args[0], 'window size');
+      const rest = parseOptions(args.slice(1), { padding: false, stride: true, activation: false });
+      return { kind, size, stride: rest.stride ?? size };
+    }
+    case 'flatten':
+      if (args.length > 0) throw new Error('takes no arguments');
+      return { kind: 'flatten' };
+    case 'dropout': {
+      if (args.length !== 1) throw new Error('needs one rate in [0, 1), e.g. dropout:0.5');
+      const rate = decimal(args[0], 'rate');
+      if (rate >= 1) throw new Error(`rate ${args[0]} must be below 1`);
+      return { kind: 'dropout', rate };
+    }
+    default:
+      throw new Error(
+        `unknown layer kind "${head}"; known: dense, conv, maxpool, avgpool, flatten, dropout, ${activationNames.join(', ')}`,
+      );
+  }
+}
+
+function positiveInteger(token: string, what: string): number {
+  if (!integerPattern.test(token) || Number(token) < 1 || !Number.isSafeInteger(Number(token))) {
+    throw new Error(`${what} "${token}" is not a positive integer`);
+  }
+  return Number(token);
+}
+
+function decimal(token: string, what: string): number {
+  if (!decimalPattern.test(token)) throw new Error(`${what} "${token}" is not a non-negative number`);
+  const value = Number(token);
+  if (!Number.isFinite(value)) throw new Error(`${what} "${token}" is not finite`);
+  return value;
+}
+
+// An activation name at args[index]; for leaky_relu a number right after it is its alpha.
+function parseActivation(name: ActivationName, args: string[], index: number): Activation & { next: number } {
+  if (name === 'leaky_relu' && index < args.length && decimalPattern.test(args[index])) {
+    return { activation: name, alpha: decimal(args[index], 'alpha'), next: index + 1 };
+  }
+  return { activation: name, next: index };
+}
+
+interface Options {
+  padding?: 'valid' | 'same' | 'full';
+  stride?: number;
+  activation: Activation;
+}
+
+// The optional tokens after a layer's required argument, in any order, each at most once.
+function parseOptions(
+  args: string[],
+  allowed: { padding: boolean; stride: boolean; activation?: boolean },
+): Options {
+  const options: Options = { activation: {} };
+  for (let index = 0; index < args.length; index++) {
+    const token = args[index].toLowerCase();
+    if (allowed.padding && (paddingNames as readonly string[]).includes(token)) {
+      if (options.padding) throw new Error(`padding given twice ("${options.padding}" and "${token}")`);
+      options.padding = token as Options['padding'];
+    } else if (allowed.stride && /^s[0-9]+$/.test(token)) {
+      if (options.stride !== undefined) throw new Error(`stride given twice`);
+      options.stride = positiveInteger(token.slice(1), 'stride');
+    } else if (allowed.activation !== false && isActivationName(token)) {
+      if (options.activation.activation) throw new Error(`activation given twice`);
+      const parsed = parseActivation(token, args, index + 1);
+      options.activation = parsed.alpha === undefined ? { activation: token } : { activation: token, alpha: parsed.alpha };
+      index = parsed.next - 1;
+    } else {
+      const expected = [
+        allowed.padding ? 'valid|same|full' : '',
+        allowed.stride ? 'a stride like s2' : '',
+        allowed.activation !== false ? 'an activation' : '',
+      ].filter(Boolean);
+      throw new Error(`unexpected "${args[index]}" (expected ${expected.join(', ')})`);
+    }
+  }
+  return options;
+}
+
+// ---- the whole list ----
+
+function splitItems(text: string): string[] {
+  return text.split(',').map((item) => item.trim());
+}
+
+/** True when the text is the C course tool's form: integers only, "30,60,10,1". */
+export function isCourseLayers(text: string): boolean {
+  const items = splitItems(text);
+  return items.length >= 2 && items.every((item) => integerPattern.test(item));
+}
+
+/**
+ * Parses the compact syntax into layers for data of `inputShape` ([F] or [C,H,W]). A flatten is inserted
+ * where a dense layer follows an image-shaped tensor. The course tool's form ("784,128,10") is accepted
+ * too (see parseCourseLayers); its first number must equal the input's element count.
+ * Errors: `--layers: item 3 "conv:3x": "3x" is not FILTERSxK ...` (`source` replaces "--layers").
+ */
+export function parseLayers(text: string, inputShape: readonly number[], source = '--layers'): LayerSpec[] {
+  if (isCourseLayers(text)) {
+    const features = inputShape.reduce((product, dim) => product * dim, 1);
+    const course = parseCourseLayers(text, features, source);
+    return inputShape.length === 3 ? [{ kind: 'flatten' }, ...course.layers] : course.layers;
+  }
+  if (text.trim() === '') throw new LayerSyntaxError(`${source}: no layers given`);
+  const layers: LayerSpec[] = [];
+  let image = inputShape.length === 3;
+  splitItems(text).forEach((item, index) => {
+    let layer: LayerSpec;
+    try {
+      layer = parseItem(item);
+    } catch (error) {
+      throw new LayerSyntaxError(`${source}: item ${index + 1} "${item}": ${(error as Error).message}`);
+    }
+    if (layer.kind === 'dense' && image) layers.push({ kind: 'flatten' });
+    if (layer.kind === 'dense' || layer.kind === 'flatten') image = false;
+    layers.push(layer);
+  });
+  return layers;
+}
+
+function formatNumber(value: number): string {
+  return String(value);
+}
+
+function formatActivation(layer: Activation): string {
+  if (!layer.activation) return '';
+  const alpha = layer.activation === 'leaky_relu' && layer.alpha !== undefined ? `:${formatNumber(layer.alpha)}` : '';
+  return `:${layer.activation}${alpha}`;
+}
+
+/** One layer in the compact syntax; defaults (stride 1, padding valid, pool stride = size) are left out. */
+export function formatLayer(layer: LayerSpec): string {
+  switch (layer.kind) {
+    case 'dense':
+      return `dense:${layer.units}${formatActivation(layer)}`;
+    case 'conv2d': {
+      const [kh, kw] = layer.kernel;
+      const kernel = kh === kw ? `${kh}` : `${kh}x${kw}`;
+      const padding = layer.padding && layer.padding !== 'valid' ? `:${layer.padding}` : '';
+      const stride = layer.stride !== undefined && layer.stride !== 1 ? `:s${layer.stride}` : '';
+      return `conv:${layer.filters}x${kernel}${padding}${stride}${formatActivation(layer)}`;
+    }
+    case 'maxpool2d':
+    case 'avgpool2d': {
+      const stride = layer.stride !== undefined && layer.stride !== layer.size ? `:s${layer.stride}` : '';
+      return `${layer.kind === 'maxpool2d' ? 'maxpool' : 'avgpool'}:${layer.size}${stride}`;
+    }
+    case 'flatten':
+      return 'flatten';
+    case 'dropout':
+      return `dropout:${formatNumber(layer.rate)}`;
+    case 'activation': {
+      const alpha = layer.fn === 'leaky_relu' && layer.alpha !== undefined ? `:${formatNumber(layer.alpha)}` : '';
+      return `${layer.fn}${alpha}`;
+    }
+  }
+}
+
+/** The whole list, comma-separated. */
+export function formatLayers(layers: readonly LayerSpec[]): string {
+  return layers.map(formatLayer).join(',');
+}
+
+// ---- the C course tool's form ----
+
+export interface CourseLayers {
+  /** The first number: the width of one input sample. */
+  inputWidth: number;
+  /** One sigmoid dense layer per following number. */
+  layers: LayerSpec[];
+  /** The course tool trains its sigmoid outputs on the quadratic cost. */
+  loss: LossName;
+}
+
+/**
+ * "30,60,10,1": a sigmoid MLP whose first number is the input width and whose following numbers are the
+ * layer widths. When `featureCount` is given the input width must equal it.
+ */
+export function parseCourseLayers(text: string, featureCount?: number, source = '--layers'): CourseLayers {
+  const items = splitItems(text);
+  if (items.length < 2) {
+    throw new LayerSyntaxError(`${source}: "${text}" needs an input width and at least one layer width, e.g. 30,60,10,1`);
+  }
+  const widths = items.map((item, index) => {
+    if (!integerPattern.test(item) || Number(item) < 1) {
+      throw new LayerSyntaxError(`${source}: item ${index + 1} "${item}": not a positive integer (the course tool's form is widths only)`);
+    }
+    return Number(item);
+  });
+  const [inputWidth, ...layerWidths] = widths;
+  if (featureCount !== undefined && inputWidth !== featureCount) {
+    throw new LayerSyntaxError(
+      `${source}: the first number ${inputWidth} is the input width, but the data has ${featureCount} features`,
+    );
+  }
+  const layers: LayerSpec[] = layerWidths.map((units) => ({ kind: 'dense', units, activation: 'sigmoid' }));
+  return { inputWidth, layers, loss: 'mse' };
+}

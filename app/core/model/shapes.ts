@@ -1,0 +1,237 @@
+// Shape inference for model specs: output shape, parameters and multiply-adds per layer.
+// Mirrors native/include/nnstudio/engine.h (inferShapes, classCount, parameterTable); both sides must
+// agree exactly, so every rule here is the engine's rule:
+//   conv2d: stride 1 and padding 'valid' by default;
+//     valid: out = floor((in - k) / s) + 1, needs k <= in;
+//     same (TensorFlow): out = ceil(in / s), any k;
+//     full: pads k-1 on each side: out = floor((in + k - 2) / s) + 1.
+//   maxpool2d / avgpool2d: floor mode, no padding, stride defaults to size: out = floor((in - size) / s) + 1.
+//   flatten keeps C,H,W order; on a flat input it is a no-op. dropout and activation keep the shape.
+//   softmax (a layer, or a dense/conv2d activation) needs a flat tensor; no layer may output 2^31
+//   elements or more per sample.
+//   multiplyAdds per sample, forward: dense inputs*units, conv2d outH*outW*filters*C*kh*kw (padding
+//   positions included), every other layer 0 (pools, activations and the bias add are not counted).
+import type { LayerKind, LayerSpec, ModelSpec } from './spec';
+
+/** An invalid model spec; the message names the layer at fault, e.g. "conv2d #2: kernel 5x5 larger than input 4x4 (padding valid)". */
+export class SpecError extends Error {
+  /** Index into spec.layers of the layer at fault; undefined for problems of the whole spec (the loss). */
+  readonly layerIndex: number | undefined;
+  constructor(message: string, layerIndex?: number) {
+    super(message);
+    this.name = 'SpecError';
+    this.layerIndex = layerIndex;
+  }
+}
+
+export interface LayerInfo {
+  /** "conv2d #1": the kind and its 1-based position among the layers of that kind. */
+  label: string;
+  kind: LayerKind;
+  /** Per sample: [C,H,W] or [F]. */
+  outputShape: number[];
+  parameters: number;
+  /** Per sample, forward pass. */
+  multiplyAdds: number;
+}
+
+export interface ParamTensor {
+  /** "layers.3.weight" */
+  name: string;
+  shape: number[];
+  /** In floats, into the flat parameter vector. */
+  offset: number;
+  size: number;
+}
+
+/** What shape inference got through before the first error: for the model editor, which shows both. */
+export interface ShapeReport {
+  layers: LayerInfo[];
+  error?: SpecError;
+}
+
+// ---- helpers ----
+
+/** "4x7x7" for [4,7,7], "20" for [20]. */
+export function formatShape(shape: readonly number[]): string {
+  return shape.join('x');
+}
+
+export function elementCount(shape: readonly number[]): number {
+  return shape.reduce((product, dim) => product * dim, 1);
+}
+
+/** Labels of every layer, "dense #1", "conv2d #2", counted per kind in spec order. */
+export function layerLabels(layers: readonly LayerSpec[]): string[] {
+  const seen = new Map<string, number>();
+  return layers.map((layer) => {
+    const ordinal = (seen.get(layer.kind) ?? 0) + 1;
+    seen.set(layer.kind, ordinal);
+    return `${layer.kind} #${ordinal}`;
+  });
+}
+
+function convOutputSize(input: number, kernel: number, stride: number, padding: 'valid' | 'same' | 'full'): number {
+  switch (padding) {
+    case 'valid':
+      return Math.floor((input - kernel) / stride) + 1;
+    case 'same':
+      return Math.ceil(input / stride);
+    case 'full':
+      return Math.floor((input + kernel - 2) / stride) + 1;
+  }
+}
+
+// ---- per layer ----
+
+// The engine refuses a layer output of 2^31 elements or more (per sample).
+const maxLayerElements = 2 ** 31;
+
+function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo {
+  const fail = (reason: string): never => {
+    throw new SpecError(`${label}: ${reason}`);
+  };
+  const info = computeLayer(layer, input, fail, label);
+  const softmax = layer.kind === 'activation' ? layer.fn === 'softmax' : 'activation' in layer && layer.activation === 'softmax';
+  if (softmax && info.outputShape.length !== 1) {
+    fail(`softmax needs a flat input, got ${formatShape(info.outputShape)} (add a flatten layer first)`);
+  }
+  if (elementCount(info.outputShape) >= maxLayerElements) fail(`output ${formatShape(info.outputShape)} is too large`);
+  return info;
+}
+
+function computeLayer(layer: LayerSpec, input: number[], fail: (reason: string) => never, label: string): LayerInfo {
+  const needsImage = (): [number, number, number] => {
+    if (input.length !== 3) fail(`needs an image input [C,H,W], got [${input.join(',')}]`);
+    return [input[0], input[1], input[2]];
+  };
+  const info = (outputShape: number[], parameters = 0, multiplyAdds = 0): LayerInfo => ({
+    label,
+    kind: layer.kind,
+    outputShape,
+    parameters,
+    multiplyAdds,
+  });
+
+  switch (layer.kind) {
+    case 'dense': {
+      if (input.length !== 1) fail(`needs a flat input, got ${formatShape(input)} (add a flatten layer)`);
+      const inputs = input[0];
+      return info([layer.units], layer.units * inputs + layer.units, inputs * layer.units);
+    }
+    case 'conv2d': {
+      const [channels, height, width] = needsImage();
+      const [kh, kw] = layer.kernel;
+      const stride = layer.stride ?? 1;
+      const padding = layer.padding ?? 'valid';
+      if (padding === 'valid' && (kh > height || kw > width)) {
+        fail(`kernel ${kh}x${kw} larger than input ${height}x${width} (padding valid)`);
+      }
+      const outH = convOutputSize(height, kh, stride, padding);
+      const outW = convOutputSize(width, kw, stride, padding);
+      const weights = layer.filters * channels * kh * kw;
+      return info([layer.filters, outH, outW], weights + layer.filters, outH * outW * weights);
+    }
+    case 'maxpool2d':
+    case 'avgpool2d': {
+      const [channels, height, width] = needsImage();
+      const stride = layer.stride ?? layer.size;
+      if (layer.size > height || layer.size > width) {
+        fail(`window ${layer.size} larger than input ${height}x${width}`);
+      }
+      const outH = Math.floor((height - layer.size) / stride) + 1;
+      const outW = Math.floor((width - layer.size) / stride) + 1;
+      return info([channels, outH, outW]);
+    }
+    case 'flatten':
+      return info([elementCount(input)]);
+    case 'dropout':
+    case 'activation':
+      return info([...input]);
+  }
+}
+
+// ---- whole spec ----
+
+/** Infers every layer until the first error, which it returns rather than throws. */
+export function inferShapesPartial(spec: ModelSpec): ShapeReport {
+  const labels = layerLabels(spec.layers);
+  const layers: LayerInfo[] = [];
+  let shape: number[] = [...spec.input];
+  for (let index = 0; index < spec.layers.length; index++) {
+    try {
+      const info = inferLayer(spec.layers[index], labels[index], shape);
+      layers.push(info);
+      shape = info.outputShape;
+    } catch (error) {
+      if (!(error instanceof SpecError)) throw error;
+      return { layers, error: new SpecError(error.message, index) };
+    }
+  }
+  const error = checkHead(spec, layers);
+  return error ? { layers, error } : { layers };
+}
+
+// The head must be flat (the loss and the predictions read one vector per sample), and the loss must fit it.
+function checkHead(spec: ModelSpec, layers: LayerInfo[]): SpecError | undefined {
+  const last = layers[layers.length - 1];
+  const lastIndex = layers.length - 1;
+  if (last.outputShape.length !== 1) {
+    return new SpecError(
+      `${last.label}: the network must end with a flat output, got ${formatShape(last.outputShape)} ` +
+        '(end with flatten and a dense layer)',
+      lastIndex,
+    );
+  }
+  const width = last.outputShape[0];
+  if (spec.loss === 'softmax_cross_entropy' && width < 2) {
+    return new SpecError(
+      `softmax_cross_entropy needs at least 2 outputs, the last layer ${last.label} has ${width} ` +
+        '(use binary_cross_entropy for a single output)',
+    );
+  }
+  return undefined;
+}
+
+/** Output shape, parameters and multiply-adds of every layer; throws SpecError at the first invalid layer. */
+export function inferShapes(spec: ModelSpec): LayerInfo[] {
+  const report = inferShapesPartial(spec);
+  if (report.error) throw report.error;
+  return report.layers;
+}
+
+/** Number of classes the head predicts: the last layer's width, or 2 for a single output unit. */
+export function classCount(spec: ModelSpec): number {
+  const layers = inferShapes(spec);
+  const width = layers[layers.length - 1].outputShape[0];
+  return width === 1 ? 2 : width;
+}
+
+/** All trainable tensors in spec order, weight before bias, with offsets into one flat vector. */
+export function parameterTable(spec: ModelSpec): ParamTensor[] {
+  const layers = inferShapes(spec);
+  const table: ParamTensor[] = [];
+  let offset = 0;
+  const add = (name: string, shape: number[]) => {
+    const size = elementCount(shape);
+    table.push({ name, shape, offset, size });
+    offset += size;
+  };
+  let inputShape: number[] = [...spec.input];
+  spec.layers.forEach((layer, index) => {
+    if (layer.kind === 'dense') {
+      add(`layers.${index}.weight`, [layer.units, inputShape[0]]);
+      add(`layers.${index}.bias`, [layer.units]);
+    } else if (layer.kind === 'conv2d') {
+      add(`layers.${index}.weight`, [layer.filters, inputShape[0], layer.kernel[0], layer.kernel[1]]);
+      add(`layers.${index}.bias`, [layer.filters]);
+    }
+    inputShape = layers[index].outputShape;
+  });
+  return table;
+}
+
+/** Total number of trainable floats. */
+export function parameterCount(spec: ModelSpec): number {
+  return inferShapes(spec).reduce((total, layer) => total + layer.parameters, 0);
+}
