@@ -1,0 +1,90 @@
+// DESIGN §2: shape inference lives in TypeScript (app/core) and in C++ (the engine); both must agree on
+// output shapes, parameter counts, multiply-adds, the parameter table and on which specs are invalid.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { listPresets } from '../../../app/core/model/presets';
+import * as core from '../../../app/core/model/shapes';
+import type { LayerSpec, ModelSpec } from '../../../app/core/model/spec';
+import * as engine from '../../../app/engine';
+
+function coreResult(spec: ModelSpec): { layers?: unknown; table?: unknown; error?: string } {
+  try {
+    const layers = core.inferShapes(spec).map((layer) => ({ label: layer.label, outputShape: layer.outputShape, parameters: layer.parameters, multiplyAdds: layer.multiplyAdds }));
+    return { layers, table: core.parameterTable(spec) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+function engineResult(spec: ModelSpec): { layers?: unknown; table?: unknown; error?: string } {
+  try {
+    const layers = engine.inferShapes(spec).map((layer) => ({ label: layer.label, outputShape: layer.outputShape, parameters: layer.parameters, multiplyAdds: layer.multiplyAdds }));
+    return { layers, table: engine.parameterTable(spec) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+function assertAgree(spec: ModelSpec): 'valid' | 'invalid' {
+  const fromCore = coreResult(spec);
+  const fromEngine = engineResult(spec);
+  const where = JSON.stringify(spec);
+  if (fromCore.error !== undefined || fromEngine.error !== undefined) {
+    assert.ok(fromCore.error !== undefined, `engine rejects what core accepts: ${fromEngine.error}\n${where}`);
+    assert.ok(fromEngine.error !== undefined, `core rejects what engine accepts: ${fromCore.error}\n${where}`);
+    assert.equal(fromEngine.error, fromCore.error, where);
+    return 'invalid';
+  }
+  assert.deepEqual(fromEngine, fromCore, where);
+  return 'valid';
+}
+
+test('every preset: the same shapes, counts and parameter table in TypeScript and C++', () => {
+  for (const preset of listPresets()) assert.equal(assertAgree(preset.spec), 'valid', preset.name);
+});
+
+// A seeded generator of specs, valid and invalid, over every layer kind and padding.
+function randomSpec(random: () => number): ModelSpec {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+  const int = (low: number, high: number) => low + Math.floor(random() * (high - low + 1));
+  const image = random() < 0.75;
+  const input: ModelSpec['input'] = image ? [int(1, 3), int(3, 16), int(3, 16)] : [int(1, 40)];
+  const layers: LayerSpec[] = [];
+  const count = int(1, 5);
+  for (let i = 0; i < count; i++) {
+    const kind = pick(['conv2d', 'maxpool2d', 'avgpool2d', 'flatten', 'dense', 'dropout', 'activation'] as const);
+    switch (kind) {
+      case 'conv2d':
+        layers.push({ kind, filters: int(1, 6), kernel: [int(1, 6), int(1, 6)], stride: int(1, 3), padding: pick(['valid', 'same', 'full'] as const), activation: pick(['relu', 'tanh', 'linear'] as const) });
+        break;
+      case 'maxpool2d':
+      case 'avgpool2d':
+        layers.push({ kind, size: int(1, 4), stride: int(1, 4) });
+        break;
+      case 'dense':
+        layers.push({ kind, units: int(1, 12), activation: pick(['relu', 'sigmoid', 'softmax'] as const) });
+        break;
+      case 'dropout':
+        layers.push({ kind, rate: 0.25 });
+        break;
+      case 'activation':
+        layers.push({ kind, fn: pick(['relu', 'leaky_relu', 'softplus', 'softmax'] as const) });
+        break;
+      default:
+        layers.push({ kind: 'flatten' });
+    }
+  }
+  if (random() < 0.8) layers.push({ kind: 'flatten' }, { kind: 'dense', units: int(2, 10) });
+  return { input, layers, loss: pick(['softmax_cross_entropy', 'mse', 'binary_cross_entropy'] as const), optimizer: { kind: 'sgd', lr: 0.1 }, seed: 0 };
+}
+
+test('500 random specs: both sides accept the same ones with the same shapes, and reject the rest alike', () => {
+  let state = 12345;
+  const random = () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+  const outcomes = { valid: 0, invalid: 0 };
+  for (let i = 0; i < 500; i++) outcomes[assertAgree(randomSpec(random))]++;
+  assert.ok(outcomes.valid > 50 && outcomes.invalid > 50, `too one-sided a sample: ${JSON.stringify(outcomes)}`);
+});
