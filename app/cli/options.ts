@@ -48,6 +48,7 @@ export interface DataOptions {
   labels?: string;
   labelColumn?: string | number;
   imageShape?: string;
+  pixelScale?: number;
   delimiter?: string;
   header?: boolean;
   categorical?: Array<string | number>;
@@ -62,6 +63,7 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
     .option('--labels <file>', 'IDX labels file (default: found beside the images file)')
     .option('--label-column <name|index>', 'CSV label column by header name or 0-based index (default: the last column)', columnRef)
     .option('--image-shape <CxHxW>', 'reshape CSV features into images, e.g. 1x28x28')
+    .option('--pixel-scale <n>', 'with --image-shape: divide pixel values by n (default 255; 1 keeps them)', positiveNumber('--pixel-scale'))
     .option('--delimiter <char>', 'CSV delimiter (default: detected)')
     .addOption(new Option('--header', 'the CSV has a header row (default: detected)'))
     .addOption(new Option('--no-header', 'the CSV has no header row'))
@@ -73,7 +75,13 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
 export function csvOptionsFrom(options: DataOptions): CsvOptions {
   const csv: CsvOptions = {};
   if (options.labelColumn !== undefined) csv.labelColumn = options.labelColumn;
-  if (options.imageShape !== undefined) csv.imageShape = parseImageShape(options.imageShape);
+  if (options.imageShape !== undefined) {
+    csv.imageShape = parseImageShape(options.imageShape);
+    // Pixel CSVs hold 0-255 values; scaled to [0,1] like IDX images, so the same models fit both.
+    csv.pixelScale = options.pixelScale ?? 255;
+  } else if (options.pixelScale !== undefined) {
+    throw new Error('--pixel-scale applies to pixel CSVs read with --image-shape');
+  }
   if (options.delimiter !== undefined) csv.delimiter = options.delimiter;
   if (options.header !== undefined) csv.header = options.header;
   if (options.categorical !== undefined) csv.categorical = options.categorical;
@@ -82,8 +90,8 @@ export function csvOptionsFrom(options: DataOptions): CsvOptions {
   return csv;
 }
 
-export function dataSourceFrom(argument: string, split: 'train' | 'test', options: DataOptions): DataSource {
-  const source = services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options) });
+export async function dataSourceFrom(argument: string, split: 'train' | 'test', options: DataOptions): Promise<DataSource> {
+  const source = await services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options) });
   if (options.limit !== undefined && source.kind !== 'csv') return { ...source, limit: options.limit };
   return source;
 }

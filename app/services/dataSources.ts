@@ -7,7 +7,7 @@ import { loadCsv, sniffDelimiter, type CsvOptions } from '../core/data/csv';
 import type { CsvEncoding } from '../core/data/encoding';
 import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
-import { loadIdx } from '../core/data/idx';
+import { loadIdx, looksLikeIdx } from '../core/data/idx';
 import { loadBuiltinMnist } from '../core/data/mnist';
 
 export type DataSource =
@@ -41,33 +41,22 @@ const idxNamePattern = /idx\d|ubyte/i;
 
 /**
  * Reads a `--data` argument: `mnist`, an IDX images file (by its name, e.g. train-images-idx3-ubyte[.gz],
- * or by its magic number) or a CSV file. `split` picks the built-in MNIST's half.
+ * or by its magic number, gzipped or not) or a CSV file. `split` picks the built-in MNIST's half.
  */
-export function dataSourceFromArgument(
+export async function dataSourceFromArgument(
   argument: string,
   split: 'train' | 'test',
   extra: { labelsPath?: string; csv?: CsvOptions } = {},
-): DataSource {
+): Promise<DataSource> {
   if (argument.toLowerCase() === 'mnist') return { kind: 'mnist', split };
   if (!fs.existsSync(argument)) throw new DataError(argument, 'no such file');
   if (fs.statSync(argument).isDirectory()) throw new DataError(argument, 'is a folder, expected a CSV or IDX file');
-  if (idxNamePattern.test(argument) || looksLikeIdx(argument)) {
+  if (idxNamePattern.test(argument) || (await looksLikeIdx(argument))) {
     return { kind: 'idx', imagesPath: argument, labelsPath: extra.labelsPath };
   }
   return { kind: 'csv', path: argument, options: extra.csv };
 }
 
-/** IDX files start with two zero bytes, a type byte 0x08 (ubyte) and a dimension count. */
-function looksLikeIdx(file: string): boolean {
-  const head = Buffer.alloc(4);
-  const fd = fs.openSync(file, 'r');
-  try {
-    if (fs.readSync(fd, head, 0, 4, 0) < 4) return false;
-  } finally {
-    fs.closeSync(fd);
-  }
-  return head[0] === 0 && head[1] === 0 && head[2] === 0x08 && head[3] >= 1 && head[3] <= 4;
-}
 
 export function describeDataSource(source: DataSource): string {
   switch (source.kind) {

@@ -25,7 +25,7 @@ export function evalCommand(): Command {
       const modelFile = requireOption(options.model, '--model', 'the model file to evaluate');
       const dataArgument = requireOption(options.data, '--data', 'a CSV file, an IDX images file or "mnist"');
       const model = await services.models.load(modelFile);
-      const source = dataSourceFrom(dataArgument, 'test', options);
+      const source = await dataSourceFrom(dataArgument, 'test', options);
       const evaluation = await services.evaluation.evaluate(model, source, {
         device: options.device, batchSize: options.batchSize, threads: options.threads,
       });

@@ -40,7 +40,7 @@ export function predictCommand(): Command {
       const modelFile = requireOption(options.model, '--model', 'the model file to predict with');
       const dataArgument = requireOption(options.data, '--data', 'a CSV file, an IDX images file or "mnist"');
       const model = await services.models.load(modelFile);
-      const prediction = await services.evaluation.predict(model, dataSourceFrom(dataArgument, 'test', options), {
+      const prediction = await services.evaluation.predict(model, await dataSourceFrom(dataArgument, 'test', options), {
         device: options.device, batchSize: options.batchSize, threads: options.threads,
       });
       const csv = predictionsCsv(prediction);

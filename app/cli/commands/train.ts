@@ -95,8 +95,8 @@ function progressReporter(options: TrainCommandOptions) {
 
 async function runTrain(options: TrainCommandOptions): Promise<void> {
   checkOutputPath(options.out);
-  const data = dataSourceFrom(options.data ?? 'mnist', 'train', options);
-  const testData = options.testData !== undefined ? dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
+  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
   const reporter = progressReporter(options);
 
   // First Ctrl-C stops training and still saves the weights so far; a second one quits at once.
