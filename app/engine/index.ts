@@ -1,0 +1,206 @@
+// The typed engine API: the only way the rest of the TypeScript reaches the native engine.
+// Invalid arguments throw synchronously (TypeError / RangeError / Error with the engine's message);
+// failures during a run reject the run's promise. Engine errors carry `code`: ERR_NNSTUDIO_SPEC for an
+// invalid model spec, ERR_NNSTUDIO_ENGINE for other engine errors, ERR_NNSTUDIO_INTERNAL otherwise.
+import type { ModelSpec } from '../core/model/spec';
+import {
+  native,
+  type NativeTrainingHandle,
+  type NativeDataset,
+  type NativeDevice,
+  type NativeEpochEvent,
+  type NativeEpochStats,
+  type NativeEvalResult,
+  type NativeLayerInfo,
+  type NativeParamTensor,
+  type NativeStepEvent,
+  type NativeTrainResult,
+} from './native';
+
+// ---- types ----
+
+export type DeviceKind = 'cpu' | 'cuda';
+/** What the user asks for: 'auto' picks CUDA when available, else the CPU. */
+export type DeviceChoice = 'auto' | DeviceKind;
+
+export type DeviceInfo = NativeDevice;
+export type LayerShape = NativeLayerInfo;
+export type ParameterTensor = NativeParamTensor;
+
+/** Samples as the engine takes them: features (count, featureSize) row-major, labels (count) class indices. */
+export type Dataset = NativeDataset;
+
+export interface TrainOptions {
+  epochs: number;
+  batchSize: number;
+  /** Shuffle the training order every epoch (default true). */
+  shuffle?: boolean;
+  /** Data order and dropout; the weights' init uses spec.seed (default 0). */
+  seed?: number;
+  /** CPU threads, 0 = one per hardware thread (default 0). */
+  threads?: number;
+  device?: DeviceChoice;
+  /** Minimum seconds between step events (default 0.05, i.e. at most 20/s). */
+  progressIntervalSeconds?: number;
+  /** Start from these weights (e.g. fine-tuning) instead of the spec's seeded init. */
+  initialParameters?: Float32Array;
+}
+
+export type StepEvent = NativeStepEvent;
+export type EpochEvent = NativeEpochEvent;
+export type TrainProgress = StepEvent | EpochEvent;
+export type EpochStats = NativeEpochStats;
+export type TrainStatus = NativeTrainResult['status'];
+export type TrainResult = NativeTrainResult;
+
+export interface TrainingRun {
+  /** Settles when the run ends: completed, cancelled or diverged; rejects on an engine error. */
+  readonly promise: Promise<TrainResult>;
+  /** The device the run uses, after resolving 'auto'. */
+  readonly device: DeviceKind;
+  /** Stops within one step; the promise resolves with status 'cancelled' and the last weights. */
+  cancel(): void;
+  /** Holds the training thread between steps until resume() or cancel(). */
+  pause(): void;
+  resume(): void;
+}
+
+export interface EvaluateOptions {
+  batchSize?: number;
+  device?: DeviceChoice;
+  threads?: number;
+}
+
+export type EvaluateResult = NativeEvalResult;
+
+// ---- devices ----
+
+export function listDevices(): DeviceInfo[] {
+  return native().listDevices();
+}
+
+export function cudaAvailable(): boolean {
+  return native().cudaAvailable();
+}
+
+/** 'auto' = cuda when available else cpu; 'cuda' without a CUDA device throws. */
+export function resolveDevice(choice: DeviceChoice = 'auto'): DeviceKind {
+  switch (choice) {
+    case 'cpu':
+      return 'cpu';
+    case 'cuda':
+      if (!native().cudaAvailable()) throw new Error('no CUDA device is available; use --device cpu');
+      return 'cuda';
+    case 'auto':
+      return native().cudaAvailable() ? 'cuda' : 'cpu';
+    default:
+      throw new TypeError(`unknown device ${JSON.stringify(choice)}: expected 'auto', 'cpu' or 'cuda'`);
+  }
+}
+
+// ---- model spec ----
+
+function specJson(spec: ModelSpec): string {
+  return JSON.stringify(spec);
+}
+
+/** Per-layer output shape, parameters and multiply-adds, as the engine computes them. */
+export function inferShapes(spec: ModelSpec): LayerShape[] {
+  return native().inferShapes(specJson(spec));
+}
+
+/** Every trainable tensor (layers.<i>.weight / .bias) with its offset in the flat parameter vector. */
+export function parameterTable(spec: ModelSpec): ParameterTensor[] {
+  return native().parameterTable(specJson(spec));
+}
+
+/** The seeded initial weights (seed defaults to spec.seed). */
+export function initialParameters(spec: ModelSpec, seed: number = spec.seed): Float32Array {
+  return native().initialParameters(specJson(spec), seed);
+}
+
+// ---- training and evaluation ----
+
+// process.exit() joins libuv's worker threads before exiting, so a run still going would hold the
+// process until it finished: cancel every live run on 'exit' (the engine stops within one step).
+const liveRuns = new Set<NativeTrainingHandle>();
+const ignoreProgress = (): void => {};
+let exitHookInstalled = false;
+
+function trackRun(handle: NativeTrainingHandle): Promise<TrainResult> {
+  if (!exitHookInstalled) {
+    process.on('exit', () => {
+      for (const run of liveRuns) run.cancel();
+    });
+    exitHookInstalled = true;
+  }
+  liveRuns.add(handle);
+  return handle.promise.finally(() => liveRuns.delete(handle));
+}
+
+/**
+ * Trains on a worker thread; the event loop keeps running. `onProgress` receives every epoch event
+ * and step events at most every progressIntervalSeconds; if it throws, the run is cancelled and the
+ * promise rejects with that error. The typed arrays must not be modified or transferred during the run.
+ */
+export function train(
+  spec: ModelSpec,
+  trainingSet: Dataset,
+  validationSet: Dataset | null | undefined,
+  options: TrainOptions,
+  onProgress?: (event: TrainProgress) => void,
+): TrainingRun {
+  const device = resolveDevice(options.device ?? 'auto');
+  const handle = native().startTraining(
+    specJson(spec),
+    trainingSet,
+    validationSet ?? null,
+    {
+      epochs: options.epochs,
+      batchSize: options.batchSize,
+      shuffle: options.shuffle,
+      seed: options.seed,
+      threads: options.threads,
+      device,
+      progressIntervalSeconds: options.progressIntervalSeconds,
+    },
+    options.initialParameters ?? null,
+    // Always a listener: a failed delivery is also how the addon notices an environment teardown.
+    onProgress ?? ignoreProgress,
+  );
+  return {
+    promise: trackRun(handle),
+    device,
+    cancel: () => handle.cancel(),
+    pause: () => handle.pause(),
+    resume: () => handle.resume(),
+  };
+}
+
+/** Loss, accuracy, predictions (count) and probabilities (count, classes) of `parameters` on `data`. */
+export function evaluate(
+  spec: ModelSpec,
+  parameters: Float32Array,
+  data: Dataset,
+  options: EvaluateOptions = {},
+): Promise<EvaluateResult> {
+  const device = resolveDevice(options.device ?? 'auto');
+  return native().evaluate(specJson(spec), parameters, data, {
+    batchSize: options.batchSize,
+    device,
+    threads: options.threads,
+  });
+}
+
+/** The same functions as one object, for injection into services. */
+export const Engine = {
+  listDevices,
+  cudaAvailable,
+  resolveDevice,
+  inferShapes,
+  parameterTable,
+  initialParameters,
+  train,
+  evaluate,
+} as const;
+export type EngineApi = typeof Engine;

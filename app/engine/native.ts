@@ -1,0 +1,182 @@
+// Locates and loads the native engine (build/native/Release/nnstudio.node) and types its raw API.
+// Only app/engine/index.ts uses this; everything else goes through the typed Engine functions.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+// ---- the addon's raw API (native/src/addon) ----
+
+export interface NativeDevice {
+  kind: 'cpu' | 'cuda';
+  index: number;
+  name: string;
+  memoryBytes: number;
+  /** CUDA only, e.g. "9.0". */
+  computeCapability?: string;
+  /** CPU only: hardware threads. */
+  threads?: number;
+}
+
+export interface NativeLayerInfo {
+  label: string;
+  outputShape: number[];
+  parameters: number;
+  multiplyAdds: number;
+}
+
+export interface NativeParamTensor {
+  name: string;
+  shape: number[];
+  offset: number;
+  size: number;
+}
+
+export interface NativeDataset {
+  features: Float32Array;
+  labels: Int32Array;
+}
+
+export interface NativeTrainOptions {
+  epochs?: number;
+  batchSize?: number;
+  shuffle?: boolean;
+  seed?: number | bigint;
+  threads?: number;
+  device?: 'cpu' | 'cuda';
+  progressIntervalSeconds?: number;
+}
+
+export interface NativeStepEvent {
+  type: 'step';
+  epoch: number;
+  step: number;
+  stepsPerEpoch: number;
+  globalStep: number;
+  totalSteps: number;
+  loss: number;
+  samplesPerSecond: number;
+  etaSeconds: number;
+}
+
+export interface NativeEpochStats {
+  epoch: number;
+  trainLoss: number;
+  trainAccuracy: number;
+  validationLoss?: number;
+  validationAccuracy?: number;
+  seconds: number;
+}
+
+export interface NativeEpochEvent extends NativeEpochStats {
+  type: 'epoch';
+}
+
+export type NativeTrainEvent = NativeStepEvent | NativeEpochEvent;
+
+export interface NativeTrainResult {
+  status: 'completed' | 'cancelled' | 'diverged';
+  message: string;
+  parameters: Float32Array;
+  history: NativeEpochStats[];
+  seconds: number;
+  steps: number;
+  device: string;
+}
+
+export interface NativeTrainingHandle {
+  promise: Promise<NativeTrainResult>;
+  cancel(): void;
+  pause(): void;
+  resume(): void;
+}
+
+export interface NativeEvaluateOptions {
+  batchSize?: number;
+  device?: 'cpu' | 'cuda';
+  threads?: number;
+}
+
+export interface NativeEvalResult {
+  loss: number;
+  accuracy: number;
+  classes: number;
+  predictions: Int32Array;
+  probabilities: Float32Array;
+}
+
+export interface NativeAddon {
+  listDevices(): NativeDevice[];
+  cudaAvailable(): boolean;
+  inferShapes(specJson: string): NativeLayerInfo[];
+  parameterTable(specJson: string): NativeParamTensor[];
+  initialParameters(specJson: string, seed?: number | bigint): Float32Array;
+  startTraining(
+    specJson: string,
+    train: NativeDataset,
+    validation: NativeDataset | null,
+    options: NativeTrainOptions,
+    initialParameters: Float32Array | null,
+    onEvent: ((event: NativeTrainEvent) => void) | null,
+  ): NativeTrainingHandle;
+  evaluate(
+    specJson: string,
+    parameters: Float32Array,
+    data: NativeDataset,
+    options: NativeEvaluateOptions,
+  ): Promise<NativeEvalResult>;
+}
+
+// ---- locating the module ----
+
+export const nativeModuleEnv = 'NNSTUDIO_NATIVE';
+export const nativeModuleRelativePath = path.join('build', 'native', 'Release', 'nnstudio.node');
+
+/** The repository (or packaged app) root: the nearest folder upwards holding nnstudio's package.json. */
+export function findPackageRoot(startDir: string): string | undefined {
+  let dir = path.resolve(startDir);
+  for (;;) {
+    const manifest = path.join(dir, 'package.json');
+    try {
+      const parsed: unknown = JSON.parse(fs.readFileSync(manifest, 'utf8'));
+      if (typeof parsed === 'object' && parsed !== null && (parsed as { name?: unknown }).name === 'nnstudio') return dir;
+    } catch {
+      // no or unreadable package.json here: keep walking up
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** Where the addon should be: $NNSTUDIO_NATIVE, else build/native/Release/nnstudio.node under the root. */
+export function nativeModulePath(env: NodeJS.ProcessEnv = process.env, startDir: string = __dirname): string {
+  const override = env[nativeModuleEnv];
+  if (override) return path.resolve(override);
+  const root = findPackageRoot(startDir);
+  if (!root) {
+    throw new Error(`the native engine is not built: run npm install (no nnstudio package.json above ${startDir})`);
+  }
+  // Packaged Electron apps unpack the .node next to the archive (electron-builder asarUnpack).
+  return path.join(root.replace(/\.asar$/, '.asar.unpacked'), nativeModuleRelativePath);
+}
+
+/** Loads the addon at `file`, with a clear message when it is missing or unloadable. */
+export function loadNativeModule(file: string): NativeAddon {
+  if (!fs.existsSync(file)) {
+    throw new Error(`the native engine is not built: run npm install (missing ${file})`);
+  }
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(file) as NativeAddon;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`the native engine at ${file} failed to load: ${reason} (rebuild it with npm install)`);
+  }
+}
+
+let cached: NativeAddon | undefined;
+
+/** The loaded addon (loaded once, on first use). */
+export function native(): NativeAddon {
+  cached ??= loadNativeModule(nativeModulePath());
+  return cached;
+}

@@ -1,0 +1,278 @@
+// JS <-> C++ conversion with validation; see convert.h.
+#include "addon/convert.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+namespace nnstudio::addon {
+
+namespace {
+
+std::string join(const char* a, const char* b) { return std::string(a) + "." + b; }
+
+[[noreturn]] void throwType(Napi::Env env, const std::string& message) { throw Napi::TypeError::New(env, message); }
+[[noreturn]] void throwRange(Napi::Env env, const std::string& message) { throw Napi::RangeError::New(env, message); }
+
+bool isTypedArrayOf(const Napi::Value& value, napi_typedarray_type type) {
+  return value.IsTypedArray() && value.As<Napi::TypedArray>().TypedArrayType() == type;
+}
+
+// A JS number that holds an integer in [min, max].
+int64_t integerValue(Napi::Env env, const Napi::Value& value, int64_t min, int64_t max, const std::string& where) {
+  if (!value.IsNumber()) throwType(env, where + " must be an integer");
+  const double number = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(number) || number != std::floor(number)) throwType(env, where + " must be an integer");
+  if (number < static_cast<double>(min) || number > static_cast<double>(max)) {
+    throwRange(env, where + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                        " (got " + std::to_string(static_cast<long long>(number)) + ")");
+  }
+  return static_cast<int64_t>(number);
+}
+
+}  // namespace
+
+// ---- engine errors ----
+
+const char* errorCodeOf(const std::exception& error) {
+  if (dynamic_cast<const SpecError*>(&error)) return kSpecErrorCode;
+  if (dynamic_cast<const EngineError*>(&error)) return kEngineErrorCode;
+  return kInternalErrorCode;
+}
+
+Napi::Error makeError(Napi::Env env, const std::string& message, const char* code) {
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, code));
+  return error;
+}
+
+// ---- JS -> C++ ----
+
+std::string stringArg(const Napi::CallbackInfo& info, size_t index, const char* name) {
+  if (info.Length() <= index || !info[index].IsString()) throwType(info.Env(), std::string(name) + " must be a string");
+  return info[index].As<Napi::String>().Utf8Value();
+}
+
+ModelSpec specArg(const Napi::CallbackInfo& info, size_t index) {
+  const std::string json = stringArg(info, index, "specJson");
+  return guardEngine(info.Env(), [&] { return parseModelSpec(json); });
+}
+
+uint64_t seedValue(Napi::Env env, const Napi::Value& value, const char* name) {
+  if (value.IsBigInt()) {
+    bool lossless = false;
+    const uint64_t seed = value.As<Napi::BigInt>().Uint64Value(&lossless);
+    if (!lossless) throwRange(env, std::string(name) + " must be a BigInt in [0, 2^64)");
+    return seed;
+  }
+  constexpr int64_t maxSafe = (int64_t{1} << 53) - 1;
+  return static_cast<uint64_t>(integerValue(env, value, 0, maxSafe, name));
+}
+
+DeviceKind deviceValue(Napi::Env env, const Napi::Value& value, const char* name) {
+  if (value.IsString()) {
+    const std::string device = value.As<Napi::String>().Utf8Value();
+    if (device == "cpu") return DeviceKind::CPU;
+    if (device == "cuda") return DeviceKind::CUDA;
+  }
+  throwType(env, std::string(name) + " must be 'cpu' or 'cuda'");
+}
+
+Napi::Object optionsArg(const Napi::CallbackInfo& info, size_t index, const char* name) {
+  if (info.Length() <= index || info[index].IsUndefined() || info[index].IsNull()) return Napi::Object::New(info.Env());
+  if (!info[index].IsObject() || info[index].IsArray()) throwType(info.Env(), std::string(name) + " must be an object");
+  return info[index].As<Napi::Object>();
+}
+
+int intOption(const Napi::Object& options, const char* key, int fallback, int min, int max, const char* where) {
+  const Napi::Value value = options.Get(key);
+  if (value.IsUndefined()) return fallback;
+  return static_cast<int>(integerValue(options.Env(), value, min, max, join(where, key)));
+}
+
+double numberOption(const Napi::Object& options, const char* key, double fallback, double min, double max,
+                    const char* where) {
+  const Napi::Value value = options.Get(key);
+  if (value.IsUndefined()) return fallback;
+  if (!value.IsNumber()) throwType(options.Env(), join(where, key) + " must be a number");
+  const double number = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(number) || number < min || number > max) {
+    throwRange(options.Env(), join(where, key) + " must be a number between " + std::to_string(min) + " and " +
+                                  std::to_string(max));
+  }
+  return number;
+}
+
+bool boolOption(const Napi::Object& options, const char* key, bool fallback, const char* where) {
+  const Napi::Value value = options.Get(key);
+  if (value.IsUndefined()) return fallback;
+  if (!value.IsBoolean()) throwType(options.Env(), join(where, key) + " must be a boolean");
+  return value.As<Napi::Boolean>().Value();
+}
+
+TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
+  TrainOptions result;
+  const int intMax = std::numeric_limits<int>::max();
+  result.epochs = intOption(options, "epochs", result.epochs, 1, 1000000, "options");
+  result.batchSize = intOption(options, "batchSize", result.batchSize, 1, intMax, "options");
+  result.shuffle = boolOption(options, "shuffle", result.shuffle, "options");
+  const Napi::Value seed = options.Get("seed");
+  if (!seed.IsUndefined()) result.seed = seedValue(env, seed, "options.seed");
+  result.threads = intOption(options, "threads", result.threads, 0, 4096, "options");
+  result.progressIntervalSeconds =
+      numberOption(options, "progressIntervalSeconds", result.progressIntervalSeconds, 0.0, 3600.0, "options");
+  return result;
+}
+
+DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec& spec, const char* name) {
+  const std::string where(name);
+  if (!value.IsObject()) throwType(env, where + " must be an object {features: Float32Array, labels: Int32Array}");
+  const Napi::Object object = value.As<Napi::Object>();
+  const Napi::Value featuresValue = object.Get("features");
+  const Napi::Value labelsValue = object.Get("labels");
+  if (!isTypedArrayOf(featuresValue, napi_float32_array)) throwType(env, where + ".features must be a Float32Array");
+  if (!isTypedArrayOf(labelsValue, napi_int32_array)) throwType(env, where + ".labels must be an Int32Array");
+  const Napi::Float32Array features = featuresValue.As<Napi::Float32Array>();
+  const Napi::Int32Array labels = labelsValue.As<Napi::Int32Array>();
+
+  int64_t featureSize = 1;
+  for (int dim : spec.input) featureSize *= dim;
+  const int64_t count = static_cast<int64_t>(labels.ElementLength());
+  const int64_t featureCount = static_cast<int64_t>(features.ElementLength());
+  if (count < 1) throwRange(env, where + " has no samples (labels is empty)");
+  if (featureSize < 1 || featureCount / featureSize != count || featureCount % featureSize != 0) {
+    throwRange(env, where + ".features has " + std::to_string(featureCount) + " values but " + std::to_string(count) +
+                        " labels x " + std::to_string(featureSize) + " features per sample (the spec's input) need " +
+                        std::to_string(count * featureSize));
+  }
+
+  // Labels index the head's outputs (one-hot); check them here rather than trust every backend to.
+  const int classes = guardEngine(env, [&] { return classCount(spec); });
+  const int32_t* labelData = labels.Data();
+  for (int64_t i = 0; i < count; ++i) {
+    if (labelData[i] < 0 || labelData[i] >= classes) {
+      throwRange(env, where + ".labels[" + std::to_string(i) + "] is " + std::to_string(labelData[i]) +
+                          " but the model predicts " + std::to_string(classes) + " classes (labels 0.." +
+                          std::to_string(classes - 1) + ")");
+    }
+  }
+
+  DatasetArg dataset;
+  dataset.features = Napi::Persistent(features);
+  dataset.labels = Napi::Persistent(labels);
+  dataset.view.features = features.Data();
+  dataset.view.labels = labelData;
+  dataset.view.count = count;
+  dataset.view.featureSize = featureSize;
+  return dataset;
+}
+
+std::vector<float> parametersValue(Napi::Env env, const Napi::Value& value, size_t expected, const char* name) {
+  if (!isTypedArrayOf(value, napi_float32_array)) throwType(env, std::string(name) + " must be a Float32Array");
+  const Napi::Float32Array parameters = value.As<Napi::Float32Array>();
+  if (parameters.ElementLength() != expected) {
+    throwRange(env, std::string(name) + " has " + std::to_string(parameters.ElementLength()) +
+                        " values but the model has " + std::to_string(expected) + " parameters");
+  }
+  return std::vector<float>(parameters.Data(), parameters.Data() + expected);
+}
+
+// ---- C++ -> JS ----
+
+Napi::Array intArray(Napi::Env env, const std::vector<int>& values) {
+  Napi::Array array = Napi::Array::New(env, values.size());
+  for (size_t i = 0; i < values.size(); ++i) array.Set(static_cast<uint32_t>(i), Napi::Number::New(env, values[i]));
+  return array;
+}
+
+Napi::Float32Array float32Array(Napi::Env env, const std::vector<float>& values) {
+  Napi::Float32Array array = Napi::Float32Array::New(env, values.size());
+  std::copy(values.begin(), values.end(), array.Data());
+  return array;
+}
+
+Napi::Int32Array int32Array(Napi::Env env, const std::vector<int32_t>& values) {
+  Napi::Int32Array array = Napi::Int32Array::New(env, values.size());
+  std::copy(values.begin(), values.end(), array.Data());
+  return array;
+}
+
+Napi::Object deviceObject(Napi::Env env, const DeviceInfo& device) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("kind", device.kind == DeviceKind::CUDA ? "cuda" : "cpu");
+  object.Set("index", device.index);
+  object.Set("name", device.name);
+  object.Set("memoryBytes", static_cast<double>(device.memoryBytes));
+  if (device.kind == DeviceKind::CUDA) {
+    object.Set("computeCapability", std::to_string(device.computeMajor) + "." + std::to_string(device.computeMinor));
+  } else {
+    object.Set("threads", device.threads);
+  }
+  return object;
+}
+
+Napi::Object layerInfoObject(Napi::Env env, const LayerInfo& layer) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("label", layer.label);
+  object.Set("outputShape", intArray(env, layer.outputShape));
+  object.Set("parameters", static_cast<double>(layer.parameters));
+  object.Set("multiplyAdds", static_cast<double>(layer.multiplyAdds));
+  return object;
+}
+
+Napi::Object paramTensorObject(Napi::Env env, const ParamTensor& tensor) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("name", tensor.name);
+  object.Set("shape", intArray(env, tensor.shape));
+  object.Set("offset", static_cast<double>(tensor.offset));
+  object.Set("size", static_cast<double>(tensor.size));
+  return object;
+}
+
+Napi::Object stepEventObject(Napi::Env env, const StepProgress& step) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("type", "step");
+  object.Set("epoch", step.epoch);
+  object.Set("step", static_cast<double>(step.step));
+  object.Set("stepsPerEpoch", static_cast<double>(step.stepsPerEpoch));
+  object.Set("globalStep", static_cast<double>(step.globalStep));
+  object.Set("totalSteps", static_cast<double>(step.totalSteps));
+  object.Set("loss", step.loss);
+  object.Set("samplesPerSecond", step.samplesPerSecond);
+  object.Set("etaSeconds", step.etaSeconds);
+  return object;
+}
+
+Napi::Object epochStatsObject(Napi::Env env, const EpochStats& epoch) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("epoch", epoch.epoch);
+  object.Set("trainLoss", epoch.trainLoss);
+  object.Set("trainAccuracy", epoch.trainAccuracy);
+  if (epoch.hasValidation) {
+    object.Set("validationLoss", epoch.validationLoss);
+    object.Set("validationAccuracy", epoch.validationAccuracy);
+  }
+  object.Set("seconds", epoch.seconds);
+  return object;
+}
+
+Napi::Object epochEventObject(Napi::Env env, const EpochStats& epoch) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("type", "epoch");
+  const Napi::Object stats = epochStatsObject(env, epoch);
+  const Napi::Array keys = stats.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); ++i) object.Set(keys.Get(i), stats.Get(keys.Get(i)));
+  return object;
+}
+
+const char* statusName(TrainStatus status) {
+  switch (status) {
+    case TrainStatus::Completed: return "completed";
+    case TrainStatus::Cancelled: return "cancelled";
+    case TrainStatus::Diverged: return "diverged";
+  }
+  return "completed";
+}
+
+}  // namespace nnstudio::addon
