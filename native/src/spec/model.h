@@ -1,0 +1,56 @@
+// Internal helpers shared by shape inference and the backends: geometry of each layer, resolved once
+// from the spec so that every backend walks the same plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnstudio/engine.h"
+
+namespace nnstudio {
+
+// One layer with its shapes resolved (per sample).
+struct LayerPlan {
+  LayerKind kind = LayerKind::Dense;
+  std::string label;                  // "conv2d #1"
+  int index = 0;                      // position in spec.layers (0-based)
+  ActivationFn activation = ActivationFn::Linear;  // dense/conv2d/activation; after folding into the loss
+  float alpha = 0.01f;
+  std::vector<int> inShape, outShape; // [C,H,W] or [F]
+  int64_t inSize = 0, outSize = 0;    // per-sample element counts
+  // conv2d: (filters, C, kh, kw); pools: kh = kw = size
+  int inC = 0, inH = 0, inW = 0, outC = 0, outH = 0, outW = 0;
+  int kh = 0, kw = 0, stride = 1, padTop = 0, padLeft = 0;
+  float rate = 0;                     // dropout
+  // parameters (dense, conv2d), offsets in floats into the flat vector
+  bool hasParams = false;
+  size_t weightOffset = 0, weightSize = 0, biasOffset = 0, biasSize = 0;
+  int fanIn = 0, fanOut = 0;
+  int64_t multiplyAdds = 0;
+};
+
+struct NetworkPlan {
+  std::vector<LayerPlan> layers;
+  int64_t inputSize = 0;
+  int64_t outputWidth = 0;            // the head's width (last layer's per-sample size)
+  size_t parameterCount = 0;
+  LossKind loss = LossKind::SoftmaxCrossEntropy;
+  // a trailing softmax (softmax cross-entropy) or sigmoid (binary cross-entropy) folded into the loss
+  bool foldedHeadActivation = false;
+};
+
+// Resolves shapes, offsets and the folded head activation; throws SpecError naming the layer.
+NetworkPlan planNetwork(const ModelSpec& spec);
+
+// Convolution output size and leading pad for one axis (TensorFlow's 'same', 'full' = k-1 each side).
+void convAxis(int in, int k, int stride, Padding padding, int& out, int& padBefore);
+
+const char* layerKindName(LayerKind kind);
+const char* activationName(ActivationFn fn);
+const char* lossName(LossKind loss);
+
+// "4x7x7" or "784"
+std::string shapeText(const std::vector<int>& shape);
+
+}  // namespace nnstudio

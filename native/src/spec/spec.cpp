@@ -1,0 +1,489 @@
+// Model spec: parsing (parseModelSpec), shape inference (inferShapes, planNetwork), the parameter
+// table and the seeded initial weights. Field names and defaults follow app/core/model/spec.ts.
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "nnstudio/engine.h"
+#include "spec/json.h"
+#include "spec/model.h"
+#include "spec/rng.h"
+
+namespace nnstudio {
+
+// ---- names ----
+
+const char* layerKindName(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Dense: return "dense";
+    case LayerKind::Conv2D: return "conv2d";
+    case LayerKind::MaxPool2D: return "maxpool2d";
+    case LayerKind::AvgPool2D: return "avgpool2d";
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::Dropout: return "dropout";
+    case LayerKind::Activation: return "activation";
+  }
+  return "layer";
+}
+
+const char* activationName(ActivationFn fn) {
+  switch (fn) {
+    case ActivationFn::Linear: return "linear";
+    case ActivationFn::ReLU: return "relu";
+    case ActivationFn::LeakyReLU: return "leaky_relu";
+    case ActivationFn::Sigmoid: return "sigmoid";
+    case ActivationFn::Tanh: return "tanh";
+    case ActivationFn::Softplus: return "softplus";
+    case ActivationFn::Softmax: return "softmax";
+  }
+  return "linear";
+}
+
+const char* lossName(LossKind loss) {
+  switch (loss) {
+    case LossKind::SoftmaxCrossEntropy: return "softmax_cross_entropy";
+    case LossKind::BinaryCrossEntropy: return "binary_cross_entropy";
+    case LossKind::MSE: return "mse";
+    case LossKind::MAE: return "mae";
+  }
+  return "loss";
+}
+
+std::string shapeText(const std::vector<int>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += "x";
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+// ---- parsing ----
+
+namespace {
+
+using json::Value;
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// Reads fields of one JSON object, naming `where` in every error; rejects unknown keys (as zod's
+// strictObject does) so that a typo like "unit" is reported rather than silently ignored.
+struct Fields {
+  const Value& object;
+  std::string where;
+  std::set<std::string> known;
+
+  Fields(const Value& v, std::string w) : object(v), where(std::move(w)) {
+    if (!v.isObject()) fail("expected an object, got " + std::string(json::typeName(v.type)));
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw SpecError(where + ": " + what); }
+
+  const Value* get(const std::string& key) {
+    known.insert(key);
+    return object.find(key);
+  }
+
+  const Value& required(const std::string& key) {
+    const Value* v = get(key);
+    if (!v) fail("missing " + quoted(key));
+    return *v;
+  }
+
+  double number(const std::string& key, const Value& v) {
+    if (!v.isNumber()) fail(quoted(key) + " must be a number, got " + json::typeName(v.type));
+    return v.number;
+  }
+
+  int positiveInt(const std::string& key, const Value& v) {
+    double d = number(key, v);
+    if (d != std::floor(d) || d < 1 || d > 2147483647.0)
+      fail(quoted(key) + " must be a positive integer, got " + numberText(d));
+    return int(d);
+  }
+
+  int positiveInt(const std::string& key) { return positiveInt(key, required(key)); }
+
+  static std::string numberText(double d) {
+    if (d == std::floor(d) && std::fabs(d) < 1e15) return std::to_string(int64_t(d));
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+  }
+
+  // A number in [lo, hi) (hiOpen) or [lo, hi]; `what` describes the range for the message.
+  float ranged(const std::string& key, double lo, double hi, bool loOpen, bool hiOpen, const char* what) {
+    const Value& v = required(key);
+    double d = number(key, v);
+    bool ok = std::isfinite(d) && (loOpen ? d > lo : d >= lo) && (hiOpen ? d < hi : d <= hi);
+    if (!ok) fail(quoted(key) + " must be " + what + ", got " + numberText(d));
+    return float(d);
+  }
+
+  bool has(const std::string& key) {
+    known.insert(key);
+    return object.find(key) != nullptr;
+  }
+
+  std::string string(const std::string& key, const Value& v) {
+    if (!v.isString()) fail(quoted(key) + " must be a string, got " + json::typeName(v.type));
+    return v.string;
+  }
+
+  void rejectUnknown() const {
+    for (const auto& member : object.object)
+      if (!known.count(member.first)) fail("unknown field " + quoted(member.first));
+  }
+};
+
+ActivationFn parseActivation(Fields& f, const std::string& key, const Value& v) {
+  std::string name = f.string(key, v);
+  static const std::pair<const char*, ActivationFn> names[] = {
+      {"linear", ActivationFn::Linear},   {"relu", ActivationFn::ReLU},         {"leaky_relu", ActivationFn::LeakyReLU},
+      {"sigmoid", ActivationFn::Sigmoid}, {"tanh", ActivationFn::Tanh},         {"softplus", ActivationFn::Softplus},
+      {"softmax", ActivationFn::Softmax}};
+  for (const auto& n : names)
+    if (name == n.first) return n.second;
+  f.fail("unknown activation " + quoted(name) + " (expected linear, relu, leaky_relu, sigmoid, tanh, softplus or softmax)");
+}
+
+void parseActivationFields(Fields& f, LayerSpec& layer, const char* key, bool required) {
+  const Value* v = required ? &f.required(key) : f.get(key);
+  if (v) layer.activation = parseActivation(f, key, *v);
+  if (f.has("alpha")) layer.alpha = f.ranged("alpha", 0, std::numeric_limits<double>::max(), false, false, "a finite number >= 0");
+}
+
+LayerSpec parseLayer(const Value& v, int position, int kindCounts[7]) {
+  LayerSpec layer;
+  std::string where = "layer " + std::to_string(position + 1);
+  if (!v.isObject()) throw SpecError(where + ": expected an object, got " + json::typeName(v.type));
+  const Value* kindValue = v.find("kind");
+  if (!kindValue) throw SpecError(where + ": missing \"kind\"");
+  if (!kindValue->isString()) throw SpecError(where + ": \"kind\" must be a string");
+  const std::string& kind = kindValue->string;
+  static const std::pair<const char*, LayerKind> kinds[] = {
+      {"dense", LayerKind::Dense},         {"conv2d", LayerKind::Conv2D},   {"maxpool2d", LayerKind::MaxPool2D},
+      {"avgpool2d", LayerKind::AvgPool2D}, {"flatten", LayerKind::Flatten}, {"dropout", LayerKind::Dropout},
+      {"activation", LayerKind::Activation}};
+  bool found = false;
+  for (const auto& k : kinds)
+    if (kind == k.first) { layer.kind = k.second; found = true; }
+  if (!found)
+    throw SpecError(where + ": unknown kind " + quoted(kind) +
+                    " (expected dense, conv2d, maxpool2d, avgpool2d, flatten, dropout or activation)");
+  int& count = kindCounts[int(layer.kind)];
+  ++count;
+  Fields f(v, std::string(layerKindName(layer.kind)) + " #" + std::to_string(count));
+  f.get("kind");
+  switch (layer.kind) {
+    case LayerKind::Dense:
+      layer.units = f.positiveInt("units");
+      parseActivationFields(f, layer, "activation", false);
+      break;
+    case LayerKind::Conv2D: {
+      layer.filters = f.positiveInt("filters");
+      const Value& kernel = f.required("kernel");
+      if (!kernel.isArray() || kernel.array.size() != 2) f.fail("\"kernel\" must be [height, width]");
+      layer.kernelH = f.positiveInt("kernel", kernel.array[0]);
+      layer.kernelW = f.positiveInt("kernel", kernel.array[1]);
+      if (const Value* s = f.get("stride")) layer.stride = f.positiveInt("stride", *s);
+      if (const Value* p = f.get("padding")) {
+        std::string pad = f.string("padding", *p);
+        if (pad == "valid") layer.padding = Padding::Valid;
+        else if (pad == "same") layer.padding = Padding::Same;
+        else if (pad == "full") layer.padding = Padding::Full;
+        else f.fail("unknown padding " + quoted(pad) + " (expected valid, same or full)");
+      }
+      parseActivationFields(f, layer, "activation", false);
+      break;
+    }
+    case LayerKind::MaxPool2D:
+    case LayerKind::AvgPool2D:
+      layer.poolSize = f.positiveInt("size");
+      layer.stride = layer.poolSize;
+      if (const Value* s = f.get("stride")) layer.stride = f.positiveInt("stride", *s);
+      break;
+    case LayerKind::Flatten:
+      break;
+    case LayerKind::Dropout:
+      layer.rate = f.ranged("rate", 0, 1, false, true, "in [0, 1)");
+      break;
+    case LayerKind::Activation:
+      parseActivationFields(f, layer, "fn", true);
+      break;
+  }
+  f.rejectUnknown();
+  return layer;
+}
+
+}  // namespace
+
+ModelSpec parseModelSpec(const std::string& text) {
+  Value root = json::parse(text);
+  ModelSpec spec;
+  Fields top(root, "spec");
+
+  const Value& input = top.required("input");
+  if (!input.isArray() || (input.array.size() != 1 && input.array.size() != 3))
+    top.fail("\"input\" must be [features] or [channels, height, width]");
+  for (const Value& d : input.array) spec.input.push_back(top.positiveInt("input", d));
+
+  const Value& layers = top.required("layers");
+  if (!layers.isArray()) top.fail("\"layers\" must be an array");
+  if (layers.array.empty()) top.fail("\"layers\" is empty: add at least one layer");
+  int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < layers.array.size(); ++i) spec.layers.push_back(parseLayer(layers.array[i], int(i), kindCounts));
+
+  std::string loss = top.string("loss", top.required("loss"));
+  if (loss == "softmax_cross_entropy") spec.loss = LossKind::SoftmaxCrossEntropy;
+  else if (loss == "binary_cross_entropy") spec.loss = LossKind::BinaryCrossEntropy;
+  else if (loss == "mse") spec.loss = LossKind::MSE;
+  else if (loss == "mae") spec.loss = LossKind::MAE;
+  else top.fail("unknown loss " + quoted(loss) + " (expected softmax_cross_entropy, binary_cross_entropy, mse or mae)");
+
+  Fields opt(top.required("optimizer"), "optimizer");
+  const Value& kindValue = opt.required("kind");
+  std::string kind = opt.string("kind", kindValue);
+  if (kind == "sgd") {
+    spec.optimizer.kind = OptimizerKind::SGD;
+    spec.optimizer.lr = opt.ranged("lr", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+    spec.optimizer.momentum = 0;
+    if (opt.has("momentum")) spec.optimizer.momentum = opt.ranged("momentum", 0, 1, false, true, "in [0, 1)");
+  } else if (kind == "adam") {
+    spec.optimizer.kind = OptimizerKind::Adam;
+    spec.optimizer.lr = opt.ranged("lr", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+    if (opt.has("beta1")) spec.optimizer.beta1 = opt.ranged("beta1", 0, 1, false, true, "in [0, 1)");
+    if (opt.has("beta2")) spec.optimizer.beta2 = opt.ranged("beta2", 0, 1, false, true, "in [0, 1)");
+    if (opt.has("eps")) spec.optimizer.eps = opt.ranged("eps", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+  } else {
+    opt.fail("unknown kind " + quoted(kind) + " (expected sgd or adam)");
+  }
+  opt.rejectUnknown();
+
+  const Value& seed = top.required("seed");
+  double s = top.number("seed", seed);
+  if (s != std::floor(s) || s < 0 || s > 9007199254740991.0) top.fail("\"seed\" must be a non-negative integer");
+  spec.seed = uint64_t(s);
+  top.rejectUnknown();
+  return spec;
+}
+
+// ---- shape inference ----
+
+void convAxis(int in, int k, int stride, Padding padding, int& out, int& padBefore) {
+  int padTotal = 0;
+  if (padding == Padding::Same) {
+    int target = (in + stride - 1) / stride;  // ceil(in / stride), as TensorFlow
+    padTotal = std::max((target - 1) * stride + k - in, 0);
+  } else if (padding == Padding::Full) {
+    padTotal = 2 * (k - 1);
+  }
+  padBefore = padding == Padding::Full ? k - 1 : padTotal / 2;
+  out = (in + padTotal - k) / stride + 1;
+  if (in + padTotal < k) out = 0;
+}
+
+namespace {
+
+bool isReluFamily(ActivationFn fn) { return fn == ActivationFn::ReLU || fn == ActivationFn::LeakyReLU; }
+
+int64_t product(const std::vector<int>& shape) {
+  int64_t p = 1;
+  for (int d : shape) p *= d;
+  return p;
+}
+
+}  // namespace
+
+NetworkPlan planNetwork(const ModelSpec& spec) {
+  NetworkPlan plan;
+  plan.loss = spec.loss;
+  if (spec.input.size() != 1 && spec.input.size() != 3)
+    throw SpecError("input: expected [features] or [channels, height, width], got [" + shapeText(spec.input) + "]");
+  for (int d : spec.input)
+    if (d <= 0) throw SpecError("input: every dimension must be positive, got " + shapeText(spec.input));
+  if (spec.layers.empty()) throw SpecError("spec: no layers: add at least one layer");
+  constexpr int64_t kMaxElements = int64_t(1) << 31;  // per sample, per layer
+
+  std::vector<int> shape = spec.input;
+  plan.inputSize = product(shape);
+  int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
+  size_t offset = 0;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& ls = spec.layers[i];
+    LayerPlan lp;
+    lp.kind = ls.kind;
+    lp.index = int(i);
+    lp.label = std::string(layerKindName(ls.kind)) + " #" + std::to_string(++kindCounts[int(ls.kind)]);
+    lp.inShape = shape;
+    lp.inSize = product(shape);
+    lp.activation = ls.activation;
+    lp.alpha = ls.alpha;
+    auto fail = [&](const std::string& what) { throw SpecError(lp.label + ": " + what); };
+    auto needImage = [&] {
+      if (shape.size() != 3) fail("needs an image input [C,H,W], got " + shapeText(shape) + " (use it before flatten/dense)");
+      lp.inC = shape[0];
+      lp.inH = shape[1];
+      lp.inW = shape[2];
+    };
+    bool softmaxAllowed = true;
+    switch (ls.kind) {
+      case LayerKind::Dense: {
+        if (shape.size() != 1) fail("needs a flat input, got " + shapeText(shape) + " (add a flatten layer)");
+        if (ls.units <= 0) fail("units must be a positive integer");
+        lp.hasParams = true;
+        lp.fanIn = shape[0];
+        lp.fanOut = ls.units;
+        lp.weightSize = size_t(ls.units) * size_t(shape[0]);
+        lp.biasSize = size_t(ls.units);
+        lp.multiplyAdds = int64_t(ls.units) * shape[0];
+        shape = {ls.units};
+        break;
+      }
+      case LayerKind::Conv2D: {
+        needImage();
+        if (ls.filters <= 0 || ls.kernelH <= 0 || ls.kernelW <= 0 || ls.stride <= 0)
+          fail("filters, kernel and stride must be positive integers");
+        if (ls.padding == Padding::Valid && (ls.kernelH > lp.inH || ls.kernelW > lp.inW))
+          fail("kernel " + std::to_string(ls.kernelH) + "x" + std::to_string(ls.kernelW) + " larger than input " +
+               std::to_string(lp.inH) + "x" + std::to_string(lp.inW));
+        lp.kh = ls.kernelH;
+        lp.kw = ls.kernelW;
+        lp.stride = ls.stride;
+        convAxis(lp.inH, lp.kh, lp.stride, ls.padding, lp.outH, lp.padTop);
+        convAxis(lp.inW, lp.kw, lp.stride, ls.padding, lp.outW, lp.padLeft);
+        lp.outC = ls.filters;
+        lp.hasParams = true;
+        lp.fanIn = lp.inC * lp.kh * lp.kw;
+        lp.fanOut = lp.outC * lp.kh * lp.kw;
+        lp.weightSize = size_t(lp.outC) * size_t(lp.fanIn);
+        lp.biasSize = size_t(lp.outC);
+        lp.multiplyAdds = int64_t(lp.outC) * lp.fanIn * lp.outH * lp.outW;
+        shape = {lp.outC, lp.outH, lp.outW};
+        softmaxAllowed = false;
+        break;
+      }
+      case LayerKind::MaxPool2D:
+      case LayerKind::AvgPool2D: {
+        needImage();
+        if (ls.poolSize <= 0 || ls.stride <= 0) fail("size and stride must be positive integers");
+        if (ls.poolSize > lp.inH || ls.poolSize > lp.inW)
+          fail("window " + std::to_string(ls.poolSize) + "x" + std::to_string(ls.poolSize) + " larger than input " +
+               std::to_string(lp.inH) + "x" + std::to_string(lp.inW));
+        lp.kh = lp.kw = ls.poolSize;
+        lp.stride = ls.stride;
+        lp.outC = lp.inC;
+        lp.outH = (lp.inH - ls.poolSize) / ls.stride + 1;  // floor mode: windows that do not fit are dropped
+        lp.outW = (lp.inW - ls.poolSize) / ls.stride + 1;
+        lp.activation = ActivationFn::Linear;
+        shape = {lp.outC, lp.outH, lp.outW};
+        break;
+      }
+      case LayerKind::Flatten:
+        lp.activation = ActivationFn::Linear;
+        shape = {int(lp.inSize)};
+        break;
+      case LayerKind::Dropout:
+        if (!(ls.rate >= 0 && ls.rate < 1)) fail("rate must be in [0, 1)");
+        lp.rate = ls.rate;
+        lp.activation = ActivationFn::Linear;
+        break;
+      case LayerKind::Activation:
+        softmaxAllowed = shape.size() == 1;
+        break;
+    }
+    if (lp.activation == ActivationFn::Softmax && !softmaxAllowed)
+      fail("softmax needs a flat input, got " + shapeText(shape) + " (add a flatten layer first)");
+    if (!(lp.alpha >= 0 && std::isfinite(lp.alpha))) fail("alpha must be a finite number >= 0");
+    for (int d : shape)
+      if (d <= 0) fail("output is empty (" + shapeText(shape) + ")");
+    lp.outShape = shape;
+    lp.outSize = product(shape);
+    if (lp.outSize >= kMaxElements) fail("output " + shapeText(shape) + " is too large");
+    if (lp.hasParams) {
+      lp.weightOffset = offset;
+      offset += lp.weightSize;
+      lp.biasOffset = offset;
+      offset += lp.biasSize;
+    }
+    plan.layers.push_back(std::move(lp));
+  }
+  plan.parameterCount = offset;
+  plan.outputWidth = plan.layers.back().outSize;
+
+  // ---- fold the head's activation into the loss (the loss works on logits) ----
+  LayerPlan& head = plan.layers.back();
+  if ((spec.loss == LossKind::SoftmaxCrossEntropy && head.activation == ActivationFn::Softmax) ||
+      (spec.loss == LossKind::BinaryCrossEntropy && head.activation == ActivationFn::Sigmoid)) {
+    head.activation = ActivationFn::Linear;
+    plan.foldedHeadActivation = true;
+  }
+  return plan;
+}
+
+std::vector<LayerInfo> inferShapes(const ModelSpec& spec) {
+  NetworkPlan plan = planNetwork(spec);
+  std::vector<LayerInfo> infos;
+  for (const LayerPlan& lp : plan.layers) {
+    LayerInfo info;
+    info.label = lp.label;
+    info.outputShape = lp.outShape;
+    info.parameters = int64_t(lp.weightSize + lp.biasSize);
+    info.multiplyAdds = lp.multiplyAdds;
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+int classCount(const ModelSpec& spec) {
+  NetworkPlan plan = planNetwork(spec);
+  return plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+}
+
+std::vector<ParamTensor> parameterTable(const ModelSpec& spec) {
+  NetworkPlan plan = planNetwork(spec);
+  std::vector<ParamTensor> table;
+  for (const LayerPlan& lp : plan.layers) {
+    if (!lp.hasParams) continue;
+    std::string prefix = "layers." + std::to_string(lp.index) + ".";
+    ParamTensor w, b;
+    w.name = prefix + "weight";
+    b.name = prefix + "bias";
+    if (lp.kind == LayerKind::Dense) w.shape = {int(lp.fanOut), int(lp.fanIn)};
+    else w.shape = {lp.outC, lp.inC, lp.kh, lp.kw};
+    b.shape = {int(lp.biasSize)};
+    w.offset = lp.weightOffset;
+    w.size = lp.weightSize;
+    b.offset = lp.biasOffset;
+    b.size = lp.biasSize;
+    table.push_back(std::move(w));
+    table.push_back(std::move(b));
+  }
+  return table;
+}
+
+size_t parameterCount(const ModelSpec& spec) { return planNetwork(spec).parameterCount; }
+
+// ---- initial weights ----
+
+std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed) {
+  NetworkPlan plan = planNetwork(spec);
+  std::vector<float> params(plan.parameterCount, 0.0f);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& lp = plan.layers[i];
+    if (!lp.hasParams) continue;
+    // He for layers feeding a ReLU (their own activation or an activation layer right after), else Glorot
+    bool relu = isReluFamily(spec.layers[i].activation);
+    if (i + 1 < spec.layers.size() && spec.layers[i + 1].kind == LayerKind::Activation &&
+        isReluFamily(spec.layers[i + 1].activation))
+      relu = true;
+    double limit = relu ? std::sqrt(6.0 / lp.fanIn) : std::sqrt(6.0 / (lp.fanIn + lp.fanOut));
+    // one stream per layer, so a layer's init does not depend on the layers before it
+    Rng rng(mixSeed(seed, uint64_t(i) + 1, 0x1417));
+    float* w = params.data() + lp.weightOffset;
+    for (size_t k = 0; k < lp.weightSize; ++k) w[k] = float((2.0 * rng.uniform() - 1.0) * limit);
+  }
+  return params;
+}
+
+}  // namespace nnstudio
