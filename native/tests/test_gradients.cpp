@@ -300,7 +300,7 @@ int main() {
   check("dropout at evaluation", spec("[6]", dense(8, "tanh") + ",{\"kind\":\"dropout\",\"rate\":0.5}," + dense(3)));
   {
     // the mask really drops values, scales the rest by 1/(1-rate), and is a function of the seed
-    ModelSpec s = parseModelSpec(spec("[1,1,200]", "{\"kind\":\"dropout\",\"rate\":0.25}," + flatten + "," + dense(1)));
+    ModelSpec s = parseModelSpec(spec("[1,1,200]", "{\"kind\":\"dropout\",\"rate\":0.25}," + flatten + "," + dense(1), "mse"));
     cpu::ThreadPool pool1(1);
     cpu::Network net(s, 1, pool1);
     std::vector<float> x(200, 1.0f), params = initialParameters(s, 0);

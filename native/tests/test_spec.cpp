@@ -233,10 +233,15 @@ int main() {
     CHECK_THROWS(inferShapes(flatConv), SpecError, "conv2d #1: needs an image input [C,H,W], got 16");
     ModelSpec softmaxImage = parseModelSpec(specWith("[1,4,4]", "{\"kind\":\"activation\",\"fn\":\"softmax\"}"));
     CHECK_THROWS(inferShapes(softmaxImage), SpecError, "activation #1: softmax needs a flat input, got 1x4x4");
+    // the head must be flat and wide enough for its loss
+    ModelSpec convHead = parseModelSpec(specWith("[1,5,5]", "{\"kind\":\"conv2d\",\"filters\":1,\"kernel\":[3,3]}", "mse"));
+    CHECK_THROWS(inferShapes(convHead), SpecError, "conv2d #1: the network must end with a flat output, got 1x3x3");
+    ModelSpec oneClass = parseModelSpec(specWith("[3]", "{\"kind\":\"dense\",\"units\":1}"));
+    CHECK_THROWS(inferShapes(oneClass), SpecError, "softmax_cross_entropy needs at least 2 outputs, the last layer dense #1 has 1");
     // same/full never fail for a big kernel: TensorFlow pads as needed
-    ModelSpec same = parseModelSpec(specWith("[1,3,3]", "{\"kind\":\"conv2d\",\"filters\":1,\"kernel\":[5,4],\"padding\":\"same\"}"));
+    ModelSpec same = parseModelSpec(specWith("[1,3,3]", "{\"kind\":\"conv2d\",\"filters\":1,\"kernel\":[5,4],\"padding\":\"same\"},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"));
     checkShape(inferShapes(same)[0], {1, 3, 3});
-    ModelSpec full = parseModelSpec(specWith("[1,4,5]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[3,2],\"padding\":\"full\",\"stride\":2}"));
+    ModelSpec full = parseModelSpec(specWith("[1,4,5]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[3,2],\"padding\":\"full\",\"stride\":2},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"));
     // full pads k-1 each side: (4+4-3)/2+1 = 3, (5+2-2)/2+1 = 3
     checkShape(inferShapes(full)[0], {2, 3, 3});
   }

@@ -102,7 +102,7 @@ function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo
 
 function computeLayer(layer: LayerSpec, input: number[], fail: (reason: string) => never, label: string): LayerInfo {
   const needsImage = (): [number, number, number] => {
-    if (input.length !== 3) fail(`needs an image input [C,H,W], got [${input.join(',')}]`);
+    if (input.length !== 3) fail(`needs an image input [C,H,W], got ${formatShape(input)} (use it before flatten/dense)`);
     return [input[0], input[1], input[2]];
   };
   const info = (outputShape: number[], parameters = 0, multiplyAdds = 0): LayerInfo => ({
@@ -137,7 +137,7 @@ function computeLayer(layer: LayerSpec, input: number[], fail: (reason: string) 
       const [channels, height, width] = needsImage();
       const stride = layer.stride ?? layer.size;
       if (layer.size > height || layer.size > width) {
-        fail(`window ${layer.size} larger than input ${height}x${width}`);
+        fail(`window ${layer.size}x${layer.size} larger than input ${height}x${width}`);
       }
       const outH = Math.floor((height - layer.size) / stride) + 1;
       const outW = Math.floor((width - layer.size) / stride) + 1;

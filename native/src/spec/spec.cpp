@@ -346,7 +346,7 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
           fail("filters, kernel and stride must be positive integers");
         if (ls.padding == Padding::Valid && (ls.kernelH > lp.inH || ls.kernelW > lp.inW))
           fail("kernel " + std::to_string(ls.kernelH) + "x" + std::to_string(ls.kernelW) + " larger than input " +
-               std::to_string(lp.inH) + "x" + std::to_string(lp.inW));
+               std::to_string(lp.inH) + "x" + std::to_string(lp.inW) + " (padding valid)");
         lp.kh = ls.kernelH;
         lp.kw = ls.kernelW;
         lp.stride = ls.stride;
@@ -410,6 +410,15 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
   }
   plan.parameterCount = offset;
   plan.outputWidth = plan.layers.back().outSize;
+
+  // ---- the head: one flat vector per sample, wide enough for the loss ----
+  const LayerPlan& last = plan.layers.back();
+  if (last.outShape.size() != 1)
+    throw SpecError(last.label + ": the network must end with a flat output, got " + shapeText(last.outShape) +
+                    " (end with flatten and a dense layer)");
+  if (spec.loss == LossKind::SoftmaxCrossEntropy && plan.outputWidth < 2)
+    throw SpecError("softmax_cross_entropy needs at least 2 outputs, the last layer " + last.label + " has " +
+                    std::to_string(plan.outputWidth) + " (use binary_cross_entropy for a single output)");
 
   // ---- fold the head's activation into the loss (the loss works on logits) ----
   LayerPlan& head = plan.layers.back();

@@ -320,7 +320,7 @@ describe('corrupt files: the first problem, naming the file', () => {
     expectProblem(withMetadata((metadata) => (metadata.formatVersion = '1')), 'format version "1" is not supported: this NN Studio reads version 1');
     expectProblem(withMetadata((metadata) => (metadata.spec.layers[3].units = 0)), 'invalid model spec at layers.3.units: Too small: expected number to be >0');
     expectProblem(withMetadata((metadata) => delete metadata.spec), 'invalid model spec at spec: Invalid input: expected object, received undefined');
-    expectProblem(withMetadata((metadata) => (metadata.spec.input = [1, 1, 1])), 'invalid model spec: maxpool2d #1: window 2 larger than input 1x1');
+    expectProblem(withMetadata((metadata) => (metadata.spec.input = [1, 1, 1])), 'invalid model spec: maxpool2d #1: window 2x2 larger than input 1x1');
     expectProblem(withMetadata((metadata) => (metadata.labels = ['a', 'b'])), 'metadata has 2 class labels, the spec predicts 3 classes');
     expectProblem(withMetadata((metadata) => (metadata.labels = [1, 2, 3])), 'metadata nnstudio.labels.0: Invalid input: expected string, received number');
     expectProblem(withMetadata((metadata) => delete metadata.featureNames), 'metadata nnstudio.featureNames: Invalid input: expected array, received undefined');

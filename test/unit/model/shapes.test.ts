@@ -220,7 +220,7 @@ describe('spec errors name the layer by kind and ordinal', () => {
   test('pool window larger than the input', () => {
     expectError(
       spec([2, 2, 2], [{ kind: 'maxpool2d', size: 3 }, { kind: 'flatten' }, { kind: 'dense', units: 2 }]),
-      'maxpool2d #1: window 3 larger than input 2x2',
+      'maxpool2d #1: window 3x3 larger than input 2x2',
       0,
     );
     expectError(
@@ -230,16 +230,16 @@ describe('spec errors name the layer by kind and ordinal', () => {
         { kind: 'flatten' },
         { kind: 'dense', units: 2 },
       ]),
-      'avgpool2d #2: window 4 larger than input 3x3',
+      'avgpool2d #2: window 4x4 larger than input 3x3',
       1,
     );
   });
 
   test('conv and pool on flat input', () => {
-    expectError(spec([20], [{ kind: 'conv2d', filters: 2, kernel: [3, 3] }, { kind: 'dense', units: 2 }]), 'conv2d #1: needs an image input [C,H,W], got [20]', 0);
+    expectError(spec([20], [{ kind: 'conv2d', filters: 2, kernel: [3, 3] }, { kind: 'dense', units: 2 }]), 'conv2d #1: needs an image input [C,H,W], got 20 (use it before flatten/dense)', 0);
     expectError(
       spec([1, 4, 4], [{ kind: 'flatten' }, { kind: 'maxpool2d', size: 2 }, { kind: 'dense', units: 2 }]),
-      'maxpool2d #1: needs an image input [C,H,W], got [16]',
+      'maxpool2d #1: needs an image input [C,H,W], got 16 (use it before flatten/dense)',
       1,
     );
   });
@@ -291,7 +291,7 @@ describe('spec errors name the layer by kind and ordinal', () => {
       spec([1, 4, 4], [{ kind: 'conv2d', filters: 2, kernel: [3, 3] }, { kind: 'maxpool2d', size: 3 }, { kind: 'flatten' }, { kind: 'dense', units: 2 }]),
     );
     assert.deepEqual(report.layers.map((layer) => layer.outputShape), [[2, 2, 2]]);
-    assert.equal(report.error?.message, 'maxpool2d #1: window 3 larger than input 2x2');
+    assert.equal(report.error?.message, 'maxpool2d #1: window 3x3 larger than input 2x2');
     assert.equal(report.error?.layerIndex, 1);
     assert.equal(inferShapesPartial(getPreset('mlp').spec).error, undefined);
   });
