@@ -16,7 +16,8 @@ export interface BenchOptions {
 
 export interface BenchResult {
   config: string;
-  framework: 'nnstudio';
+  /** The engine through the Node addon (`nnstudio_bench` reports "nnstudio" for the plain C++ run). */
+  framework: 'nnstudio-node';
   device: string;
   epochs: number;
   batchSize: number;
@@ -29,8 +30,11 @@ export interface BenchResult {
 }
 
 export function benchPresets(device: engine.DeviceKind, names?: string[]): Preset[] {
-  const all = listPresets().filter((preset) => preset.name !== 'lenet5');
-  if (!names || names.length === 0) return all.filter((preset) => device === 'cuda' || !preset.gpuOnly);
+  const all = listPresets();
+  if (!names || names.length === 0) {
+    // DESIGN §8's configs; lenet5 is a preset for users, not one of them (name it to run it).
+    return all.filter((preset) => preset.name !== 'lenet5' && (device === 'cuda' || !preset.gpuOnly));
+  }
   return names.map((name) => {
     const preset = all.find((candidate) => candidate.name === name);
     if (!preset) throw new Error(`unknown bench config "${name}"; valid: ${all.map((p) => p.name).join(', ')}`);
@@ -61,7 +65,7 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
   const accuracy = (index: number) => result.history[index]?.validationAccuracy ?? Number.NaN;
   return {
     config: preset.name,
-    framework: 'nnstudio',
+    framework: 'nnstudio-node',
     device: result.device,
     epochs,
     batchSize: preset.training.batchSize,
