@@ -3,20 +3,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
-import { lossNames, type LossName } from '../../core/model/spec';
+import { lossNames } from '../../core/model/spec';
+import type { ModelChoice } from '../../services/modelSpecs';
 import { services, type TrainEvent, type TrainOutcome } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { addDataOptions, dataSourceFrom, fraction, nonNegativeInteger, positiveInteger, positiveNumber, type DataOptions } from '../options';
 import { formatReport } from '../report';
 
-interface TrainCommandOptions extends DataOptions {
+interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   testData?: string;
-  layers?: string;
-  preset?: string;
-  loss?: LossName;
-  optimizer?: 'sgd' | 'adam';
-  lr?: number;
-  momentum?: number;
   epochs?: number;
   batchSize?: number;
   valSplit?: number;
@@ -115,7 +110,7 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
         testData,
         model: {
           layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
-          lr: options.lr, momentum: options.momentum, seed: options.seed,
+          lr: options.lr, momentum: options.momentum,
         },
         normalize: options.normalize,
         epochs: options.epochs,

@@ -1,18 +1,10 @@
 // Small synthetic datasets and model specs for the engine tests (seeded, so runs are reproducible).
 import type { ModelSpec } from '../../../app/core/model/spec';
+import { mulberry32 } from '../../../app/core/data/split';
 import type { Dataset } from '../../../app/engine';
 
-/** mulberry32: a tiny seeded PRNG in [0, 1). */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG of the data splits (mulberry32), in [0, 1). */
+export const random = mulberry32;
 
 function gaussian(next: () => number): number {
   const u = Math.max(next(), 1e-12);

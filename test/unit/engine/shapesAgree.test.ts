@@ -2,6 +2,7 @@
 // output shapes, parameter counts, multiply-adds, the parameter table and on which specs are invalid.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mulberry32 } from '../../../app/core/data/split';
 import { listPresets } from '../../../app/core/model/presets';
 import * as core from '../../../app/core/model/shapes';
 import type { LayerSpec, ModelSpec } from '../../../app/core/model/spec';
@@ -79,11 +80,7 @@ function randomSpec(random: () => number): ModelSpec {
 }
 
 test('500 random specs: both sides accept the same ones with the same shapes, and reject the rest alike', () => {
-  let state = 12345;
-  const random = () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
+  const random = mulberry32(12345);
   const outcomes = { valid: 0, invalid: 0 };
   for (let i = 0; i < 500; i++) outcomes[assertAgree(randomSpec(random))]++;
   assert.ok(outcomes.valid > 50 && outcomes.invalid > 50, `too one-sided a sample: ${JSON.stringify(outcomes)}`);
