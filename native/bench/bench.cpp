@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "idx.h"
+#include "spec/json.h"
 
 #ifndef NNSTUDIO_SOURCE_DIR
 #define NNSTUDIO_SOURCE_DIR "native"
@@ -30,89 +31,6 @@ namespace fs = std::filesystem;
 using nnstudio_bench::IdxImages;
 
 namespace {
-
-// ---- a minimal JSON member scanner: the raw text of each member of one object ----
-// Enough for preset files: {"name": ..., "spec": {...}, "training": {"batchSize": 32}, "gpuOnly": true}.
-struct JsonScanner {
-  const std::string& text;
-  size_t pos = 0;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(pos));
-  }
-  void skipSpace() {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) ++pos;
-  }
-  void expect(char c) {
-    skipSpace();
-    if (pos >= text.size() || text[pos] != c) fail(std::string("expected '") + c + "'");
-    ++pos;
-  }
-  // A string's content; escapes other than \" and \\ are kept as written (keys here are plain names).
-  std::string readString() {
-    expect('"');
-    std::string out;
-    while (pos < text.size() && text[pos] != '"') {
-      if (text[pos] == '\\' && pos + 1 < text.size()) ++pos;
-      out += text[pos++];
-    }
-    if (pos >= text.size()) fail("unterminated string");
-    ++pos;
-    return out;
-  }
-  // Skips one value of any kind, strings and nesting respected; returns its raw text.
-  std::string skipValue() {
-    skipSpace();
-    const size_t start = pos;
-    if (pos >= text.size()) fail("expected a value");
-    if (text[pos] == '"') {
-      readString();
-    } else if (text[pos] == '{' || text[pos] == '[') {
-      int depth = 0;
-      while (pos < text.size()) {
-        const char c = text[pos];
-        if (c == '"') {
-          readString();
-          continue;
-        }
-        if (c == '{' || c == '[') ++depth;
-        if (c == '}' || c == ']') --depth;
-        ++pos;
-        if (depth == 0) break;
-      }
-      if (depth != 0) fail("unbalanced brackets");
-    } else {
-      while (pos < text.size() && text[pos] != ',' && text[pos] != '}' && text[pos] != ']' && text[pos] != ' ' &&
-             text[pos] != '\n' && text[pos] != '\r' && text[pos] != '\t')
-        ++pos;
-    }
-    return text.substr(start, pos - start);
-  }
-  std::vector<std::pair<std::string, std::string>> members() {
-    std::vector<std::pair<std::string, std::string>> out;
-    expect('{');
-    skipSpace();
-    if (pos < text.size() && text[pos] == '}') return out;
-    for (;;) {
-      std::string key = readString();
-      expect(':');
-      out.emplace_back(std::move(key), skipValue());
-      skipSpace();
-      if (pos < text.size() && text[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      expect('}');
-      return out;
-    }
-  }
-};
-
-std::string member(const std::vector<std::pair<std::string, std::string>>& members, const std::string& key) {
-  for (const auto& [name, value] : members)
-    if (name == key) return value;
-  return {};
-}
 
 // ---- presets ----
 struct Preset {
@@ -135,17 +53,16 @@ Preset loadPreset(const fs::path& path) {
   Preset preset;
   preset.name = path.stem().string();
   try {
-    JsonScanner top{text};
-    const auto members = top.members();
-    preset.specJson = member(members, "spec");
-    if (preset.specJson.empty()) throw std::runtime_error("no \"spec\" member");
-    preset.gpuOnly = member(members, "gpuOnly") == "true";
-    const std::string training = member(members, "training");
-    if (!training.empty()) {
-      JsonScanner inner{training};
-      const std::string batch = member(inner.members(), "batchSize");
-      if (!batch.empty()) preset.batchSize = std::stoi(batch);
-    }
+    // The engine's own JSON reader: the preset's "spec" is handed on as JSON text.
+    const nnstudio::json::Value top = nnstudio::json::parse(text);
+    const nnstudio::json::Value* spec = top.find("spec");
+    if (!spec || !spec->isObject()) throw std::runtime_error("no \"spec\" object");
+    preset.specJson = nnstudio::json::serialize(*spec);
+    const nnstudio::json::Value* gpuOnly = top.find("gpuOnly");
+    preset.gpuOnly = gpuOnly && gpuOnly->type == nnstudio::json::Value::Type::Bool && gpuOnly->boolean;
+    const nnstudio::json::Value* training = top.find("training");
+    const nnstudio::json::Value* batch = training ? training->find("batchSize") : nullptr;
+    if (batch && batch->isNumber()) preset.batchSize = int(batch->number);
   } catch (const std::exception& error) {
     throw std::runtime_error("preset " + path.string() + ": " + error.what());
   }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "json_reader.h"
+#include "fixture_json.h"
 
 #ifndef NNSTUDIO_SOURCE_DIR
 #define NNSTUDIO_SOURCE_DIR "native"
@@ -59,26 +59,27 @@ void checkFixture(const std::string& name) {
   const std::string path = std::string(NNSTUDIO_SOURCE_DIR) + "/tests/fixtures/" + name + ".json";
   std::printf("%s (%s)\n", name.c_str(), path.c_str());
   try {
-    const std::string text = test_json::readFile(path);
-    const test_json::Value fixture = test_json::parse(text);
-    const nnstudio::ModelSpec spec = nnstudio::parseModelSpec(test_json::rawText(text, fixture.at("spec")));
+    using fixture_json::at;
+    using fixture_json::numbers;
+    const fixture_json::Value fixture = nnstudio::json::parse(fixture_json::readFile(path));
+    const nnstudio::ModelSpec spec = nnstudio::parseModelSpec(nnstudio::json::serialize(at(fixture, "spec")));
 
     // ---- the flat parameter vector, laid out by the engine's own table ----
     const std::vector<nnstudio::ParamTensor> table = nnstudio::parameterTable(spec);
     std::vector<float> parameters(nnstudio::parameterCount(spec), NAN);
-    const test_json::Value& fixtureParameters = fixture.at("parameters");
+    const fixture_json::Value& fixtureParameters = at(fixture, "parameters");
     if (table.size() != fixtureParameters.object.size())
       report(false, "parameter tensors", std::to_string(table.size()) + " in the engine's table, " +
                                              std::to_string(fixtureParameters.object.size()) + " in the fixture");
     for (const nnstudio::ParamTensor& tensor : table) {
-      if (!fixtureParameters.has(tensor.name)) {
+      if (!fixtureParameters.find(tensor.name)) {
         report(false, tensor.name, "not in the fixture");
         continue;
       }
-      const test_json::Value& entry = fixtureParameters.at(tensor.name);
+      const fixture_json::Value& entry = at(fixtureParameters, tensor.name);
       std::vector<int> shape;
-      for (const double d : entry.at("shape").numbers()) shape.push_back(int(d));
-      const std::vector<double> data = entry.at("data").numbers();
+      for (const double d : numbers(at(entry, "shape"))) shape.push_back(int(d));
+      const std::vector<double> data = numbers(at(entry, "data"));
       if (shape != tensor.shape || data.size() != tensor.size) {
         report(false, tensor.name + " shape", "engine and fixture disagree");
         continue;
@@ -87,10 +88,10 @@ void checkFixture(const std::string& name) {
     }
 
     // ---- the batch ----
-    const std::vector<double> inputs64 = fixture.at("inputs").at("data").numbers();
+    const std::vector<double> inputs64 = numbers(at(at(fixture, "inputs"), "data"));
     const std::vector<float> inputs(inputs64.begin(), inputs64.end());
     std::vector<int32_t> labels;
-    for (const double label : fixture.at("labels").numbers()) labels.push_back(int32_t(label));
+    for (const double label : numbers(at(fixture, "labels"))) labels.push_back(int32_t(label));
     const int batch = int(labels.size());
 
     // ---- forward and backward ----
@@ -98,18 +99,18 @@ void checkFixture(const std::string& name) {
     const double loss = nnstudio::forwardBackwardCpu(spec, parameters, inputs.data(), labels.data(), batch,
                                                      /*training=*/false, outputs, gradients);
 
-    compareTensor("logits", outputs.data(), outputs.size(), fixture.at("logits").at("data").numbers());
-    compareTensor("loss", &loss, 1, {fixture.at("loss").number});
+    compareTensor("logits", outputs.data(), outputs.size(), numbers(at(at(fixture, "logits"), "data")));
+    compareTensor("loss", &loss, 1, {at(fixture, "loss").number});
     if (gradients.size() != parameters.size()) {
       report(false, "gradients", "size " + std::to_string(gradients.size()) + ", expected " +
                                      std::to_string(parameters.size()));
       return;
     }
-    const test_json::Value& fixtureGradients = fixture.at("gradients");
+    const fixture_json::Value& fixtureGradients = at(fixture, "gradients");
     for (const nnstudio::ParamTensor& tensor : table) {
-      if (!fixtureGradients.has(tensor.name)) continue;  // reported above
+      if (!fixtureGradients.find(tensor.name)) continue;  // reported above
       compareTensor("grad " + tensor.name, gradients.data() + tensor.offset, tensor.size,
-                    fixtureGradients.at(tensor.name).at("data").numbers());
+                    numbers(at(at(fixtureGradients, tensor.name), "data")));
     }
   } catch (const std::exception& error) {
     report(false, "fixture", error.what());
