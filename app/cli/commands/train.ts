@@ -50,6 +50,8 @@ export function trainCommand(): Command {
     .action(async (options: TrainCommandOptions) => runTrain(options));
 }
 
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
 function checkOutputPath(file: string): void {
   const folder = path.dirname(path.resolve(file));
   if (!fs.existsSync(folder)) throw new Error(`--out ${file}: the folder ${folder} does not exist`);
@@ -69,7 +71,7 @@ function progressReporter(options: TrainCommandOptions) {
         epochs = plan.epochs;
         stream.write(
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
-            `${plan.testCount} test), ${plan.classLabels.length} classes, ${plan.epochs} epochs of batch ${plan.batchSize} on ${plan.device}\n`,
+            `${plan.testCount} test), ${plan.classLabels.length} classes, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
         );
       } else if (event.type === 'step' && terminal) {
         terminal.update(renderProgressBar({ ...event, epochs }));
