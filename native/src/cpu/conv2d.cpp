@@ -85,6 +85,14 @@ void padImage(float* dst, const float* src, int C, int H, int W, int Hp, int Wp,
     }
 }
 
+// The image a stride-1 shift plan reads: x itself, or x padded into `scratch` (C, Hp, Wp).
+const float* forwardImage(const float* x, float* scratch, const ConvGeometry& g, const ShiftPlan& sp) {
+  if (!sp.padded) return x;
+  padImage(scratch, x, g.C, g.H, g.W, sp.Hp, sp.Wp, sp.padTop, sp.padLeft);
+  return scratch;
+}
+
+
 }  // namespace
 
 void ConvScratch::reserve(const ConvGeometry& g, int threads, bool inputGradient) {
@@ -189,11 +197,7 @@ void conv2d_forward(ThreadPool& pool, ConvScratch& scratch, float* out, const fl
       const float* x = in + n * inSize;  // (C, H, W)
       float* y = out + n * outSize;      // (F, OH, OW)
       if (g.stride == 1) {
-        const float* image = x;
-        if (sp.padded) {
-          padImage(work + layout.paddedIn, x, g.C, g.H, g.W, sp.Hp, sp.Wp, sp.padTop, sp.padLeft);
-          image = work + layout.paddedIn;
-        }
+        const float* image = forwardImage(x, work + layout.paddedIn, g, sp);
         // wide (F, q) = W (F, K) . shifted rows, then keep the OW valid columns of each row, plus bias
         float* wide = work + layout.wide;
         gemmRowsB(g.F, int(sp.N), int(K), 1.0f, weight, K, 1, image, sp.offsets.data(), 0.0f, wide, sp.N, 1);
@@ -260,11 +264,7 @@ void conv2d_backward(ThreadPool& pool, ConvScratch& scratch, float* dIn, float* 
         avgpool_backward_sample(dy, fused->dOut + n * poolSize, fused->geometry);
       const float* y = out + n * outSize;
       if (g.stride == 1) {
-        const float* image = x;
-        if (sp.padded) {
-          padImage(work + layout.paddedIn, x, g.C, g.H, g.W, sp.Hp, sp.Wp, sp.padTop, sp.padLeft);
-          image = work + layout.paddedIn;
-        }
+        const float* image = forwardImage(x, work + layout.paddedIn, g, sp);
         // per plane while it is in L1: through the activation, into the bias gradient, and widened to the
         // padded row width (zeros in the dropped columns); then
         // dW (F, K) += wide (F, q) . rows^T: dot products of dy with each tap's shifted image
