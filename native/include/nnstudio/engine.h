@@ -169,6 +169,7 @@ struct EvalResult {
   int classes = 0;
   std::vector<int32_t> predictions;   // (count)
   std::vector<float> probabilities;   // (count, classes)
+  std::vector<int64_t> confusion;     // (classes, classes): row = true label, column = prediction; empty without labels
 };
 
 // ---- backends ----

@@ -103,6 +103,11 @@ EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>&
     loss_predict(spec.loss, outputs, n, K, result.predictions.data() + start,
                  result.probabilities.data() + start * classes);
   }
+  if (data.labels) {
+    result.confusion.assign(size_t(classes) * size_t(classes), 0);
+    for (int64_t i = 0; i < data.count; ++i)
+      ++result.confusion[size_t(data.labels[i]) * size_t(classes) + size_t(result.predictions[size_t(i)])];
+  }
   // without labels (prediction only) loss and accuracy are 0
   result.loss = data.labels ? lossSum / double(data.count) : 0.0;
   result.accuracy = data.labels ? double(correct) / double(data.count) : 0.0;

@@ -4,9 +4,16 @@
 
 #include <cstdint>
 
+// The same functions run in CUDA kernels (dropout masks on the device match the CPU's bit for bit).
+#if defined(__CUDACC__)
+#define NNSTUDIO_HOST_DEVICE __host__ __device__
+#else
+#define NNSTUDIO_HOST_DEVICE
+#endif
+
 namespace nnstudio {
 
-inline uint64_t splitmix64(uint64_t& state) {
+NNSTUDIO_HOST_DEVICE inline uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -14,7 +21,7 @@ inline uint64_t splitmix64(uint64_t& state) {
 }
 
 // Mixes several values into one seed (e.g. run seed, epoch, layer).
-inline uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c = 0) {
+NNSTUDIO_HOST_DEVICE inline uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c = 0) {
   uint64_t s = a;
   uint64_t h = splitmix64(s);
   s = h ^ (b * 0xD1B54A32D192ED03ull);
@@ -26,14 +33,14 @@ inline uint64_t mixSeed(uint64_t a, uint64_t b, uint64_t c = 0) {
 struct Rng {
   uint64_t s[4];
 
-  explicit Rng(uint64_t seed) {
+  NNSTUDIO_HOST_DEVICE explicit Rng(uint64_t seed) {
     uint64_t x = seed;
     for (auto& w : s) w = splitmix64(x);
   }
 
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  NNSTUDIO_HOST_DEVICE static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-  uint64_t next() {
+  NNSTUDIO_HOST_DEVICE uint64_t next() {
     const uint64_t result = rotl(s[1] * 5, 7) * 9;
     const uint64_t t = s[1] << 17;
     s[2] ^= s[0];
@@ -46,10 +53,10 @@ struct Rng {
   }
 
   // Uniform in [0, 1) with 24 random bits: exact in float.
-  float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }
+  NNSTUDIO_HOST_DEVICE float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }
 
   // Uniform integer in [0, n), n < 2^32 (Lemire's multiply-shift; the bias is below 2^-32).
-  uint32_t below(uint32_t n) { return uint32_t(((next() >> 32) * uint64_t(n)) >> 32); }
+  NNSTUDIO_HOST_DEVICE uint32_t below(uint32_t n) { return uint32_t(((next() >> 32) * uint64_t(n)) >> 32); }
 };
 
 }  // namespace nnstudio

@@ -1,0 +1,45 @@
+// Elementwise activations on the device, the same formulas as cpu/activation.cpp: forward from x,
+// derivative from the output y (every elementwise activation allows that). Shared by every kernel
+// that fuses an activation (dense and conv2d epilogues, input-gradient gates, pool backward).
+#pragma once
+
+#include "nnstudio/engine.h"
+
+namespace nnstudio::cuda {
+
+__device__ __forceinline__ float activate(float x, ActivationFn fn, float alpha) {
+  switch (fn) {
+    case ActivationFn::ReLU: return x > 0.0f ? x : 0.0f;
+    case ActivationFn::LeakyReLU: return x > 0.0f ? x : alpha * x;
+    case ActivationFn::Sigmoid:
+      if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+      else { const float e = expf(x); return e / (1.0f + e); }
+    case ActivationFn::Tanh: return tanhf(x);
+    case ActivationFn::Softplus: return x > 20.0f ? x : log1pf(expf(x));
+    default: return x;  // Linear; Softmax is a row operation, never applied here
+  }
+}
+
+// f'(x) expressed through y = f(x)
+__device__ __forceinline__ float activationSlope(float y, ActivationFn fn, float alpha) {
+  switch (fn) {
+    case ActivationFn::ReLU: return y > 0.0f ? 1.0f : 0.0f;
+    case ActivationFn::LeakyReLU: return y > 0.0f ? 1.0f : alpha;
+    case ActivationFn::Sigmoid: return y * (1.0f - y);
+    case ActivationFn::Tanh: return 1.0f - y * y;
+    case ActivationFn::Softplus: return -expm1f(-y);
+    default: return 1.0f;
+  }
+}
+
+// dy * f'(y), exact zero (not NaN * 0) where ReLU is off, as the CPU's select
+__device__ __forceinline__ float gateGradient(float dy, float y, ActivationFn fn, float alpha) {
+  switch (fn) {
+    case ActivationFn::Linear: return dy;
+    case ActivationFn::ReLU: return y > 0.0f ? dy : 0.0f;
+    case ActivationFn::LeakyReLU: return y > 0.0f ? dy : alpha * dy;
+    default: return dy * activationSlope(y, fn, alpha);
+  }
+}
+
+}  // namespace nnstudio::cuda

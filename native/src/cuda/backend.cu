@@ -1,0 +1,372 @@
+// The CUDA training loop and evaluation (see backend.h). Per run: the dataset goes to the device once;
+// one training step (gather, forward, loss, backward, optimizer) is captured in a CUDA graph, plus one
+// for a last partial batch; each epoch uploads its order (the CPU backend's shuffle, so both backends
+// see the same batches) and replays the graph once per batch. The host never waits inside an epoch
+// except to keep at most kAhead steps queued (so cancel and pause act within milliseconds) and reads
+// the device-side StepState asynchronously for throttled progress and divergence.
+#include "cuda/backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include "cpu/backend.h"
+#include "cuda/buffer.h"
+#include "cuda/network.h"
+#include "spec/rng.h"
+
+namespace nnstudio::cuda {
+
+std::vector<DeviceInfo> listDevices();
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr int kWindowSteps = 32;  // an event every 32 launches...
+constexpr int kWindows = 4;       // ...and at most 4 windows (128 steps) queued ahead of the GPU
+
+// A dataset resident on the device.
+struct ResidentData {
+  DeviceBuffer<float> features;
+  DeviceBuffer<int32_t> labels;
+  ResidentData(const DatasetView& d, cudaStream_t stream, const char* what) {
+    features.allocate(size_t(d.count) * size_t(d.featureSize), what);
+    check(cudaMemcpyAsync(features.get(), d.features, features.bytes(), cudaMemcpyHostToDevice, stream), what);
+    if (d.labels) {
+      labels.allocate(size_t(d.count), what);
+      check(cudaMemcpyAsync(labels.get(), d.labels, labels.bytes(), cudaMemcpyHostToDevice, stream), what);
+    }
+  }
+};
+
+class GraphExec {
+ public:
+  GraphExec() = default;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  ~GraphExec() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  // Records what `enqueue` launches on `stream` (nothing runs) and instantiates it.
+  template <class Fn>
+  void capture(cudaStream_t stream, Fn&& enqueue) {
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing a training step");
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue();
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      throw;
+    }
+    check(cudaStreamEndCapture(stream, &graph), "capturing a training step");
+    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "preparing the training step's CUDA graph");
+  }
+  void launch(cudaStream_t stream) const { check(cudaGraphLaunch(exec_, stream), "launching a training step"); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+template <class T>
+std::vector<T> download(const DeviceBuffer<T>& buffer, size_t count, cudaStream_t stream, const char* what) {
+  std::vector<T> host(count);
+  if (count) check(cudaMemcpyAsync(host.data(), buffer.get(), sizeof(T) * count, cudaMemcpyDeviceToHost, stream), what);
+  check(cudaStreamSynchronize(stream), what);
+  return host;
+}
+
+std::string lossWord(bool nan) { return nan ? "NaN" : "infinite"; }
+
+// The CPU backend's order for an epoch (same seed, same shuffle).
+void epochOrder(uint32_t* order, size_t count, bool shuffle, uint64_t seed, int epoch) {
+  for (uint32_t i = 0; i < count; ++i) order[i] = i;
+  if (!shuffle || count < 2) return;
+  Rng rng(mixSeed(seed, uint64_t(epoch), 0x5EED));
+  for (size_t i = count - 1; i > 0; --i) std::swap(order[i], order[rng.below(uint32_t(i + 1))]);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
+  for (const DeviceInfo& d : listDevices())
+    if (d.index == deviceIndex) info_ = d;
+  if (info_.kind != DeviceKind::CUDA)
+    throw EngineError("no CUDA device is available with index " + std::to_string(deviceIndex));
+}
+
+// ---- training ----
+
+TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
+                               const TrainOptions& options, ProgressSink* progress, TrainControl* control,
+                               const std::vector<float>* start) {
+  const auto runStart = Clock::now();
+  // ---- input checks, before touching any memory (the CPU backend's) ----
+  const NetworkPlan plan = planNetwork(spec);
+  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  if (options.batchSize <= 0) throw EngineError("batch size must be positive, got " + std::to_string(options.batchSize));
+  if (options.epochs <= 0) throw EngineError("epochs must be positive, got " + std::to_string(options.epochs));
+  cpu::checkDataset(plan, classes, data, "training data", true);
+  if (validation) cpu::checkDataset(plan, classes, *validation, "validation data", true);
+  if (start) cpu::checkParameters(plan, *start, "starting parameters");
+  if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
+
+  check(cudaSetDevice(deviceIndex_), "selecting the GPU");
+  Stream stream;
+  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
+  const int64_t featureSize = data.featureSize;
+  const size_t P = plan.parameterCount;
+  const bool adam = spec.optimizer.kind == OptimizerKind::Adam;
+
+  TrainResult result;
+  result.device = info_.name;
+  result.parameters = start ? *start : initialParameters(spec, spec.seed);
+
+  // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
+  Network net(spec, batch);
+  DeviceBuffer<float> params(std::max<size_t>(P, 1)), grads(std::max<size_t>(P, 1)), backup(std::max<size_t>(P, 1));
+  DeviceBuffer<float> moments(std::max<size_t>(adam ? 2 * P : P, 1));
+  DeviceBuffer<StepState> state(1);
+  const size_t paramBytes = sizeof(float) * P;
+  check(cudaMemcpyAsync(params.get(), result.parameters.data(), paramBytes, cudaMemcpyHostToDevice, stream),
+        "uploading the weights");
+  check(cudaMemcpyAsync(backup.get(), params.get(), paramBytes, cudaMemcpyDeviceToDevice, stream), "copying the weights");
+  check(cudaMemsetAsync(grads.get(), 0, grads.bytes(), stream), "clearing gradients");
+  check(cudaMemsetAsync(moments.get(), 0, moments.bytes(), stream), "clearing optimizer state");
+  check(cudaMemsetAsync(state.get(), 0, sizeof(StepState), stream), "clearing the step state");
+
+  // ---- the data, resident for the whole run ----
+  ResidentData trainData(data, stream, "uploading the training data");
+  std::unique_ptr<ResidentData> validData;
+  if (validation) validData = std::make_unique<ResidentData>(*validation, stream, "uploading the validation data");
+  DeviceBuffer<float> batchFeatures(size_t(batch) * size_t(featureSize));
+  DeviceBuffer<int32_t> batchLabels{size_t(batch)};
+  DeviceBuffer<uint32_t> order(size_t(data.count));
+  PinnedBuffer<uint32_t> hostOrder(size_t(data.count));
+  PinnedBuffer<StepState> snapshot(1);
+  DeviceBuffer<StepState> validState(1);
+  PinnedBuffer<StepState> validSnapshot(1);
+
+  // ---- one step as a graph (and one for a last partial batch) ----
+  const OptimizerSpec& opt = spec.optimizer;
+  auto enqueueStep = [&](int n) {
+    gather_batch(stream, batchFeatures.get(), batchLabels.get(), trainData.features.get(), trainData.labels.get(),
+                 order.get(), featureSize, n, batch, state.get());
+    net.forward(stream, params.get(), batchFeatures.get(), n, true, options.seed, state.get());
+    net.loss(stream, batchLabels.get(), n, state.get());
+    net.backward(stream, params.get(), grads.get(), n);
+    if (adam)
+      adam_step(stream, params.get(), grads.get(), moments.get(), moments.get() + P, backup.get(), P, opt.lr, opt.beta1,
+                opt.beta2, opt.eps, state.get());
+    else
+      sgd_step(stream, params.get(), grads.get(), moments.get(), backup.get(), P, opt.lr, opt.momentum, state.get());
+  };
+  const int tailBatch = int(data.count % batch);
+  GraphExec fullStep, tailStep;
+  fullStep.capture(stream, [&] { enqueueStep(batch); });
+  if (tailBatch) tailStep.capture(stream, [&] { enqueueStep(tailBatch); });
+
+  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
+  const int64_t totalSteps = stepsPerEpoch * options.epochs;
+  std::vector<std::unique_ptr<Event>> windows;
+  for (int i = 0; i < kWindows; ++i) windows.push_back(std::make_unique<Event>());
+  Event progressEvent;
+  bool progressPending = false;
+  int64_t launched = 0;
+  double trainingSeconds = 0;
+  StepState epochBase{};       // totals at the start of the epoch
+  StepState reported{};        // totals at the last step event
+  auto lastEvent = Clock::now();
+
+  auto readState = [&]() -> StepState {
+    check(cudaMemcpyAsync(snapshot.get(), state.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream),
+          "reading training progress");
+    check(cudaStreamSynchronize(stream), "training");
+    progressPending = false;
+    return snapshot[0];
+  };
+  auto finishWith = [&](TrainStatus status, std::string message, int64_t steps, const DeviceBuffer<float>& weights) {
+    check(cudaMemcpyAsync(result.parameters.data(), weights.get(), paramBytes, cudaMemcpyDeviceToHost, stream),
+          "downloading the weights");
+    check(cudaStreamSynchronize(stream), "downloading the weights");
+    result.status = status;
+    result.message = std::move(message);
+    result.steps = steps;
+    result.seconds = secondsSince(runStart);
+    return result;
+  };
+  auto diverged = [&](const StepState& s) {
+    const int64_t at = s.divergedAt - 1;  // 0-based global step
+    const int epoch = int(at / stepsPerEpoch) + 1;
+    const int64_t step = at % stepsPerEpoch + 1;
+    return finishWith(TrainStatus::Diverged,
+                      "training diverged at epoch " + std::to_string(epoch) + ", step " + std::to_string(step) +
+                          ": the loss became " + lossWord(s.divergedNaN != 0) +
+                          "; kept the weights of the last step with a finite loss (try a lower learning rate)",
+                      at, backup);
+  };
+  auto emitStep = [&](const StepState& s, int epoch, double elapsed) {
+    const int64_t steps = s.lossSteps - reported.lossSteps;
+    if (!progress || steps <= 0) return;
+    const double since = secondsSince(lastEvent);
+    StepProgress sp;
+    sp.epoch = epoch;
+    sp.step = std::min<int64_t>(s.epochStep, stepsPerEpoch);
+    sp.stepsPerEpoch = stepsPerEpoch;
+    sp.globalStep = s.globalStep;
+    sp.totalSteps = totalSteps;
+    sp.loss = (s.batchLossSum - reported.batchLossSum) / double(steps);
+    sp.samplesPerSecond = since > 0 ? double(s.samples - reported.samples) / since : 0;
+    sp.etaSeconds = s.globalStep > 0 ? double(totalSteps - s.globalStep) * elapsed / double(s.globalStep) : 0;
+    progress->onStep(sp);
+    reported = s;
+    lastEvent = Clock::now();
+  };
+
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    // the GPU is idle here (the last epoch ended with a synchronise): the pinned order can be rewritten
+    epochOrder(hostOrder.get(), size_t(data.count), options.shuffle, options.seed, epoch);
+    check(cudaMemcpyAsync(order.get(), hostOrder.get(), sizeof(uint32_t) * size_t(data.count), cudaMemcpyHostToDevice,
+                          stream),
+          "uploading the epoch's order");
+    check(cudaMemsetAsync(&state.get()->epochStep, 0, sizeof(long long), stream), "starting the epoch");
+    const auto epochStart = Clock::now();
+    double pausedSeconds = 0;
+    for (int64_t step = 1; step <= stepsPerEpoch; ++step) {
+      // ---- control: pause / cancel, between launches ----
+      if (control) {
+        if (control->pause.load()) {
+          const auto pauseStart = Clock::now();
+          check(cudaStreamSynchronize(stream), "training");
+          while (control->pause.load() && !control->cancel.load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          pausedSeconds += secondsSince(pauseStart);
+        }
+        if (control->cancel.load()) {
+          const StepState s = readState();
+          if (s.diverged) return diverged(s);
+          const int64_t done = s.globalStep - (epoch - 1) * stepsPerEpoch;
+          return finishWith(TrainStatus::Cancelled,
+                            "training cancelled at epoch " + std::to_string(epoch) + ", step " +
+                                std::to_string(done + 1) + " of " + std::to_string(stepsPerEpoch) +
+                                "; kept the weights of the last completed step",
+                            s.globalStep, params);
+        }
+      }
+      // ---- the step ----
+      (step == stepsPerEpoch && tailBatch ? tailStep : fullStep).launch(stream);
+      ++launched;
+      if (launched % kWindowSteps == 0) {
+        Event& window = *windows[size_t((launched / kWindowSteps) % kWindows)];
+        check(cudaEventSynchronize(window), "training");  // the window recorded kWindows ago
+        check(cudaEventRecord(window, stream), "training");
+      }
+      // ---- throttled progress and divergence, read without stalling the GPU ----
+      if (progressPending && cudaEventQuery(progressEvent) == cudaSuccess) {
+        progressPending = false;
+        const StepState s = snapshot[0];
+        if (s.diverged) return diverged(readState());
+        emitStep(s, epoch, trainingSeconds + secondsSince(epochStart) - pausedSeconds);
+      }
+      if (!progressPending && secondsSince(lastEvent) >= options.progressIntervalSeconds && step < stepsPerEpoch) {
+        check(cudaMemcpyAsync(snapshot.get(), state.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream),
+              "reading training progress");
+        check(cudaEventRecord(progressEvent, stream), "reading training progress");
+        progressPending = true;
+      }
+    }
+    // ---- epoch summary ----
+    const StepState s = readState();
+    EpochStats stats;
+    stats.epoch = epoch;
+    stats.seconds = secondsSince(epochStart) - pausedSeconds;
+    trainingSeconds += stats.seconds;
+    if (s.diverged) return diverged(s);
+    emitStep(s, epoch, trainingSeconds);
+    const double seen = double(s.samples - epochBase.samples);
+    stats.trainLoss = (s.sampleLossSum - epochBase.sampleLossSum) / seen;
+    stats.trainAccuracy = double(s.correct - epochBase.correct) / seen;
+    epochBase = s;
+    if (validData) {
+      check(cudaMemsetAsync(validState.get(), 0, sizeof(StepState), stream), "validation");
+      for (int64_t first = 0; first < validation->count; first += batch) {
+        const int n = int(std::min<int64_t>(batch, validation->count - first));
+        const float* outputs = net.forward(stream, params.get(), validData->features.get() + first * featureSize, n,
+                                           false, 0, state.get());
+        loss_predict(stream, spec.loss, outputs, validData->labels.get() + first, n, net.outputWidth(), nullptr,
+                     nullptr, validState.get(), nullptr);
+      }
+      check(cudaMemcpyAsync(validSnapshot.get(), validState.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream),
+            "validation");
+      check(cudaStreamSynchronize(stream), "validation");
+      stats.hasValidation = true;
+      stats.validationLoss = validSnapshot[0].sampleLossSum / double(validation->count);
+      stats.validationAccuracy = double(validSnapshot[0].correct) / double(validation->count);
+    }
+    result.history.push_back(stats);
+    if (progress) progress->onEpoch(stats);
+  }
+  const StepState s = readState();
+  return finishWith(TrainStatus::Completed, "", s.globalStep, params);
+}
+
+// ---- evaluation ----
+
+EvalResult CudaBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
+                                 int batchSize) {
+  const NetworkPlan plan = planNetwork(spec);
+  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  cpu::checkDataset(plan, classes, data, "evaluation data", false);
+  cpu::checkParameters(plan, parameters, "parameters");
+  if (batchSize <= 0) throw EngineError("evaluation batch size must be positive, got " + std::to_string(batchSize));
+  check(cudaSetDevice(deviceIndex_), "selecting the GPU");
+  Stream stream;
+  // the GPU wants wide batches; the result does not depend on the batch size
+  const int batch = int(std::min<int64_t>(std::max(batchSize, 1024), data.count));
+  Network net(spec, batch, false, /*trainable=*/false);
+  const int K = net.outputWidth();
+
+  DeviceBuffer<float> params(std::max<size_t>(parameters.size(), 1));
+  check(cudaMemcpyAsync(params.get(), parameters.data(), sizeof(float) * parameters.size(), cudaMemcpyHostToDevice,
+                        stream),
+        "uploading the weights");
+  ResidentData resident(data, stream, "uploading the evaluation data");
+  DeviceBuffer<int32_t> predictions(size_t(data.count));
+  DeviceBuffer<float> probabilities(size_t(data.count) * size_t(classes));
+  DeviceBuffer<StepState> state(1);
+  DeviceBuffer<unsigned long long> confusion(size_t(classes) * size_t(classes));
+  check(cudaMemsetAsync(state.get(), 0, sizeof(StepState), stream), "evaluation");
+  check(cudaMemsetAsync(confusion.get(), 0, confusion.bytes(), stream), "evaluation");
+  for (int64_t first = 0; first < data.count; first += batch) {
+    const int n = int(std::min<int64_t>(batch, data.count - first));
+    const float* outputs =
+        net.forward(stream, params.get(), resident.features.get() + first * data.featureSize, n, false, 0, state.get());
+    loss_predict(stream, spec.loss, outputs, data.labels ? resident.labels.get() + first : nullptr, n, K,
+                 predictions.get() + first, probabilities.get() + first * classes, state.get(), confusion.get());
+  }
+  EvalResult result;
+  result.classes = classes;
+  result.predictions = download(predictions, size_t(data.count), stream, "downloading predictions");
+  result.probabilities = download(probabilities, size_t(data.count) * size_t(classes), stream, "downloading predictions");
+  const StepState s = download(state, 1, stream, "evaluation")[0];
+  if (data.labels) {
+    const std::vector<unsigned long long> counts = download(confusion, confusion.size(), stream, "evaluation");
+    result.confusion.assign(counts.begin(), counts.end());
+    result.loss = s.sampleLossSum / double(data.count);
+    result.accuracy = double(s.correct) / double(data.count);
+  }
+  return result;
+}
+
+// ---- the seam devices.cpp calls ----
+
+std::unique_ptr<Backend> createBackend(int deviceIndex) { return std::make_unique<CudaBackend>(deviceIndex); }
+
+}  // namespace nnstudio::cuda

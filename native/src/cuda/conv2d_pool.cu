@@ -1,0 +1,460 @@
+// Fused conv2d + bias + activation + max pool, and its weight gradient from the pool's output gradient.
+//
+// Forward (direct convolution): a block owns one sample, a run of pooled rows (TPR) and FB = GY * FPT
+// filters; thread (x, y) owns one pooled position and FPT filters, i.e. the PS x PS conv outputs of its
+// pool window for each of those filters, accumulated in registers. The input rows the block needs and
+// the weights of CC channels at a time are staged in shared memory (weights as [channel][tap][filter],
+// read as float4 broadcasts). The epilogue adds the bias, activates, and scans the window row-major with
+// a strict '>' (the first maximum wins, a NaN wins), as pool.cu; only the pooled value and the argmax
+// (index within the sample's (F, OH, OW) conv output) are written.
+//
+// Weight gradient: the conv's pre-activation gradient has one nonzero per pool window, at its argmax:
+// g = dPooled * act'(pooled). So dW[f][c][ky][kx] = sum over (n, window q) of g(n, f, q) * in(n, c, oy*s -
+// padTop + ky, ox*s - padLeft + kx), (oy, ox) = argmax's position, and dBias[f] = sum of g. A block owns a
+// chunk of samples, FT filters and CT channels; per sample it stages the zero-padded input region of its
+// channels and the (g, offset) pair of each of its filters' windows in shared memory; a thread owns 4
+// consecutive (c, ky, kx) columns of one filter (the bias is the column after the last tap) and a slice
+// of the windows. Partial sums go to the workspace [chunk * QS + slice][F][K + 1], which one kernel then
+// adds in a fixed order: deterministic, no atomics. Launchers only enqueue kernels (CUDA-graph safe).
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/activation_math.cuh"
+#include "cuda/check.h"
+#include "cuda/conv2d_pool.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+constexpr int kFwdMaxThreads = 512;
+constexpr int kFwdSmemBytes = 40 * 1024;
+constexpr int kTargetBlocks = 264;  // two blocks per H100 SM
+
+// ---------------------------------------------------------------- forward
+
+struct FwdArgs {
+  float* pooled;
+  int32_t* argmax;
+  const float* in;
+  const float* weight;
+  const float* bias;
+  int C, H, W, F, OH, OW, kh, kw, cs, padTop, padLeft;
+  int PH, PW, ps;           // pooled size, pool stride
+  int TPR, TH, TW, CC, FB;  // rows per block, input tile, channels per stage, filters per block
+  ActivationFn act;
+  float alpha;
+};
+
+struct FwdConfig {
+  bool ok = false;
+  int PS = 0, FPT = 0, GY = 0, TPR = 0, TH = 0, TW = 0, CC = 0, bx = 0;
+  size_t smem = 0;
+  dim3 grid, block;
+};
+
+FwdConfig forwardConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
+  FwdConfig c;
+  c.PS = p.size;
+  if (c.PS < 2 || c.PS > 4 || p.stride < 1 || g.stride < 1 || g.kh < 1 || g.kw < 1) return c;
+  if (p.C != g.F || p.H != g.OH || p.W != g.OW || p.OH < 1 || p.OW < 1) return c;
+  if (p.OH != (g.OH - p.size) / p.stride + 1 || p.OW != (g.OW - p.size) / p.stride + 1) return c;
+  if (p.OW > 256) return c;
+  const int F = g.F, khkw = g.kh * g.kw;
+  if (c.PS == 2) c.FPT = F >= 64 ? 16 : (F >= 8 ? 8 : 4);
+  else if (c.PS == 3) c.FPT = F >= 8 ? 8 : 4;
+  else c.FPT = 4;
+  const int groups = (F + c.FPT - 1) / c.FPT;
+  int TPR = std::min(p.OH, std::max(1, 256 / p.OW));
+  for (;;) {
+    const int bx = (TPR * p.OW + 31) / 32 * 32;
+    const int rowTiles = (p.OH + TPR - 1) / TPR;
+    int GY = std::min(groups, std::max(1, kFwdMaxThreads / bx));
+    while (GY > 1 && int64_t(std::max(N, 1)) * rowTiles * ((groups + GY - 1) / GY) < kTargetBlocks) --GY;
+    const int TH = ((TPR - 1) * p.stride + c.PS - 1) * g.stride + g.kh;
+    const int TW = ((p.OW - 1) * p.stride + c.PS - 1) * g.stride + g.kw;
+    int CC = 0;
+    for (; GY >= 1; --GY) {
+      const int64_t perChannel = int64_t(TH) * TW + int64_t(khkw) * c.FPT * GY;
+      CC = int(std::min<int64_t>(g.C, kFwdSmemBytes / 4 / perChannel));
+      if (CC >= 1) break;
+    }
+    if (CC >= 1) {
+      c.TPR = TPR;
+      c.GY = GY;
+      c.TH = TH;
+      c.TW = TW;
+      c.CC = CC;
+      c.bx = bx;
+      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY) * sizeof(float);
+      c.grid = dim3(unsigned(rowTiles), unsigned((groups + GY - 1) / GY), unsigned(std::max(N, 1)));
+      c.block = dim3(unsigned(bx), unsigned(GY), 1);
+      c.ok = N <= 65535;
+      return c;
+    }
+    if (TPR == 1) return c;
+    TPR = (TPR + 1) / 2;
+  }
+}
+
+template <int PS, int FPT>
+__global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
+  extern __shared__ __align__(16) float smem[];
+  const int khkw = a.kh * a.kw;
+  float* wts = smem;                        // [CC][khkw][FB]
+  float* tile = smem + a.CC * khkw * a.FB;  // [CC][TH][TW]
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+  const int n = blockIdx.z;
+  const int py0 = blockIdx.x * a.TPR;
+  const int f0 = blockIdx.y * a.FB;
+  const int local = threadIdx.x;
+  const int lpy = local / a.PW, px = local - lpy * a.PW;
+  const int py = py0 + lpy;
+  const bool valid = local < a.TPR * a.PW && py < a.PH;
+  const int step = a.ps * a.cs;  // input distance between neighbouring pool windows
+  const int myBase = valid ? lpy * step * a.TW + px * step : 0;
+  const int iy0 = py0 * step - a.padTop, ix0 = -a.padLeft;
+  const int tileSize = a.TH * a.TW;
+
+  float acc[FPT][PS * PS];
+#pragma unroll
+  for (int j = 0; j < FPT; ++j)
+#pragma unroll
+    for (int w = 0; w < PS * PS; ++w) acc[j][w] = 0.0f;
+
+  const float* inSample = a.in + int64_t(n) * a.C * a.H * a.W;
+  for (int c0 = 0; c0 < a.C; c0 += a.CC) {
+    const int cc = min(a.CC, a.C - c0);
+    __syncthreads();
+    for (int i = tid; i < cc * khkw * a.FB; i += nthreads) {
+      const int fl = i % a.FB, rest = i / a.FB;
+      const int tap = rest % khkw, cl = rest / khkw;
+      const int f = f0 + fl;
+      wts[i] = f < a.F ? a.weight[(int64_t(f) * a.C + c0 + cl) * khkw + tap] : 0.0f;
+    }
+    for (int i = tid; i < cc * tileSize; i += nthreads) {
+      const int x = i % a.TW, rest = i / a.TW;
+      const int y = rest % a.TH, cl = rest / a.TH;
+      const int iy = iy0 + y, ix = ix0 + x;
+      tile[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c0 + cl) * a.H + iy) * a.W + ix] : 0.0f;
+    }
+    __syncthreads();
+    for (int cl = 0; cl < cc; ++cl) {
+      const float* tc = tile + cl * tileSize + myBase;
+      const float* wc = wts + cl * khkw * a.FB + threadIdx.y * FPT;
+      for (int ky = 0; ky < a.kh; ++ky) {
+        for (int kx = 0; kx < a.kw; ++kx) {
+          const float* ip = tc + ky * a.TW + kx;
+          float v[PS * PS];
+#pragma unroll
+          for (int wy = 0; wy < PS; ++wy)
+#pragma unroll
+            for (int wx = 0; wx < PS; ++wx) v[wy * PS + wx] = ip[wy * a.cs * a.TW + wx * a.cs];
+          const float4* wp = reinterpret_cast<const float4*>(wc + (ky * a.kw + kx) * a.FB);
+#pragma unroll
+          for (int j4 = 0; j4 < FPT / 4; ++j4) {
+            const float4 w = wp[j4];
+#pragma unroll
+            for (int e = 0; e < PS * PS; ++e) {
+              acc[4 * j4 + 0][e] = fmaf(w.x, v[e], acc[4 * j4 + 0][e]);
+              acc[4 * j4 + 1][e] = fmaf(w.y, v[e], acc[4 * j4 + 1][e]);
+              acc[4 * j4 + 2][e] = fmaf(w.z, v[e], acc[4 * j4 + 2][e]);
+              acc[4 * j4 + 3][e] = fmaf(w.w, v[e], acc[4 * j4 + 3][e]);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  if (!valid) return;
+  const int plane = a.PH * a.PW;
+#pragma unroll
+  for (int j = 0; j < FPT; ++j) {
+    const int f = f0 + threadIdx.y * FPT + j;
+    if (f >= a.F) break;
+    const float b = a.bias[f];
+    float best = 0.0f;
+    int32_t bestIndex = 0;
+#pragma unroll
+    for (int wy = 0; wy < PS; ++wy)
+#pragma unroll
+      for (int wx = 0; wx < PS; ++wx) {
+        const float v = activate(acc[j][wy * PS + wx] + b, a.act, a.alpha);
+        const int32_t idx = (f * a.OH + py * a.ps + wy) * a.OW + px * a.ps + wx;
+        if ((wy | wx) == 0 || v > best || v != v) {
+          best = v;
+          bestIndex = idx;
+        }
+      }
+    const int64_t o = (int64_t(n) * a.F + f) * plane + py * a.PW + px;
+    a.pooled[o] = best;
+    a.argmax[o] = bestIndex;
+  }
+}
+
+// ---------------------------------------------------------------- weight gradient
+
+constexpr int kWgThreads = 256;
+constexpr int kWgInputBytes = 20 * 1024;
+constexpr int kWgWindowBytes = 24 * 1024;
+constexpr int kWgCols = 4;   // columns per thread unit
+constexpr int kWgUnits = 2;  // units per thread
+
+struct WgConfig {
+  bool ok = false;
+  int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
+  size_t smem = 0;
+  dim3 grid;
+};
+
+WgConfig weightsConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
+  WgConfig c;
+  if (N < 1) return c;
+  c.Hp = (g.OH - 1) * g.stride + g.kh;
+  c.Wp = (g.OW - 1) * g.stride + g.kw;
+  const int khkw = g.kh * g.kw;
+  const int64_t HpWp = int64_t(c.Hp) * c.Wp;
+  const int PQ = p.OH * p.OW;
+  c.CT = int(std::min<int64_t>({int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kWgCols * 32 - 1) / khkw)}));
+  if (c.CT < 1) return c;
+  const int colGroups = (c.CT * khkw + 1 + kWgCols - 1) / kWgCols;
+  c.FT = std::min({g.F, kWgWindowBytes / 8 / std::max(PQ, 1), kWgThreads * kWgUnits / colGroups});
+  if (c.FT < 1) return c;
+  const int units = c.FT * colGroups;
+  c.QS = std::max(1, std::min(16, kWgThreads * kWgUnits / units));
+  c.QS = std::min(c.QS, PQ);
+  const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
+  c.chunks = std::max(1, std::min(N, (2 * kTargetBlocks + tiles - 1) / tiles));
+  c.per = (N + c.chunks - 1) / c.chunks;
+  c.chunks = (N + c.per - 1) / c.per;
+  c.smem = size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * sizeof(float2);
+  c.grid = dim3(unsigned(c.chunks), unsigned((g.F + c.FT - 1) / c.FT), unsigned((g.C + c.CT - 1) / c.CT));
+  c.ok = c.grid.y <= 65535 && c.grid.z <= 65535;
+  return c;
+}
+
+struct WgArgs {
+  float* ws;
+  const float* dPooled;
+  const float* pooled;
+  const int32_t* argmax;
+  const float* in;
+  int N, C, H, W, F, OH, OW, kh, kw, cs, padTop, padLeft, PQ;
+  int Hp, Wp, CT, FT, QS, per;
+  ActivationFn act;
+  float alpha;
+};
+
+__global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
+  extern __shared__ __align__(16) float smem[];
+  float2* win = reinterpret_cast<float2*>(smem);  // [FT][PQ] (g, base offset as int bits)
+  float* ins = smem + 2 * a.FT * a.PQ;            // [CT][Hp][Wp]
+  const int tid = threadIdx.x;
+  const int chunk = blockIdx.x;
+  const int f0 = blockIdx.y * a.FT, fc = min(a.FT, a.F - f0);
+  const int c0 = blockIdx.z * a.CT, ccount = min(a.CT, a.C - c0);
+  const int khkw = a.kh * a.kw, K = a.C * khkw;
+  const bool hasBias = blockIdx.z == 0;
+  const int cols = ccount * khkw + (hasBias ? 1 : 0);
+  const int colGroups = (cols + kWgCols - 1) / kWgCols;
+  const int units = fc * colGroups * a.QS;
+  const int HpWp = a.Hp * a.Wp;
+
+  // this thread's units: (filter, 4 columns, window slice)
+  int uf[kWgUnits], uq[kWgUnits], off[kWgUnits][kWgCols], ucol[kWgUnits];
+  bool uon[kWgUnits];
+#pragma unroll
+  for (int u = 0; u < kWgUnits; ++u) {
+    const int id = tid + u * kWgThreads;
+    uon[u] = id < units;
+    const int idc = uon[u] ? id : 0;
+    uq[u] = idc % a.QS;
+    const int rest = idc / a.QS;
+    const int cg = rest % colGroups;
+    uf[u] = rest / colGroups;
+    ucol[u] = cg * kWgCols;
+#pragma unroll
+    for (int e = 0; e < kWgCols; ++e) {
+      const int col = ucol[u] + e;
+      if (col < ccount * khkw) {
+        const int cl = col / khkw, r = col - cl * khkw;
+        const int ky = r / a.kw, kx = r - ky * a.kw;
+        off[u][e] = cl * HpWp + ky * a.Wp + kx;
+      } else {
+        off[u][e] = -1;  // the bias column (or past the end: never written)
+      }
+    }
+  }
+  float acc[kWgUnits][kWgCols];
+#pragma unroll
+  for (int u = 0; u < kWgUnits; ++u)
+#pragma unroll
+    for (int e = 0; e < kWgCols; ++e) acc[u][e] = 0.0f;
+
+  const int nBegin = chunk * a.per, nEnd = min(a.N, nBegin + a.per);
+  for (int n = nBegin; n < nEnd; ++n) {
+    __syncthreads();
+    const float* inSample = a.in + (int64_t(n) * a.C + c0) * a.H * a.W;
+    for (int i = tid; i < ccount * HpWp; i += kWgThreads) {
+      const int x = i % a.Wp, rest = i / a.Wp;
+      const int y = rest % a.Hp, cl = rest / a.Hp;
+      const int iy = y - a.padTop, ix = x - a.padLeft;
+      ins[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(cl) * a.H + iy) * a.W + ix] : 0.0f;
+    }
+    const int64_t wBase = (int64_t(n) * a.F + f0) * a.PQ;
+    const int OHW = a.OH * a.OW;
+    for (int i = tid; i < fc * a.PQ; i += kWgThreads) {
+      const int64_t o = wBase + i;
+      const int32_t am = a.argmax[o];
+      const int pix = am % OHW;
+      const int oy = pix / a.OW, ox = pix - oy * a.OW;
+      const float gv = gateGradient(a.dPooled[o], a.pooled[o], a.act, a.alpha);
+      win[i] = make_float2(gv, __int_as_float((oy * a.Wp + ox) * a.cs));
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kWgUnits; ++u) {
+      if (!uon[u]) continue;
+      const float2* wf = win + uf[u] * a.PQ;
+      for (int q = uq[u]; q < a.PQ; q += a.QS) {
+        const float2 w = wf[q];
+        const float* ib = ins + __float_as_int(w.y);
+#pragma unroll
+        for (int e = 0; e < kWgCols; ++e) acc[u][e] = fmaf(w.x, off[u][e] >= 0 ? ib[off[u][e]] : 1.0f, acc[u][e]);
+      }
+    }
+  }
+
+  const int K1 = K + 1;
+#pragma unroll
+  for (int u = 0; u < kWgUnits; ++u) {
+    if (!uon[u]) continue;
+    float* dst = a.ws + (int64_t(chunk) * a.QS + uq[u]) * a.F * K1 + int64_t(f0 + uf[u]) * K1;
+#pragma unroll
+    for (int e = 0; e < kWgCols; ++e) {
+      const int col = ucol[u] + e;
+      if (col < ccount * khkw) dst[c0 * khkw + col] = acc[u][e];
+      else if (hasBias && col == ccount * khkw) dst[K] = acc[u][e];
+    }
+  }
+}
+
+// dWeight / dBias = the slices' partial sums added in slice order
+__global__ void convPoolWeightsReduce(float* dWeight, float* dBias, const float* ws, int slices, int F, int K) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int K1 = K + 1;
+  if (i >= F * K1) return;
+  float s = 0.0f;
+  for (int k = 0; k < slices; ++k) s += ws[int64_t(k) * F * K1 + i];
+  const int f = i / K1, k = i - f * K1;
+  if (k == K) dBias[f] = s;
+  else dWeight[int64_t(f) * K + k] = s;
+}
+
+}  // namespace
+
+bool conv2d_maxpool_supported(const ConvGeometry& g, const PoolGeometry& p) {
+  return forwardConfig(1, g, p).ok && weightsConfig(1, g, p).ok;
+}
+
+void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax, const float* in,
+                            const float* weight, const float* bias, int N, const ConvGeometry& g,
+                            const PoolGeometry& p, ActivationFn act, float alpha) {
+  if (N <= 0) return;
+  const FwdConfig c = forwardConfig(N, g, p);
+  if (!c.ok) throw EngineError("conv2d_maxpool_forward: unsupported geometry");
+  FwdArgs a;
+  a.pooled = pooled;
+  a.argmax = argmax;
+  a.in = in;
+  a.weight = weight;
+  a.bias = bias;
+  a.C = g.C;
+  a.H = g.H;
+  a.W = g.W;
+  a.F = g.F;
+  a.OH = g.OH;
+  a.OW = g.OW;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.cs = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.PH = p.OH;
+  a.PW = p.OW;
+  a.ps = p.stride;
+  a.TPR = c.TPR;
+  a.TH = c.TH;
+  a.TW = c.TW;
+  a.CC = c.CC;
+  a.FB = c.FPT * c.GY;
+  a.act = act;
+  a.alpha = alpha;
+  if (c.PS == 2) {
+    if (c.FPT == 16) convPoolForward<2, 16><<<c.grid, c.block, c.smem, stream>>>(a);
+    else if (c.FPT == 8) convPoolForward<2, 8><<<c.grid, c.block, c.smem, stream>>>(a);
+    else convPoolForward<2, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+  } else if (c.PS == 3) {
+    if (c.FPT == 8) convPoolForward<3, 8><<<c.grid, c.block, c.smem, stream>>>(a);
+    else convPoolForward<3, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+  } else {
+    convPoolForward<4, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+  }
+  checkLaunch("convPoolForward");
+}
+
+size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p) {
+  const WgConfig c = weightsConfig(N, g, p);
+  if (!c.ok) return 0;
+  return size_t(c.chunks) * c.QS * g.F * (size_t(g.colRows()) + 1);
+}
+
+void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
+                                     const float* pooled, const int32_t* argmax, const float* in, int N,
+                                     const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
+                                     float* workspace) {
+  const int K = int(g.colRows());
+  if (N <= 0) {
+    check(cudaMemsetAsync(dWeight, 0, sizeof(float) * size_t(g.F) * K, stream), "conv2d_maxpool dW");
+    check(cudaMemsetAsync(dBias, 0, sizeof(float) * size_t(g.F), stream), "conv2d_maxpool dB");
+    return;
+  }
+  const WgConfig c = weightsConfig(N, g, p);
+  if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
+  WgArgs a;
+  a.ws = workspace;
+  a.dPooled = dPooled;
+  a.pooled = pooled;
+  a.argmax = argmax;
+  a.in = in;
+  a.N = N;
+  a.C = g.C;
+  a.H = g.H;
+  a.W = g.W;
+  a.F = g.F;
+  a.OH = g.OH;
+  a.OW = g.OW;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.cs = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.PQ = p.OH * p.OW;
+  a.Hp = c.Hp;
+  a.Wp = c.Wp;
+  a.CT = c.CT;
+  a.FT = c.FT;
+  a.QS = c.QS;
+  a.per = c.per;
+  a.act = act;
+  a.alpha = alpha;
+  convPoolWeights<<<c.grid, kWgThreads, c.smem, stream>>>(a);
+  checkLaunch("convPoolWeights");
+  const int outputs = g.F * (K + 1);
+  convPoolWeightsReduce<<<blocksFor(outputs, 256), 256, 0, stream>>>(dWeight, dBias, workspace, c.chunks * c.QS,
+                                                                       g.F, K);
+  checkLaunch("convPoolWeightsReduce");
+}
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,28 @@
+// Fused conv2d + bias + activation + max pool (cuda/conv2d_pool.cu): the conv's output is never stored,
+// only the pool's output and argmax; the weight gradient is computed from the pool's output gradient.
+#pragma once
+
+#include "cuda/kernels.h"
+
+namespace nnstudio::cuda {
+
+// Is the fused path implemented for this pair? (conv followed directly by a maxpool whose input is
+// the conv's output; any act except Softmax.) False for shapes not supported (then use the unfused path).
+bool conv2d_maxpool_supported(const ConvGeometry& g, const PoolGeometry& p);
+// pooled (N, F, PH, PW) = maxpool(act(conv(in, weight) + bias)); argmax (N, F, PH, PW) holds the index
+// within the sample's (F, OH, OW) conv output of the window's first maximum (the CPU's rule), computed
+// on the activated values. The conv output itself is never stored.
+void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax, const float* in,
+                            const float* weight, const float* bias, int N, const ConvGeometry& g,
+                            const PoolGeometry& p, ActivationFn act, float alpha);
+// dWeight (F,C,kh,kw), dBias (F) from the pool's output gradient dPooled (N,F,PH,PW): the conv's
+// pre-activation gradient is dPooled * act'(pooled) at argmax and zero elsewhere (for overlapping
+// windows, stride < size, several windows may share an argmax: their contributions add). Deterministic
+// (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats.
+size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p);
+void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
+                                     const float* pooled, const int32_t* argmax, const float* in, int N,
+                                     const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
+                                     float* workspace);
+
+}  // namespace nnstudio::cuda

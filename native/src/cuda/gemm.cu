@@ -1,0 +1,555 @@
+// Row-major SGEMM with a fused epilogue (see kernels.h), FP32 throughout.
+//
+// One kernel template serves every shape: a BM x BN block tile, BK-deep K steps streamed through a
+// STAGES-deep shared-memory ring by cp.async (sm_80+; plain loads on sm_75), each thread a TM x TN
+// register micro-tile. Operands keep their memory layout in shared memory: a K-contiguous operand
+// (A untransposed, B transposed) is stored [row][k] and read as float4 along k, an M/N-contiguous one
+// [k][row] and read as float4 along the row; rows are padded by 4 floats so 16-byte copies stay
+// aligned and the [row][k] reads are bank-conflict free (threads of a quarter-warp read 8 distinct
+// rows 4 banks apart). Global loads are 16-byte cp.async when the leading dimension is a multiple of
+// 4 and the pointer 16-byte aligned, else 4-byte ones; tiles past M, N or K are zero-filled, so any
+// M, N, K (K = 0 too) works and nothing outside C is ever written.
+//
+// Shape choice (plan()): four tiles, 64x64 (256 threads), 32x32, 16x64 (for M <= 16, e.g. the weight
+// gradient of a 10-unit head) and 16x16 with BK 64 (for N <= 16, e.g. the forward of a 10-unit head,
+// and for small outputs with a long K); the largest one that fills the GPU (a block per SM and about
+// 6 resident warps per SM) wins. When even the smallest leaves the GPU idle, the K range is split over
+// 2..8 blocks (split-K; NNSTUDIO_GEMM_SPLITK=0 in the environment turns it off, for comparisons). The
+// partial tiles are reduced WITHOUT a workspace and without atomics: the blocks of one
+// output tile form a thread-block cluster (sm_90+), each parks its partial tile in its own shared
+// memory, and after a cluster barrier block r sums slice r of the tile over ranks 0..S-1 in that fixed
+// order through distributed shared memory, applies the epilogue and stores it. So split-K costs no
+// second launch, needs no scratch memory (gemm() has no workspace parameter), and the result is the
+// same every run (the plan depends only on the shape and the device). Devices without clusters (before
+// sm_90) run unsplit.
+//
+// Dense's weight gradient also needs the bias gradient, the row sums of op(A) = dOut^T: the ROWSUM
+// variant accumulates them from the A fragments it already holds in the blocks of the first column
+// tile (reduced across a split like the tile), so dBias costs no extra launch (gemmWithRowSums).
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "cuda/activation_math.cuh"
+#include "cuda/check.h"
+#include "cuda/gemm_detail.h"
+#include "cuda/kernels.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+// ---- async copies ----
+
+__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
+#else
+  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+
+__device__ __forceinline__ void copy4(float* smem, const float* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
+#else
+  *smem = valid ? *gmem : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void copyCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void copyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// A ROWS x COLS tile of a row-major matrix g (leading dimension ld, rowLim x colLim, colLim == ld) from
+// (row0, col0) into shared memory with row stride COLS + 4; out-of-range elements become 0. `vec`:
+// ld % 4 == 0 and g 16-byte aligned, so every aligned 4-column chunk is wholly inside or outside.
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void loadTile(float* s, const float* g, int64_t ld, int row0, int col0, int rowLim,
+                                         int colLim, bool vec, int tid) {
+  constexpr int LD = COLS + 4;
+  if (vec) {
+    constexpr int CHUNKS = ROWS * COLS / 4;
+#pragma unroll
+    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
+      const int c = tid + it * THREADS;
+      if (CHUNKS % THREADS == 0 || c < CHUNKS) {
+        const int r = c / (COLS / 4), cc = (c % (COLS / 4)) * 4;
+        const int gr = row0 + r, gc = col0 + cc;
+        const bool ok = gr < rowLim && gc < colLim;
+        copy16(s + r * LD + cc, ok ? g + int64_t(gr) * ld + gc : g, ok);
+      }
+    }
+  } else {
+    constexpr int ELEMS = ROWS * COLS;
+    // rolled: unrolling would hoist a 64-bit address per element out of the K loop (register spills);
+    // the copies are asynchronous, so a rolled loop still has them all in flight
+#pragma unroll 1
+    for (int it = 0; it < (ELEMS + THREADS - 1) / THREADS; ++it) {
+      const int e = tid + it * THREADS;
+      if (ELEMS % THREADS == 0 || e < ELEMS) {
+        const int r = e / COLS, cc = e % COLS;
+        const int gr = row0 + r, gc = col0 + cc;
+        const bool ok = gr < rowLim && gc < colLim;
+        copy4(s + r * LD + cc, ok ? g + int64_t(gr) * ld + gc : g, ok);
+      }
+    }
+  }
+}
+
+// T consecutive floats of shared memory (16/8-byte aligned for T = 4/2) into v[0..T)
+template <int T>
+__device__ __forceinline__ void loadRun(float (&v)[T], const float* p) {
+  if constexpr (T == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+  } else if constexpr (T == 2) {
+    const float2 x = *reinterpret_cast<const float2*>(p);
+    v[0] = x.x; v[1] = x.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < T; ++i) v[i] = p[i];
+  }
+}
+
+struct Epilogue {
+  const float* bias;
+  const float* gate;
+  float* rowSum;  // ROWSUM kernels: (M) row sums of op(A)
+  ActivationFn act, gateAct;
+  float alpha, gateAlpha;
+};
+
+__device__ __forceinline__ float finish(float v, int64_t m, int n, int N, const Epilogue& e) {
+  if (e.bias) v += __ldg(e.bias + n);
+  v = activate(v, e.act, e.alpha);
+  if (e.gate) v = gateGradient(v, e.gate[m * N + n], e.gateAct, e.gateAlpha);
+  return v;
+}
+
+// flags
+constexpr unsigned kVecA = 1, kVecB = 2, kVecC = 4;
+
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool TA, bool TB, bool ROWSUM>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 8)
+    gemmKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C, Epilogue epi,
+               int splits, int tilesN, unsigned flags) {
+  constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+  static_assert(BK % 4 == 0 && BM % TM == 0 && BN % TN == 0, "tile shape");
+  // shared-memory tiles: A is [m][k] (!TA) or [k][m] (TA); B is [n][k] (TB) or [k][n] (!TB)
+  constexpr int A_LD = (TA ? BM : BK) + 4, A_STAGE = (TA ? BK : BM) * A_LD;
+  constexpr int B_LD = (TB ? BK : BN) + 4, B_STAGE = (TB ? BN : BK) * B_LD;
+  constexpr int PIPE = STAGES * (A_STAGE + B_STAGE);
+  constexpr int RED = BM * BN + BM;  // split-K: the partial tile and the partial row sums
+  __shared__ __align__(16) float smem[PIPE > RED ? PIPE : RED];
+  float* const As = smem;
+  float* const Bs = smem + STAGES * A_STAGE;
+
+  const int tid = int(threadIdx.x), tx = tid % TX, ty = tid / TX;
+  const int split = int(blockIdx.x) % splits, tile = int(blockIdx.x) / splits;
+  const int m0 = (tile / tilesN) * BM, n0 = (tile % tilesN) * BN;
+  const int KT = (K + BK - 1) / BK;
+  const int kt0 = int(int64_t(KT) * split / splits), nk = int(int64_t(KT) * (split + 1) / splits) - kt0;
+  const bool vecA = flags & kVecA, vecB = flags & kVecB;
+  const bool doRowSum = ROWSUM && n0 == 0;
+
+  // a thread's rows / columns: consecutive where its fragment is read along them ([k][row] tiles),
+  // strided by TY / TX where it is read along k ([row][k] tiles)
+  auto rowOf = [&](int i) { return TA ? ty * TM + i : ty + i * TY; };
+  auto colOf = [&](int j) { return TB ? tx + j * TX : tx * TN + j; };
+
+  auto loadStage = [&](int stage, int kt) {
+    const int k0 = kt * BK;
+    if constexpr (!TA) loadTile<BM, BK, THREADS>(As + stage * A_STAGE, A, K, m0, k0, M, K, vecA, tid);
+    else loadTile<BK, BM, THREADS>(As + stage * A_STAGE, A, M, k0, m0, K, M, vecA, tid);
+    if constexpr (TB) loadTile<BN, BK, THREADS>(Bs + stage * B_STAGE, B, K, n0, k0, N, K, vecB, tid);
+    else loadTile<BK, BN, THREADS>(Bs + stage * B_STAGE, B, N, k0, n0, K, N, vecB, tid);
+  };
+
+  float acc[TM][TN];
+  float rs[TM];
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    rs[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nk) loadStage(s, kt0 + s);
+    copyCommit();
+  }
+  for (int t = 0; t < nk; ++t) {
+    copyWait<STAGES - 2>();  // tile t has landed (this thread's copies) ...
+    __syncthreads();         // ... everyone's, and everyone is done with tile t - 1's stage
+    if (t + STAGES - 1 < nk) loadStage((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
+    copyCommit();
+    const float* as = As + (t % STAGES) * A_STAGE;
+    const float* bs = Bs + (t % STAGES) * B_STAGE;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 4) {
+      float a[TM][4], b[TN][4];
+      if constexpr (!TA) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) loadRun<4>(a[i], as + (ty + i * TY) * A_LD + kk);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          float v[TM];
+          loadRun<TM>(v, as + (kk + q) * A_LD + ty * TM);
+#pragma unroll
+          for (int i = 0; i < TM; ++i) a[i][q] = v[i];
+        }
+      }
+      if constexpr (TB) {
+#pragma unroll
+        for (int j = 0; j < TN; ++j) loadRun<4>(b[j], bs + (tx + j * TX) * B_LD + kk);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          float v[TN];
+          loadRun<TN>(v, bs + (kk + q) * B_LD + tx * TN);
+#pragma unroll
+          for (int j = 0; j < TN; ++j) b[j][q] = v[j];
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i][q], b[j][q], acc[i][j]);
+      if constexpr (ROWSUM) {
+        if (doRowSum) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) rs[i] += a[i][q];
+        }
+      }
+    }
+  }
+  copyWait<0>();
+
+  if (splits == 1) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int m = m0 + rowOf(i);
+      if (m >= M) continue;
+      float* c = C + int64_t(m) * N;
+      if constexpr (!TB && TN == 4) {
+        const int n = n0 + tx * TN;
+        if ((flags & kVecC) && n + 3 < N) {
+          float4 v;
+          v.x = finish(acc[i][0], m, n, N, epi);
+          v.y = finish(acc[i][1], m, n + 1, N, epi);
+          v.z = finish(acc[i][2], m, n + 2, N, epi);
+          v.w = finish(acc[i][3], m, n + 3, N, epi);
+          *reinterpret_cast<float4*>(c + n) = v;
+          if (doRowSum && tx == 0) epi.rowSum[m] = rs[i];
+          continue;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const int n = n0 + colOf(j);
+        if (n < N) c[n] = finish(acc[i][j], m, n, N, epi);
+      }
+      if (doRowSum && tx == 0) epi.rowSum[m] = rs[i];
+    }
+    return;
+  }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // split-K: the S blocks of this tile are one cluster (rank == split); see the file comment
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __syncthreads();  // the pipeline's shared memory becomes the reduction buffer
+  float* red = smem;
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) red[rowOf(i) * BN + colOf(j)] = acc[i][j];
+  if (doRowSum && tx == 0) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) red[BM * BN + rowOf(i)] = rs[i];
+  }
+  cluster.sync();
+  const int rank = int(cluster.block_rank());
+  const int total = BM * BN + (doRowSum ? BM : 0);
+  const int per = (total + splits - 1) / splits;
+  const int e0 = rank * per, e1 = min(total, e0 + per);
+  for (int e = e0 + tid; e < e1; e += THREADS) {
+    float sum = 0.0f;
+    for (int r = 0; r < splits; ++r) sum += cluster.map_shared_rank(red, r)[e];  // fixed order
+    if (e < BM * BN) {
+      const int m = m0 + e / BN, n = n0 + e % BN;
+      if (m < M && n < N) C[int64_t(m) * N + n] = finish(sum, m, n, N, epi);
+    } else {
+      const int m = m0 + (e - BM * BN);
+      if (m < M) epi.rowSum[m] = sum;
+    }
+  }
+  cluster.sync();  // no block leaves while another still reads its shared memory
+#else
+  __trap();  // never launched: the host splits only where clusters exist
+#endif
+}
+
+// ---- configurations ----
+
+enum Cfg { kLarge, kMedium, kWide, kSmall, kCfgCount };
+struct CfgShape {
+  int BM, BN, BK, threads;
+  const char* name;
+};
+constexpr CfgShape kShapes[kCfgCount] = {
+    {64, 64, 16, 256, "64x64"}, {32, 32, 16, 64, "32x32"}, {16, 64, 16, 64, "16x64"}, {16, 16, 64, 64, "16x16"}};
+
+template <Cfg c, bool TA, bool TB, bool RS>
+struct KernelOf;
+#define NNSTUDIO_GEMM_CFG(CFG, BM, BN, BK, TM, TN, ST)                         \
+  template <bool TA, bool TB, bool RS>                                        \
+  struct KernelOf<CFG, TA, TB, RS> {                                          \
+    static constexpr auto fn = gemmKernel<BM, BN, BK, TM, TN, ST, TA, TB, RS>; \
+  };
+NNSTUDIO_GEMM_CFG(kLarge, 64, 64, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(kMedium, 32, 32, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(kWide, 16, 64, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(kSmall, 16, 16, 64, 2, 2, 4)
+#undef NNSTUDIO_GEMM_CFG
+
+// ---- the device, queried once ----
+
+constexpr int kMaxSplits = 8;  // split-K over at most a portable cluster
+
+struct DeviceTraits {
+  int sms = 0;
+  bool clusters = false;
+};
+
+bool clusterCodeAvailable() {
+  // the cluster path exists only in code compiled for sm_90+ (a build for older targets JIT-run on a
+  // newer GPU has none): ask the loaded kernel
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, KernelOf<kSmall, false, true, false>::fn) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (attr.ptxVersion < 90 || attr.binaryVersion < 90) return false;
+  // and the GPU can co-schedule clusters of the largest size for the kernels that split
+  auto fits = [](auto kernel, int threads) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(kMaxSplits);
+    config.blockDim = dim3(unsigned(threads));
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = kMaxSplits;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return clusters > 0;
+  };
+  return fits(KernelOf<kSmall, true, false, false>::fn, kShapes[kSmall].threads) &&
+         fits(KernelOf<kLarge, false, true, false>::fn, kShapes[kLarge].threads);
+}
+
+const DeviceTraits& traits() {
+  constexpr int kMaxDevices = 64;
+  static DeviceTraits cache[kMaxDevices];
+  static std::once_flag once[kMaxDevices];
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  auto query = [](int d, DeviceTraits& t) {
+    int sms = 0, major = 0, clusterLaunch = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d), "cudaDeviceGetAttribute");
+    if (cudaDeviceGetAttribute(&clusterLaunch, cudaDevAttrClusterLaunch, d) != cudaSuccess) {
+      cudaGetLastError();
+      clusterLaunch = 0;
+    }
+    t.sms = sms > 0 ? sms : 1;
+    const char* env = std::getenv("NNSTUDIO_GEMM_SPLITK");
+    const bool splitOff = env && std::strcmp(env, "0") == 0;
+    t.clusters = major >= 9 && clusterLaunch && !splitOff && clusterCodeAvailable();
+  };
+  if (device < 0 || device >= kMaxDevices) {
+    static thread_local DeviceTraits other;
+    query(device, other);
+    return other;
+  }
+  std::call_once(once[device], query, device, std::ref(cache[device]));
+  return cache[device];
+}
+
+// ---- the plan: tile shape and K splits ----
+
+struct Plan {
+  Cfg cfg = kSmall;
+  int splits = 1;
+  int tilesM = 1, tilesN = 1;
+};
+
+// A split keeps at least this much of K: on the H100, splitting K = 128 cost 1-10 us (cluster launch
+// and reduction), K = 196 broke even, K >= 392 won (784: 15 -> 11 us, 10816: 92 -> 19 us, 43264:
+// 341 -> 50 us at batch 128).
+constexpr int kMinSplitDepth = 96;
+
+Plan plan(int M, int N, int K, const DeviceTraits& dev) {
+  // tiles whose rows or columns would be mostly empty are skipped
+  Cfg order[3];
+  int count = 0;
+  if (N <= 16) {
+    order[count++] = kSmall;
+  } else if (M <= 16) {
+    order[count++] = kWide;
+    order[count++] = kSmall;
+  } else {
+    order[count++] = kLarge;
+    order[count++] = kMedium;
+    order[count++] = kSmall;
+  }
+  // enough blocks for every SM and enough resident warps to hide latency
+  const int64_t sms = dev.sms, target = sms * 8;
+  Plan best;
+  int64_t bestScore = -1;
+  for (int o = 0; o < count; ++o) {
+    const CfgShape& s = kShapes[order[o]];
+    Plan p;
+    p.cfg = order[o];
+    p.tilesM = (M + s.BM - 1) / s.BM;
+    p.tilesN = (N + s.BN - 1) / s.BN;
+    if (p.tilesN < 1) p.tilesN = 1;  // N == 0 with row sums: one column of tiles still sums the rows
+    const int64_t tiles = int64_t(p.tilesM) * p.tilesN, warps = s.threads / 32;
+    const int kTiles = (K + s.BK - 1) / s.BK;
+    auto filled = [&](int splits) { return tiles * splits >= sms && tiles * splits * warps >= target; };
+    if (dev.clusters)
+      while (p.splits < kMaxSplits && !filled(p.splits) && 2 * p.splits <= kTiles &&
+             int64_t(K) >= int64_t(2 * p.splits) * kMinSplitDepth)
+        p.splits *= 2;
+    const int64_t blocks = tiles * p.splits;
+    if (blocks >= sms && blocks * warps * 4 >= target * 3) return p;
+    const int64_t score = std::min(blocks, sms) * (target + 1) + std::min(blocks * warps, target);
+    if (score > bestScore) {
+      best = p;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+template <Cfg c, bool TA, bool TB, bool RS>
+void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const float* A, const float* B, float* C,
+               const Epilogue& epi, unsigned flags) {
+  auto kernel = KernelOf<c, TA, TB, RS>::fn;
+  const dim3 grid(unsigned(int64_t(p.tilesM) * p.tilesN * p.splits)), block(kShapes[c].threads);
+  if (p.splits == 1) {
+    kernel<<<grid, block, 0, stream>>>(M, N, K, A, B, C, epi, 1, p.tilesN, flags);
+    checkLaunch("gemm");
+    return;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = unsigned(p.splits);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, kernel, M, N, K, A, B, C, epi, p.splits, p.tilesN, flags), "gemm (split-K)");
+}
+
+template <Cfg c>
+void launchModes(cudaStream_t stream, const Plan& p, bool transA, bool transB, bool rowSums, int M, int N, int K,
+                 const float* A, const float* B, float* C, const Epilogue& epi, unsigned flags) {
+  if (rowSums) launchCfg<c, true, false, true>(stream, p, M, N, K, A, B, C, epi, flags);
+  else if (!transA && !transB) launchCfg<c, false, false, false>(stream, p, M, N, K, A, B, C, epi, flags);
+  else if (!transA && transB) launchCfg<c, false, true, false>(stream, p, M, N, K, A, B, C, epi, flags);
+  else if (transA && !transB) launchCfg<c, true, false, false>(stream, p, M, N, K, A, B, C, epi, flags);
+  else launchCfg<c, true, true, false>(stream, p, M, N, K, A, B, C, epi, flags);
+}
+
+ActivationFn elementwise(ActivationFn fn) { return fn == ActivationFn::Softmax ? ActivationFn::Linear : fn; }
+
+void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K, const float* A, const float* B,
+              float* C, const GemmEpilogue& e, float* rowSums) {
+  if (M <= 0 || (N <= 0 && !rowSums)) return;
+  if (N < 0) N = 0;
+  if (K < 0) K = 0;
+  const Plan p = plan(M, N, K, traits());
+  Epilogue epi;
+  epi.bias = e.bias;
+  epi.act = elementwise(e.act);
+  epi.alpha = e.alpha;
+  epi.gateAct = elementwise(e.gateAct);
+  epi.gate = epi.gateAct == ActivationFn::Linear ? nullptr : e.gate;  // a Linear gate multiplies by 1
+  epi.gateAlpha = e.gateAlpha;
+  epi.rowSum = rowSums;
+  unsigned flags = 0;
+  if ((transA ? M : K) % 4 == 0 && aligned16(A)) flags |= kVecA;
+  if ((transB ? K : N) % 4 == 0 && aligned16(B)) flags |= kVecB;
+  if (N % 4 == 0 && aligned16(C)) flags |= kVecC;
+  switch (p.cfg) {
+    case kLarge: launchModes<kLarge>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
+    case kMedium: launchModes<kMedium>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
+    case kWide: launchModes<kWide>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
+    default: launchModes<kSmall>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
+  }
+}
+
+}  // namespace
+
+void gemm(cudaStream_t stream, bool transA, bool transB, int M, int N, int K, const float* A, const float* B, float* C,
+          const GemmEpilogue& epilogue) {
+  gemmImpl(stream, transA, transB, M, N, K, A, B, C, epilogue, nullptr);
+}
+
+namespace detail {
+
+void gemmWithRowSums(cudaStream_t stream, int M, int N, int K, const float* A, const float* B, float* C,
+                     float* rowSums) {
+  gemmImpl(stream, true, false, M, N, K, A, B, C, GemmEpilogue(), rowSums);
+}
+
+std::string gemmPlanName(int M, int N, int K) {
+  const Plan p = plan(M, N, K, traits());
+  std::string name = kShapes[p.cfg].name;
+  if (p.splits > 1) name += "/" + std::to_string(p.splits);
+  return name;
+}
+
+}  // namespace detail
+
+}  // namespace nnstudio::cuda

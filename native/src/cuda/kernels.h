@@ -1,0 +1,153 @@
+// The CUDA backend's kernels: one file per layer (gemm.cu, dense.cu, conv2d.cu, pool.cu, activation.cu,
+// dropout.cu, loss.cu, optim.cu, data.cu), forward and backward side by side. Each launcher only
+// enqueues work on `stream` (no synchronisation, no allocation), so a whole training step can be
+// captured in one CUDA graph. Pointers are device memory; shapes and layouts are those of
+// cpu/layers.h, whose functions are the reference every kernel is tested against
+// (tests/test_cuda_layers.cpp). Backward launchers overwrite, never accumulate into, their outputs.
+//
+// Fusions: layers take their activation (bias + activation in the producing kernel's epilogue), and
+// the input-gradient launchers take the activation that produced their input (`inAct`), so that they
+// write dLoss/d(pre-activation of the layer before) directly: the elementwise activation backward of
+// that layer costs no pass of its own. inAct must be elementwise (not Softmax); Linear means none.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/layers.h"  // ConvGeometry, PoolGeometry
+#include "cuda/step_state.h"
+#include "nnstudio/engine.h"
+
+namespace nnstudio::cuda {
+
+using cpu::ConvGeometry;
+using cpu::PoolGeometry;
+
+// ---- gemm.cu: row-major SGEMM, FP32 accumulate ----
+// C (M, N) = op(A) . op(B), op(A) (M, K), op(B) (K, N). A is stored (M, K) when !transA, else (K, M);
+// B is stored (K, N) when !transB, else (N, K). Epilogue, in this order: + bias[n] (when bias),
+// y = act(y), y *= act'(gate[m, n]) for the derivative gate (when gate: dLoss/d(pre-activation) from
+// the activation's output `gate`, which has C's shape). Pass act = Linear when not wanted.
+struct GemmEpilogue {
+  const float* bias = nullptr;      // (N)
+  ActivationFn act = ActivationFn::Linear;
+  float alpha = 0.01f;
+  const float* gate = nullptr;      // (M, N)
+  ActivationFn gateAct = ActivationFn::Linear;
+  float gateAlpha = 0.01f;
+};
+void gemm(cudaStream_t stream, bool transA, bool transB, int M, int N, int K, const float* A, const float* B, float* C,
+          const GemmEpilogue& epilogue = GemmEpilogue());
+
+// ---- dense.cu ----
+// out = act(in . weight^T + bias)
+void dense_forward(cudaStream_t stream,
+                   float* out,           // (N, units)
+                   const float* in,      // (N, inputs)
+                   const float* weight,  // (units, inputs)
+                   const float* bias,    // (units)
+                   int N, int inputs, int units, ActivationFn act, float alpha);
+// dOut is dLoss/d(pre-activation) (N, units).
+// Bias gradient = column sums of dOut. `workspace` holds dense_weights_workspace(N, units) floats.
+size_t dense_weights_workspace(int N, int units);
+void dense_backward_weights(cudaStream_t stream,
+                            float* dWeight,       // (units, inputs)
+                            float* dBias,         // (units)
+                            const float* dOut,    // (N, units)
+                            const float* in,      // (N, inputs)
+                            int N, int inputs, int units, float* workspace);
+// dIn = (dOut . weight) * inAct'(in): see the fusion note above.
+void dense_backward_input(cudaStream_t stream,
+                          float* dIn,           // (N, inputs)
+                          const float* dOut,    // (N, units)
+                          const float* weight,  // (units, inputs)
+                          const float* in,      // (N, inputs): the layer's input, read only when inAct != Linear
+                          int N, int inputs, int units, ActivationFn inAct, float inAlpha);
+
+// ---- conv2d.cu ----
+// out = act(conv(in, weight) + bias), any stride and padding (g.padTop/padLeft are the leading pads).
+void conv2d_forward(cudaStream_t stream,
+                    float* out,           // (N, F, OH, OW)
+                    const float* in,      // (N, C, H, W)
+                    const float* weight,  // (F, C, kh, kw)
+                    const float* bias,    // (F)
+                    int N, const ConvGeometry& g, ActivationFn act, float alpha);
+// dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
+// `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction.
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
+void conv2d_backward_weights(cudaStream_t stream,
+                             float* dWeight,       // (F, C, kh, kw)
+                             float* dBias,         // (F)
+                             const float* dOut,    // (N, F, OH, OW)
+                             const float* in,      // (N, C, H, W)
+                             int N, const ConvGeometry& g, float* workspace);
+// dIn = conv_transpose(dOut, weight) * inAct'(in)
+void conv2d_backward_input(cudaStream_t stream,
+                           float* dIn,           // (N, C, H, W)
+                           const float* dOut,    // (N, F, OH, OW)
+                           const float* weight,  // (F, C, kh, kw)
+                           const float* in,      // (N, C, H, W), read only when inAct != Linear
+                           int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha);
+
+// ---- pool.cu ----
+// argmax holds, per output, the index of the max within the sample's (C, H, W) input (as the CPU).
+void maxpool_forward(cudaStream_t stream, float* out, int32_t* argmax, const float* in, int N, const PoolGeometry& g);
+// dIn (N, C, H, W) overwritten, overlapping windows summed; then * inAct'(in) (the fusion note).
+void maxpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const int32_t* argmax, const float* in, int N,
+                      const PoolGeometry& g, ActivationFn inAct, float inAlpha);
+// The same when the pool's input (a conv's activated output, fused away: conv2d_pool.h) was never stored:
+// the gate act'(.) is read from the pool's output, which equals the input at the argmax.
+void maxpool_backward_from_output(cudaStream_t stream, float* dIn, const float* dOut, const int32_t* argmax,
+                                  const float* pooled, int N, const PoolGeometry& g, ActivationFn act, float alpha);
+void avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, const PoolGeometry& g);
+void avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const float* in, int N, const PoolGeometry& g,
+                      ActivationFn inAct, float inAlpha);
+
+// ---- activation.cu ----
+// y = f(x), y may alias x; softmax along rows of `width`.
+void activation_forward(cudaStream_t stream, float* y, const float* x, int64_t rows, int64_t width, ActivationFn fn,
+                        float alpha);
+// dx = dy * f'(from y); dx may alias dy. Softmax uses the row's full Jacobian.
+void activation_backward(cudaStream_t stream, float* dx, const float* dy, const float* y, int64_t rows, int64_t width,
+                         ActivationFn fn, float alpha);
+
+// ---- dropout.cu ----
+// Inverted dropout with the CPU's masks bit for bit: sample n of the batch draws from
+// Rng(mixSeed(mixSeed(mixSeed(runSeed, globalStep, 0xD0), layerIndex), n, 0xD50F)), where globalStep is
+// read from `state` (the steps done before this one) so the launch can be replayed from a graph.
+void dropout_forward(cudaStream_t stream, float* out, float* mask, const float* in, int N, int64_t width, float rate,
+                     uint64_t runSeed, uint64_t layerIndex, const StepState* state);
+void dropout_backward(cudaStream_t stream, float* dIn, const float* dOut, const float* mask, int N, int64_t width);
+
+// ---- loss.cu ----
+// One block: per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward, then the batch
+// mean loss into `state`: if it is not finite the first time, sets diverged/divergedAt; while not
+// diverged, adds to the running totals. Predictions count into state->correct.
+void loss_forward_backward(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N,
+                           int K, float* dOutputs, StepState* state);
+// Predicted class (N) and probabilities (N, classes) (classes = 2 when K == 1), as cpu::loss_predict;
+// either output may be null. With labels, also accumulates loss and correct into `state` and, when
+// `confusion` is given, counts (label, prediction) pairs into confusion (classes, classes) (int64).
+void loss_predict(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N, int K,
+                  int32_t* predictions, float* probabilities, StepState* state, unsigned long long* confusion);
+
+// ---- optim.cu: one kernel over the flat parameter vector ----
+// Both skip the update when state->diverged (the weights then stay those of the diverging step's
+// forward pass) and copy each parameter's old value to `backup` before updating it (so the weights of
+// the last step whose loss was finite survive a divergence). The last block to finish increments
+// state->globalStep and state->epochStep: this ends the step.
+void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
+              float lr, float momentum, StepState* state);
+// Adam with t = state->globalStep + 1 (bias corrections computed on the device).
+void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
+               float lr, float beta1, float beta2, float eps, StepState* state);
+
+// ---- data.cu ----
+// The batch of this step: rows order[state->epochStep * batch + i], i < n, of the resident dataset.
+void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabels, const float* features,
+                  const int32_t* labels, const uint32_t* order, int64_t featureSize, int n, int batch,
+                  const StepState* state);
+
+}  // namespace nnstudio::cuda

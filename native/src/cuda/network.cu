@@ -1,0 +1,263 @@
+// The GPU network (see network.h). Host code only: it enqueues the launchers of kernels.h.
+#include "cuda/network.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/conv2d_pool.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+bool elementwise(ActivationFn fn) { return fn != ActivationFn::Softmax; }
+
+// NNSTUDIO_CUDA_FUSION: unset = where it pays, "0" = never, "1" = wherever supported (tests)
+int fusionMode() {
+  const char* flag = std::getenv("NNSTUDIO_CUDA_FUSION");
+  if (!flag) return -1;
+  return std::strcmp(flag, "0") == 0 ? 0 : 1;
+}
+
+// Where the fused conv + max pool kernel pays (H100, test_cuda_conv2d_pool --bench): a thin conv (few
+// taps) with many filters, whose output is large next to its input; seed001's 1 -> 64 and 1 -> 256
+// filters 3x3 gain 2-3x. On few filters (seed000, seed002, lenet: 4-16) or many taps (keras conv2:
+// 32 x 3 x 3) the implicit-GEMM conv plus a separate pool is faster.
+bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 32; }
+
+// can this layer's input-gradient kernel apply the previous layer's activation backward?
+bool takesGate(LayerKind kind) {
+  return kind == LayerKind::Dense || kind == LayerKind::Conv2D || kind == LayerKind::MaxPool2D ||
+         kind == LayerKind::AvgPool2D;
+}
+
+}  // namespace
+
+Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable)
+    : plan_(planNetwork(spec)), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient && trainable) {
+  const size_t L = plan_.layers.size();
+  out_.assign(L, nullptr);
+  grad_.assign(L, nullptr);
+  needInputGrad_.assign(L, false);
+  gatedByNext_.assign(L, false);
+  inAct_.assign(L, ActivationFn::Linear);
+  inAlpha_.assign(L, 0.0f);
+  argmax_.resize(L);
+  mask_.resize(L);
+  convGeom_.resize(L);
+  poolGeom_.resize(L);
+  auto track = [&](size_t bytes) { bytes_ += bytes; };
+  if (inputGradient_) {
+    inputGrad_.allocate(size_t(maxBatch_) * size_t(plan_.inputSize));
+    track(inputGrad_.bytes());
+  }
+
+  // geometry and which layers need an input gradient, then which conv + max pool pairs fuse
+  poolFused_.assign(L, false);
+  bool paramsBefore = false;
+  for (size_t i = 0; i < L; ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    needInputGrad_[i] = inputGradient_ || paramsBefore;
+    paramsBefore = paramsBefore || lp.hasParams;
+    if (lp.kind == LayerKind::Conv2D) {
+      ConvGeometry& g = convGeom_[i];
+      g.C = lp.inC; g.H = lp.inH; g.W = lp.inW;
+      g.F = lp.outC; g.OH = lp.outH; g.OW = lp.outW;
+      g.kh = lp.kh; g.kw = lp.kw; g.stride = lp.stride; g.padTop = lp.padTop; g.padLeft = lp.padLeft;
+    } else if (lp.kind == LayerKind::MaxPool2D || lp.kind == LayerKind::AvgPool2D) {
+      PoolGeometry& g = poolGeom_[i];
+      g.C = lp.inC; g.H = lp.inH; g.W = lp.inW; g.OH = lp.outH; g.OW = lp.outW;
+      g.size = lp.kh; g.stride = lp.stride;
+    }
+  }
+  const int fusion = fusionMode();
+  for (size_t i = 0; i + 1 < L; ++i)
+    poolFused_[i] = fusion != 0 && plan_.layers[i].kind == LayerKind::Conv2D &&
+                    plan_.layers[i + 1].kind == LayerKind::MaxPool2D && elementwise(plan_.layers[i].activation) &&
+                    conv2d_maxpool_supported(convGeom_[i], poolGeom_[i + 1]) &&
+                    (fusion == 1 || fusionPays(convGeom_[i]));
+
+  size_t workspace = 0;
+  storage_.reserve(2 * L);
+  auto allocate = [&](size_t count) {
+    storage_.emplace_back(count);
+    track(count * sizeof(float));
+    return storage_.back().get();
+  };
+  for (size_t i = 0; i < L; ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    const size_t size = size_t(maxBatch_) * size_t(lp.outSize);
+    if (lp.kind == LayerKind::Flatten) {
+      grad_[i] = i == 0 ? inputGrad_.get() : grad_[i - 1];
+    } else if (poolFused_[i]) {
+      // the conv's output is never stored; its gradient only when an input gradient needs it in full
+      if (trainable && needInputGrad_[i]) grad_[i] = allocate(size);
+    } else {
+      out_[i] = allocate(size);
+      if (trainable) grad_[i] = allocate(size);
+    }
+    if (!trainable) continue;
+    switch (lp.kind) {
+      case LayerKind::Dense:
+        workspace = std::max(workspace, dense_weights_workspace(maxBatch_, int(lp.outSize)));
+        break;
+      case LayerKind::Conv2D:
+        workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i]));
+        if (poolFused_[i])
+          workspace = std::max(workspace, conv2d_maxpool_weights_workspace(maxBatch_, convGeom_[i], poolGeom_[i + 1]));
+        break;
+      case LayerKind::Dropout:
+        mask_[i].allocate(size);
+        track(mask_[i].bytes());
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t i = 0; i < L; ++i)
+    if (plan_.layers[i].kind == LayerKind::MaxPool2D) {
+      argmax_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i].outSize));
+      track(argmax_[i].bytes());
+    }
+  workspace_.allocate(workspace);
+  track(workspace_.bytes());
+
+  // activation fusion: a dense/conv layer's elementwise activation is differentiated by the next
+  // non-flatten layer's input-gradient kernel when that layer takes a gate
+  for (size_t i = 0; i < L; ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    if (lp.kind != LayerKind::Dense && lp.kind != LayerKind::Conv2D) continue;
+    if (lp.activation == ActivationFn::Linear || !elementwise(lp.activation)) continue;
+    size_t next = i + 1;
+    while (next < L && plan_.layers[next].kind == LayerKind::Flatten) ++next;
+    if (next >= L || !takesGate(plan_.layers[next].kind) || !needInputGrad_[next]) continue;
+    gatedByNext_[i] = true;
+    inAct_[next] = lp.activation;
+    inAlpha_[next] = lp.alpha;
+  }
+}
+
+// ---- forward ----
+
+const float* Network::forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
+                              uint64_t runSeed, const StepState* state) {
+  input_ = input;
+  const float* x = input;
+  for (size_t i = 0; i < plan_.layers.size(); ++i) {
+    const LayerPlan& lp = plan_.layers[i];
+    if (lp.kind == LayerKind::Flatten) {
+      out_[i] = const_cast<float*>(x);  // same memory, new shape; never written through
+      continue;
+    }
+    float* y = out_[i];
+    switch (lp.kind) {
+      case LayerKind::Dense:
+        dense_forward(stream, y, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize),
+                      int(lp.outSize), elementwise(lp.activation) ? lp.activation : ActivationFn::Linear, lp.alpha);
+        if (!elementwise(lp.activation)) activation_forward(stream, y, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Conv2D:
+        if (poolFused_[i]) {
+          // conv + bias + activation + max pool: layer i+1 is done with it
+          ++i;
+          y = out_[i];
+          conv2d_maxpool_forward(stream, y, argmax_[i].get(), x, params + lp.weightOffset, params + lp.biasOffset, n,
+                                 convGeom_[i - 1], poolGeom_[i], lp.activation, lp.alpha);
+          break;
+        }
+        conv2d_forward(stream, y, x, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
+                       elementwise(lp.activation) ? lp.activation : ActivationFn::Linear, lp.alpha);
+        if (!elementwise(lp.activation)) activation_forward(stream, y, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::MaxPool2D:
+        maxpool_forward(stream, y, argmax_[i].get(), x, n, poolGeom_[i]);
+        break;
+      case LayerKind::AvgPool2D:
+        avgpool_forward(stream, y, x, n, poolGeom_[i]);
+        break;
+      case LayerKind::Dropout:
+        if (training) {
+          // rate 0 draws a mask of ones, as the CPU's
+          dropout_forward(stream, y, mask_[i].get(), x, n, lp.outSize, lp.rate, runSeed, uint64_t(i), state);
+        } else {
+          check(cudaMemcpyAsync(y, x, sizeof(float) * size_t(n) * size_t(lp.outSize), cudaMemcpyDeviceToDevice, stream),
+                "dropout (evaluation)");
+        }
+        break;
+      case LayerKind::Activation:
+        activation_forward(stream, y, x, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Flatten:
+        break;
+    }
+    x = y;
+  }
+  return x;
+}
+
+void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state) {
+  loss_forward_backward(stream, plan_.loss, out_.back(), labels, n, int(plan_.outputWidth), grad_.back(), state);
+}
+
+// ---- backward ----
+
+void Network::backward(cudaStream_t stream, const float* params, float* grads, int n) {
+  for (size_t li = plan_.layers.size(); li-- > 0;) {
+    const LayerPlan& lp = plan_.layers[li];
+    if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
+    if (li > 0 && poolFused_[li - 1]) continue;          // the fused conv before runs this pool's backward
+    const float* x = li == 0 ? input_ : out_[li - 1];
+    float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
+    float* dOut = grad_[li];
+    const float* y = out_[li];
+    switch (lp.kind) {
+      case LayerKind::Dense:
+        if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        dense_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, int(lp.inSize),
+                               int(lp.outSize), workspace_.get());
+        if (dIn)
+          dense_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, int(lp.inSize), int(lp.outSize),
+                               inAct_[li], inAlpha_[li]);
+        break;
+      case LayerKind::Conv2D:
+        if (poolFused_[li]) {
+          const float* pooled = out_[li + 1];
+          const int32_t* argmax = argmax_[li + 1].get();
+          if (!dIn) {
+            // the pre-activation gradient is one value per window: the weight gradient reads it sparsely
+            conv2d_maxpool_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, grad_[li + 1],
+                                            pooled, argmax, x, n, convGeom_[li], poolGeom_[li + 1], lp.activation,
+                                            lp.alpha, workspace_.get());
+            break;
+          }
+          maxpool_backward_from_output(stream, dOut, grad_[li + 1], argmax, pooled, n, poolGeom_[li + 1],
+                                       lp.activation, lp.alpha);
+        } else if (!gatedByNext_[li]) {
+          activation_backward(stream, dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        }
+        conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, convGeom_[li],
+                                workspace_.get());
+        if (dIn)
+          conv2d_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, convGeom_[li], inAct_[li],
+                                inAlpha_[li]);
+        break;
+      case LayerKind::MaxPool2D:
+        maxpool_backward(stream, dIn, dOut, argmax_[li].get(), x, n, poolGeom_[li], inAct_[li], inAlpha_[li]);
+        break;
+      case LayerKind::AvgPool2D:
+        avgpool_backward(stream, dIn, dOut, x, n, poolGeom_[li], inAct_[li], inAlpha_[li]);
+        break;
+      case LayerKind::Dropout:
+        dropout_backward(stream, dIn, dOut, mask_[li].get(), n, lp.outSize);
+        break;
+      case LayerKind::Activation:
+        activation_backward(stream, dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::Flatten:
+        break;  // dIn and dOut are the same memory
+    }
+  }
+}
+
+}  // namespace nnstudio::cuda

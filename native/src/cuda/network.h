@@ -1,0 +1,65 @@
+// A network on the GPU: the resolved plan plus every per-layer device buffer, allocated once for the
+// largest batch so that a step allocates nothing and its launches can be captured in a CUDA graph.
+// Walks the layers forward and backward like cpu/network.h, with the fusions of kernels.h: bias and
+// activation in the producing kernel, and each activation's backward in the next layer's input-gradient
+// kernel where that layer can take it (dense, conv2d, pools); a conv followed by a max pool runs as one
+// kernel that never stores the conv's output where that pays (conv2d_pool.h; NNSTUDIO_CUDA_FUSION=0
+// turns it off, =1 on wherever supported).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/buffer.h"
+#include "cuda/kernels.h"
+#include "spec/model.h"
+
+namespace nnstudio::cuda {
+
+class Network {
+ public:
+  // inputGradient: also compute dLoss/dInput (tests only; training never needs it).
+  // trainable = false: forward only (evaluation), no gradient buffers.
+  Network(const ModelSpec& spec, int maxBatch, bool inputGradient = false, bool trainable = true);
+
+  const NetworkPlan& plan() const { return plan_; }
+  int maxBatch() const { return maxBatch_; }
+  int outputWidth() const { return int(plan_.outputWidth); }
+  size_t deviceBytes() const { return bytes_; }
+
+  // Enqueues every layer on input (n, inputSize), which must stay valid until backward(); returns the
+  // head's outputs (n, outputWidth) (logits when the loss folds the head's activation). Dropout draws
+  // its masks from runSeed and the step counter in `state` (training only).
+  const float* forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
+                       uint64_t runSeed, const StepState* state);
+  // The loss of the last forward against labels (n): seeds backward with dLoss/dOutputs and adds the
+  // batch's loss to `state` (see loss_forward_backward).
+  void loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state);
+  // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
+  void backward(cudaStream_t stream, const float* params, float* grads, int n);
+
+  const float* outputs() const { return out_.back(); }
+  const float* inputGradient() const { return inputGrad_.get(); }  // (n, inputSize), when enabled
+
+ private:
+  NetworkPlan plan_;
+  int maxBatch_ = 0;
+  bool inputGradient_ = false;
+  size_t bytes_ = 0;
+  const float* input_ = nullptr;
+  std::vector<DeviceBuffer<float>> storage_;  // outputs and gradients
+  std::vector<float*> out_, grad_;            // per layer (n, outSize); flatten aliases its input
+  std::vector<bool> needInputGrad_;           // does layer i have to produce dLoss/dInput?
+  std::vector<bool> gatedByNext_;             // layer i's activation backward is done by the next layer
+  std::vector<bool> poolFused_;               // conv i and max pool i+1 run as one kernel
+  std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
+  std::vector<float> inAlpha_;
+  DeviceBuffer<float> inputGrad_;
+  std::vector<DeviceBuffer<int32_t>> argmax_;   // maxpool layers
+  std::vector<DeviceBuffer<float>> mask_;       // dropout layers
+  DeviceBuffer<float> workspace_;               // weight-gradient partial sums, shared (launches are serial)
+  std::vector<ConvGeometry> convGeom_;
+  std::vector<PoolGeometry> poolGeom_;
+};
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,94 @@
+// SGD with momentum and Adam over the whole flat parameter vector in one kernel each, exactly as
+// cpu/optim.cpp (PyTorch's update rules). Adam's step count lives on the device (state->globalStep),
+// so the launch replays from a CUDA graph. Each update first saves the old value to `backup` (the
+// weights of the last step whose loss was finite, should the next one diverge) and is skipped once
+// the loss kernel has flagged divergence. The last block to finish ends the step.
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ void finishStep(StepState* state) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned done = atomicAdd(&state->blocksDone, 1u);
+    if (done == gridDim.x - 1) {
+      // every block has read the counters: advance them for the next step
+      state->blocksDone = 0;
+      state->globalStep += 1;
+      state->epochStep += 1;
+      __threadfence();
+    }
+  }
+}
+
+__global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, float lr,
+                          float momentum, StepState* state) {
+  if (!state->diverged) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+      const float p = params[i];
+      backup[i] = p;
+      if (momentum == 0.0f) {
+        params[i] = p - lr * grads[i];
+      } else {
+        const float v = momentum * velocity[i] + grads[i];
+        velocity[i] = v;
+        params[i] = p - lr * v;
+      }
+    }
+  }
+  finishStep(state);
+}
+
+__global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n, float lr,
+                           float beta1, float beta2, float eps, StepState* state) {
+  if (!state->diverged) {
+    const double t = double(state->globalStep + 1);
+    const float stepSize = float(double(lr) / (1.0 - pow(double(beta1), t)));
+    const float bias2Sqrt = float(sqrt(1.0 - pow(double(beta2), t)));
+    const float oneMinusB1 = 1.0f - beta1, oneMinusB2 = 1.0f - beta2;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+      const float g = grads[i];
+      const float p = params[i];
+      backup[i] = p;
+      const float mi = beta1 * m[i] + oneMinusB1 * g;
+      const float vi = beta2 * v[i] + oneMinusB2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      params[i] = p - stepSize * mi / (sqrtf(vi) / bias2Sqrt + eps);
+    }
+  }
+  finishStep(state);
+}
+
+unsigned gridFor(size_t n) {
+  static int sms = 0;
+  if (sms == 0) {
+    int device = 0;
+    cudaGetDevice(&device);
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 80;
+  }
+  // enough blocks to fill the GPU a few times over, never more than there is work for
+  return unsigned(std::max<size_t>(1, std::min<size_t>((n + kThreads - 1) / kThreads, size_t(sms) * 4)));
+}
+
+}  // namespace
+
+void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
+              float lr, float momentum, StepState* state) {
+  sgdKernel<<<gridFor(n), kThreads, 0, stream>>>(params, grads, velocity, backup, n, lr, momentum, state);
+  checkLaunch("sgd step");
+}
+
+void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
+               float lr, float beta1, float beta2, float eps, StepState* state) {
+  adamKernel<<<gridFor(n), kThreads, 0, stream>>>(params, grads, m, v, backup, n, lr, beta1, beta2, eps, state);
+  checkLaunch("adam step");
+}
+
+}  // namespace nnstudio::cuda

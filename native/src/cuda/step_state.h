@@ -1,0 +1,26 @@
+// Run state that lives on the device, so that one captured CUDA graph serves every step: kernels read
+// the step counters from here instead of from launch arguments, and the loss kernel flags divergence
+// so that the optimizer stops updating without any host round-trip. The host reads it (asynchronously,
+// into pinned memory) for throttled progress events and once per epoch.
+#pragma once
+
+#include <cstdint>
+
+namespace nnstudio::cuda {
+
+struct StepState {
+  long long epochStep = 0;     // batches done this epoch: the next batch starts at order[epochStep * batch]
+  long long globalStep = 0;    // optimizer steps done; Adam's t for the next update is globalStep + 1
+  int diverged = 0;            // 1 once a batch loss was not finite; later losses and updates are skipped
+  int divergedNaN = 0;         // the loss was NaN (else infinite)
+  long long divergedAt = 0;    // the 1-based global step whose loss was not finite
+  // running totals since the start of the run (the host takes differences)
+  double sampleLossSum = 0;    // sum over samples of each sample's loss
+  long long correct = 0;       // right predictions
+  long long samples = 0;
+  double batchLossSum = 0;     // sum over steps of each batch's mean loss
+  long long lossSteps = 0;
+  unsigned int blocksDone = 0; // the optimizer's last-block counter (internal)
+};
+
+}  // namespace nnstudio::cuda

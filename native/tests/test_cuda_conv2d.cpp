@@ -1,0 +1,338 @@
+// The CUDA conv2d kernels (cuda/conv2d.cu) against the CPU reference (cpu/conv2d.cpp): forward with
+// every elementwise activation, weight + bias gradients (and that two runs give the same bits), input
+// gradient ungated and gated by ReLU / Sigmoid, on the presets' shapes and on odd geometries (strides
+// 2 and 3, asymmetric 'same' pads of even kernels, 'full' padding, 1x1, 3x2, C = 3, N = 1, OH = 1).
+// Tolerance: max |gpu - cpu| <= 1e-4 * (1 + max |cpu|) per tensor (the sums run in another order).
+// Outputs are poisoned with NaN before every launch, inputs are random and never zero.
+// `test_cuda_conv2d --bench` prints the median time of each launcher on the presets' full shapes.
+#include <cstdio>
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/thread_pool.h"
+#include "cuda/kernels.h"
+#include "cuda_test_util.h"
+#include "spec/rng.h"
+#include "test_util.h"
+
+using namespace nnstudio;
+using nnstudio::test::cudaOk;
+using nnstudio::test::DeviceVector;
+using cpu::ConvGeometry;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int N, C, H, W, F, kh, kw, stride;
+  char pad;  // 'v'alid, 's'ame, 'f'ull
+};
+
+// as spec.cpp's convAxis: 'same' pads ceil(in/stride) outputs, the smaller half before
+void axis(int in, int k, int stride, char pad, int& out, int& before) {
+  int total = 0;
+  if (pad == 's') total = std::max(((in + stride - 1) / stride - 1) * stride + k - in, 0);
+  else if (pad == 'f') total = 2 * (k - 1);
+  before = pad == 'f' ? k - 1 : total / 2;
+  out = in + total < k ? 0 : (in + total - k) / stride + 1;
+}
+
+ConvGeometry geometryOf(const Case& c) {
+  ConvGeometry g;
+  g.C = c.C;
+  g.H = c.H;
+  g.W = c.W;
+  g.F = c.F;
+  g.kh = c.kh;
+  g.kw = c.kw;
+  g.stride = c.stride;
+  axis(c.H, c.kh, c.stride, c.pad, g.OH, g.padTop);
+  axis(c.W, c.kw, c.stride, c.pad, g.OW, g.padLeft);
+  return g;
+}
+
+// uniform in [-scale, scale], never exactly zero
+std::vector<float> randomVector(size_t n, uint64_t seed, float scale) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = (2.0f * rng.uniform() - 1.0f) * scale;
+    if (x == 0.0f) x = 0.5f * scale;
+  }
+  return v;
+}
+
+template <class T>
+void poison(DeviceVector<T>& v) {
+  cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
+}
+
+void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  double maxRef = 0, maxErr = 0;
+  size_t worst = 0, nonFinite = 0;
+  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(double(cpu[i])));
+    if (!std::isfinite(gpu[i])) {
+      ++nonFinite;
+      continue;
+    }
+    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
+    if (err > maxErr) {
+      maxErr = err;
+      worst = i;
+    }
+  }
+  const double tol = 1e-4 * (1.0 + maxRef);
+  const bool ok = gpu.size() == cpu.size() && nonFinite == 0 && maxErr <= tol;
+  std::string detail = "max |err| " + nnstudio_test::num(maxErr) + " at " + std::to_string(worst) + " (tol " +
+                       nnstudio_test::num(tol) + ", max |ref| " + nnstudio_test::num(maxRef) + ")";
+  if (nonFinite) detail += ", " + std::to_string(nonFinite) + " not finite";
+  if (gpu.size() != cpu.size()) detail += ", size mismatch";
+  nnstudio_test::report(ok, what, __FILE__, __LINE__, detail);
+}
+
+const char* actName(ActivationFn fn) {
+  switch (fn) {
+    case ActivationFn::Linear: return "linear";
+    case ActivationFn::ReLU: return "relu";
+    case ActivationFn::LeakyReLU: return "leaky_relu";
+    case ActivationFn::Sigmoid: return "sigmoid";
+    case ActivationFn::Tanh: return "tanh";
+    case ActivationFn::Softplus: return "softplus";
+    default: return "softmax";
+  }
+}
+
+std::string describe(const Case& c, const ConvGeometry& g) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d]", c.name.c_str(), c.N, g.C, g.H,
+                g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft);
+  return buf;
+}
+
+void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
+  const ConvGeometry g = geometryOf(c);
+  const std::string name = describe(c, g);
+  std::printf("%s\n", name.c_str());
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const float wScale = 1.0f / std::sqrt(float(g.colRows()));
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
+  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale);
+  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
+  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut);
+
+  // forward, every elementwise activation
+  std::vector<float> cpuOut(outSize);
+  DeviceVector<float> gOut(outSize);
+  const ActivationFn acts[] = {ActivationFn::Linear, ActivationFn::ReLU,  ActivationFn::LeakyReLU,
+                               ActivationFn::Sigmoid, ActivationFn::Tanh, ActivationFn::Softplus};
+  for (ActivationFn act : acts) {
+    const float alpha = 0.1f;
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g, act, alpha);
+    poison(gOut);
+    cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha);
+    compare(name + " forward " + actName(act), gOut.download(), cpuOut);
+  }
+
+  // CPU backward with Linear: dOut is already dLoss/d(pre-activation)
+  std::vector<float> cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F));
+  {
+    std::vector<float> dOutCopy = dOut;
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
+                        ActivationFn::Linear, 0.0f);
+    cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
+                         in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+  }
+
+  // weight and bias gradients, twice: the same bits
+  const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
+  DeviceVector<float> work(std::max<size_t>(ws, 1));
+  DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
+  cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
+  const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
+  compare(name + " dWeight", dw1, cpuDW);
+  compare(name + " dBias", db1, cpuDB);
+  poison(gDW);
+  poison(gDB);
+  poison(work);
+  cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
+  const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
+  CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
+                std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
+            name + " backward_weights is bit-identical on a second run");
+
+  // input gradient: ungated, then gated by the activation that produced `in`
+  DeviceVector<float> gDIn(inSize);
+  const ActivationFn gates[] = {ActivationFn::Linear, ActivationFn::ReLU, ActivationFn::Sigmoid};
+  for (ActivationFn gate : gates) {
+    std::vector<float> ref(inSize);
+    cpu::activation_backward(ref.data(), cpuDIn.data(), in.data(), 1, int64_t(inSize), gate, 0.0f);
+    poison(gDIn);
+    cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
+    compare(name + " dIn gate " + actName(gate), gDIn.download(), ref);
+  }
+}
+
+// ---- --bench: median launch times on the presets' shapes ----
+
+float medianOf(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class Fn>
+float timeLaunch(Fn&& fn, cudaStream_t stream) {
+  cudaEvent_t start, stop;
+  cudaOk(cudaEventCreate(&start), "event");
+  cudaOk(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 10; ++i) fn();
+  cudaOk(cudaStreamSynchronize(stream), "warm-up");
+  std::vector<float> times;
+  for (int i = 0; i < 100; ++i) {
+    cudaOk(cudaEventRecord(start, stream), "record");
+    fn();
+    cudaOk(cudaEventRecord(stop, stream), "record");
+    cudaOk(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    times.push_back(ms * 1000.0f);
+  }
+  cudaOk(cudaEventDestroy(start), "event");
+  cudaOk(cudaEventDestroy(stop), "event");
+  return medianOf(times);
+}
+
+// per launch inside a CUDA graph (as the engine runs them): a graph of `reps` launches, median of 50
+template <class Fn>
+float timeInGraph(Fn&& fn, cudaStream_t stream, int reps = 20) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  for (int i = 0; i < reps; ++i) fn();
+  cudaOk(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  cudaEvent_t start, stop;
+  cudaOk(cudaEventCreate(&start), "event");
+  cudaOk(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 3; ++i) cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
+  cudaOk(cudaStreamSynchronize(stream), "warm-up");
+  std::vector<float> times;
+  for (int i = 0; i < 50; ++i) {
+    cudaOk(cudaEventRecord(start, stream), "record");
+    cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
+    cudaOk(cudaEventRecord(stop, stream), "record");
+    cudaOk(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    times.push_back(ms * 1000.0f / float(reps));
+  }
+  cudaOk(cudaEventDestroy(start), "event");
+  cudaOk(cudaEventDestroy(stop), "event");
+  cudaOk(cudaGraphExecDestroy(exec), "graph");
+  cudaOk(cudaGraphDestroy(graph), "graph");
+  return medianOf(times);
+}
+
+int bench() {
+  const Case cases[] = {
+      {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},    {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'},    {"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v'},
+      {"seed002 conv1 v", 32, 1, 28, 28, 8, 5, 5, 1, 'v'},  {"seed002 conv1 s", 32, 1, 28, 28, 8, 5, 5, 1, 's'},
+      {"seed002 conv2 v", 32, 8, 24, 24, 8, 5, 5, 1, 'v'},  {"seed002 conv2 s", 32, 8, 28, 28, 8, 5, 5, 1, 's'},
+      {"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'},    {"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"lenet conv1", 128, 1, 28, 28, 6, 5, 5, 1, 's'},     {"lenet conv2", 128, 6, 14, 14, 16, 5, 5, 1, 'v'},
+  };
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreate(&stream), "stream");
+  std::printf("microseconds per launch: in a CUDA graph of 20 (median of 50) | alone, event pair (median of 100)\n");
+  std::printf("%-16s %8s %8s %8s | %8s %8s %8s %10s\n", "shape", "fwd", "dW", "dIn", "fwd", "dW", "dIn", "ws floats");
+  for (const Case& c : cases) {
+    const ConvGeometry g = geometryOf(c);
+    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+    const size_t wSize = size_t(g.F) * size_t(g.colRows());
+    DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
+        bias(randomVector(size_t(g.F), 3, 0.1f));
+    DeviceVector<float> out(outSize), dOut(outSize), dIn(inSize), dW(wSize), dB(size_t(g.F));
+    cudaOk(cudaMemset(dOut.ptr, 0, outSize * sizeof(float)), "memset");
+    const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
+    DeviceVector<float> work(std::max<size_t>(ws, 1));
+    auto fwd = [&] {
+      cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+    };
+    auto dw = [&] { cuda::conv2d_backward_weights(stream, dW.ptr, dB.ptr, dOut.ptr, in.ptr, c.N, g, work.ptr); };
+    auto di = [&] {
+      cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+    };
+    const float tf = timeLaunch(fwd, stream), tw = timeLaunch(dw, stream), ti = timeLaunch(di, stream);
+    const float gf = timeInGraph(fwd, stream), gw = timeInGraph(dw, stream), gi = timeInGraph(di, stream);
+    std::printf("%-16s %8.1f %8.1f %8.1f | %8.1f %8.1f %8.1f %10zu\n", c.name.c_str(), gf, gw, gi, tf, tw, ti, ws);
+  }
+  cudaOk(cudaStreamDestroy(stream), "stream");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!nnstudio::test::haveCudaDevice()) {
+    std::printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bench") return bench();
+
+  cpu::ThreadPool pool(0);
+  const Case cases[] = {
+      // the presets' shapes (smaller batches where the CPU reference would be slow)
+      {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'},
+      {"seed001 F256", 8, 1, 28, 28, 256, 3, 3, 1, 'v'},
+      {"seed002 conv1 valid", 32, 1, 28, 28, 8, 5, 5, 1, 'v'},
+      {"seed002 conv1 same", 32, 1, 28, 28, 8, 5, 5, 1, 's'},
+      {"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v'},
+      {"seed002 conv2 same", 32, 8, 28, 28, 8, 5, 5, 1, 's'},
+      {"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'},
+      {"keras conv2", 100, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"lenet conv1", 16, 1, 28, 28, 6, 5, 5, 1, 'v'},
+      {"lenet conv2", 16, 6, 12, 12, 16, 5, 5, 1, 'v'},
+      // odd geometries
+      {"stride 2", 4, 3, 9, 9, 5, 3, 3, 2, 'v'},
+      {"stride 2 same even", 3, 2, 7, 8, 6, 2, 2, 2, 's'},
+      {"stride 3 3x2 same", 2, 2, 10, 11, 3, 3, 2, 3, 's'},
+      {"stride 2 full", 2, 3, 6, 5, 4, 3, 3, 2, 'f'},
+      {"4x2 same (asymmetric pads)", 3, 2, 7, 6, 5, 4, 2, 1, 's'},
+      {"2x2 same C=3", 5, 3, 9, 7, 7, 2, 2, 1, 's'},
+      {"full 3x3", 4, 2, 5, 5, 3, 3, 3, 1, 'f'},
+      {"1x1", 3, 3, 4, 4, 7, 1, 1, 1, 'v'},
+      {"3x2 valid C=3", 4, 3, 8, 7, 5, 3, 2, 1, 'v'},
+      {"N=1", 1, 2, 6, 6, 3, 3, 3, 1, 's'},
+      {"OH=1 (kernel = input)", 6, 2, 5, 5, 9, 5, 5, 1, 'v'},
+      {"F=70 C=33 (tile edges)", 3, 33, 9, 10, 70, 3, 3, 1, 's'},
+      {"F=130 K'=19", 5, 2, 8, 8, 130, 3, 3, 1, 'v'},
+      {"F=20 C=12 5x3 stride 2", 3, 12, 11, 13, 20, 5, 3, 2, 'v'},
+      {"wide C=36 (full-width tiles)", 24, 36, 56, 56, 8, 3, 3, 1, 's'},
+      {"wide stride 2 (full-width tiles)", 24, 3, 56, 56, 8, 3, 3, 2, 's'},
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) runCase(pool, c, seed++);
+  return nnstudio_test::summary();
+}
+
+#else
+int main() {
+  std::puts("skipped: no CUDA device (built without CUDA)");
+  return 0;
+}
+#endif

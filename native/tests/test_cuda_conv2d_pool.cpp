@@ -1,0 +1,349 @@
+// The fused conv2d + activation + max pool kernels (cuda/conv2d_pool.cu) against the CPU reference:
+// cpu::conv2d_forward (with the activation) then cpu::maxpool_forward; for the weight gradient
+// cpu::maxpool_backward, cpu::activation_backward (from the conv's output) and cpu::conv2d_backward
+// (Linear). Pooled values within 1e-4 * (1 + max |ref|), argmax exactly equal, dW / dB within 1e-4 relative
+// to the largest magnitude, and the same bits on a second run. Inputs and weights are dyadic (multiples of
+// 1/16 and 1/256), so every conv sum is exact in any order and the argmax is well defined.
+// Outputs are poisoned before every launch. `--bench` prints the launchers' times on the presets' shapes.
+#include <cstdio>
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/thread_pool.h"
+#include "cuda/conv2d_pool.h"
+#include "cuda/kernels.h"
+#include "cuda_test_util.h"
+#include "spec/rng.h"
+#include "test_util.h"
+
+using namespace nnstudio;
+using nnstudio::test::cudaOk;
+using nnstudio::test::DeviceVector;
+using cpu::ConvGeometry;
+using cpu::PoolGeometry;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int N, C, H, W, F, kh, kw, stride;
+  char pad;  // 'v'alid, 's'ame
+  int poolSize, poolStride;
+  ActivationFn act;
+};
+
+void axis(int in, int k, int stride, char pad, int& out, int& before) {
+  int total = 0;
+  if (pad == 's') total = std::max(((in + stride - 1) / stride - 1) * stride + k - in, 0);
+  before = total / 2;
+  out = in + total < k ? 0 : (in + total - k) / stride + 1;
+}
+
+ConvGeometry geometryOf(const Case& c) {
+  ConvGeometry g;
+  g.C = c.C;
+  g.H = c.H;
+  g.W = c.W;
+  g.F = c.F;
+  g.kh = c.kh;
+  g.kw = c.kw;
+  g.stride = c.stride;
+  axis(c.H, c.kh, c.stride, c.pad, g.OH, g.padTop);
+  axis(c.W, c.kw, c.stride, c.pad, g.OW, g.padLeft);
+  return g;
+}
+
+PoolGeometry poolOf(const Case& c, const ConvGeometry& g) {
+  PoolGeometry p;
+  p.C = g.F;
+  p.H = g.OH;
+  p.W = g.OW;
+  p.size = c.poolSize;
+  p.stride = c.poolStride;
+  p.OH = (g.OH - p.size) / p.stride + 1;
+  p.OW = (g.OW - p.size) / p.stride + 1;
+  return p;
+}
+
+// uniform in [-scale, scale] rounded to multiples of `quantum`, never exactly zero
+std::vector<float> randomVector(size_t n, uint64_t seed, float scale, float quantum) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = (2.0f * rng.uniform() - 1.0f) * scale;
+    if (quantum > 0) x = std::round(x / quantum) * quantum;
+    if (x == 0.0f) x = quantum > 0 ? quantum : 0.5f * scale;
+  }
+  return v;
+}
+
+template <class T>
+void poison(DeviceVector<T>& v) {
+  cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
+}
+
+void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& cpu, bool relative) {
+  double maxRef = 0, maxErr = 0;
+  size_t worst = 0, nonFinite = 0;
+  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(double(cpu[i])));
+    if (!std::isfinite(gpu[i])) {
+      ++nonFinite;
+      continue;
+    }
+    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
+    if (err > maxErr) {
+      maxErr = err;
+      worst = i;
+    }
+  }
+  const double tol = relative ? 1e-4 * std::max(maxRef, 1e-20) : 1e-4 * (1.0 + maxRef);
+  const bool ok = gpu.size() == cpu.size() && nonFinite == 0 && maxErr <= tol;
+  std::string detail = "max |err| " + nnstudio_test::num(maxErr) + " at " + std::to_string(worst) + " (tol " +
+                       nnstudio_test::num(tol) + ", max |ref| " + nnstudio_test::num(maxRef) + ")";
+  if (nonFinite) detail += ", " + std::to_string(nonFinite) + " not finite";
+  if (gpu.size() != cpu.size()) detail += ", size mismatch";
+  nnstudio_test::report(ok, what, __FILE__, __LINE__, detail);
+}
+
+const char* actName(ActivationFn fn) {
+  switch (fn) {
+    case ActivationFn::Linear: return "linear";
+    case ActivationFn::ReLU: return "relu";
+    case ActivationFn::LeakyReLU: return "leaky_relu";
+    case ActivationFn::Sigmoid: return "sigmoid";
+    case ActivationFn::Tanh: return "tanh";
+    case ActivationFn::Softplus: return "softplus";
+    default: return "softmax";
+  }
+}
+
+std::string describe(const Case& c, const ConvGeometry& g, const PoolGeometry& p) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d; pool %d/%d -> %dx%d; %s]",
+                c.name.c_str(), c.N, g.C, g.H, g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft,
+                p.size, p.stride, p.OH, p.OW, actName(c.act));
+  return buf;
+}
+
+void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
+  const ConvGeometry g = geometryOf(c);
+  const PoolGeometry p = poolOf(c, g);
+  const std::string name = describe(c, g, p);
+  std::printf("%s\n", name.c_str());
+  if (!cuda::conv2d_maxpool_supported(g, p)) {
+    CHECK_MSG(false, name + " is supported");
+    return;
+  }
+  const float alpha = 0.1f;
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t pooledSize = size_t(c.N) * g.F * p.OH * p.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const float wScale = 0.5f / std::sqrt(float(g.colRows()));
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f, 1.0f / 16);
+  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale, 1.0f / 256);
+  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.25f, 1.0f / 256);
+  const std::vector<float> dPooled = randomVector(pooledSize, seed * 16 + 4, 1.0f, 0.0f);
+
+  // CPU reference
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  std::vector<float> y(outSize), cpuPooled(pooledSize);
+  std::vector<int32_t> cpuArgmax(pooledSize);
+  cpu::conv2d_forward(pool, scratch, y.data(), in.data(), weight.data(), bias.data(), c.N, g, c.act, alpha);
+  cpu::maxpool_forward(pool, cpuPooled.data(), cpuArgmax.data(), y.data(), c.N, p);
+  std::vector<float> dY(outSize), cpuDW(wSize), cpuDB(size_t(g.F));
+  cpu::maxpool_backward(pool, dY.data(), dPooled.data(), cpuArgmax.data(), c.N, p);
+  cpu::activation_backward(dY.data(), dY.data(), y.data(), 1, int64_t(outSize), c.act, alpha);
+  cpu::conv2d_backward(pool, scratch, nullptr, cpuDW.data(), cpuDB.data(), dY.data(), y.data(), in.data(),
+                       weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+
+  // forward
+  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDPooled(dPooled);
+  DeviceVector<float> gPooled(pooledSize);
+  DeviceVector<int32_t> gArgmax(pooledSize);
+  poison(gPooled);
+  poison(gArgmax);
+  cuda::conv2d_maxpool_forward(nullptr, gPooled.ptr, gArgmax.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, p, c.act,
+                               alpha);
+  compare(name + " pooled", gPooled.download(), cpuPooled, false);
+  const std::vector<int32_t> am = gArgmax.download();
+  size_t mismatches = 0, first = 0;
+  for (size_t i = 0; i < pooledSize; ++i)
+    if (am[i] != cpuArgmax[i] && mismatches++ == 0) first = i;
+  CHECK_MSG(mismatches == 0, name + " argmax exact" +
+                                 (mismatches ? " (" + std::to_string(mismatches) + " differ, first at " +
+                                                   std::to_string(first) + ": " + std::to_string(am[first]) + " vs " +
+                                                   std::to_string(cpuArgmax[first]) + ")"
+                                             : std::string()));
+
+  // weight gradient, twice: the same bits
+  const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
+  DeviceVector<float> work(std::max<size_t>(ws, 1));
+  DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
+  cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
+                                        c.N, g, p, c.act, alpha, work.ptr);
+  const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
+  compare(name + " dWeight", dw1, cpuDW, true);
+  compare(name + " dBias", db1, cpuDB, true);
+  poison(gDW);
+  poison(gDB);
+  poison(work);
+  cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
+                                        c.N, g, p, c.act, alpha, work.ptr);
+  const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
+  CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
+                std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
+            name + " backward_weights is bit-identical on a second run");
+}
+
+// ---- --bench ----
+
+float medianOf(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// per launch inside a CUDA graph of `reps` launches, median of 50 graph launches
+template <class Fn>
+float timeInGraph(Fn&& fn, cudaStream_t stream, int reps = 20) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  for (int i = 0; i < reps; ++i) fn();
+  cudaOk(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  cudaEvent_t start, stop;
+  cudaOk(cudaEventCreate(&start), "event");
+  cudaOk(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 3; ++i) cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
+  cudaOk(cudaStreamSynchronize(stream), "warm-up");
+  std::vector<float> times;
+  for (int i = 0; i < 50; ++i) {
+    cudaOk(cudaEventRecord(start, stream), "record");
+    cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
+    cudaOk(cudaEventRecord(stop, stream), "record");
+    cudaOk(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    times.push_back(ms * 1000.0f / float(reps));
+  }
+  cudaOk(cudaEventDestroy(start), "event");
+  cudaOk(cudaEventDestroy(stop), "event");
+  cudaOk(cudaGraphExecDestroy(exec), "graph");
+  cudaOk(cudaGraphDestroy(graph), "graph");
+  return medianOf(times);
+}
+
+int bench() {
+  const ActivationFn R = ActivationFn::ReLU;
+  const Case cases[] = {
+      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's', 4, 4, R},
+      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v', 2, 2, R},
+      {"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v', 2, 2, R},
+      {"seed002 conv2 v", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, R},
+      {"seed002 conv2 s", 32, 8, 28, 28, 8, 5, 5, 1, 's', 2, 2, R},
+      {"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v', 2, 2, R},
+      {"lenet conv2 max", 128, 6, 14, 14, 16, 5, 5, 1, 'v', 2, 2, R},
+  };
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreate(&stream), "stream");
+  std::printf("microseconds per launch in a CUDA graph of 20 (median of 50)\n");
+  std::printf("%-16s %9s %9s | %11s %11s %10s\n", "shape", "fused fwd", "fused dW", "unfused fwd", "unfused bwd",
+              "ws floats");
+  for (const Case& c : cases) {
+    const ConvGeometry g = geometryOf(c);
+    const PoolGeometry p = poolOf(c, g);
+    if (!cuda::conv2d_maxpool_supported(g, p)) {
+      std::printf("%-16s unsupported\n", c.name.c_str());
+      continue;
+    }
+    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+    const size_t pooledSize = size_t(c.N) * g.F * p.OH * p.OW;
+    const size_t wSize = size_t(g.F) * size_t(g.colRows());
+    DeviceVector<float> in(randomVector(inSize, 1, 1.0f, 0)), weight(randomVector(wSize, 2, 0.3f, 0)),
+        bias(randomVector(size_t(g.F), 3, 0.1f, 0)), dPooled(randomVector(pooledSize, 4, 1.0f, 0));
+    DeviceVector<float> pooled(pooledSize), dW(wSize), dB(size_t(g.F)), out(outSize), dOut(outSize);
+    DeviceVector<int32_t> argmax(pooledSize);
+    const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
+    DeviceVector<float> work(std::max<size_t>(ws, 1));
+    const size_t ws2 = cuda::conv2d_weights_workspace(c.N, g);
+    DeviceVector<float> work2(std::max<size_t>(ws2, 1));
+    auto fwd = [&] {
+      cuda::conv2d_maxpool_forward(stream, pooled.ptr, argmax.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, p, R, 0);
+    };
+    auto dw = [&] {
+      cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, dPooled.ptr, pooled.ptr, argmax.ptr, in.ptr, c.N,
+                                            g, p, R, 0, work.ptr);
+    };
+    auto ufwd = [&] {
+      cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, R, 0);
+      cuda::maxpool_forward(stream, pooled.ptr, argmax.ptr, out.ptr, c.N, p);
+    };
+    auto ubwd = [&] {
+      cuda::maxpool_backward_from_output(stream, dOut.ptr, dPooled.ptr, argmax.ptr, pooled.ptr, c.N, p, R, 0);
+      cuda::conv2d_backward_weights(stream, dW.ptr, dB.ptr, dOut.ptr, in.ptr, c.N, g, work2.ptr);
+    };
+    fwd();
+    cudaOk(cudaStreamSynchronize(stream), "fwd");
+    const float tf = timeInGraph(fwd, stream), tw = timeInGraph(dw, stream);
+    const float uf = timeInGraph(ufwd, stream), uw = timeInGraph(ubwd, stream);
+    std::printf("%-16s %9.1f %9.1f | %11.1f %11.1f %10zu\n", c.name.c_str(), tf, tw, uf, uw, ws);
+  }
+  cudaOk(cudaStreamDestroy(stream), "stream");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!nnstudio::test::haveCudaDevice()) {
+    std::printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bench") return bench();
+
+  cpu::ThreadPool pool(0);
+  const ActivationFn R = ActivationFn::ReLU, L = ActivationFn::Linear, T = ActivationFn::Tanh,
+                     S = ActivationFn::Sigmoid, LR = ActivationFn::LeakyReLU, SP = ActivationFn::Softplus;
+  const Case cases[] = {
+      // the presets' shapes (smaller batches where the CPU reference would be slow)
+      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's', 4, 4, R},
+      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v', 2, 2, R},
+      {"seed001 F256", 16, 1, 28, 28, 256, 3, 3, 1, 'v', 2, 2, R},
+      {"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, R},
+      {"seed002 conv2 valid linear", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, L},
+      {"seed002 conv2 same", 32, 8, 28, 28, 8, 5, 5, 1, 's', 2, 2, L},
+      {"keras conv2", 32, 32, 26, 26, 64, 3, 3, 1, 'v', 2, 2, R},
+      {"lenet conv2 (max)", 16, 6, 14, 14, 16, 5, 5, 1, 'v', 2, 2, T},
+      // odd geometries
+      {"pool 3/2 overlap C=3", 4, 3, 11, 11, 5, 3, 3, 1, 'v', 3, 2, S},
+      {"pool 2/1 overlap", 3, 2, 8, 8, 6, 3, 3, 1, 's', 2, 1, LR},
+      {"pool 4/2 overlap", 2, 2, 12, 12, 4, 3, 3, 1, 's', 4, 2, R},
+      {"floor mode 7 -> 3", 2, 3, 9, 9, 7, 3, 3, 1, 'v', 2, 2, T},
+      {"N=1 pool 3/3 floor", 1, 3, 10, 10, 12, 3, 3, 1, 's', 3, 3, R},
+      {"conv stride 2", 3, 2, 13, 13, 9, 3, 3, 2, 'v', 2, 2, L},
+      {"F=70 (filter tails)", 4, 5, 12, 12, 70, 3, 3, 1, 'v', 2, 2, R},
+      {"F=70 pool 3", 3, 5, 12, 12, 70, 3, 3, 1, 's', 3, 3, LR},
+      {"2x2 same even pads C=3", 5, 3, 9, 7, 7, 2, 2, 1, 's', 2, 2, SP},
+      {"wide 56x56 C=36 (row tiles)", 4, 36, 56, 56, 20, 3, 3, 1, 's', 2, 2, R},
+      {"N=1 C=1 relu F=1", 1, 1, 6, 6, 1, 3, 3, 1, 'v', 2, 2, R},
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) runCase(pool, c, seed++);
+  return nnstudio_test::summary();
+}
+
+#else
+int main() {
+  std::puts("skipped: no CUDA device (built without CUDA)");
+  return 0;
+}
+#endif

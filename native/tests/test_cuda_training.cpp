@@ -1,0 +1,396 @@
+// The CUDA backend as a whole against the CPU backend:
+//   - one batch through whole networks covering every layer kind, activation and loss: the head's
+//     outputs and every parameter gradient (relative error <= 1e-4, see docs/LAYERS.md);
+//   - whole training runs of a few hundred steps from the same seeds on both backends (same data
+//     order, same dropout masks): final weights within 2e-3 and final losses within 1e-3 relative;
+//   - evaluation (predictions, probabilities, loss, confusion matrix) against the CPU's;
+//   - the run's behaviour: progress events, cancel, pause, divergence keeping the last finite
+//     weights, clear messages for bad input and for a model too large for the GPU (after which the
+//     GPU still trains).
+// Without a CUDA device it prints "skipped: no CUDA device" and passes.
+#ifdef NNSTUDIO_WITH_CUDA
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/network.h"
+#include "cuda_test_util.h"
+#include "nnstudio/engine.h"
+#include "spec/rng.h"
+#include "test_util.h"
+
+using namespace nnstudio;
+using nnstudio::test::DeviceVector;
+
+namespace {
+
+std::vector<float> randomVector(size_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = (2.0f * rng.uniform() - 1.0f) * scale;
+  return v;
+}
+
+// max |a - b| / max(max |b|, floor); NaN anywhere gives infinity
+double relError(const std::vector<float>& a, const std::vector<float>& b, double floor = 1e-3) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0, scale = floor;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return worst / scale;
+}
+
+bool allFinite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+struct Data {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  int64_t featureSize = 0;
+  DatasetView view() const { return DatasetView{x.data(), y.data(), int64_t(y.size()), featureSize}; }
+};
+
+// images (C, H, W) whose class is the brightest of `classes` horizontal bands, plus noise
+Data bands(int count, int C, int H, int W, int classes, uint64_t seed) {
+  Data d;
+  d.featureSize = int64_t(C) * H * W;
+  Rng rng(seed);
+  for (int i = 0; i < count; ++i) {
+    const int c = int(rng.below(uint32_t(classes)));
+    for (int ch = 0; ch < C; ++ch)
+      for (int r = 0; r < H; ++r)
+        for (int k = 0; k < W; ++k) {
+          const bool on = r * classes / H == c;
+          d.x.push_back((on ? 0.8f : 0.0f) + 0.6f * (rng.uniform() - 0.5f));
+        }
+    d.y.push_back(c);
+  }
+  return d;
+}
+
+// ---- one batch through a whole network ----
+
+struct NetCase {
+  const char* name;
+  const char* spec;
+};
+
+const NetCase kNetworks[] = {
+    {"mlp, every elementwise activation, dropout",
+     R"({"input":[20],"layers":[{"kind":"dense","units":31,"activation":"relu"},{"kind":"dropout","rate":0.25},
+        {"kind":"dense","units":17,"activation":"leaky_relu","alpha":0.1},{"kind":"dense","units":16,"activation":"sigmoid"},
+        {"kind":"dense","units":15,"activation":"tanh"},{"kind":"dense","units":14,"activation":"softplus"},
+        {"kind":"dense","units":5}],"loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":3})"},
+    {"cnn: conv same relu, maxpool, conv stride 2 tanh, avgpool, dense sigmoid",
+     R"({"input":[2,12,12],"layers":[{"kind":"conv2d","filters":6,"kernel":[3,3],"padding":"same","activation":"relu"},
+        {"kind":"maxpool2d","size":2},{"kind":"conv2d","filters":5,"kernel":[3,2],"stride":2,"padding":"full","activation":"tanh"},
+        {"kind":"avgpool2d","size":2,"stride":1},{"kind":"flatten"},{"kind":"dense","units":9,"activation":"sigmoid"},
+        {"kind":"dense","units":4}],"loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":4})"},
+    {"conv leaky_relu into flatten into dense, binary cross-entropy with one output",
+     R"({"input":[1,9,9],"layers":[{"kind":"conv2d","filters":3,"kernel":[2,2],"padding":"same","activation":"leaky_relu"},
+        {"kind":"flatten"},{"kind":"dense","units":1,"activation":"sigmoid"}],"loss":"binary_cross_entropy",
+        "optimizer":{"kind":"adam","lr":0.001},"seed":5})"},
+    {"standalone activations, dropout after a pool, softmax hidden layer, mse",
+     R"({"input":[1,8,8],"layers":[{"kind":"conv2d","filters":4,"kernel":[3,3]},{"kind":"activation","fn":"softplus"},
+        {"kind":"maxpool2d","size":3,"stride":2},{"kind":"dropout","rate":0.5},{"kind":"flatten"},
+        {"kind":"dense","units":6,"activation":"softmax"},{"kind":"dense","units":3},{"kind":"activation","fn":"sigmoid"}],
+        "loss":"mse","optimizer":{"kind":"adam","lr":0.001},"seed":6})"},
+    {"mae on a tanh head, binary cross-entropy multi-output",
+     R"({"input":[7],"layers":[{"kind":"dense","units":8,"activation":"tanh"},{"kind":"dense","units":3,"activation":"tanh"}],
+        "loss":"mae","optimizer":{"kind":"sgd","lr":0.01},"seed":7})"},
+    {"conv into conv + relu + overlapping max pool (fused, with an input gradient), conv + tanh + pool",
+     R"({"input":[2,13,13],"layers":[{"kind":"conv2d","filters":3,"kernel":[3,3],"padding":"same"},
+        {"kind":"conv2d","filters":5,"kernel":[2,2],"activation":"relu"},{"kind":"maxpool2d","size":3,"stride":2},
+        {"kind":"conv2d","filters":4,"kernel":[3,3],"padding":"same","activation":"tanh"},{"kind":"maxpool2d","size":2},
+        {"kind":"flatten"},{"kind":"dense","units":3}],"loss":"softmax_cross_entropy",
+        "optimizer":{"kind":"adam","lr":0.001},"seed":9})"},
+    {"binary cross-entropy on three outputs",
+     R"({"input":[1,6,6],"layers":[{"kind":"conv2d","filters":2,"kernel":[3,3],"activation":"sigmoid"},{"kind":"flatten"},
+        {"kind":"dense","units":3}],"loss":"binary_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":8})"},
+};
+
+void testNetworks(const char* variant) {
+  std::printf("one batch through whole networks, CUDA vs CPU (%s)\n", variant);
+  for (const NetCase& c : kNetworks) {
+    const ModelSpec spec = parseModelSpec(c.spec);
+    const NetworkPlan plan = planNetwork(spec);
+    const int N = 11;
+    const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+    const auto params = initialParameters(spec, spec.seed);
+    const auto x = randomVector(size_t(N) * plan.inputSize, 100);
+    std::vector<int32_t> labels(N);
+    for (int i = 0; i < N; ++i) labels[i] = i % classes;
+    // the CPU network's dropout seed for run seed 9 at global step 4
+    const uint64_t runSeed = 9;
+    const long long globalStep = 4;
+    std::vector<float> cpuOut, cpuGrad;
+    const double cpuLoss = forwardBackwardCpu(spec, params, x.data(), labels.data(), N, true, cpuOut, cpuGrad,
+                                              mixSeed(runSeed, uint64_t(globalStep), 0xD0));
+
+    cuda::Network net(spec, N);
+    DeviceVector<float> dParams(params), dX(x), dGrad(plan.parameterCount);
+    DeviceVector<int32_t> dLabels(labels);
+    cuda::StepState st;
+    st.globalStep = globalStep;
+    DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{st});
+    net.forward(nullptr, dParams.ptr, dX.ptr, N, true, runSeed, dState.ptr);
+    net.loss(nullptr, dLabels.ptr, N, dState.ptr);
+    net.backward(nullptr, dParams.ptr, dGrad.ptr, N);
+    std::vector<float> gpuOut(cpuOut.size());
+    test::cudaOk(cudaDeviceSynchronize(), "network");
+    test::cudaOk(cudaMemcpy(gpuOut.data(), net.outputs(), sizeof(float) * gpuOut.size(), cudaMemcpyDeviceToHost), "outputs");
+    const cuda::StepState s = dState.download()[0];
+    const double outErr = relError(gpuOut, cpuOut), gradErr = relError(dGrad.download(), cpuGrad);
+    CHECK_MSG(outErr <= 1e-4, std::string(c.name) + ": outputs (rel error " + nnstudio_test::num(outErr) + ")");
+    CHECK_MSG(gradErr <= 1e-4, std::string(c.name) + ": every parameter gradient (rel error " + nnstudio_test::num(gradErr) + ")");
+    CHECK_MSG(std::fabs(s.batchLossSum - cpuLoss) <= 1e-5 * (1 + std::fabs(cpuLoss)),
+              std::string(c.name) + ": loss " + nnstudio_test::num(s.batchLossSum) + " vs " + nnstudio_test::num(cpuLoss));
+  }
+}
+
+// ---- whole runs ----
+
+struct RunCase {
+  const char* name;
+  const char* spec;
+  int C, H, W, classes, count, batch, epochs;
+};
+
+const RunCase kRuns[] = {
+    {"cnn + adam + dropout, 300 steps",
+     R"({"input":[1,12,12],"layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"activation":"relu"},{"kind":"maxpool2d","size":2},
+        {"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same","activation":"relu"},{"kind":"flatten"},
+        {"kind":"dropout","rate":0.2},{"kind":"dense","units":32,"activation":"relu"},{"kind":"dense","units":4}],
+        "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":11})",
+     1, 12, 12, 4, 1000, 10, 3},
+    {"mlp + sgd momentum, last partial batch, 210 steps",
+     R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":40,"activation":"tanh"},{"kind":"dense","units":3}],
+        "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9},"seed":12})",
+     3, 5, 5, 3, 1390, 20, 3},
+};
+
+TrainOptions runOptions(int epochs, int batch) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.batchSize = batch;
+  o.seed = 21;
+  o.threads = 2;
+  return o;
+}
+
+void testWholeRuns() {
+  std::printf("whole training runs, CUDA vs CPU\n");
+  auto cpu = createBackend(DeviceKind::CPU, 2);
+  auto gpu = createBackend(DeviceKind::CUDA);
+  for (const RunCase& c : kRuns) {
+    const ModelSpec spec = parseModelSpec(c.spec);
+    const Data train = bands(c.count, c.C, c.H, c.W, c.classes, 31);
+    const Data valid = bands(300, c.C, c.H, c.W, c.classes, 32);
+    const DatasetView tv = train.view(), vv = valid.view();
+    const TrainOptions o = runOptions(c.epochs, c.batch);
+    const TrainResult a = cpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    const TrainResult b = gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    CHECK_MSG(b.status == TrainStatus::Completed && b.steps == a.steps && b.history.size() == a.history.size(),
+              std::string(c.name) + ": completed " + std::to_string(b.steps) + " steps");
+    const double wErr = relError(b.parameters, a.parameters);
+    CHECK_MSG(wErr <= 2e-3, std::string(c.name) + ": final weights (rel error " + nnstudio_test::num(wErr) + ")");
+    for (size_t e = 0; e < a.history.size() && e < b.history.size(); ++e) {
+      const EpochStats &ea = a.history[e], &eb = b.history[e];
+      const bool close = std::fabs(ea.trainLoss - eb.trainLoss) <= 1e-3 * (1 + ea.trainLoss) &&
+                         std::fabs(ea.validationLoss - eb.validationLoss) <= 1e-3 * (1 + ea.validationLoss) &&
+                         std::fabs(ea.validationAccuracy - eb.validationAccuracy) <= 0.01 && eb.hasValidation;
+      CHECK_MSG(close, std::string(c.name) + ": epoch " + std::to_string(e + 1) + " train loss " +
+                           nnstudio_test::num(eb.trainLoss) + " vs " + nnstudio_test::num(ea.trainLoss) + ", validation " +
+                           nnstudio_test::num(eb.validationLoss) + " vs " + nnstudio_test::num(ea.validationLoss) +
+                           ", accuracy " + nnstudio_test::num(eb.validationAccuracy) + " vs " +
+                           nnstudio_test::num(ea.validationAccuracy));
+    }
+    CHECK_MSG(b.history.back().validationAccuracy >= 0.9, std::string(c.name) + ": it learned (validation accuracy " +
+                                                               nnstudio_test::num(b.history.back().validationAccuracy) + ")");
+    // the same seed gives the same weights on the GPU, run after run
+    const TrainResult again = gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    CHECK_MSG(again.parameters == b.parameters, std::string(c.name) + ": deterministic on the GPU");
+
+    // evaluation against the CPU's
+    const EvalResult ec = cpu->evaluate(spec, a.parameters, vv, 64);
+    const EvalResult eg = gpu->evaluate(spec, a.parameters, vv, 64);
+    CHECK_MSG(eg.predictions == ec.predictions && eg.confusion == ec.confusion && eg.classes == ec.classes,
+              std::string(c.name) + ": evaluation predictions and confusion matrix equal the CPU's");
+    CHECK_MSG(relError(eg.probabilities, ec.probabilities) <= 1e-4 && std::fabs(eg.loss - ec.loss) <= 1e-4 * (1 + ec.loss) &&
+                  eg.accuracy == ec.accuracy,
+              std::string(c.name) + ": evaluation probabilities, loss " + nnstudio_test::num(eg.loss) + " vs " +
+                  nnstudio_test::num(ec.loss));
+    int64_t total = 0;
+    for (int64_t v : eg.confusion) total += v;
+    CHECK(total == vv.count);
+    // prediction without labels
+    DatasetView unlabeled = vv;
+    unlabeled.labels = nullptr;
+    const EvalResult ep = gpu->evaluate(spec, a.parameters, unlabeled, 64);
+    CHECK_MSG(ep.predictions == ec.predictions && ep.confusion.empty() && ep.loss == 0, std::string(c.name) + ": prediction without labels");
+  }
+}
+
+struct Recorder : ProgressSink {
+  std::vector<StepProgress> steps;
+  std::vector<EpochStats> epochs;
+  std::function<void(const StepProgress&)> onEachStep;
+  void onStep(const StepProgress& s) override {
+    steps.push_back(s);
+    if (onEachStep) onEachStep(s);
+  }
+  void onEpoch(const EpochStats& e) override { epochs.push_back(e); }
+};
+
+void testRunBehaviour() {
+  std::printf("progress, cancel, pause, divergence, errors\n");
+  auto gpu = createBackend(DeviceKind::CUDA);
+  const ModelSpec spec = parseModelSpec(kRuns[1].spec);
+  const Data train = bands(4000, 3, 5, 5, 3, 41);
+  const DatasetView tv = train.view();
+  {
+    Recorder rec;
+    TrainOptions o = runOptions(2, 8);
+    o.progressIntervalSeconds = 0.0;
+    const TrainResult r = gpu->train(spec, tv, nullptr, o, &rec, nullptr);
+    bool ordered = !rec.steps.empty();
+    for (size_t i = 1; i < rec.steps.size(); ++i) ordered = ordered && rec.steps[i].globalStep > rec.steps[i - 1].globalStep;
+    CHECK_MSG(ordered && rec.steps.back().globalStep == r.steps && rec.steps.back().step == rec.steps.back().stepsPerEpoch,
+              "step events in order, the last at the run's last step (" + std::to_string(rec.steps.size()) + " events)");
+    CHECK(rec.epochs.size() == 2 && rec.epochs[1].epoch == 2 && rec.epochs[1].seconds > 0);
+    bool sane = true;
+    for (const StepProgress& s : rec.steps) sane = sane && std::isfinite(s.loss) && s.loss > 0 && s.totalSteps == 1000;
+    CHECK_MSG(sane, "every step event has a finite loss and the run's total steps");
+  }
+  {
+    TrainControl control;
+    Recorder rec;
+    TrainOptions o = runOptions(5, 8);
+    o.progressIntervalSeconds = 0.0;
+    rec.onEachStep = [&](const StepProgress& s) {
+      if (s.globalStep >= 20) control.cancel = true;
+    };
+    const TrainResult r = gpu->train(spec, tv, nullptr, o, &rec, &control);
+    CHECK_MSG(r.status == TrainStatus::Cancelled && r.steps >= 20 && r.steps < 2500 && allFinite(r.parameters) &&
+                  r.message.find("cancelled at epoch 1") != std::string::npos,
+              "cancel stops the run within the queued steps (" + std::to_string(r.steps) + " steps): " + r.message);
+    TrainControl early;
+    early.cancel = true;
+    const TrainResult none = gpu->train(spec, tv, nullptr, o, nullptr, &early);
+    CHECK_MSG(none.status == TrainStatus::Cancelled && none.steps == 0 && none.parameters == initialParameters(spec, spec.seed),
+              "cancelled before the first step: the initial weights");
+  }
+  {
+    TrainControl control;
+    std::thread resumer;
+    Recorder rec;
+    TrainOptions o = runOptions(1, 8);
+    o.progressIntervalSeconds = 0.0;
+    std::atomic<bool> paused{false};
+    rec.onEachStep = [&](const StepProgress& s) {
+      if (!paused && s.globalStep >= 2) {
+        paused = true;
+        control.pause = true;
+        resumer = std::thread([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          control.pause = false;
+        });
+      }
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    const TrainResult r = gpu->train(spec, tv, nullptr, o, &rec, &control);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (resumer.joinable()) resumer.join();
+    CHECK_MSG(r.status == TrainStatus::Completed && r.steps == 500 && wall >= 0.2 && r.history[0].seconds < wall - 0.15,
+              "pause holds the run and is not counted in the epoch (" + nnstudio_test::num(r.history[0].seconds) + " s of " +
+                  nnstudio_test::num(wall) + " s)");
+  }
+  {
+    // a learning rate that explodes: Diverged, with the weights of the last step whose loss was finite
+    ModelSpec wild = spec;
+    wild.optimizer.lr = 1e6f;
+    wild.optimizer.momentum = 0.0f;
+    const TrainResult c = createBackend(DeviceKind::CPU, 2)->train(wild, tv, nullptr, runOptions(3, 8), nullptr, nullptr);
+    const TrainResult g = gpu->train(wild, tv, nullptr, runOptions(3, 8), nullptr, nullptr);
+    CHECK_MSG(g.status == TrainStatus::Diverged && allFinite(g.parameters) &&
+                  g.message.find("training diverged at epoch") != std::string::npos,
+              "divergence: " + g.message);
+    CHECK_MSG(c.status == TrainStatus::Diverged && c.steps == g.steps && relError(g.parameters, c.parameters) <= 1e-3,
+              "divergence at the CPU's step (" + std::to_string(g.steps) + " vs " + std::to_string(c.steps) +
+                  ") with the same last finite weights");
+  }
+  {
+    Data bad = train;
+    bad.y[17] = 3;
+    const DatasetView bv = bad.view();
+    CHECK_THROWS(gpu->train(spec, bv, nullptr, runOptions(1, 8), nullptr, nullptr), EngineError,
+                 "label 3 of sample 17 (0-based) is outside [0, 3)");
+    DatasetView wrong = tv;
+    wrong.featureSize = 74;
+    CHECK_THROWS(gpu->evaluate(spec, initialParameters(spec, 0), wrong, 64), EngineError, "each sample has 74 features");
+  }
+  {
+    // far more activation memory than any GPU has (1024 x 512 x 256 x 256 floats, twice): a clear
+    // message, and the GPU trains normally afterwards
+    const ModelSpec huge = parseModelSpec(
+        R"({"input":[1,256,256],"layers":[{"kind":"conv2d","filters":512,"kernel":[3,3],"padding":"same"},{"kind":"flatten"},
+            {"kind":"dense","units":2}],"loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})");
+    Data big;
+    big.featureSize = 256 * 256;
+    big.x.assign(size_t(1024) * 256 * 256, 0.5f);
+    big.y.assign(1024, 1);
+    const DatasetView hv = big.view();
+    CHECK_THROWS(gpu->train(huge, hv, nullptr, runOptions(1, 1024), nullptr, nullptr), EngineError,
+                 "too little free memory");
+    const TrainResult after = gpu->train(spec, tv, nullptr, runOptions(1, 50), nullptr, nullptr);
+    CHECK_MSG(after.status == TrainStatus::Completed && after.steps == 80, "after running out of memory the GPU still trains");
+  }
+  {
+    const std::vector<DeviceInfo> devices = listDevices();
+    bool gpuListed = false;
+    for (const DeviceInfo& d : devices)
+      gpuListed = gpuListed || (d.kind == DeviceKind::CUDA && !d.name.empty() && d.memoryBytes > 0 && d.computeMajor >= 7);
+    CHECK_MSG(gpuListed && cudaAvailable(), "listDevices names the GPU with its memory and compute capability");
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (!test::haveCudaDevice()) {
+    std::puts("skipped: no CUDA device");
+    return 0;
+  }
+  try {
+    testNetworks("conv + max pool fused where it pays");
+    setenv("NNSTUDIO_CUDA_FUSION", "1", 1);
+    testNetworks("conv + max pool fused wherever supported");
+    setenv("NNSTUDIO_CUDA_FUSION", "0", 1);
+    testNetworks("never fused");
+    unsetenv("NNSTUDIO_CUDA_FUSION");
+    testWholeRuns();
+    testRunBehaviour();
+  } catch (const std::exception& e) {
+    std::printf("  FAIL  unexpected exception: %s\n", e.what());
+    ++nnstudio_test::failed();
+  }
+  return nnstudio_test::summary();
+}
+#else
+#include <cstdio>
+int main() {
+  std::puts("skipped: no CUDA device (built without CUDA)");
+  return 0;
+}
+#endif
