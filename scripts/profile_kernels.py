@@ -2,7 +2,7 @@
 """Per-kernel timings of one training step on the GPU, through Nsight Compute (ncu).
 
 Runs nnstudio_bench for each config under ncu, which times every kernel node of the captured step
-(gpu__time_duration, clocks left as they are), finds the step's repeating sequence of kernels, and
+(gpu__time_duration, clocks and caches left as they are), finds the step's repeating sequence of kernels, and
 prints, per config, each kernel's median time over the profiled steps, their sum, and the measured
 time per step (seconds per epoch / steps) so that the gap (launch latency between graph nodes) shows.
 
@@ -30,7 +30,7 @@ def period(names):
 
 
 def profile(args, config):
-    cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
+    cmd = ["ncu", "--clock-control", "none", "--cache-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
            "--print-kernel-base", "function", "--launch-skip", str(args.skip), "--launch-count", str(args.count),
            args.bench, "--data", args.data, "--presets", os.path.join(ROOT, "resources", "presets"), "--device", "cuda",
            "--configs", config, "--epochs", "1"]

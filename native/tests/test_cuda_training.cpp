@@ -318,9 +318,9 @@ void testRunBehaviour() {
   }
   {
     // a learning rate that explodes: Diverged, with the weights of the last step whose loss was finite
-    ModelSpec wild = spec;
-    wild.optimizer.lr = 1e6f;
-    wild.optimizer.momentum = 0.0f;
+    const ModelSpec wild = parseModelSpec(
+        R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":16,"activation":"relu"},
+            {"kind":"dense","units":3}],"loss":"mse","optimizer":{"kind":"sgd","lr":1000},"seed":1})");
     const TrainResult c = createBackend(DeviceKind::CPU, 2)->train(wild, tv, nullptr, runOptions(3, 8), nullptr, nullptr);
     const TrainResult g = gpu->train(wild, tv, nullptr, runOptions(3, 8), nullptr, nullptr);
     CHECK_MSG(g.status == TrainStatus::Diverged && allFinite(g.parameters) &&
