@@ -5,9 +5,13 @@
 #ifdef NNSTUDIO_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "spec/rng.h"
 
 namespace nnstudio::test {
 
@@ -46,6 +50,27 @@ struct DeviceVector {
     return host;
   }
 };
+
+// uniform in [-scale, scale) from the engine's portable RNG
+inline std::vector<float> randomVector(size_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = (2.0f * rng.uniform() - 1.0f) * scale;
+  return v;
+}
+
+// max |a - b| / max(floor, max |b|): relative to the reference's magnitude; a size mismatch or a
+// non-finite value anywhere gives infinity
+inline double relError(const std::vector<float>& a, const std::vector<float>& b, double floor = 1.0) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0, scale = floor;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return worst / scale;
+}
 
 }  // namespace nnstudio::test
 #endif

@@ -18,13 +18,16 @@
 #include "cpu/layers.h"
 #include "cpu/thread_pool.h"
 #include "cuda/kernels.h"
+#include "spec/model.h"
 #include "cuda_test_util.h"
+#include "cuda_timing.h"
 #include "spec/rng.h"
 #include "test_util.h"
 
 using namespace nnstudio;
 using nnstudio::test::cudaOk;
 using nnstudio::test::DeviceVector;
+using nnstudio::test::timeLaunches;
 using cpu::ConvGeometry;
 
 namespace {
@@ -35,13 +38,9 @@ struct Case {
   char pad;  // 'v'alid, 's'ame, 'f'ull
 };
 
-// as spec.cpp's convAxis: 'same' pads ceil(in/stride) outputs, the smaller half before
+// the engine's own padding rule (spec/model.h)
 void axis(int in, int k, int stride, char pad, int& out, int& before) {
-  int total = 0;
-  if (pad == 's') total = std::max(((in + stride - 1) / stride - 1) * stride + k - in, 0);
-  else if (pad == 'f') total = 2 * (k - 1);
-  before = pad == 'f' ? k - 1 : total / 2;
-  out = in + total < k ? 0 : (in + total - k) / stride + 1;
+  convAxis(in, k, stride, pad == 's' ? Padding::Same : pad == 'f' ? Padding::Full : Padding::Valid, out, before);
 }
 
 ConvGeometry geometryOf(const Case& c) {
@@ -187,64 +186,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 
 // ---- --bench: median launch times on the presets' shapes ----
 
-float medianOf(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class Fn>
-float timeLaunch(Fn&& fn, cudaStream_t stream) {
-  cudaEvent_t start, stop;
-  cudaOk(cudaEventCreate(&start), "event");
-  cudaOk(cudaEventCreate(&stop), "event");
-  for (int i = 0; i < 10; ++i) fn();
-  cudaOk(cudaStreamSynchronize(stream), "warm-up");
-  std::vector<float> times;
-  for (int i = 0; i < 100; ++i) {
-    cudaOk(cudaEventRecord(start, stream), "record");
-    fn();
-    cudaOk(cudaEventRecord(stop, stream), "record");
-    cudaOk(cudaEventSynchronize(stop), "sync");
-    float ms = 0;
-    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    times.push_back(ms * 1000.0f);
-  }
-  cudaOk(cudaEventDestroy(start), "event");
-  cudaOk(cudaEventDestroy(stop), "event");
-  return medianOf(times);
-}
-
-// per launch inside a CUDA graph (as the engine runs them): a graph of `reps` launches, median of 50
-template <class Fn>
-float timeInGraph(Fn&& fn, cudaStream_t stream, int reps = 20) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  for (int i = 0; i < reps; ++i) fn();
-  cudaOk(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t start, stop;
-  cudaOk(cudaEventCreate(&start), "event");
-  cudaOk(cudaEventCreate(&stop), "event");
-  for (int i = 0; i < 3; ++i) cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
-  cudaOk(cudaStreamSynchronize(stream), "warm-up");
-  std::vector<float> times;
-  for (int i = 0; i < 50; ++i) {
-    cudaOk(cudaEventRecord(start, stream), "record");
-    cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
-    cudaOk(cudaEventRecord(stop, stream), "record");
-    cudaOk(cudaEventSynchronize(stop), "sync");
-    float ms = 0;
-    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    times.push_back(ms * 1000.0f / float(reps));
-  }
-  cudaOk(cudaEventDestroy(start), "event");
-  cudaOk(cudaEventDestroy(stop), "event");
-  cudaOk(cudaGraphExecDestroy(exec), "graph");
-  cudaOk(cudaGraphDestroy(graph), "graph");
-  return medianOf(times);
-}
-
 int bench() {
   const Case cases[] = {
       {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},    {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},
@@ -275,8 +216,8 @@ int bench() {
     auto di = [&] {
       cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
     };
-    const float tf = timeLaunch(fwd, stream), tw = timeLaunch(dw, stream), ti = timeLaunch(di, stream);
-    const float gf = timeInGraph(fwd, stream), gw = timeInGraph(dw, stream), gi = timeInGraph(di, stream);
+    const float tf = timeLaunches(fwd, stream, false), tw = timeLaunches(dw, stream, false), ti = timeLaunches(di, stream, false);
+    const float gf = timeLaunches(fwd, stream, true), gw = timeLaunches(dw, stream, true), gi = timeLaunches(di, stream, true);
     std::printf("%-16s %8.1f %8.1f %8.1f | %8.1f %8.1f %8.1f %10zu\n", c.name.c_str(), gf, gw, gi, tf, tw, ti, ws);
   }
   cudaOk(cudaStreamDestroy(stream), "stream");

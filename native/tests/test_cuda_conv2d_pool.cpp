@@ -19,13 +19,16 @@
 #include "cpu/thread_pool.h"
 #include "cuda/conv2d_pool.h"
 #include "cuda/kernels.h"
+#include "spec/model.h"
 #include "cuda_test_util.h"
+#include "cuda_timing.h"
 #include "spec/rng.h"
 #include "test_util.h"
 
 using namespace nnstudio;
 using nnstudio::test::cudaOk;
 using nnstudio::test::DeviceVector;
+using nnstudio::test::timeLaunches;
 using cpu::ConvGeometry;
 using cpu::PoolGeometry;
 
@@ -39,11 +42,9 @@ struct Case {
   ActivationFn act;
 };
 
+// the engine's own padding rule (spec/model.h)
 void axis(int in, int k, int stride, char pad, int& out, int& before) {
-  int total = 0;
-  if (pad == 's') total = std::max(((in + stride - 1) / stride - 1) * stride + k - in, 0);
-  before = total / 2;
-  out = in + total < k ? 0 : (in + total - k) / stride + 1;
+  convAxis(in, k, stride, pad == 's' ? Padding::Same : pad == 'f' ? Padding::Full : Padding::Valid, out, before);
 }
 
 ConvGeometry geometryOf(const Case& c) {
@@ -206,42 +207,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 
 // ---- --bench ----
 
-float medianOf(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// per launch inside a CUDA graph of `reps` launches, median of 50 graph launches
-template <class Fn>
-float timeInGraph(Fn&& fn, cudaStream_t stream, int reps = 20) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  for (int i = 0; i < reps; ++i) fn();
-  cudaOk(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t start, stop;
-  cudaOk(cudaEventCreate(&start), "event");
-  cudaOk(cudaEventCreate(&stop), "event");
-  for (int i = 0; i < 3; ++i) cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
-  cudaOk(cudaStreamSynchronize(stream), "warm-up");
-  std::vector<float> times;
-  for (int i = 0; i < 50; ++i) {
-    cudaOk(cudaEventRecord(start, stream), "record");
-    cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
-    cudaOk(cudaEventRecord(stop, stream), "record");
-    cudaOk(cudaEventSynchronize(stop), "sync");
-    float ms = 0;
-    cudaOk(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    times.push_back(ms * 1000.0f / float(reps));
-  }
-  cudaOk(cudaEventDestroy(start), "event");
-  cudaOk(cudaEventDestroy(stop), "event");
-  cudaOk(cudaGraphExecDestroy(exec), "graph");
-  cudaOk(cudaGraphDestroy(graph), "graph");
-  return medianOf(times);
-}
-
 int bench() {
   const ActivationFn R = ActivationFn::ReLU;
   const Case cases[] = {
@@ -293,8 +258,8 @@ int bench() {
     };
     fwd();
     cudaOk(cudaStreamSynchronize(stream), "fwd");
-    const float tf = timeInGraph(fwd, stream), tw = timeInGraph(dw, stream);
-    const float uf = timeInGraph(ufwd, stream), uw = timeInGraph(ubwd, stream);
+    const float tf = timeLaunches(fwd, stream, true), tw = timeLaunches(dw, stream, true);
+    const float uf = timeLaunches(ufwd, stream, true), uw = timeLaunches(ubwd, stream, true);
     std::printf("%-16s %9.1f %9.1f | %11.1f %11.1f %10zu\n", c.name.c_str(), tf, tw, uf, uw, ws);
   }
   cudaOk(cudaStreamDestroy(stream), "stream");

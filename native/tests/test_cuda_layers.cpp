@@ -19,27 +19,10 @@
 
 using namespace nnstudio;
 using nnstudio::test::DeviceVector;
+using nnstudio::test::randomVector;
+using nnstudio::test::relError;
 
 namespace {
-
-std::vector<float> randomVector(size_t n, uint64_t seed, float scale = 1.0f) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = (2.0f * rng.uniform() - 1.0f) * scale;
-  return v;
-}
-
-// max |a - b| / (1 + max |b|); NaN anywhere gives infinity
-double relError(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(double(b[i])));
-  }
-  return worst / (1.0 + scale);
-}
 
 #define CHECK_CLOSE(gpu, cpu, tol, what)                                                           \
   do {                                                                                             \
