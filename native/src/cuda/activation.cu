@@ -2,6 +2,7 @@
 // epilogue instead): elementwise forward/backward, and softmax along rows, one warp per row.
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
@@ -11,12 +12,14 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void elementwiseForward(float* y, const float* x, int64_t n, ActivationFn fn, float alpha) {
+  waitForPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = activate(x[i], fn, alpha);
 }
 
 __global__ void elementwiseBackward(float* dx, const float* dy, const float* y, int64_t n, ActivationFn fn,
                                     float alpha) {
+  waitForPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     dx[i] = gateGradient(dy[i], y[i], fn, alpha);
 }
@@ -32,6 +35,7 @@ __device__ __forceinline__ double warpSum(double v) {
 
 // one warp per row
 __global__ void softmaxForward(float* y, const float* x, int64_t rows, int64_t width) {
+  waitForPreviousKernel();
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -52,6 +56,7 @@ __global__ void softmaxForward(float* y, const float* x, int64_t rows, int64_t w
 }
 
 __global__ void softmaxBackward(float* dx, const float* dy, const float* y, int64_t rows, int64_t width) {
+  waitForPreviousKernel();
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -74,12 +79,13 @@ void activation_forward(cudaStream_t stream, float* y, const float* x, int64_t r
   const int64_t n = rows * width;
   if (n == 0) return;
   if (fn == ActivationFn::Softmax) {
-    softmaxForward<<<blocksFor(rows, kThreads / 32), kThreads, 0, stream>>>(y, x, rows, width);
+    launchKernel("softmaxForward", softmaxForward, blocksFor(rows, kThreads / 32), kThreads, 0, stream,
+                 y, x, rows, width);
     checkLaunch("softmax forward");
   } else if (fn == ActivationFn::Linear && y == x) {
     return;
   } else {
-    elementwiseForward<<<gridFor(n), kThreads, 0, stream>>>(y, x, n, fn, alpha);
+    launchKernel("elementwiseForward", elementwiseForward, gridFor(n), kThreads, 0, stream, y, x, n, fn, alpha);
     checkLaunch("activation forward");
   }
 }
@@ -89,12 +95,13 @@ void activation_backward(cudaStream_t stream, float* dx, const float* dy, const 
   const int64_t n = rows * width;
   if (n == 0) return;
   if (fn == ActivationFn::Softmax) {
-    softmaxBackward<<<blocksFor(rows, kThreads / 32), kThreads, 0, stream>>>(dx, dy, y, rows, width);
+    launchKernel("softmaxBackward", softmaxBackward, blocksFor(rows, kThreads / 32), kThreads, 0, stream,
+                 dx, dy, y, rows, width);
     checkLaunch("softmax backward");
   } else if (fn == ActivationFn::Linear && dx == dy) {
     return;
   } else {
-    elementwiseBackward<<<gridFor(n), kThreads, 0, stream>>>(dx, dy, y, n, fn, alpha);
+    launchKernel("elementwiseBackward", elementwiseBackward, gridFor(n), kThreads, 0, stream, dx, dy, y, n, fn, alpha);
     checkLaunch("activation backward");
   }
 }

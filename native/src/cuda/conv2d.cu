@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 // Tuning knobs (compile-time). The defaults were chosen on an H100 from three builds
@@ -143,6 +144,7 @@ struct GemmArgs {
 // TM x TN; a warp covers 4 thread-rows x 8 thread-columns (few distinct shared-memory reads per step).
 template <int MODE, int BM, int TM, int TN, int THREADS, int BK>
 __global__ void __launch_bounds__(THREADS) convGemmKernel(const GemmArgs a) {
+  waitForPreviousKernel();
   constexpr int RG = BM / TM;          // thread rows
   constexpr int CG = THREADS / RG;     // thread columns
   constexpr int BN = CG * TN;          // block columns
@@ -355,7 +357,7 @@ template <int MODE, int BM, int TM, int TN, int THREADS, int BK>
 void launchGemm(cudaStream_t stream, const GemmArgs& a) {
   constexpr int BN = THREADS / (BM / TM) * TN;
   const dim3 grid(unsigned((int64_t(a.J) + BN - 1) / BN), unsigned((a.M + BM - 1) / BM));
-  convGemmKernel<MODE, BM, TM, TN, THREADS, BK><<<grid, THREADS, 0, stream>>>(a);
+  launchKernel("convGemmKernel", convGemmKernel<MODE, BM, TM, TN, THREADS, BK>, grid, THREADS, 0, stream, a);
   checkLaunch("conv2d implicit GEMM");
 }
 
@@ -405,6 +407,7 @@ struct WgradArgs {
 // Block: BM = 16*TM filters x BN = 16*TN columns of [col; ones], 256 threads, over one chunk of P.
 template <int TM, int TN>
 __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
+  waitForPreviousKernel();
   constexpr int BM = 16 * TM, BN = 16 * TN, BP = kWgBP, THREADS = 256;
   constexpr int AS = BM + 4, BS = BN + 4;  // row pads: the transposed stores hit 32 distinct banks
   __shared__ __align__(16) float As[2][BP][AS];
@@ -536,6 +539,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(cons
                                                               float* __restrict__ dWeight,
                                                               float* __restrict__ dBias, int S, int K, int Kp,
                                                               int total) {
+  waitForPreviousKernel();
   __shared__ float sums[kReduceWarps][33];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int e = blockIdx.x * 32 + lane;
@@ -582,7 +586,7 @@ WgradPlan planWeightGrad(int N, const ConvGeometry& g) {
 template <int TM, int TN>
 void launchWeightGrad(cudaStream_t stream, const WgradPlan& plan, const WgradArgs& a) {
   const dim3 grid(unsigned(plan.tilesN), unsigned(plan.tilesM), unsigned(plan.S));
-  convWeightGradKernel<TM, TN><<<grid, 256, 0, stream>>>(a);
+  launchKernel("convWeightGradKernel", convWeightGradKernel<TM, TN>, grid, 256, 0, stream, a);
   checkLaunch("conv2d weight gradient");
 }
 
@@ -691,8 +695,8 @@ void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, 
   }
   if (plan.S > 1) {
     const int total = a.F * a.Kp;
-    convWeightReduceKernel<<<blocksFor(total, 32), kReduceWarps * 32, 0, stream>>>(workspace, dWeight, dBias, plan.S, a.K, a.Kp,
-                                                                     total);
+    launchKernel("conv2d weight gradient reduction", convWeightReduceKernel, blocksFor(total, 32), kReduceWarps * 32,
+                 0, stream, workspace, dWeight, dBias, plan.S, a.K, a.Kp, total);
     checkLaunch("conv2d weight gradient reduction");
   }
 }

@@ -21,6 +21,7 @@
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/conv2d_pool.h"
 
 namespace nnstudio::cuda {
@@ -99,6 +100,7 @@ FwdConfig forwardConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
 
 template <int PS, int FPT>
 __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
+  waitForPreviousKernel();
   extern __shared__ __align__(16) float smem[];
   const int khkw = a.kh * a.kw;
   float* wts = smem;                        // [CC][khkw][FB]
@@ -247,6 +249,7 @@ struct WgArgs {
 };
 
 __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
+  waitForPreviousKernel();
   extern __shared__ __align__(16) float smem[];
   float2* win = reinterpret_cast<float2*>(smem);  // [FT][PQ] (g, base offset as int bits)
   float* ins = smem + 2 * a.FT * a.PQ;            // [CT][Hp][Wp]
@@ -347,6 +350,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
 constexpr int kReduceLanes = 32;
 __global__ void __launch_bounds__(kReduceLanes * kReduceLanes)
     convPoolWeightsReduce(float* dWeight, float* dBias, const float* ws, int slices, int F, int K) {
+  waitForPreviousKernel();
   __shared__ float partial[kReduceLanes][kReduceLanes + 1];
   const int K1 = K + 1;
   const int outputs = F * K1;
@@ -404,14 +408,14 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
   a.act = act;
   a.alpha = alpha;
   if (c.PS == 2) {
-    if (c.FPT == 16) convPoolForward<2, 16><<<c.grid, c.block, c.smem, stream>>>(a);
-    else if (c.FPT == 8) convPoolForward<2, 8><<<c.grid, c.block, c.smem, stream>>>(a);
-    else convPoolForward<2, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+    if (c.FPT == 16) launchKernel("convPoolForward", convPoolForward<2, 16>, c.grid, c.block, c.smem, stream, a);
+    else if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<2, 8>, c.grid, c.block, c.smem, stream, a);
+    else launchKernel("convPoolForward", convPoolForward<2, 4>, c.grid, c.block, c.smem, stream, a);
   } else if (c.PS == 3) {
-    if (c.FPT == 8) convPoolForward<3, 8><<<c.grid, c.block, c.smem, stream>>>(a);
-    else convPoolForward<3, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+    if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<3, 8>, c.grid, c.block, c.smem, stream, a);
+    else launchKernel("convPoolForward", convPoolForward<3, 4>, c.grid, c.block, c.smem, stream, a);
   } else {
-    convPoolForward<4, 4><<<c.grid, c.block, c.smem, stream>>>(a);
+    launchKernel("convPoolForward", convPoolForward<4, 4>, c.grid, c.block, c.smem, stream, a);
   }
   checkLaunch("convPoolForward");
 }
@@ -461,11 +465,11 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.per = c.per;
   a.act = act;
   a.alpha = alpha;
-  convPoolWeights<<<c.grid, kWgThreads, c.smem, stream>>>(a);
+  launchKernel("convPoolWeights", convPoolWeights, c.grid, kWgThreads, c.smem, stream, a);
   checkLaunch("convPoolWeights");
   const int outputs = g.F * (K + 1);
-  convPoolWeightsReduce<<<blocksFor(outputs, kReduceLanes), dim3(kReduceLanes, kReduceLanes), 0, stream>>>(
-      dWeight, dBias, workspace, c.chunks * c.QS, g.F, K);
+  launchKernel("convPoolWeightsReduce", convPoolWeightsReduce, blocksFor(outputs, kReduceLanes),
+               dim3(kReduceLanes, kReduceLanes), 0, stream, dWeight, dBias, workspace, c.chunks * c.QS, g.F, K);
   checkLaunch("convPoolWeightsReduce");
 }
 

@@ -2,6 +2,7 @@
 // per epoch) at the offset the device-side step counter gives, so the same captured graph serves every
 // step of the epoch.
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
@@ -13,6 +14,7 @@ constexpr int kThreads = 128;
 // one block row per sample (blockIdx.y), threads across the features
 __global__ void gatherRows(float* batchFeatures, int32_t* batchLabels, const float* features, const int32_t* labels,
                            const uint32_t* order, int64_t featureSize, int batch, const StepState* state) {
+  waitForPreviousKernel();
   const int i = blockIdx.y;
   const uint32_t row = order[state->epochStep * batch + i];
   const float* src = features + int64_t(row) * featureSize;
@@ -39,7 +41,8 @@ void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabel
   if (n == 0) return;
   const int64_t vectors = (featureSize & 3) == 0 ? featureSize / 4 : featureSize;
   const unsigned across = unsigned(std::min<int64_t>(blocksFor(vectors, kThreads), 64));
-  gatherRows<<<dim3(across, unsigned(n)), kThreads, 0, stream>>>(batchFeatures, batchLabels, features, labels, order,
+  launchKernel("gatherRows", gatherRows, dim3(across, unsigned(n)), kThreads, 0, stream,
+               batchFeatures, batchLabels, features, labels, order,
                                                                   featureSize, batch, state);
   checkLaunch("gather batch");
 }

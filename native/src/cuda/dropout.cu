@@ -2,6 +2,7 @@
 // the same xoshiro stream as cpu/dropout.cpp (spec/rng.h runs on the device too). The step's seed comes
 // from the device-side step counter, so the launch replays correctly from a CUDA graph.
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 #include "spec/rng.h"
 
@@ -13,6 +14,7 @@ constexpr int kThreads = 128;
 
 __global__ void dropoutForward(float* out, float* mask, const float* in, int N, int64_t width, float rate,
                                uint64_t runSeed, uint64_t layerIndex, const StepState* state) {
+  waitForPreviousKernel();
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   // the CPU's seeds: the network's per-step seed, then the layer's, then the sample's
@@ -30,6 +32,7 @@ __global__ void dropoutForward(float* out, float* mask, const float* in, int N, 
 }
 
 __global__ void dropoutBackward(float* dIn, const float* dOut, const float* mask, int64_t total) {
+  waitForPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
     dIn[i] = dOut[i] * mask[i];
 }
@@ -39,7 +42,8 @@ __global__ void dropoutBackward(float* dIn, const float* dOut, const float* mask
 void dropout_forward(cudaStream_t stream, float* out, float* mask, const float* in, int N, int64_t width, float rate,
                      uint64_t runSeed, uint64_t layerIndex, const StepState* state) {
   if (N == 0 || width == 0) return;
-  dropoutForward<<<blocksFor(N, kThreads), kThreads, 0, stream>>>(out, mask, in, N, width, rate, runSeed, layerIndex,
+  launchKernel("dropoutForward", dropoutForward, blocksFor(N, kThreads), kThreads, 0, stream,
+               out, mask, in, N, width, rate, runSeed, layerIndex,
                                                                   state);
   checkLaunch("dropout forward");
 }
@@ -48,7 +52,7 @@ void dropout_backward(cudaStream_t stream, float* dIn, const float* dOut, const 
   const int64_t total = int64_t(N) * width;
   if (total == 0) return;
   const unsigned blocks = unsigned(std::min<int64_t>(blocksFor(total, 256), 65535));
-  dropoutBackward<<<blocks, 256, 0, stream>>>(dIn, dOut, mask, total);
+  launchKernel("dropoutBackward", dropoutBackward, blocks, 256, 0, stream, dIn, dOut, mask, total);
   checkLaunch("dropout backward");
 }
 

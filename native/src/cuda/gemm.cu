@@ -38,6 +38,7 @@
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/gemm_detail.h"
 #include "cuda/kernels.h"
 
@@ -153,6 +154,7 @@ template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool TA, bool TB, 
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 8)
     gemmKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C, Epilogue epi,
                int splits, int tilesN, unsigned flags) {
+  waitForPreviousKernel();
   constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
   static_assert(BK % 4 == 0 && BM % TM == 0 && BN % TN == 0, "tile shape");
   // shared-memory tiles: A is [m][k] (!TA) or [k][m] (TA); B is [n][k] (TB) or [k][n] (!TB)
@@ -472,7 +474,7 @@ void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const fl
   auto kernel = KernelOf<c, TA, TB, RS>::fn;
   const dim3 grid(unsigned(int64_t(p.tilesM) * p.tilesN * p.splits)), block(kShapes[c].threads);
   if (p.splits == 1) {
-    kernel<<<grid, block, 0, stream>>>(M, N, K, A, B, C, epi, 1, p.tilesN, flags);
+    launchKernel("gemm", kernel, grid, block, 0, stream, M, N, K, A, B, C, epi, 1, p.tilesN, flags);
     checkLaunch("gemm");
     return;
   }
@@ -481,13 +483,14 @@ void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const fl
   config.blockDim = block;
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim.x = unsigned(p.splits);
   attribute[0].val.clusterDim.y = 1;
   attribute[0].val.clusterDim.z = 1;
+  attribute[1] = programmaticLaunchAttribute();
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = 2;
   check(cudaLaunchKernelEx(&config, kernel, M, N, K, A, B, C, epi, p.splits, p.tilesN, flags), "gemm (split-K)");
 }
 

@@ -3,6 +3,7 @@
 // totals be written without atomics or a second kernel. softmax + cross-entropy are fused: the
 // gradient w.r.t. the logits is written directly.
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
@@ -99,6 +100,7 @@ __device__ void blockSum(double& value, long long& count) {
 
 __global__ void __launch_bounds__(kThreads) lossKernel(LossKind loss, const float* outputs, const int32_t* labels, int N,
                                                        int K, float* dOutputs, StepState* state) {
+  waitForPreviousKernel();
   const bool perSample = loss == LossKind::SoftmaxCrossEntropy;
   const double elements = perSample ? double(N) : double(N) * K;
   const double scale = 1.0 / elements;
@@ -132,6 +134,7 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossKind loss, const floa
 __global__ void __launch_bounds__(kThreads) predictKernel(LossKind loss, const float* outputs, const int32_t* labels,
                                                           int N, int K, int32_t* predictions, float* probabilities,
                                                           StepState* state, unsigned long long* confusion) {
+  waitForPreviousKernel();
   const int classes = K == 1 ? 2 : K;
   const bool logits = loss == LossKind::SoftmaxCrossEntropy || loss == LossKind::BinaryCrossEntropy;
   const bool perSample = loss == LossKind::SoftmaxCrossEntropy;
@@ -181,7 +184,7 @@ __global__ void __launch_bounds__(kThreads) predictKernel(LossKind loss, const f
 void loss_forward_backward(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N,
                            int K, float* dOutputs, StepState* state) {
   if (N == 0) return;
-  lossKernel<<<1, kThreads, 0, stream>>>(loss, outputs, labels, N, K, dOutputs, state);
+  launchKernel("lossKernel", lossKernel, 1, kThreads, 0, stream, loss, outputs, labels, N, K, dOutputs, state);
   checkLaunch("loss");
 }
 
@@ -189,7 +192,8 @@ void loss_predict(cudaStream_t stream, LossKind loss, const float* outputs, cons
                   int32_t* predictions, float* probabilities, StepState* state, unsigned long long* confusion) {
   if (N == 0) return;
   const unsigned blocks = unsigned(std::min<int64_t>(blocksFor(N, kThreads), 256));
-  predictKernel<<<blocks, kThreads, 0, stream>>>(loss, outputs, labels, N, K, predictions, probabilities, state,
+  launchKernel("predictKernel", predictKernel, blocks, kThreads, 0, stream,
+               loss, outputs, labels, N, K, predictions, probabilities, state,
                                                   confusion);
   checkLaunch("predict");
 }

@@ -4,6 +4,7 @@
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
 // the loss kernel has flagged divergence. The last block to finish ends the step.
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
@@ -29,6 +30,7 @@ __device__ __forceinline__ void finishStep(StepState* state) {
 
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, float lr,
                           float momentum, StepState* state) {
+  waitForPreviousKernel();
   if (!state->diverged) {
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float p = params[i];
@@ -47,6 +49,7 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
 
 __global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n, float lr,
                            float beta1, float beta2, float eps, StepState* state) {
+  waitForPreviousKernel();
   if (!state->diverged) {
     const double t = double(state->globalStep + 1);
     const float stepSize = float(double(lr) / (1.0 - pow(double(beta1), t)));
@@ -81,13 +84,15 @@ unsigned gridFor(size_t n) {
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               float lr, float momentum, StepState* state) {
-  sgdKernel<<<gridFor(n), kThreads, 0, stream>>>(params, grads, velocity, backup, n, lr, momentum, state);
+  launchKernel("sgdKernel", sgdKernel, gridFor(n), kThreads, 0, stream,
+               params, grads, velocity, backup, n, lr, momentum, state);
   checkLaunch("sgd step");
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                float lr, float beta1, float beta2, float eps, StepState* state) {
-  adamKernel<<<gridFor(n), kThreads, 0, stream>>>(params, grads, m, v, backup, n, lr, beta1, beta2, eps, state);
+  launchKernel("adamKernel", adamKernel, gridFor(n), kThreads, 0, stream,
+               params, grads, m, v, backup, n, lr, beta1, beta2, eps, state);
   checkLaunch("adam step");
 }
 

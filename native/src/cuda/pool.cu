@@ -4,6 +4,7 @@
 // activation gate of the layer before fused in (see kernels.h).
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
@@ -13,6 +14,7 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, int64_t total, PoolGeometry g) {
+  waitForPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int ox = int(i % g.OW);
@@ -45,6 +47,7 @@ __device__ __forceinline__ void coveringWindows(int p, int size, int stride, int
 
 __global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* in, int64_t total,
                                 PoolGeometry g, ActivationFn inAct, float inAlpha) {
+  waitForPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int64_t inSize = int64_t(g.C) * g.H * g.W;
@@ -66,6 +69,7 @@ __global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* ar
 
 __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const int32_t* argmax, const float* pooled,
                                           int64_t total, PoolGeometry g, ActivationFn act, float alpha) {
+  waitForPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int64_t inSize = int64_t(g.C) * g.H * g.W;
@@ -89,6 +93,7 @@ __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const i
 }
 
 __global__ void avgpoolForward(float* out, const float* in, int64_t total, PoolGeometry g) {
+  waitForPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int ox = int(i % g.OW);
@@ -103,6 +108,7 @@ __global__ void avgpoolForward(float* out, const float* in, int64_t total, PoolG
 
 __global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, int64_t total, PoolGeometry g,
                                 ActivationFn inAct, float inAlpha) {
+  waitForPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int x = int(i % g.W), y = int((i / g.W) % g.H);
@@ -123,7 +129,8 @@ __global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, 
 void maxpool_forward(cudaStream_t stream, float* out, int32_t* argmax, const float* in, int N, const PoolGeometry& g) {
   const int64_t total = int64_t(N) * g.C * g.OH * g.OW;
   if (total == 0) return;
-  maxpoolForward<<<blocksFor(total, kThreads), kThreads, 0, stream>>>(out, argmax, in, total, g);
+  launchKernel("maxpoolForward", maxpoolForward, blocksFor(total, kThreads), kThreads, 0, stream,
+               out, argmax, in, total, g);
   checkLaunch("maxpool forward");
 }
 
@@ -131,7 +138,8 @@ void maxpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const 
                       const PoolGeometry& g, ActivationFn inAct, float inAlpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  maxpoolBackward<<<blocksFor(total, kThreads), kThreads, 0, stream>>>(dIn, dOut, argmax, in, total, g, inAct, inAlpha);
+  launchKernel("maxpoolBackward", maxpoolBackward, blocksFor(total, kThreads), kThreads, 0, stream,
+               dIn, dOut, argmax, in, total, g, inAct, inAlpha);
   checkLaunch("maxpool backward");
 }
 
@@ -139,7 +147,8 @@ void maxpool_backward_from_output(cudaStream_t stream, float* dIn, const float* 
                                   const float* pooled, int N, const PoolGeometry& g, ActivationFn act, float alpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  maxpoolBackwardFromOutput<<<blocksFor(total, kThreads), kThreads, 0, stream>>>(dIn, dOut, argmax, pooled, total, g,
+  launchKernel("maxpoolBackwardFromOutput", maxpoolBackwardFromOutput, blocksFor(total, kThreads), kThreads, 0, stream,
+               dIn, dOut, argmax, pooled, total, g,
                                                                                   act, alpha);
   checkLaunch("maxpool backward");
 }
@@ -147,7 +156,7 @@ void maxpool_backward_from_output(cudaStream_t stream, float* dIn, const float* 
 void avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, const PoolGeometry& g) {
   const int64_t total = int64_t(N) * g.C * g.OH * g.OW;
   if (total == 0) return;
-  avgpoolForward<<<blocksFor(total, kThreads), kThreads, 0, stream>>>(out, in, total, g);
+  launchKernel("avgpoolForward", avgpoolForward, blocksFor(total, kThreads), kThreads, 0, stream, out, in, total, g);
   checkLaunch("avgpool forward");
 }
 
@@ -155,7 +164,8 @@ void avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const 
                       ActivationFn inAct, float inAlpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  avgpoolBackward<<<blocksFor(total, kThreads), kThreads, 0, stream>>>(dIn, dOut, in, total, g, inAct, inAlpha);
+  launchKernel("avgpoolBackward", avgpoolBackward, blocksFor(total, kThreads), kThreads, 0, stream,
+               dIn, dOut, in, total, g, inAct, inAlpha);
   checkLaunch("avgpool backward");
 }
 
