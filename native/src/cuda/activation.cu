@@ -12,14 +12,14 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void elementwiseForward(float* y, const float* x, int64_t n, ActivationFn fn, float alpha) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = activate(x[i], fn, alpha);
 }
 
 __global__ void elementwiseBackward(float* dx, const float* dy, const float* y, int64_t n, ActivationFn fn,
                                     float alpha) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     dx[i] = gateGradient(dy[i], y[i], fn, alpha);
 }
@@ -35,7 +35,7 @@ __device__ __forceinline__ double warpSum(double v) {
 
 // one warp per row
 __global__ void softmaxForward(float* y, const float* x, int64_t rows, int64_t width) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -56,7 +56,7 @@ __global__ void softmaxForward(float* y, const float* x, int64_t rows, int64_t w
 }
 
 __global__ void softmaxBackward(float* dx, const float* dy, const float* y, int64_t rows, int64_t width) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;

@@ -144,7 +144,7 @@ struct GemmArgs {
 // TM x TN; a warp covers 4 thread-rows x 8 thread-columns (few distinct shared-memory reads per step).
 template <int MODE, int BM, int TM, int TN, int THREADS, int BK>
 __global__ void __launch_bounds__(THREADS) convGemmKernel(const GemmArgs a) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   constexpr int RG = BM / TM;          // thread rows
   constexpr int CG = THREADS / RG;     // thread columns
   constexpr int BN = CG * TN;          // block columns
@@ -407,7 +407,7 @@ struct WgradArgs {
 // Block: BM = 16*TM filters x BN = 16*TN columns of [col; ones], 256 threads, over one chunk of P.
 template <int TM, int TN>
 __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   constexpr int BM = 16 * TM, BN = 16 * TN, BP = kWgBP, THREADS = 256;
   constexpr int AS = BM + 4, BS = BN + 4;  // row pads: the transposed stores hit 32 distinct banks
   __shared__ __align__(16) float As[2][BP][AS];
@@ -539,7 +539,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(cons
                                                               float* __restrict__ dWeight,
                                                               float* __restrict__ dBias, int S, int K, int Kp,
                                                               int total) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   __shared__ float sums[kReduceWarps][33];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int e = blockIdx.x * 32 + lane;

@@ -100,7 +100,7 @@ FwdConfig forwardConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
 
 template <int PS, int FPT>
 __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   extern __shared__ __align__(16) float smem[];
   const int khkw = a.kh * a.kw;
   float* wts = smem;                        // [CC][khkw][FB]
@@ -249,7 +249,7 @@ struct WgArgs {
 };
 
 __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   extern __shared__ __align__(16) float smem[];
   float2* win = reinterpret_cast<float2*>(smem);  // [FT][PQ] (g, base offset as int bits)
   float* ins = smem + 2 * a.FT * a.PQ;            // [CT][Hp][Wp]
@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
 constexpr int kReduceLanes = 32;
 __global__ void __launch_bounds__(kReduceLanes * kReduceLanes)
     convPoolWeightsReduce(float* dWeight, float* dBias, const float* ws, int slices, int F, int K) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   __shared__ float partial[kReduceLanes][kReduceLanes + 1];
   const int K1 = K + 1;
   const int outputs = F * K1;

@@ -14,7 +14,7 @@ constexpr int kThreads = 128;
 // one block row per sample (blockIdx.y), threads across the features
 __global__ void gatherRows(float* batchFeatures, int32_t* batchLabels, const float* features, const int32_t* labels,
                            const uint32_t* order, int64_t featureSize, int batch, const StepState* state) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int i = blockIdx.y;
   const uint32_t row = order[state->epochStep * batch + i];
   const float* src = features + int64_t(row) * featureSize;

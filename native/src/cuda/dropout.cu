@@ -14,7 +14,7 @@ constexpr int kThreads = 128;
 
 __global__ void dropoutForward(float* out, float* mask, const float* in, int N, int64_t width, float rate,
                                uint64_t runSeed, uint64_t layerIndex, const StepState* state) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   // the CPU's seeds: the network's per-step seed, then the layer's, then the sample's
@@ -32,7 +32,7 @@ __global__ void dropoutForward(float* out, float* mask, const float* in, int N, 
 }
 
 __global__ void dropoutBackward(float* dIn, const float* dOut, const float* mask, int64_t total) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
     dIn[i] = dOut[i] * mask[i];
 }

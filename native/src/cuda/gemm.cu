@@ -154,7 +154,7 @@ template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool TA, bool TB, 
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 8)
     gemmKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C, Epilogue epi,
                int splits, int tilesN, unsigned flags) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
   static_assert(BK % 4 == 0 && BM % TM == 0 && BN % TN == 0, "tile shape");
   // shared-memory tiles: A is [m][k] (!TA) or [k][m] (TA); B is [n][k] (TB) or [k][n] (!TB)

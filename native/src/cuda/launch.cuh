@@ -1,9 +1,10 @@
 // Kernel launches with Programmatic Dependent Launch (PDL, Hopper and newer): the GPU may start a kernel
 // while the previous one in the stream is finishing, so the launch gap between the many small kernels
 // of a training step (1-2 µs each, several times the work of some of them) overlaps with work. Every
-// kernel starts with waitForPreviousKernel(), which returns once the previous kernel has completed and
-// its writes are visible: nothing is read or written early, so the kernels' order is unchanged.
-// Older GPUs launch as usual (the wait compiles to nothing there).
+// kernel starts with startAfterPreviousKernel(): it lets the next kernel's blocks be scheduled as soon
+// as all of this one's have started, then returns once the previous kernel has completed and its
+// writes are visible. Nothing is read or written early, so the kernels' order is unchanged. Older GPUs
+// launch as usual (both instructions compile to nothing there).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,8 +15,9 @@
 
 namespace nnstudio::cuda {
 
-__device__ __forceinline__ void waitForPreviousKernel() {
+__device__ __forceinline__ void startAfterPreviousKernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }

@@ -100,7 +100,7 @@ __device__ void blockSum(double& value, long long& count) {
 
 __global__ void __launch_bounds__(kThreads) lossKernel(LossKind loss, const float* outputs, const int32_t* labels, int N,
                                                        int K, float* dOutputs, StepState* state) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const bool perSample = loss == LossKind::SoftmaxCrossEntropy;
   const double elements = perSample ? double(N) : double(N) * K;
   const double scale = 1.0 / elements;
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossKind loss, const floa
 __global__ void __launch_bounds__(kThreads) predictKernel(LossKind loss, const float* outputs, const int32_t* labels,
                                                           int N, int K, int32_t* predictions, float* probabilities,
                                                           StepState* state, unsigned long long* confusion) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int classes = K == 1 ? 2 : K;
   const bool logits = loss == LossKind::SoftmaxCrossEntropy || loss == LossKind::BinaryCrossEntropy;
   const bool perSample = loss == LossKind::SoftmaxCrossEntropy;

@@ -30,7 +30,7 @@ __device__ __forceinline__ void finishStep(StepState* state) {
 
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, float lr,
                           float momentum, StepState* state) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   if (!state->diverged) {
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float p = params[i];
@@ -49,7 +49,7 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
 
 __global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n, float lr,
                            float beta1, float beta2, float eps, StepState* state) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   if (!state->diverged) {
     const double t = double(state->globalStep + 1);
     const float stepSize = float(double(lr) / (1.0 - pow(double(beta1), t)));

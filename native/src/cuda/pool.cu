@@ -14,7 +14,7 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, int64_t total, PoolGeometry g) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int ox = int(i % g.OW);
@@ -47,7 +47,7 @@ __device__ __forceinline__ void coveringWindows(int p, int size, int stride, int
 
 __global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* in, int64_t total,
                                 PoolGeometry g, ActivationFn inAct, float inAlpha) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int64_t inSize = int64_t(g.C) * g.H * g.W;
@@ -69,7 +69,7 @@ __global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* ar
 
 __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const int32_t* argmax, const float* pooled,
                                           int64_t total, PoolGeometry g, ActivationFn act, float alpha) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int64_t inSize = int64_t(g.C) * g.H * g.W;
@@ -93,7 +93,7 @@ __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const i
 }
 
 __global__ void avgpoolForward(float* out, const float* in, int64_t total, PoolGeometry g) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int ox = int(i % g.OW);
@@ -108,7 +108,7 @@ __global__ void avgpoolForward(float* out, const float* in, int64_t total, PoolG
 
 __global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, int64_t total, PoolGeometry g,
                                 ActivationFn inAct, float inAlpha) {
-  waitForPreviousKernel();
+  startAfterPreviousKernel();
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= total) return;
   const int x = int(i % g.W), y = int((i / g.W) % g.H);
