@@ -1,14 +1,18 @@
-// Kernel launches with Programmatic Dependent Launch (PDL, Hopper and newer): the GPU may start a kernel
-// while the previous one in the stream is finishing, so the launch gap between the many small kernels
-// of a training step (1-2 µs each, several times the work of some of them) overlaps with work. Every
-// kernel starts with startAfterPreviousKernel(): it lets the next kernel's blocks be scheduled as soon
-// as all of this one's have started, then returns once the previous kernel has completed and its
-// writes are visible. Nothing is read or written early, so the kernels' order is unchanged. Older GPUs
-// launch as usual (both instructions compile to nothing there).
+// Kernel launches with optional Programmatic Dependent Launch (PDL, Hopper and newer): the GPU may start
+// a kernel while the previous one in the stream is finishing. Every kernel starts with
+// startAfterPreviousKernel(): it lets the next kernel's blocks be scheduled as soon as all of this one's
+// have started, then returns once the previous kernel has completed and its writes are visible. Nothing
+// is read or written early, so the kernels' order is unchanged.
+// PDL is OFF by default: on the H100 (2026-11-23, docs/BENCHMARKS.md) it made every launch-bound config
+// slower inside our graphs (seed000 0.129 -> 0.177 s/epoch, seed002 0.207 -> 0.290, mlp 0.034 -> 0.040):
+// the early-launched blocks of the next kernel sit on the SMs waiting, and the graph's own launch path
+// is already short. NNSTUDIO_CUDA_PDL=1 turns it on, for comparisons.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "cuda/check.h"
@@ -22,8 +26,13 @@ __device__ __forceinline__ void startAfterPreviousKernel() {
 #endif
 }
 
-// Does the current device take programmatic launches (compute capability 9.0 or newer)?
+// Programmatic launches: asked for (NNSTUDIO_CUDA_PDL=1) and the device takes them (compute capability 9.0+).
 inline bool programmaticLaunchSupported() {
+  static const bool requested = [] {
+    const char* flag = std::getenv("NNSTUDIO_CUDA_PDL");
+    return flag && std::strcmp(flag, "1") == 0;
+  }();
+  if (!requested) return false;
   static int cached[64] = {};  // 0 unknown, 1 no, 2 yes
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
