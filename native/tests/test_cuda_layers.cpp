@@ -256,6 +256,57 @@ void testGather() {
   }
 }
 
+// The optimizer gathers the next step's batch: the rows after this step's, a short tail batch at the end
+// of the epoch, and nothing once the epoch is done (the buffers keep their poison).
+void testOptimizerGathersNextBatch() {
+  const int64_t count = 50, fs = 16;
+  const int batch = 16;  // steps of 16, 16, 16 and a tail of 2
+  const auto features = randomVector(size_t(count * fs), 61);
+  std::vector<int32_t> labels(count);
+  for (int i = 0; i < count; ++i) labels[i] = (i * 3) % 7;
+  std::vector<uint32_t> order(count);
+  for (uint32_t i = 0; i < count; ++i) order[i] = uint32_t((i * 23 + 5) % count);
+  const size_t P = 1000;
+  DeviceVector<float> dP(randomVector(P, 62)), dG(randomVector(P, 63)), dBackup(P), moments(std::vector<float>(2 * P));
+  DeviceVector<float> dF(features);
+  DeviceVector<int32_t> dL(labels);
+  DeviceVector<uint32_t> dOrder(order);
+  for (int adam = 0; adam < 2; ++adam)
+    for (long long step : {0LL, 2LL, 3LL}) {
+      DeviceVector<float> dBx(std::vector<float>(size_t(batch * fs), -7.0f));
+      DeviceVector<int32_t> dBy(std::vector<int32_t>(size_t(batch), -1));
+      cuda::BatchGather next;
+      next.features = dF.ptr;
+      next.labels = dL.ptr;
+      next.order = dOrder.ptr;
+      next.batchFeatures = dBx.ptr;
+      next.batchLabels = dBy.ptr;
+      next.featureSize = fs;
+      next.count = count;
+      next.batch = batch;
+      cuda::StepState st;
+      st.epochStep = step;
+      DeviceVector<cuda::StepState> dSt(std::vector<cuda::StepState>{st});
+      if (adam)
+        cuda::adam_step(nullptr, dP.ptr, dG.ptr, moments.ptr, moments.ptr + P, dBackup.ptr, P, 0.01f, 0.9f, 0.999f,
+                        1e-8f, dSt.ptr, &next);
+      else
+        cuda::sgd_step(nullptr, dP.ptr, dG.ptr, moments.ptr, dBackup.ptr, P, 0.1f, 0.9f, dSt.ptr, &next);
+      std::vector<float> ex(size_t(batch * fs), -7.0f);
+      std::vector<int32_t> ey(size_t(batch), -1);
+      const int64_t first = (step + 1) * batch;
+      const int64_t n = std::max<int64_t>(0, std::min<int64_t>(batch, count - first));
+      for (int64_t i = 0; i < n; ++i) {
+        const uint32_t row = order[size_t(first + i)];
+        std::copy(features.begin() + row * fs, features.begin() + (row + 1) * fs, ex.begin() + i * fs);
+        ey[size_t(i)] = labels[row];
+      }
+      const std::string what = std::string(adam ? "adam" : "sgd") + " after step " + std::to_string(step) +
+                               " gathers the next " + std::to_string(n) + " rows";
+      CHECK_MSG(dBx.download() == ex && dBy.download() == ey && dSt.download()[0].epochStep == step + 1, what);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -269,6 +320,7 @@ int main() {
   testLosses();
   testOptimizers();
   testGather();
+  testOptimizerGathersNextBatch();
   return nnstudio_test::summary();
 }
 #else

@@ -1,9 +1,10 @@
 // The CUDA training loop and evaluation (see backend.h). Per run: the dataset goes to the device once;
-// one training step (gather, forward, loss, backward, optimizer) is captured in a CUDA graph, plus one
-// for a last partial batch; each epoch uploads its order (the CPU backend's shuffle, so both backends
-// see the same batches) and replays the graph once per batch. The host never waits inside an epoch
-// except to keep at most kAhead steps queued (so cancel and pause act within milliseconds) and reads
-// the device-side StepState asynchronously for throttled progress and divergence.
+// one training step (forward, loss, backward, optimizer + the next step's batch gather) is captured in a
+// CUDA graph, plus one for a last partial batch; each epoch uploads its order (the CPU backend's shuffle,
+// so both backends see the same batches), gathers its first batch and replays the graph once per batch.
+// The host never waits inside an epoch except to keep at most kAhead steps queued (so cancel and pause
+// act within milliseconds) and reads the device-side StepState asynchronously for throttled progress
+// and divergence.
 #include "cuda/backend.h"
 
 #include <algorithm>
@@ -156,17 +157,26 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
 
   // ---- one step as a graph (and one for a last partial batch) ----
   const OptimizerSpec& opt = spec.optimizer;
+  // the batch of a step is gathered by the step before (its optimizer kernel), the epoch's first by gather_batch
+  BatchGather nextBatch;
+  nextBatch.features = trainData.features.get();
+  nextBatch.labels = trainData.labels.get();
+  nextBatch.order = order.get();
+  nextBatch.batchFeatures = batchFeatures.get();
+  nextBatch.batchLabels = batchLabels.get();
+  nextBatch.featureSize = featureSize;
+  nextBatch.count = data.count;
+  nextBatch.batch = batch;
   auto enqueueStep = [&](int n) {
-    gather_batch(stream, batchFeatures.get(), batchLabels.get(), trainData.features.get(), trainData.labels.get(),
-                 order.get(), featureSize, n, batch, state.get());
     net.forward(stream, params.get(), batchFeatures.get(), n, true, options.seed, state.get());
     net.loss(stream, batchLabels.get(), n, state.get());
     net.backward(stream, params.get(), grads.get(), n);
     if (adam)
       adam_step(stream, params.get(), grads.get(), moments.get(), moments.get() + P, backup.get(), P, opt.lr, opt.beta1,
-                opt.beta2, opt.eps, state.get());
+                opt.beta2, opt.eps, state.get(), &nextBatch);
     else
-      sgd_step(stream, params.get(), grads.get(), moments.get(), backup.get(), P, opt.lr, opt.momentum, state.get());
+      sgd_step(stream, params.get(), grads.get(), moments.get(), backup.get(), P, opt.lr, opt.momentum, state.get(),
+               &nextBatch);
   };
   const int tailBatch = int(data.count % batch);
   GraphExec fullStep, tailStep;
@@ -237,6 +247,8 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
                           stream),
           "uploading the epoch's order");
     check(cudaMemsetAsync(&state.get()->epochStep, 0, sizeof(long long), stream), "starting the epoch");
+    gather_batch(stream, batchFeatures.get(), batchLabels.get(), trainData.features.get(), trainData.labels.get(),
+                 order.get(), featureSize, batch, batch, state.get());
     const auto epochStart = Clock::now();
     double pausedSeconds = 0;
     for (int64_t step = 1; step <= stepsPerEpoch; ++step) {

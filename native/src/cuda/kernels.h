@@ -133,21 +133,33 @@ void loss_forward_backward(cudaStream_t stream, LossKind loss, const float* outp
 void loss_predict(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N, int K,
                   int32_t* predictions, float* probabilities, StepState* state, unsigned long long* confusion);
 
+// ---- data.cu ----
+// Where a step's batch comes from: the resident dataset and this epoch's order; and where it goes.
+struct BatchGather {
+  const float* features = nullptr;    // (count, featureSize)
+  const int32_t* labels = nullptr;    // (count)
+  const uint32_t* order = nullptr;    // (count): the epoch's permutation
+  float* batchFeatures = nullptr;     // (batch, featureSize)
+  int32_t* batchLabels = nullptr;     // (batch)
+  int64_t featureSize = 0, count = 0;
+  int batch = 0;
+};
+// The batch of this step: rows order[state->epochStep * batch + i], i < n.
+void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabels, const float* features,
+                  const int32_t* labels, const uint32_t* order, int64_t featureSize, int n, int batch,
+                  const StepState* state);
+
 // ---- optim.cu: one kernel over the flat parameter vector ----
 // Both skip the update when state->diverged (the weights then stay those of the diverging step's
 // forward pass) and copy each parameter's old value to `backup` before updating it (so the weights of
 // the last step whose loss was finite survive a divergence). The last block to finish increments
-// state->globalStep and state->epochStep: this ends the step.
+// state->globalStep and state->epochStep: this ends the step. With `next`, the kernel also gathers the
+// next step's batch of the epoch (nothing after the epoch's last step), which saves the step a launch:
+// the epoch's first batch then comes from gather_batch.
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state);
+              float lr, float momentum, StepState* state, const BatchGather* next = nullptr);
 // Adam with t = state->globalStep + 1 (bias corrections computed on the device).
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               float lr, float beta1, float beta2, float eps, StepState* state);
-
-// ---- data.cu ----
-// The batch of this step: rows order[state->epochStep * batch + i], i < n, of the resident dataset.
-void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabels, const float* features,
-                  const int32_t* labels, const uint32_t* order, int64_t featureSize, int n, int batch,
-                  const StepState* state);
+               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr);
 
 }  // namespace nnstudio::cuda

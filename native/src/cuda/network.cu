@@ -243,7 +243,10 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
                                 inAlpha_[li]);
         break;
       case LayerKind::MaxPool2D:
-        maxpool_backward(stream, dIn, dOut, argmax_[li].get(), x, n, poolGeom_[li], inAct_[li], inAlpha_[li]);
+        // the gate act'(input) is needed only at each window's argmax, where the input equals the pooled
+        // output: reading that instead of the (4x larger) input saves a pass over it
+        maxpool_backward_from_output(stream, dIn, dOut, argmax_[li].get(), y, n, poolGeom_[li], inAct_[li],
+                                     inAlpha_[li]);
         break;
       case LayerKind::AvgPool2D:
         avgpool_backward(stream, dIn, dOut, x, n, poolGeom_[li], inAct_[li], inAlpha_[li]);

@@ -2,7 +2,9 @@
 // cpu/optim.cpp (PyTorch's update rules). Adam's step count lives on the device (state->globalStep),
 // so the launch replays from a CUDA graph. Each update first saves the old value to `backup` (the
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
-// the loss kernel has flagged divergence. The last block to finish ends the step.
+// the loss kernel has flagged divergence. Then the kernel gathers the next step's batch when given one
+// (every kernel of this step that reads the batch has run by now). The last block to finish ends the step.
+#include "cuda/batch_rows.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
@@ -28,8 +30,13 @@ __device__ __forceinline__ void finishStep(StepState* state) {
   }
 }
 
+__device__ __forceinline__ void gatherNext(const BatchGather& next, const StepState* state) {
+  if (next.batchFeatures)
+    copyNextBatch(next, state, blockIdx.x * int64_t(blockDim.x) + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
+}
+
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, float lr,
-                          float momentum, StepState* state) {
+                          float momentum, StepState* state, BatchGather next) {
   startAfterPreviousKernel();
   if (!state->diverged) {
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -44,11 +51,12 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
       }
     }
   }
+  gatherNext(next, state);
   finishStep(state);
 }
 
 __global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n, float lr,
-                           float beta1, float beta2, float eps, StepState* state) {
+                           float beta1, float beta2, float eps, StepState* state, BatchGather next) {
   startAfterPreviousKernel();
   if (!state->diverged) {
     const double t = double(state->globalStep + 1);
@@ -66,6 +74,7 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
       params[i] = p - stepSize * mi / (sqrtf(vi) / bias2Sqrt + eps);
     }
   }
+  gatherNext(next, state);
   finishStep(state);
 }
 
@@ -83,16 +92,16 @@ unsigned gridFor(size_t n) {
 }  // namespace
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state) {
+              float lr, float momentum, StepState* state, const BatchGather* next) {
   launchKernel("sgdKernel", sgdKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, velocity, backup, n, lr, momentum, state);
+               params, grads, velocity, backup, n, lr, momentum, state, next ? *next : BatchGather());
   checkLaunch("sgd step");
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               float lr, float beta1, float beta2, float eps, StepState* state) {
+               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
   launchKernel("adamKernel", adamKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, m, v, backup, n, lr, beta1, beta2, eps, state);
+               params, grads, m, v, backup, n, lr, beta1, beta2, eps, state, next ? *next : BatchGather());
   checkLaunch("adam step");
 }
 

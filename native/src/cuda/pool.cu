@@ -1,7 +1,9 @@
 // Max and average pooling, floor mode, stride possibly smaller than the window (overlap), as
 // cpu/pool.cpp. Forward: one thread per output. Backward: one thread per input pixel gathering from
 // the windows that cover it (no atomics, deterministic, every dIn element written once), with the
-// activation gate of the layer before fused in (see kernels.h).
+// activation gate of the layer before fused in (see kernels.h). Index arithmetic is 32-bit whenever the
+// tensor allows it (Index = int): 64-bit division and modulo cost several times more than the memory
+// traffic of these kernels (keras_cnn's max-pool backward: 57 µs with int64 indices on the H100).
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
@@ -13,15 +15,18 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, int64_t total, PoolGeometry g) {
+template <class Index>
+__global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, Index total, PoolGeometry g) {
   startAfterPreviousKernel();
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const int ox = int(i % g.OW);
-  const int oy = int((i / g.OW) % g.OH);
-  const int c = int((i / (int64_t(g.OW) * g.OH)) % g.C);
-  const int64_t n = i / (int64_t(g.OW) * g.OH * g.C);
-  const float* sample = in + n * int64_t(g.C) * g.H * g.W;
+  const Index rest = i / g.OW;
+  const int ox = int(i - rest * g.OW);
+  const Index plane = rest / g.OH;  // n * C + c
+  const int oy = int(rest - plane * g.OH);
+  const Index n = plane / g.C;
+  const int c = int(plane - n * g.C);
+  const float* sample = in + int64_t(n) * g.C * g.H * g.W;
   const int y0 = oy * g.stride, x0 = ox * g.stride;
   int32_t bestIndex = (c * g.H + y0) * g.W + x0;
   float best = sample[bestIndex];
@@ -45,19 +50,38 @@ __device__ __forceinline__ void coveringWindows(int p, int size, int stride, int
   last = min(p / stride, count - 1);
 }
 
-__global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* in, int64_t total,
+// Where input element i sits: its sample n, its index within the sample (as argmax stores it), its
+// (c, y, x), and the first output of its (n, c) plane.
+template <class Index>
+struct PoolInputPosition {
+  Index n;
+  int32_t local;
+  int c, y, x;
+  int64_t outPlane;
+  __device__ PoolInputPosition(Index i, const PoolGeometry& g) {
+    const Index inSize = Index(g.C) * g.H * g.W;
+    n = i / inSize;
+    local = int32_t(i - n * inSize);
+    const int row = local / g.W;
+    x = local - row * g.W;
+    c = row / g.H;
+    y = row - c * g.H;
+    outPlane = (int64_t(n) * g.C + c) * int64_t(g.OH) * g.OW;
+  }
+};
+
+template <class Index>
+__global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* in, Index total,
                                 PoolGeometry g, ActivationFn inAct, float inAlpha) {
   startAfterPreviousKernel();
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const int64_t inSize = int64_t(g.C) * g.H * g.W;
-  const int32_t local = int32_t(i % inSize);  // index within the sample, as argmax stores it
-  const int64_t n = i / inSize;
-  const int x = local % g.W, y = (local / g.W) % g.H, c = local / (g.W * g.H);
+  const PoolInputPosition<Index> at(i, g);
+  const int32_t local = at.local;
   int oy0, oy1, ox0, ox1;
-  coveringWindows(y, g.size, g.stride, g.OH, oy0, oy1);
-  coveringWindows(x, g.size, g.stride, g.OW, ox0, ox1);
-  const int64_t base = (n * g.C + c) * int64_t(g.OH) * g.OW;
+  coveringWindows(at.y, g.size, g.stride, g.OH, oy0, oy1);
+  coveringWindows(at.x, g.size, g.stride, g.OW, ox0, ox1);
+  const int64_t base = at.outPlane;
   float sum = 0.0f;
   for (int oy = oy0; oy <= oy1; ++oy)
     for (int ox = ox0; ox <= ox1; ++ox) {
@@ -67,19 +91,18 @@ __global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* ar
   dIn[i] = inAct == ActivationFn::Linear ? sum : gateGradient(sum, in[i], inAct, inAlpha);
 }
 
+template <class Index>
 __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const int32_t* argmax, const float* pooled,
-                                          int64_t total, PoolGeometry g, ActivationFn act, float alpha) {
+                                          Index total, PoolGeometry g, ActivationFn act, float alpha) {
   startAfterPreviousKernel();
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const int64_t inSize = int64_t(g.C) * g.H * g.W;
-  const int32_t local = int32_t(i % inSize);
-  const int64_t n = i / inSize;
-  const int x = local % g.W, y = (local / g.W) % g.H, c = local / (g.W * g.H);
+  const PoolInputPosition<Index> at(i, g);
+  const int32_t local = at.local;
   int oy0, oy1, ox0, ox1;
-  coveringWindows(y, g.size, g.stride, g.OH, oy0, oy1);
-  coveringWindows(x, g.size, g.stride, g.OW, ox0, ox1);
-  const int64_t base = (n * g.C + c) * int64_t(g.OH) * g.OW;
+  coveringWindows(at.y, g.size, g.stride, g.OH, oy0, oy1);
+  coveringWindows(at.x, g.size, g.stride, g.OW, ox0, ox1);
+  const int64_t base = at.outPlane;
   float sum = 0.0f, gate = 0.0f;
   for (int oy = oy0; oy <= oy1; ++oy)
     for (int ox = ox0; ox <= ox1; ++ox) {
@@ -92,31 +115,36 @@ __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const i
   dIn[i] = act == ActivationFn::Linear ? sum : gateGradient(sum, gate, act, alpha);
 }
 
-__global__ void avgpoolForward(float* out, const float* in, int64_t total, PoolGeometry g) {
+template <class Index>
+__global__ void avgpoolForward(float* out, const float* in, Index total, PoolGeometry g) {
   startAfterPreviousKernel();
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const int ox = int(i % g.OW);
-  const int oy = int((i / g.OW) % g.OH);
-  const int64_t plane = i / (int64_t(g.OW) * g.OH);  // n * C + c
-  const float* p = in + plane * g.H * g.W;
+  const Index rest = i / g.OW;
+  const int ox = int(i - rest * g.OW);
+  const Index plane = rest / g.OH;  // n * C + c
+  const int oy = int(rest - plane * g.OH);
+  const float* p = in + int64_t(plane) * g.H * g.W;
   float sum = 0.0f;
   for (int ky = 0; ky < g.size; ++ky)
     for (int kx = 0; kx < g.size; ++kx) sum += p[(oy * g.stride + ky) * g.W + ox * g.stride + kx];
   out[i] = sum * (1.0f / float(g.size * g.size));
 }
 
-__global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, int64_t total, PoolGeometry g,
+template <class Index>
+__global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, Index total, PoolGeometry g,
                                 ActivationFn inAct, float inAlpha) {
   startAfterPreviousKernel();
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const int x = int(i % g.W), y = int((i / g.W) % g.H);
-  const int64_t plane = i / (int64_t(g.W) * g.H);
+  const Index rest = i / g.W;
+  const int x = int(i - rest * g.W);
+  const Index plane = rest / g.H;  // n * C + c
+  const int y = int(rest - plane * g.H);
   int oy0, oy1, ox0, ox1;
   coveringWindows(y, g.size, g.stride, g.OH, oy0, oy1);
   coveringWindows(x, g.size, g.stride, g.OW, ox0, ox1);
-  const float* d = dOut + plane * g.OH * g.OW;
+  const float* d = dOut + int64_t(plane) * g.OH * g.OW;
   float sum = 0.0f;
   for (int oy = oy0; oy <= oy1; ++oy)
     for (int ox = ox0; ox <= ox1; ++ox) sum += d[oy * g.OW + ox];
@@ -124,13 +152,23 @@ __global__ void avgpoolBackward(float* dIn, const float* dOut, const float* in, 
   dIn[i] = inAct == ActivationFn::Linear ? sum : gateGradient(sum, in[i], inAct, inAlpha);
 }
 
+// launch(int{}) when every index below `total` (plus a block's overshoot) fits in 32 bits, else launch(int64_t{})
+template <class Launch>
+void withIndexType(int64_t total, Launch&& launch) {
+  if (total < (int64_t(1) << 31) - kThreads) launch(int{});
+  else launch(int64_t{});
+}
+
 }  // namespace
 
 void maxpool_forward(cudaStream_t stream, float* out, int32_t* argmax, const float* in, int N, const PoolGeometry& g) {
   const int64_t total = int64_t(N) * g.C * g.OH * g.OW;
   if (total == 0) return;
-  launchKernel("maxpoolForward", maxpoolForward, blocksFor(total, kThreads), kThreads, 0, stream,
-               out, argmax, in, total, g);
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    launchKernel("maxpoolForward", maxpoolForward<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
+                 out, argmax, in, Index(total), g);
+  });
   checkLaunch("maxpool forward");
 }
 
@@ -138,8 +176,11 @@ void maxpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const 
                       const PoolGeometry& g, ActivationFn inAct, float inAlpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  launchKernel("maxpoolBackward", maxpoolBackward, blocksFor(total, kThreads), kThreads, 0, stream,
-               dIn, dOut, argmax, in, total, g, inAct, inAlpha);
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    launchKernel("maxpoolBackward", maxpoolBackward<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
+                 dIn, dOut, argmax, in, Index(total), g, inAct, inAlpha);
+  });
   checkLaunch("maxpool backward");
 }
 
@@ -147,16 +188,22 @@ void maxpool_backward_from_output(cudaStream_t stream, float* dIn, const float* 
                                   const float* pooled, int N, const PoolGeometry& g, ActivationFn act, float alpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  launchKernel("maxpoolBackwardFromOutput", maxpoolBackwardFromOutput, blocksFor(total, kThreads), kThreads, 0, stream,
-               dIn, dOut, argmax, pooled, total, g,
-                                                                                  act, alpha);
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    launchKernel("maxpoolBackwardFromOutput", maxpoolBackwardFromOutput<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
+                 dIn, dOut, argmax, pooled, Index(total), g, act, alpha);
+  });
   checkLaunch("maxpool backward");
 }
 
 void avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, const PoolGeometry& g) {
   const int64_t total = int64_t(N) * g.C * g.OH * g.OW;
   if (total == 0) return;
-  launchKernel("avgpoolForward", avgpoolForward, blocksFor(total, kThreads), kThreads, 0, stream, out, in, total, g);
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    launchKernel("avgpoolForward", avgpoolForward<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
+                 out, in, Index(total), g);
+  });
   checkLaunch("avgpool forward");
 }
 
@@ -164,8 +211,11 @@ void avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const 
                       ActivationFn inAct, float inAlpha) {
   const int64_t total = int64_t(N) * g.C * g.H * g.W;
   if (total == 0) return;
-  launchKernel("avgpoolBackward", avgpoolBackward, blocksFor(total, kThreads), kThreads, 0, stream,
-               dIn, dOut, in, total, g, inAct, inAlpha);
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    launchKernel("avgpoolBackward", avgpoolBackward<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
+                 dIn, dOut, in, Index(total), g, inAct, inAlpha);
+  });
   checkLaunch("avgpool backward");
 }
 
