@@ -188,7 +188,11 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   // weight gradient, twice: the same bits
   const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
   DeviceVector<float> work(std::max<size_t>(ws, 1));
+  poison(work);
+  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
+  poison(gDW);
+  poison(gDB);
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
   const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
@@ -197,12 +201,56 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gDW);
   poison(gDB);
   poison(work);
+  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
   const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
   CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
                 std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
             name + " backward_weights is bit-identical on a second run");
+  // three launches in a row, then replays of a captured graph: the same bits, counters back at zero
+  {
+    cudaStream_t stream;
+    cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    auto launch = [&] {
+      cuda::conv2d_maxpool_backward_weights(stream, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
+                                            c.N, g, p, c.act, alpha, work.ptr);
+    };
+    bool same = true;
+    auto sameBits = [&] {
+      cudaOk(cudaStreamSynchronize(stream), "sync");
+      const std::vector<float> dw = gDW.download(), db = gDB.download();
+      same = same && std::memcmp(dw.data(), dw1.data(), dw1.size() * sizeof(float)) == 0 &&
+             std::memcmp(db.data(), db1.data(), db1.size() * sizeof(float)) == 0;
+      poison(gDW);
+      poison(gDB);
+    };
+    poison(gDW);
+    poison(gDB);
+    for (int i = 0; i < 3; ++i) launch();
+    sameBits();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    launch();
+    launch();
+    cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
+    cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    for (int i = 0; i < 4; ++i) {
+      cudaOk(cudaGraphLaunch(exec, stream), "replay");
+      sameBits();
+    }
+    cudaOk(cudaGraphExecDestroy(exec), "graph");
+    cudaOk(cudaGraphDestroy(graph), "graph");
+    cudaOk(cudaStreamDestroy(stream), "stream");
+    CHECK_MSG(same, name + " backward_weights: 3 launches in a row and 4 graph replays give the same bits");
+    if (ws) {
+      std::vector<unsigned> counters(std::min<size_t>(ws, 4096));
+      cudaOk(cudaMemcpy(counters.data(), work.ptr, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost), "d2h");
+      CHECK_MSG(std::all_of(counters.begin(), counters.end(), [](unsigned v) { return v == 0; }),
+                name + " backward_weights: the split counters are back at zero");
+    }
+  }
 }
 
 // ---- --bench ----
@@ -239,8 +287,10 @@ int bench() {
     DeviceVector<int32_t> argmax(pooledSize);
     const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
     DeviceVector<float> work(std::max<size_t>(ws, 1));
+    cuda::conv2d_weights_workspace_init(work.ptr, ws);
     const size_t ws2 = cuda::conv2d_weights_workspace(c.N, g);
     DeviceVector<float> work2(std::max<size_t>(ws2, 1));
+    cuda::conv2d_weights_workspace_init(work2.ptr, ws2);
     auto fwd = [&] {
       cuda::conv2d_maxpool_forward(stream, pooled.ptr, argmax.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, p, R, 0);
     };
