@@ -4,9 +4,8 @@
 // 2 and 3, asymmetric 'same' pads of even kernels, 'full' padding, 1x1, 3x2, C = 3, N = 1, OH = 1).
 // Tolerance: max |gpu - cpu| <= 1e-4 * (1 + max |cpu|) per tensor (the sums run in another order).
 // Outputs are poisoned with NaN before every launch, inputs are random and never zero. The weight
-// gradient's single launch (split + last blocks add) is also run with forced split counts (1 .. many,
-// chunks that do not divide N*OH*OW), three times in a row and replayed from a CUDA graph: the same bits
-// every time, and its counters back at zero.
+// gradient is also run with forced split counts (1 .. many, chunks that do not divide N*OH*OW), three
+// times in a row and replayed from a CUDA graph: the same bits every time.
 // `test_cuda_conv2d --bench` prints the median time of each launcher on the presets' full shapes.
 #include <cstdio>
 
@@ -162,7 +161,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
   DeviceVector<float> work(std::max<size_t>(ws, 1));
   poison(work);
-  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
   poison(gDW);
   poison(gDB);
@@ -173,7 +171,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gDW);
   poison(gDB);
   poison(work);
-  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
   const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
   CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
@@ -193,7 +190,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 }
 
 // The weight gradient with `splits` chunks: CPU parity, then 3 launches in a row and 5 replays of a CUDA
-// graph of 2 launches give the same bits; the counters are zero afterwards.
+// graph of 2 launches give the same bits.
 void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g);
@@ -218,7 +215,6 @@ void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts
     const size_t ws = cuda::conv2d_weights_workspace_split(c.N, g, splits);
     DeviceVector<float> work(std::max<size_t>(ws, 1));
     poison(work);
-    cuda::conv2d_weights_workspace_init(work.ptr, ws);
     poison(gDW);
     poison(gDB);
     auto launch = [&] {
@@ -256,12 +252,6 @@ void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts
     cudaOk(cudaGraphExecDestroy(exec), "graph");
     cudaOk(cudaGraphDestroy(graph), "graph");
     CHECK_MSG(same, what + ": 3 launches in a row and 5 graph replays give the same bits");
-    if (ws) {
-      std::vector<unsigned> counters(std::min<size_t>(ws, 4096));
-      cudaOk(cudaMemcpy(counters.data(), work.ptr, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost), "d2h");
-      CHECK_MSG(std::all_of(counters.begin(), counters.end(), [](unsigned v) { return v == 0; }),
-                what + ": the split counters are back at zero");
-    }
   }
   cudaOk(cudaStreamDestroy(stream), "stream");
 }
@@ -291,7 +281,6 @@ int bench() {
     cudaOk(cudaMemset(dOut.ptr, 0, outSize * sizeof(float)), "memset");
     const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
     DeviceVector<float> work(std::max<size_t>(ws, 1));
-    cuda::conv2d_weights_workspace_init(work.ptr, ws);
     auto fwd = [&] {
       cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
     };
@@ -352,7 +341,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   for (const Case& c : cases) runCase(pool, c, seed++);
 
-  // forced split counts: 1 (one chunk, direct), one group, two levels, more than the steps (clamped)
+  // forced split counts: 1 (one chunk, direct), 2 .. many, more than the steps (clamped)
   runSplits({"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 101, {1, 2, 3, 7, 50, 100, 399, 100000});
   runSplits({"keras conv2", 16, 32, 26, 26, 64, 3, 3, 1, 'v'}, 102, {1, 5, 37, 289});
   runSplits({"stride 2 same even", 3, 2, 7, 8, 6, 2, 2, 2, 's'}, 103, {1, 2, 5});

@@ -189,7 +189,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
   DeviceVector<float> work(std::max<size_t>(ws, 1));
   poison(work);
-  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
   poison(gDW);
   poison(gDB);
@@ -201,14 +200,13 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gDW);
   poison(gDB);
   poison(work);
-  cuda::conv2d_weights_workspace_init(work.ptr, ws);
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
   const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
   CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
                 std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
             name + " backward_weights is bit-identical on a second run");
-  // three launches in a row, then replays of a captured graph: the same bits, counters back at zero
+  // three launches in a row, then replays of a captured graph: the same bits
   {
     cudaStream_t stream;
     cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -244,12 +242,6 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
     cudaOk(cudaGraphDestroy(graph), "graph");
     cudaOk(cudaStreamDestroy(stream), "stream");
     CHECK_MSG(same, name + " backward_weights: 3 launches in a row and 4 graph replays give the same bits");
-    if (ws) {
-      std::vector<unsigned> counters(std::min<size_t>(ws, 4096));
-      cudaOk(cudaMemcpy(counters.data(), work.ptr, counters.size() * sizeof(unsigned), cudaMemcpyDeviceToHost), "d2h");
-      CHECK_MSG(std::all_of(counters.begin(), counters.end(), [](unsigned v) { return v == 0; }),
-                name + " backward_weights: the split counters are back at zero");
-    }
   }
 }
 
@@ -287,10 +279,8 @@ int bench() {
     DeviceVector<int32_t> argmax(pooledSize);
     const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
     DeviceVector<float> work(std::max<size_t>(ws, 1));
-    cuda::conv2d_weights_workspace_init(work.ptr, ws);
     const size_t ws2 = cuda::conv2d_weights_workspace(c.N, g);
     DeviceVector<float> work2(std::max<size_t>(ws2, 1));
-    cuda::conv2d_weights_workspace_init(work2.ptr, ws2);
     auto fwd = [&] {
       cuda::conv2d_maxpool_forward(stream, pooled.ptr, argmax.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, p, R, 0);
     };

@@ -5,9 +5,8 @@
 //   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx)
 //            (for stride > 1 only the taps that land on an output position count); epilogue * inAct'(in)
 //   dW       (F, K + 1) = dOut (F, P) . [col; ones]^T,   P = N*OH*OW split into chunks: every chunk writes
-//            its partial sums to the workspace and the last blocks to finish add them in chunk order, in
-//            the same launch (split_reduce.cuh: deterministic, no float atomics); the row of ones yields
-//            the bias gradient in the same pass.
+//            its partial sums to the workspace, then one kernel adds them in chunk order (deterministic,
+//            no atomics); the row of ones yields the bias gradient in the same pass.
 // Tiles: the GEMM's row count (F or C) picks a thin tile for the small layers (4, 8, 16, 32 rows) so
 // little work is wasted, and each thread owns a TM x TN register micro-tile. Double-buffered shared
 // memory, one __syncthreads per K step. Launchers only enqueue kernels (CUDA-graph safe).
@@ -18,7 +17,6 @@
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
-#include "cuda/split_reduce.cuh"
 
 // Tuning knobs (compile-time). The defaults were chosen on an H100 from three builds
 // (BK 8/16/16, MIN_BLOCKS 528/528/0, WG_TARGET 528/1056/264) with `test_cuda_conv2d --bench`:
@@ -385,7 +383,7 @@ void dispatchGemm(cudaStream_t stream, const GemmArgs& a) {
   else launchGemmNarrowing<MODE, 64, 8, 256, 8>(stream, a);
 }
 
-// ---- weight gradient: split-P GEMM, the last blocks add the splits ----
+// ---- weight gradient: split-P GEMM + ordered reduction ----
 
 constexpr int kWgBP = 32;          // pixels per reduction step
 constexpr int kWgTarget = NNSTUDIO_CONV_WG_TARGET;  // blocks to aim for; a constant, so the split (and
@@ -397,13 +395,12 @@ constexpr int kOnesTap = -(1 << 29);  // tap table: the bias column (value 1)
 struct WgradArgs {
   const float* dOut;  // (N, F, OH, OW)
   const float* in;    // (N, C, H, W)
-  float* ws;          // split::kCounters counters, then (S, F, K+1) partial sums
+  float* partial;     // (S, F, K+1)
   float* dWeight;     // (F, K)
   float* dBias;       // (F)
   int F, K, Kp;       // Kp = K + 1
   int C, H, W, OH, OW, kh, kw, stride, padTop, padLeft;
   int P, chunk;       // N*OH*OW, pixels per split
-  int S, G;           // splits (gridDim.z) and their reduction group size
   FastDiv divOHW, divOW;
 };
 
@@ -523,9 +520,7 @@ __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
     __syncthreads();
   }
 
-  // no split: straight to dW / dBias; else this chunk's slot, and the last blocks add the slots
-  const bool direct = a.S == 1;
-  float* slot = a.ws + split::kCounters + int64_t(blockIdx.z) * a.F * a.Kp;
+  const bool direct = gridDim.z == 1;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int f = f0 + rg * TM + i;
@@ -534,19 +529,44 @@ __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
     for (int t = 0; t < TN; ++t) {
       const int k = k0 + cg * TN + t;
       if (k >= a.Kp) break;
-      if (!direct) slot[int64_t(f) * a.Kp + k] = acc[i][t];
+      if (!direct) a.partial[(int64_t(blockIdx.z) * a.F + f) * a.Kp + k] = acc[i][t];
       else if (k < a.K) a.dWeight[int64_t(f) * a.K + k] = acc[i][t];
       else a.dBias[f] = acc[i][t];
     }
   }
-  if (direct) return;
-  const split::Tile tile{f0, min(BM, a.F - f0), k0, min(BN, a.Kp - k0), false};
-  split::finish(a.ws, a.F, a.Kp, a.S, a.G, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.z), tile,
-                a.dWeight, a.dBias);
 }
 
+// dW, dBias = the sum over the splits in a fixed order: 32 outputs per block, warp w adds splits
+// w, w + 16, ..., then the 16 warp sums are added in warp order.
+constexpr int kReduceWarps = 16;
+__global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(const float* __restrict__ partial,
+                                                              float* __restrict__ dWeight,
+                                                              float* __restrict__ dBias, int S, int K, int Kp,
+                                                              int total) {
+  startAfterPreviousKernel();
+  __shared__ float sums[kReduceWarps][33];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e = blockIdx.x * 32 + lane;
+  float s = 0.0f;
+  if (e < total) {
+#pragma unroll 4
+    for (int z = warp; z < S; z += kReduceWarps) s += __ldg(partial + int64_t(z) * total + e);
+  }
+  sums[warp][lane] = s;
+  __syncthreads();
+  if (warp == 0 && e < total) {
+    float t = sums[0][lane];
+#pragma unroll
+    for (int w = 1; w < kReduceWarps; ++w) t += sums[w][lane];
+    const int f = e / Kp, k = e - f * Kp;
+    if (k < K) dWeight[int64_t(f) * K + k] = t;
+    else dBias[f] = t;
+  }
+}
+
+
 struct WgradPlan {
-  int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, G = 1, chunk = kWgBP;
+  int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = kWgBP;
 };
 
 // tile shape, then the split of P: about kWgTarget blocks, at least kWgMinTiles steps per chunk;
@@ -578,11 +598,6 @@ WgradPlan planWeightGrad(int N, const ConvGeometry& g, int forceS = 0) {
   const int64_t perSplit = (steps + S - 1) / S;
   plan.chunk = int(std::max<int64_t>(1, perSplit) * kWgBP);
   plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
-  if (plan.S > 1 && !split::fits(tiles, plan.S)) {  // not with kWgTarget <= kTileCounters: one chunk
-    plan.chunk = int(std::max<int64_t>(steps, 1) * kWgBP);
-    plan.S = 1;
-  }
-  plan.G = split::groupSize(plan.S);
   return plan;
 }
 
@@ -594,7 +609,7 @@ void launchWeightGrad(cudaStream_t stream, const WgradPlan& plan, const WgradArg
 }
 
 size_t weightsWorkspace(const WgradPlan& plan, const ConvGeometry& g) {
-  return plan.S > 1 ? size_t(split::kCounters) + size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
 }
 
 void checkSizes(int N, const ConvGeometry& g) {
@@ -656,14 +671,6 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
 
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g) { return weightsWorkspace(planWeightGrad(N, g), g); }
 
-void conv2d_weights_workspace_init(float* workspace, size_t count) {
-  if (!workspace || count == 0) return;
-  const size_t words = std::min<size_t>(count, split::kCounters);
-  // the legacy stream, then wait: the engine's streams are non-blocking (no implicit ordering)
-  check(cudaMemsetAsync(workspace, 0, words * sizeof(float), cudaStreamLegacy), "clearing the split counters");
-  check(cudaStreamSynchronize(cudaStreamLegacy), "clearing the split counters");
-}
-
 size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits) {
   return weightsWorkspace(planWeightGrad(N, g, splits), g);
 }
@@ -676,7 +683,7 @@ void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* d
   WgradArgs a{};
   a.dOut = dOut;
   a.in = in;
-  a.ws = workspace;
+  a.partial = workspace;
   a.dWeight = dWeight;
   a.dBias = dBias;
   a.F = g.F;
@@ -694,8 +701,6 @@ void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* d
   a.padLeft = g.padLeft;
   a.P = std::max(N, 0) * g.OH * g.OW;
   a.chunk = plan.chunk;
-  a.S = plan.S;
-  a.G = plan.G;
   a.divOHW = FastDiv(g.OH * g.OW);
   a.divOW = FastDiv(g.OW);
   if (plan.rg == 8) {
@@ -704,20 +709,26 @@ void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* d
       case 2: launchWeightGrad<8, 1, 2>(stream, plan, a); break;
       default: launchWeightGrad<8, 1, 4>(stream, plan, a); break;
     }
-    return;
+  } else {
+    switch (plan.tm * 10 + plan.tn) {
+      case 11: launchWeightGrad<16, 1, 1>(stream, plan, a); break;
+      case 12: launchWeightGrad<16, 1, 2>(stream, plan, a); break;
+      case 14: launchWeightGrad<16, 1, 4>(stream, plan, a); break;
+      case 21: launchWeightGrad<16, 2, 1>(stream, plan, a); break;
+      case 22: launchWeightGrad<16, 2, 2>(stream, plan, a); break;
+      case 24: launchWeightGrad<16, 2, 4>(stream, plan, a); break;
+      case 41: launchWeightGrad<16, 4, 1>(stream, plan, a); break;
+      case 42: launchWeightGrad<16, 4, 2>(stream, plan, a); break;
+      case 44: launchWeightGrad<16, 4, 4>(stream, plan, a); break;
+      case 81: launchWeightGrad<16, 8, 1>(stream, plan, a); break;
+      default: launchWeightGrad<16, 8, 2>(stream, plan, a); break;
+    }
   }
-  switch (plan.tm * 10 + plan.tn) {
-    case 11: launchWeightGrad<16, 1, 1>(stream, plan, a); break;
-    case 12: launchWeightGrad<16, 1, 2>(stream, plan, a); break;
-    case 14: launchWeightGrad<16, 1, 4>(stream, plan, a); break;
-    case 21: launchWeightGrad<16, 2, 1>(stream, plan, a); break;
-    case 22: launchWeightGrad<16, 2, 2>(stream, plan, a); break;
-    case 24: launchWeightGrad<16, 2, 4>(stream, plan, a); break;
-    case 41: launchWeightGrad<16, 4, 1>(stream, plan, a); break;
-    case 42: launchWeightGrad<16, 4, 2>(stream, plan, a); break;
-    case 44: launchWeightGrad<16, 4, 4>(stream, plan, a); break;
-    case 81: launchWeightGrad<16, 8, 1>(stream, plan, a); break;
-    default: launchWeightGrad<16, 8, 2>(stream, plan, a); break;
+  if (plan.S > 1) {
+    const int total = a.F * a.Kp;
+    launchKernel("conv2d weight gradient reduction", convWeightReduceKernel, blocksFor(total, 32), kReduceWarps * 32,
+                 0, stream, workspace, dWeight, dBias, plan.S, a.K, a.Kp, total);
+    checkLaunch("conv2d weight gradient reduction");
   }
 }
 

@@ -17,10 +17,8 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
                             const PoolGeometry& p, ActivationFn act, float alpha);
 // dWeight (F,C,kh,kw), dBias (F) from the pool's output gradient dPooled (N,F,PH,PW): the conv's
 // pre-activation gradient is dPooled * act'(pooled) at argmax and zero elsewhere (for overlapping
-// windows, stride < size, several windows may share an argmax: their contributions add). One launch,
-// deterministic (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats with
-// the layout of conv2d_weights_workspace (kernels.h): its counters zeroed once by
-// conv2d_weights_workspace_init, and one workspace serves both.
+// windows, stride < size, several windows may share an argmax: their contributions add). Deterministic
+// (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats.
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p);
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,

@@ -74,14 +74,9 @@ void conv2d_forward(cudaStream_t stream,
                     const float* weight,  // (F, C, kh, kw)
                     const float* bias,    // (F)
                     int N, const ConvGeometry& g, ActivationFn act, float alpha);
-// dOut is dLoss/d(pre-activation) (N, F, OH, OW). One launch, deterministic (no float atomics): the
-// pixels are split into chunks whose partial sums go to `workspace`, conv2d_weights_workspace(N, g)
-// floats, and the last blocks add them in chunk order (cuda/split_reduce.cuh). The workspace starts with
-// counters that must be zero before its first use: call conv2d_weights_workspace_init once after
-// allocating it (and after anything else wrote to it); the launches leave them zero. The fused conv +
-// max pool (conv2d_pool.h) shares this layout, so one workspace serves both.
+// dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
+// `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction.
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
-void conv2d_weights_workspace_init(float* workspace, size_t count);  // blocking; not inside a capture
 // tests: the same with the pixels split into `splits` chunks (clamped to [1, N*OH*OW / 32 rounded up])
 size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits);
 void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,

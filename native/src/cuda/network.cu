@@ -121,7 +121,6 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
       track(argmax_[i].bytes());
     }
   workspace_.allocate(workspace);
-  conv2d_weights_workspace_init(workspace_.get(), workspace);  // wgrad helper: zero the split counters once
   track(workspace_.bytes());
 
   // activation fusion: a dense/conv layer's elementwise activation is differentiated by the next
