@@ -3,7 +3,9 @@
 // gradient ungated and gated by ReLU / Sigmoid, on the presets' shapes and on odd geometries (strides
 // 2 and 3, asymmetric 'same' pads of even kernels, 'full' padding, 1x1, 3x2, C = 3, N = 1, OH = 1).
 // Tolerance: max |gpu - cpu| <= 1e-4 * (1 + max |cpu|) per tensor (the sums run in another order).
-// Outputs are poisoned with NaN before every launch, inputs are random and never zero.
+// Outputs are poisoned with NaN before every launch, inputs are random and never zero. The weight
+// gradient is also run with forced split counts (1 .. many, chunks that do not divide N*OH*OW), three
+// times in a row and replayed from a CUDA graph: the same bits every time.
 // `test_cuda_conv2d --bench` prints the median time of each launcher on the presets' full shapes.
 #include <cstdio>
 
@@ -158,7 +160,10 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   // weight and bias gradients, twice: the same bits
   const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
   DeviceVector<float> work(std::max<size_t>(ws, 1));
+  poison(work);
   DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
+  poison(gDW);
+  poison(gDB);
   cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
   const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
   compare(name + " dWeight", dw1, cpuDW);
@@ -182,6 +187,73 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
     cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
     compare(name + " dIn gate " + actName(gate), gDIn.download(), ref);
   }
+}
+
+// The weight gradient with `splits` chunks: CPU parity, then 3 launches in a row and 5 replays of a CUDA
+// graph of 2 launches give the same bits.
+void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts) {
+  const ConvGeometry g = geometryOf(c);
+  const std::string name = describe(c, g);
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
+  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  cpu::ThreadPool pool(0);
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  std::vector<float> cpuOut(outSize), cpuDW(wSize), cpuDB(size_t(g.F)), dOutCopy = dOut;
+  const std::vector<float> weight(wSize, 0.0f), bias(size_t(g.F), 0.0f);
+  cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
+                      ActivationFn::Linear, 0.0f);
+  cpu::conv2d_backward(pool, scratch, nullptr, cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(), in.data(),
+                       weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+  DeviceVector<float> dIn(in), dDOut(dOut), gDW(wSize), gDB(size_t(g.F));
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  for (int splits : splitCounts) {
+    const std::string what = name + " splits " + std::to_string(splits);
+    const size_t ws = cuda::conv2d_weights_workspace_split(c.N, g, splits);
+    DeviceVector<float> work(std::max<size_t>(ws, 1));
+    poison(work);
+    poison(gDW);
+    poison(gDB);
+    auto launch = [&] {
+      cuda::conv2d_backward_weights_split(stream, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, work.ptr, splits);
+    };
+    launch();
+    cudaOk(cudaStreamSynchronize(stream), "split run");
+    const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
+    compare(what + " dWeight", dw1, cpuDW);
+    compare(what + " dBias", db1, cpuDB);
+    bool same = true;
+    auto sameBits = [&] {
+      cudaOk(cudaStreamSynchronize(stream), "split run");
+      const std::vector<float> dw = gDW.download(), db = gDB.download();
+      same = same && std::memcmp(dw.data(), dw1.data(), dw1.size() * sizeof(float)) == 0 &&
+             std::memcmp(db.data(), db1.data(), db1.size() * sizeof(float)) == 0;
+      poison(gDW);
+      poison(gDB);
+    };
+    poison(gDW);
+    poison(gDB);
+    for (int i = 0; i < 3; ++i) launch();
+    sameBits();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    launch();
+    launch();
+    cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
+    cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    for (int i = 0; i < 5; ++i) {
+      cudaOk(cudaGraphLaunch(exec, stream), "replay");
+      sameBits();
+    }
+    cudaOk(cudaGraphExecDestroy(exec), "graph");
+    cudaOk(cudaGraphDestroy(graph), "graph");
+    CHECK_MSG(same, what + ": 3 launches in a row and 5 graph replays give the same bits");
+  }
+  cudaOk(cudaStreamDestroy(stream), "stream");
 }
 
 // ---- --bench: median launch times on the presets' shapes ----
@@ -268,6 +340,12 @@ int main(int argc, char** argv) {
   };
   uint64_t seed = 1;
   for (const Case& c : cases) runCase(pool, c, seed++);
+
+  // forced split counts: 1 (one chunk, direct), 2 .. many, more than the steps (clamped)
+  runSplits({"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 101, {1, 2, 3, 7, 50, 100, 399, 100000});
+  runSplits({"keras conv2", 16, 32, 26, 26, 64, 3, 3, 1, 'v'}, 102, {1, 5, 37, 289});
+  runSplits({"stride 2 same even", 3, 2, 7, 8, 6, 2, 2, 2, 's'}, 103, {1, 2, 5});
+  runSplits({"F=130 K'=19", 5, 2, 8, 8, 130, 3, 3, 1, 'v'}, 104, {1, 3, 10});
   return nnstudio_test::summary();
 }
 

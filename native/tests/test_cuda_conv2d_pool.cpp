@@ -188,7 +188,10 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   // weight gradient, twice: the same bits
   const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
   DeviceVector<float> work(std::max<size_t>(ws, 1));
+  poison(work);
   DeviceVector<float> gDW(wSize), gDB(size_t(g.F));
+  poison(gDW);
+  poison(gDB);
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
   const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
@@ -203,6 +206,43 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
                 std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
             name + " backward_weights is bit-identical on a second run");
+  // three launches in a row, then replays of a captured graph: the same bits
+  {
+    cudaStream_t stream;
+    cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    auto launch = [&] {
+      cuda::conv2d_maxpool_backward_weights(stream, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
+                                            c.N, g, p, c.act, alpha, work.ptr);
+    };
+    bool same = true;
+    auto sameBits = [&] {
+      cudaOk(cudaStreamSynchronize(stream), "sync");
+      const std::vector<float> dw = gDW.download(), db = gDB.download();
+      same = same && std::memcmp(dw.data(), dw1.data(), dw1.size() * sizeof(float)) == 0 &&
+             std::memcmp(db.data(), db1.data(), db1.size() * sizeof(float)) == 0;
+      poison(gDW);
+      poison(gDB);
+    };
+    poison(gDW);
+    poison(gDB);
+    for (int i = 0; i < 3; ++i) launch();
+    sameBits();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    launch();
+    launch();
+    cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
+    cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    for (int i = 0; i < 4; ++i) {
+      cudaOk(cudaGraphLaunch(exec, stream), "replay");
+      sameBits();
+    }
+    cudaOk(cudaGraphExecDestroy(exec), "graph");
+    cudaOk(cudaGraphDestroy(graph), "graph");
+    cudaOk(cudaStreamDestroy(stream), "stream");
+    CHECK_MSG(same, name + " backward_weights: 3 launches in a row and 4 graph replays give the same bits");
+  }
 }
 
 // ---- --bench ----

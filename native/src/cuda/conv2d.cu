@@ -396,7 +396,7 @@ struct WgradArgs {
   const float* dOut;  // (N, F, OH, OW)
   const float* in;    // (N, C, H, W)
   float* partial;     // (S, F, K+1)
-  float* dWeight;     // (F, K): written directly when S == 1
+  float* dWeight;     // (F, K)
   float* dBias;       // (F)
   int F, K, Kp;       // Kp = K + 1
   int C, H, W, OH, OW, kh, kw, stride, padTop, padLeft;
@@ -404,12 +404,15 @@ struct WgradArgs {
   FastDiv divOHW, divOW;
 };
 
-// Block: BM = 16*TM filters x BN = 16*TN columns of [col; ones], 256 threads, over one chunk of P.
-template <int TM, int TN>
+// Block: BM = RG*TM filters x BN = (256/RG)*TN columns of [col; ones], 256 threads as RG thread-rows x
+// 256/RG thread-columns (RG 16, or 8 for layers of <= 8 filters), over one chunk of P.
+template <int RG, int TM, int TN>
 __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
   startAfterPreviousKernel();
-  constexpr int BM = 16 * TM, BN = 16 * TN, BP = kWgBP, THREADS = 256;
+  constexpr int THREADS = 256, CG = THREADS / RG;
+  constexpr int BM = RG * TM, BN = CG * TN, BP = kWgBP;
   constexpr int AS = BM + 4, BS = BN + 4;  // row pads: the transposed stores hit 32 distinct banks
+  static_assert(BM % 8 == 0 && BN % 8 == 0 && CG % 8 == 0, "tile shape");
   __shared__ __align__(16) float As[2][BP][AS];
   __shared__ __align__(16) float Bs[2][BP][BS];
   __shared__ int tabOff[BN], tabY[BN], tabX[BN];
@@ -482,9 +485,10 @@ __global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
     for (int i = 0; i < BN / 8; ++i) Bs[buf][psub][rbase + 8 * i] = bReg[i];
   };
 
-  // micro-tile: 16 x 16 threads, a warp = 4 thread-rows x 8 thread-columns
-  const int rg = (warp >> 1) * 4 + (lane >> 3);
-  const int cg = (warp & 1) * 8 + (lane & 7);
+  // micro-tile: RG x CG threads, a warp = 4 thread-rows x 8 thread-columns
+  constexpr int WARP_COLS = CG / 8;
+  const int rg = (warp / WARP_COLS) * 4 + (lane >> 3);
+  const int cg = (warp % WARP_COLS) * 8 + (lane & 7);
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
@@ -560,34 +564,52 @@ __global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(cons
   }
 }
 
+
 struct WgradPlan {
-  int tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = kWgBP;
+  int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = kWgBP;
 };
 
-WgradPlan planWeightGrad(int N, const ConvGeometry& g) {
+// tile shape, then the split of P: about kWgTarget blocks, at least kWgMinTiles steps per chunk;
+// `forceS` > 0 asks for that many splits (tests), clamped to [1, steps]
+WgradPlan planWeightGrad(int N, const ConvGeometry& g, int forceS = 0) {
   WgradPlan plan;
   const int64_t K = g.colRows(), Kp = K + 1;
-  plan.tm = g.F <= 16 ? 1 : g.F <= 32 ? 2 : g.F <= 64 ? 4 : 8;
-  plan.tn = Kp <= 16 ? 1 : Kp <= 32 ? 2 : 4;
-  if (plan.tm == 8 && plan.tn == 4) plan.tm = 4;  // shared memory
-  plan.tilesM = int((g.F + 16 * plan.tm - 1) / (16 * plan.tm));
-  plan.tilesN = int((Kp + 16 * plan.tn - 1) / (16 * plan.tn));
+  if (g.F <= 8 && Kp > 16) {
+    plan.rg = 8;  // 8 thread-rows x 32 thread-columns: no idle filter rows
+    plan.tn = Kp <= 32 ? 1 : Kp <= 64 ? 2 : 4;
+  } else {
+    plan.tm = g.F <= 16 ? 1 : g.F <= 32 ? 2 : g.F <= 64 ? 4 : 8;
+    plan.tn = Kp <= 16 ? 1 : Kp <= 32 ? 2 : 4;
+    if (plan.tm == 8 && plan.tn == 4) plan.tm = 4;  // shared memory
+  }
+  const int cgN = 256 / plan.rg;
+  plan.tilesM = int((g.F + plan.rg * plan.tm - 1) / (plan.rg * plan.tm));
+  plan.tilesN = int((Kp + cgN * plan.tn - 1) / (cgN * plan.tn));
   const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
   const int64_t tiles = int64_t(plan.tilesM) * plan.tilesN;
   const int64_t steps = (P + kWgBP - 1) / kWgBP;  // reduction steps in all
-  int64_t S = std::max<int64_t>(1, (kWgTarget + tiles - 1) / tiles);
-  S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kWgMinTiles));
+  int64_t S;
+  if (forceS > 0) {
+    S = std::min<int64_t>(forceS, std::max<int64_t>(1, steps));
+  } else {
+    S = std::max<int64_t>(1, (kWgTarget + tiles - 1) / tiles);
+    S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kWgMinTiles));
+  }
   const int64_t perSplit = (steps + S - 1) / S;
   plan.chunk = int(std::max<int64_t>(1, perSplit) * kWgBP);
   plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
   return plan;
 }
 
-template <int TM, int TN>
+template <int RG, int TM, int TN>
 void launchWeightGrad(cudaStream_t stream, const WgradPlan& plan, const WgradArgs& a) {
   const dim3 grid(unsigned(plan.tilesN), unsigned(plan.tilesM), unsigned(plan.S));
-  launchKernel("convWeightGradKernel", convWeightGradKernel<TM, TN>, grid, 256, 0, stream, a);
+  launchKernel("convWeightGradKernel", convWeightGradKernel<RG, TM, TN>, grid, 256, 0, stream, a);
   checkLaunch("conv2d weight gradient");
+}
+
+size_t weightsWorkspace(const WgradPlan& plan, const ConvGeometry& g) {
+  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
 }
 
 void checkSizes(int N, const ConvGeometry& g) {
@@ -647,16 +669,17 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   dispatchGemm<kForward>(stream, a);
 }
 
-size_t conv2d_weights_workspace(int N, const ConvGeometry& g) {
-  const WgradPlan plan = planWeightGrad(N, g);
-  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g) { return weightsWorkspace(planWeightGrad(N, g), g); }
+
+size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits) {
+  return weightsWorkspace(planWeightGrad(N, g, splits), g);
 }
 
-void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
-                             int N, const ConvGeometry& g, float* workspace) {
+void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,
+                                   const float* in, int N, const ConvGeometry& g, float* workspace, int splits) {
   if (g.F <= 0 || g.colRows() <= 0) return;
   checkSizes(std::max(N, 0), g);
-  const WgradPlan plan = planWeightGrad(N, g);
+  const WgradPlan plan = planWeightGrad(N, g, splits);
   WgradArgs a{};
   a.dOut = dOut;
   a.in = in;
@@ -680,18 +703,26 @@ void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, 
   a.chunk = plan.chunk;
   a.divOHW = FastDiv(g.OH * g.OW);
   a.divOW = FastDiv(g.OW);
-  switch (plan.tm * 10 + plan.tn) {
-    case 11: launchWeightGrad<1, 1>(stream, plan, a); break;
-    case 12: launchWeightGrad<1, 2>(stream, plan, a); break;
-    case 14: launchWeightGrad<1, 4>(stream, plan, a); break;
-    case 21: launchWeightGrad<2, 1>(stream, plan, a); break;
-    case 22: launchWeightGrad<2, 2>(stream, plan, a); break;
-    case 24: launchWeightGrad<2, 4>(stream, plan, a); break;
-    case 41: launchWeightGrad<4, 1>(stream, plan, a); break;
-    case 42: launchWeightGrad<4, 2>(stream, plan, a); break;
-    case 44: launchWeightGrad<4, 4>(stream, plan, a); break;
-    case 81: launchWeightGrad<8, 1>(stream, plan, a); break;
-    default: launchWeightGrad<8, 2>(stream, plan, a); break;
+  if (plan.rg == 8) {
+    switch (plan.tn) {
+      case 1: launchWeightGrad<8, 1, 1>(stream, plan, a); break;
+      case 2: launchWeightGrad<8, 1, 2>(stream, plan, a); break;
+      default: launchWeightGrad<8, 1, 4>(stream, plan, a); break;
+    }
+  } else {
+    switch (plan.tm * 10 + plan.tn) {
+      case 11: launchWeightGrad<16, 1, 1>(stream, plan, a); break;
+      case 12: launchWeightGrad<16, 1, 2>(stream, plan, a); break;
+      case 14: launchWeightGrad<16, 1, 4>(stream, plan, a); break;
+      case 21: launchWeightGrad<16, 2, 1>(stream, plan, a); break;
+      case 22: launchWeightGrad<16, 2, 2>(stream, plan, a); break;
+      case 24: launchWeightGrad<16, 2, 4>(stream, plan, a); break;
+      case 41: launchWeightGrad<16, 4, 1>(stream, plan, a); break;
+      case 42: launchWeightGrad<16, 4, 2>(stream, plan, a); break;
+      case 44: launchWeightGrad<16, 4, 4>(stream, plan, a); break;
+      case 81: launchWeightGrad<16, 8, 1>(stream, plan, a); break;
+      default: launchWeightGrad<16, 8, 2>(stream, plan, a); break;
+    }
   }
   if (plan.S > 1) {
     const int total = a.F * a.Kp;
@@ -699,6 +730,11 @@ void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, 
                  0, stream, workspace, dWeight, dBias, plan.S, a.K, a.Kp, total);
     checkLaunch("conv2d weight gradient reduction");
   }
+}
+
+void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
+                             int N, const ConvGeometry& g, float* workspace) {
+  conv2d_backward_weights_split(stream, dWeight, dBias, dOut, in, N, g, workspace, 0);
 }
 
 void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight, const float* in,

@@ -14,8 +14,10 @@
 // chunk of samples, FT filters and CT channels; per sample it stages the zero-padded input region of its
 // channels and the (g, offset) pair of each of its filters' windows in shared memory; a thread owns 4
 // consecutive (c, ky, kx) columns of one filter (the bias is the column after the last tap) and a slice
-// of the windows. Partial sums go to the workspace [chunk * QS + slice][F][K + 1], which one kernel then
-// adds in a fixed order: deterministic, no atomics. Launchers only enqueue kernels (CUDA-graph safe).
+// of the windows. The slices are added in slice order through shared memory, each chunk's sums go to
+// slot `chunk` of the workspace [chunk][F][K + 1] (or straight to dW / dBias when there is one chunk),
+// which one kernel then adds in chunk order: deterministic, no atomics. Launchers only enqueue kernels
+// (CUDA-graph safe).
 #include <algorithm>
 #include <cstdint>
 
@@ -230,14 +232,17 @@ WgConfig weightsConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
   c.chunks = std::max(1, std::min(N, (2 * kTargetBlocks + tiles - 1) / tiles));
   c.per = (N + c.chunks - 1) / c.chunks;
   c.chunks = (N + c.per - 1) / c.per;
-  c.smem = size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * sizeof(float2);
+  c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * sizeof(float2),
+                    size_t(kWgThreads) * kWgUnits * sizeof(float4));  // the slices' sums reuse it
   c.grid = dim3(unsigned(c.chunks), unsigned((g.F + c.FT - 1) / c.FT), unsigned((g.C + c.CT - 1) / c.CT));
   c.ok = c.grid.y <= 65535 && c.grid.z <= 65535;
   return c;
 }
 
 struct WgArgs {
-  float* ws;
+  float* ws;  // (chunks, F, K + 1) partial sums
+  float* dWeight;
+  float* dBias;
   const float* dPooled;
   const float* pooled;
   const int32_t* argmax;
@@ -329,20 +334,44 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
     }
   }
 
+  // add the window slices of each (filter, 4 columns) in slice order (unit ids rest * QS + q), through
+  // the shared memory the last sample used
+  __syncthreads();
+  float4* sliceSums = reinterpret_cast<float4*>(smem);  // [kWgThreads * kWgUnits]
+#pragma unroll
+  for (int u = 0; u < kWgUnits; ++u)
+    if (uon[u]) sliceSums[tid + u * kWgThreads] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
+  __syncthreads();
   const int K1 = K + 1;
+  const bool direct = gridDim.x == 1;
+  float* slot = a.ws + int64_t(chunk) * a.F * K1;
 #pragma unroll
   for (int u = 0; u < kWgUnits; ++u) {
-    if (!uon[u]) continue;
-    float* dst = a.ws + (int64_t(chunk) * a.QS + uq[u]) * a.F * K1 + int64_t(f0 + uf[u]) * K1;
+    if (!uon[u] || uq[u] != 0) continue;
+    const int id = tid + u * kWgThreads;
+    float4 s = sliceSums[id];
+    for (int q = 1; q < a.QS; ++q) {
+      const float4 v = sliceSums[id + q];
+      s.x += v.x;
+      s.y += v.y;
+      s.z += v.z;
+      s.w += v.w;
+    }
+    const float sum[kWgCols] = {s.x, s.y, s.z, s.w};
+    const int f = f0 + uf[u];
 #pragma unroll
     for (int e = 0; e < kWgCols; ++e) {
       const int col = ucol[u] + e;
-      if (col < ccount * khkw) dst[c0 * khkw + col] = acc[u][e];
-      else if (hasBias && col == ccount * khkw) dst[K] = acc[u][e];
+      int k = -1;
+      if (col < ccount * khkw) k = c0 * khkw + col;
+      else if (hasBias && col == ccount * khkw) k = K;
+      if (k < 0) continue;
+      if (!direct) slot[int64_t(f) * K1 + k] = sum[e];
+      else if (k < K) a.dWeight[int64_t(f) * K + k] = sum[e];
+      else a.dBias[f] = sum[e];
     }
   }
 }
-
 // dWeight / dBias = the slices' partial sums, in a fixed order (deterministic). A block of 32 x 32
 // threads takes 32 outputs: thread (x, y) adds slices y, y+32, ... of output x (loads coalesced along
 // x), then the 32 partials of each output are added in y order. One thread per output over hundreds of
@@ -367,6 +396,7 @@ __global__ void __launch_bounds__(kReduceLanes * kReduceLanes)
   if (k == K) dBias[f] = total;
   else dWeight[int64_t(f) * K + k] = total;
 }
+
 
 }  // namespace
 
@@ -422,8 +452,8 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
 
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p) {
   const WgConfig c = weightsConfig(N, g, p);
-  if (!c.ok) return 0;
-  return size_t(c.chunks) * c.QS * g.F * (size_t(g.colRows()) + 1);
+  if (!c.ok || c.chunks == 1) return 0;
+  return size_t(c.chunks) * g.F * (size_t(g.colRows()) + 1);
 }
 
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
@@ -440,6 +470,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
   WgArgs a;
   a.ws = workspace;
+  a.dWeight = dWeight;
+  a.dBias = dBias;
   a.dPooled = dPooled;
   a.pooled = pooled;
   a.argmax = argmax;
@@ -467,9 +499,10 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.alpha = alpha;
   launchKernel("convPoolWeights", convPoolWeights, c.grid, kWgThreads, c.smem, stream, a);
   checkLaunch("convPoolWeights");
+  if (c.chunks == 1) return;
   const int outputs = g.F * (K + 1);
   launchKernel("convPoolWeightsReduce", convPoolWeightsReduce, blocksFor(outputs, kReduceLanes),
-               dim3(kReduceLanes, kReduceLanes), 0, stream, dWeight, dBias, workspace, c.chunks * c.QS, g.F, K);
+               dim3(kReduceLanes, kReduceLanes), 0, stream, dWeight, dBias, workspace, c.chunks, g.F, K);
   checkLaunch("convPoolWeightsReduce");
 }
 

@@ -77,6 +77,10 @@ void conv2d_forward(cudaStream_t stream,
 // dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
 // `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction.
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
+// tests: the same with the pixels split into `splits` chunks (clamped to [1, N*OH*OW / 32 rounded up])
+size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits);
+void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,
+                                   const float* in, int N, const ConvGeometry& g, float* workspace, int splits);
 void conv2d_backward_weights(cudaStream_t stream,
                              float* dWeight,       // (F, C, kh, kw)
                              float* dBias,         // (F)
