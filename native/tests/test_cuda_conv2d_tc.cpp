@@ -203,11 +203,10 @@ int bench() {
     ConvTcMode mode;
     int variant;
   };
-  const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},
-                              {"3xTF32", ConvTcMode::Always, 0},
-                              {"3xTF32 BN64", ConvTcMode::Always, 2},
-                              {"1xTF32*", ConvTcMode::Fast, 1},
-                              {"1xTF32* BN64", ConvTcMode::Fast, 2}};
+  const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},         {"3xTF32", ConvTcMode::Always, 0},
+                              {"3x BN64", ConvTcMode::Always, 2},      {"3x BK32 S3", ConvTcMode::Always, 3},
+                              {"3x BK16 S4", ConvTcMode::Always, 4},   {"3x var5", ConvTcMode::Always, 5},
+                              {"1xTF32*", ConvTcMode::Fast, 0}};
   std::printf("microseconds per launch, inside a CUDA graph of 20 (median of 50); forward ReLU, dIn ReLU-gated\n"
               "(* 1xTF32 only where the tensor cores pay: elsewhere it is the SIMT kernel)\n");
   std::printf("%-14s %-12s %9s %9s\n", "shape", "kernel", "fwd", "dIn");
@@ -235,6 +234,25 @@ int bench() {
   return 0;
 }
 
+// --profile: keras conv2's passes once each (SIMT, 3xTF32, 1xTF32), for ncu
+int profile() {
+  const Case c{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'};
+  const ConvGeometry g = geometryOf(c);
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
+      bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
+  DeviceVector<float> out(outSize), dIn(inSize);
+  const ConvTcMode modes[] = {ConvTcMode::Off, ConvTcMode::Always, ConvTcMode::Fast};
+  for (ConvTcMode m : modes) {
+    cuda::conv2d_tc_set_mode(m);
+    cuda::conv2d_forward(nullptr, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+    cuda::conv2d_backward_input(nullptr, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+  }
+  cudaOk(cudaDeviceSynchronize(), "profile");
+  return 0;
+}
+
 bool deviceHasTf32() {
   int device = 0, major = 0;
   return cudaGetDevice(&device) == cudaSuccess &&
@@ -253,6 +271,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--bench") return bench();
+  if (argc > 1 && std::string(argv[1]) == "--profile") return profile();
 
   cpu::ThreadPool pool(0);
   const Case cases[] = {

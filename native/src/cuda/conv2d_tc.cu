@@ -72,8 +72,6 @@ bool deviceHasTf32() {
 
 enum TcMode : int { kForward = 0, kInput = 1, kInputStrided = 2 };  // as conv2d.cu's GemmMode
 
-constexpr int kBK = 16;     // K step
-constexpr int kStages = 3;  // cp.async pipeline depth
 
 // n / d by a multiply-high and a shift (the same as conv2d.cu's FastDiv)
 struct FastDiv {
@@ -140,7 +138,13 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <int MODE, int BM, int WN, int SPLIT>
+// shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
+template <int BM, int WN, int BK, int STAGES>
+constexpr size_t tcSmemBytes() {
+  return sizeof(float) * STAGES * (BM * (BK + 4) + BK * (WN * 32 + 8));
+}
+
+template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES>
 __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -148,7 +152,6 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
   constexpr int WARPS = WM * WN;
   constexpr int THREADS = WARPS * 32;
   constexpr int BN = WN * 32;             // block columns
-  constexpr int BK = kBK;
   constexpr int AS = BK + 4;              // A row [m][k]: fragment rows 20 floats apart, distinct banks
   constexpr int BS = BN + 8;              // B row [k][n]: fragment rows 8 banks apart
   constexpr int AITER = BM * BK / THREADS;
@@ -156,8 +159,9 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
   constexpr int BCOLS = BN / 32;          // B-tile columns per lane
   static_assert(BM * BK % THREADS == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64), "tile shape");
 
-  __shared__ __align__(16) float As[kStages][BM][AS];
-  __shared__ __align__(16) float Bs[kStages][BK][BS];
+  extern __shared__ __align__(16) float smem[];
+  auto As = reinterpret_cast<float(*)[BM][AS]>(smem);                    // [STAGES][BM][AS]
+  auto Bs = reinterpret_cast<float(*)[BK][BS]>(smem + STAGES * BM * AS);  // [STAGES][BK][BS]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int m0 = blockIdx.y * BM;
@@ -270,16 +274,16 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
 
   const int tiles = (a.K + BK - 1) / BK;
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < STAGES - 1; ++s) {
     if (s < tiles) loadTile(s, s);
     cpAsyncCommit();
   }
   for (int kt = 0; kt < tiles; ++kt) {
-    cpAsyncWait<kStages - 2>();  // this thread's copies of tile kt have landed
+    cpAsyncWait<STAGES - 2>();  // this thread's copies of tile kt have landed
     __syncthreads();             // everyone's have; and everyone is done with tile kt - 1's stage
-    if (kt + kStages - 1 < tiles) loadTile(kt + kStages - 1, (kt + kStages - 1) % kStages);
+    if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     cpAsyncCommit();
-    const int s = kt % kStages;
+    const int s = kt % STAGES;
 #pragma unroll
     for (int k8 = 0; k8 < BK; k8 += 8) {
       uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
@@ -362,24 +366,43 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
 #endif
 }
 
-template <int MODE, int BM, int WN, int SPLIT>
+template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3>
 void launchTc(cudaStream_t stream, const TcArgs& a) {
   constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32;
+  constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
+  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES>;
+  if constexpr (smem > 48 * 1024) {
+    static const bool opted = [&] {  // once per kernel: more than the default 48 KiB of shared memory
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+            "conv2d tensor-core shared memory");
+      return true;
+    }();
+    (void)opted;
+  }
   const dim3 grid(unsigned((int64_t(a.J) + BN - 1) / BN), unsigned((a.M + BM - 1) / BM));
-  launchKernel("convTcKernel", convTcKernel<MODE, BM, WN, SPLIT>, grid, THREADS, 0, stream, a);
+  launchKernel("convTcKernel", kernel, grid, THREADS, smem, stream, a);
   checkLaunch("conv2d tensor-core implicit GEMM");
 }
 
 // tile by row count (32 rows for M <= 32, else 64) and, unless a variant asks, 128 columns
 template <int MODE, int SPLIT>
 void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
-  const bool narrow = variant == 2;
   if (a.M <= 32) {
-    if (narrow) launchTc<MODE, 32, 2, SPLIT>(stream, a);
-    else launchTc<MODE, 32, 4, SPLIT>(stream, a);
+    switch (variant) {
+      case 2: launchTc<MODE, 32, 2, SPLIT>(stream, a); break;
+      case 3: launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a); break;
+      case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
+      case 5: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
+      default: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
+    }
   } else {
-    if (narrow) launchTc<MODE, 64, 2, SPLIT>(stream, a);
-    else launchTc<MODE, 64, 4, SPLIT>(stream, a);
+    switch (variant) {
+      case 2: launchTc<MODE, 64, 2, SPLIT>(stream, a); break;
+      case 3: launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a); break;
+      case 4: launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a); break;
+      case 5: launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a); break;
+      default: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
+    }
   }
 }
 
