@@ -6,13 +6,16 @@
 // The same GEMMs as conv2d.cu's convGemmKernel (same im2col gather, same epilogues); only the inner
 // product differs.
 //
-// 3xTF32: each operand x = big + small, big = tf32(x) (round to nearest), small = tf32(x - big); then
-// a.b ~ a_big.b_big + a_big.b_small + a_small.b_big. TF32 products are exact in the FP32 accumulator;
-// what is dropped (a_small.b_small and small's rounding) is ~2^-21 relative per product, FP32-like.
+// 3xTF32: each operand x = big + small, big = tf32(x) (round to nearest), small = x - big (the tensor
+// core truncates it to TF32); then a.b ~ a_big.b_big + a_big.b_small + a_small.b_big. TF32 products are
+// exact in the FP32 accumulator; what is dropped (a_small.b_small, small's truncation) is < 2^-20
+// relative per product: FP32-like. The split is integer add + mask + FADD (cvt.rna.tf32.f32 costs
+// several instructions on sm_90, and the kernel is bound by instruction issue, not by the mma).
 //
 // Block tile BM (32 or 64) x BN (WN * 32) x BK 16; warps WM x WN, each a 32 x 32 tile of 2 x 4 m16n8
 // fragments. Tiles reach shared memory by cp.async (4 bytes, zero-filled where the gather is out of
-// bounds, so the im2col padding costs no branch), 3 stages, one __syncthreads per K step. Layouts:
+// bounds, so the im2col padding costs no branch; which taps of a column are in bounds is a 32-bit mask
+// made once per column), 3 stages, one __syncthreads per K step. Layouts:
 // A as [m][k] (row pad 4) and B as [k][n] (row pad 8), so the fragment loads hit 32 distinct banks.
 // The split into big/small happens on the fragments in registers.
 // The reduction order is fixed (no split-K, no atomics): deterministic. Launchers only enqueue.
@@ -107,9 +110,13 @@ struct TcArgs {
   FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
 };
 
+// 4 bytes global -> shared; zeros where !valid (the source is then not read)
 __device__ __forceinline__ void cpAsync4(float* dst, const float* src, bool valid) {
   const unsigned d = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+  asm volatile(
+      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(d),
+      "l"(src), "r"(unsigned(valid))
+      : "memory");
 }
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -117,17 +124,13 @@ __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-__device__ __forceinline__ uint32_t toTf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// x = big + small, both TF32 (small is only computed for SPLIT 3)
+// x = big + small: big = x rounded to TF32 (to nearest, ties away: add half an ulp, clear the 13 low
+// bits), small = x - big, exact in FP32. small goes to the tensor core as it is: it reads the top 19
+// bits (TF32 truncation), an error of < 2^-10 of small, i.e. < 2^-21 of x. SPLIT 1: big alone.
 template <int SPLIT>
 __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
-  big = toTf32(x);
-  if constexpr (SPLIT == 3) small = toTf32(x - __uint_as_float(big));
+  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
+  if constexpr (SPLIT == 3) small = __float_as_uint(x - __uint_as_float(big));
 }
 
 // d += a (16x8, row) . b (8x8, col)
@@ -144,8 +147,8 @@ constexpr size_t tcSmemBytes() {
   return sizeof(float) * STAGES * (BM * (BK + 4) + BK * (WN * 32 + 8));
 }
 
-template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES>
-__global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a) {
+template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB>
+__global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const TcArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int WM = BM / 32;             // warps along M
@@ -155,9 +158,11 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
   constexpr int AS = BK + 4;              // A row [m][k]: fragment rows 20 floats apart, distinct banks
   constexpr int BS = BN + 8;              // B row [k][n]: fragment rows 8 banks apart
   constexpr int AITER = BM * BK / THREADS;
+  constexpr int AROWS = THREADS / BK;     // A rows covered by one pass of the block
   constexpr int BROWS = BK / WARPS;       // B-tile rows per warp
   constexpr int BCOLS = BN / 32;          // B-tile columns per lane
-  static_assert(BM * BK % THREADS == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64), "tile shape");
+  static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64),
+                "tile shape");
 
   extern __shared__ __align__(16) float smem[];
   auto As = reinterpret_cast<float(*)[BM][AS]>(smem);                    // [STAGES][BM][AS]
@@ -169,95 +174,107 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
   const int khkw = a.kh * a.kw;
   const int srcHW = a.srcH * a.srcW;
 
-  // The columns this lane gathers for the B tile (fixed for the whole reduction): a pointer to the
-  // column's origin in the source and its (y, x) there; a tap adds (dy, dx) and an offset.
-  const float* colPtr[BCOLS];
-  int colY[BCOLS], colX[BCOLS];
+  // The columns this lane gathers for the B tile, fixed for the whole reduction: the offset of the
+  // column's origin in the source and (stride 1) a bit per tap (ky, kx) that lands inside the source
+  // (kh * kw <= 32), so a tap costs one AND instead of four compares; a column past J has no taps.
+  // Strided input gradient: the origin's (y, x), the taps are checked one by one.
+  int colOff[BCOLS];
+  uint32_t colTaps[BCOLS];
+  int colY[MODE == kInputStrided ? BCOLS : 1], colX[MODE == kInputStrided ? BCOLS : 1];
 #pragma unroll
   for (int r = 0; r < BCOLS; ++r) {
     const int j = j0 + lane + 32 * r;
-    colPtr[r] = a.src;
-    colY[r] = -(1 << 30);  // a column past J: every bound check fails
-    colX[r] = 0;
+    colOff[r] = 0;
+    colTaps[r] = 0;
+    if constexpr (MODE == kInputStrided) {
+      colY[r] = -(1 << 30);  // past J: every bound check fails
+      colX[r] = 0;
+    }
     if (j < a.J) {
       const int n = a.divPlane.div(j), pix = j - n * a.plane;
       const int oy = a.divPlaneW.div(pix), ox = pix - oy * a.planeW;
-      int y, x;
-      if (MODE == kForward) {
-        y = oy * a.stride - a.padTop;
-        x = ox * a.stride - a.padLeft;
+      if constexpr (MODE == kInputStrided) {
+        colY[r] = oy + a.padTop;
+        colX[r] = ox + a.padLeft;
+        colOff[r] = n * a.srcC * srcHW;
       } else {
-        y = oy + a.padTop;
-        x = ox + a.padLeft;
+        // forward: tap at (y + ky, x + kx); input gradient: at (y - ky, x - kx)
+        const int y = MODE == kForward ? oy * a.stride - a.padTop : oy + a.padTop;
+        const int x = MODE == kForward ? ox * a.stride - a.padLeft : ox + a.padLeft;
+        colOff[r] = n * a.srcC * srcHW + y * a.srcW + x;
+        uint32_t xs = 0;  // bit kx: column x +- kx inside
+        for (int kx = 0; kx < a.kw; ++kx) {
+          const int xx = MODE == kForward ? x + kx : x - kx;
+          if (unsigned(xx) < unsigned(a.srcW)) xs |= 1u << kx;
+        }
+        uint32_t taps = 0;
+        for (int ky = 0; ky < a.kh; ++ky) {
+          const int yy = MODE == kForward ? y + ky : y - ky;
+          if (unsigned(yy) < unsigned(a.srcH)) taps |= xs << (ky * a.kw);
+        }
+        colTaps[r] = taps;
       }
-      colY[r] = y;
-      colX[r] = x;
-      colPtr[r] = a.src + int64_t(n) * a.srcC * srcHW + (MODE == kInputStrided ? 0 : int64_t(y) * a.srcW + x);
     }
   }
 
+  // A: this thread's k within the tile is fixed (tid % BK); its rows are tid / BK + AROWS * i
+  const int aK = tid % BK, aM = tid / BK;
+
   // enqueue the copies of K tile kt into stage s (zero-filled outside the matrices)
   auto loadTile = [&](int kt, int s) {
-#pragma unroll
-    for (int i = 0; i < AITER; ++i) {
-      const int e = tid + i * THREADS;
-      const int mm = e / BK, kk = e % BK;
-      const int m = m0 + mm, k = kt * BK + kk;
-      const float* p = a.weight;
-      const bool valid = m < a.M && k < a.K;
-      if (valid) {
-        if (MODE == kForward) {
-          p = a.weight + int64_t(m) * a.K + k;
-        } else {
-          const int f = a.divKhkw.div(k);
-          p = a.weight + (int64_t(f) * a.C + m) * khkw + (k - f * khkw);
-        }
+    {
+      const int k = kt * BK + aK;
+      const bool kValid = k < a.K;
+      int base = 0, mStride = 0;  // forward: weight[m][k]; input gradient: weight[f][m][tap], k = (f, tap)
+      if (MODE == kForward) {
+        base = k;
+        mStride = a.K;
+      } else {
+        const int f = a.divKhkw.div(k);
+        base = f * a.C * khkw + (k - f * khkw);
+        mStride = khkw;
       }
-      cpAsync4(&As[s][mm][kk], p, valid);
+#pragma unroll
+      for (int i = 0; i < AITER; ++i) {
+        const int m = m0 + aM + AROWS * i;
+        const bool valid = kValid && m < a.M;
+        cpAsync4(&As[s][aM + AROWS * i][aK], a.weight + (valid ? base + m * mStride : 0), valid);
+      }
     }
 #pragma unroll
     for (int i = 0; i < BROWS; ++i) {
       const int kk = warp + WARPS * i;
       const int k = kt * BK + kk;
-      int koff = 0, dy = 1 << 29, dx = 0;  // past K: every bound check fails
       const bool kValid = k < a.K;
+      int koff = 0, ky = 0, kx = 0;
+      uint32_t tapBit = 0;  // past K: no tap
       if (kValid) {
-        const int q = a.divKhkw.div(k), rr = k - q * khkw;
-        const int ky = a.divKw.div(rr), kx = rr - ky * a.kw;
-        if (MODE == kForward) {
-          koff = q * srcHW + ky * a.srcW + kx;
-          dy = ky;
-          dx = kx;
-        } else if (MODE == kInput) {
-          koff = q * srcHW - ky * a.srcW - kx;
-          dy = -ky;
-          dx = -kx;
-        } else {
-          koff = q * srcHW;
-          dy = ky;
-          dx = kx;
-        }
+        const int q = a.divKhkw.div(k), tap = k - q * khkw;
+        ky = a.divKw.div(tap);
+        kx = tap - ky * a.kw;
+        tapBit = 1u << tap;
+        if (MODE == kForward) koff = q * srcHW + ky * a.srcW + kx;
+        else if (MODE == kInput) koff = q * srcHW - ky * a.srcW - kx;
+        else koff = q * srcHW;
       }
 #pragma unroll
       for (int r = 0; r < BCOLS; ++r) {
         bool valid;
-        const float* p;
-        if (MODE != kInputStrided) {
-          const int yy = colY[r] + dy, xx = colX[r] + dx;
-          valid = unsigned(yy) < unsigned(a.srcH) && unsigned(xx) < unsigned(a.srcW);
-          p = colPtr[r] + koff;
+        int off;
+        if constexpr (MODE != kInputStrided) {
+          valid = (colTaps[r] & tapBit) != 0;
+          off = colOff[r] + koff;
         } else {
-          const int ty = colY[r] - dy, tx = colX[r] - dx;
+          const int ty = colY[r] - ky, tx = colX[r] - kx;
           valid = false;
-          int off = 0;
+          off = 0;
           if (kValid && ty >= 0 && tx >= 0) {
             const int oy = a.divStride.div(ty), ox = a.divStride.div(tx);
             valid = oy * a.stride == ty && ox * a.stride == tx && oy < a.srcH && ox < a.srcW;
-            off = oy * a.srcW + ox;
+            off = colOff[r] + koff + oy * a.srcW + ox;
           }
-          p = colPtr[r] + koff + off;
         }
-        cpAsync4(&Bs[s][kk][lane + 32 * r], valid ? p : a.src, valid);
+        cpAsync4(&Bs[s][kk][lane + 32 * r], a.src + (valid ? off : 0), valid);
       }
     }
   };
@@ -366,11 +383,11 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcKernel(const TcArgs a
 #endif
 }
 
-template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3>
+template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1>
 void launchTc(cudaStream_t stream, const TcArgs& a) {
   constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32;
   constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
-  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES>;
+  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB>;
   if constexpr (smem > 48 * 1024) {
     static const bool opted = [&] {  // once per kernel: more than the default 48 KiB of shared memory
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
@@ -393,6 +410,7 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
       case 3: launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a); break;
       case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
       case 5: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
+      case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
       default: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
     }
   } else {
@@ -401,6 +419,7 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
       case 3: launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a); break;
       case 4: launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a); break;
       case 5: launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a); break;
+      case 6: launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a); break;
       default: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
     }
   }
@@ -417,10 +436,10 @@ void dispatchTc(cudaStream_t stream, const TcArgs& a, ConvTcMode mode) {
 // enough that the products, not the output's stores, bound the time.
 bool pays(int M, int K, int64_t J) { return M >= 32 && K >= 64 && J >= 4096; }
 
-// the mode to run this GEMM with, or Off
-ConvTcMode choose(int M, int K, int64_t J) {
+// the mode to run this GEMM with, or Off (kernels of more than 32 taps: the tap masks are 32 bits)
+ConvTcMode choose(int M, int K, int64_t J, const ConvGeometry& g) {
   const ConvTcMode mode = currentMode();
-  if (mode == ConvTcMode::Off || !deviceHasTf32()) return ConvTcMode::Off;
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !deviceHasTf32()) return ConvTcMode::Off;
   if (mode == ConvTcMode::Always) return mode;
   return pays(M, K, J) ? mode : ConvTcMode::Off;
 }
@@ -447,7 +466,7 @@ void conv2d_tc_set_mode(ConvTcMode mode, int variant) {
 bool conv2d_tc_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias,
                        int N, const ConvGeometry& g, ActivationFn act, float alpha) {
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
-  const ConvTcMode mode = choose(g.F, int(g.colRows()), int64_t(N) * g.OH * g.OW);
+  const ConvTcMode mode = choose(g.F, int(g.colRows()), int64_t(N) * g.OH * g.OW, g);
   if (mode == ConvTcMode::Off) return false;
   TcArgs a{};
   a.weight = weight;
@@ -480,7 +499,7 @@ bool conv2d_tc_forward(cudaStream_t stream, float* out, const float* in, const f
 bool conv2d_tc_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight,
                               const float* in, int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha) {
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return false;
-  const ConvTcMode mode = choose(g.C, g.F * g.kh * g.kw, int64_t(N) * g.H * g.W);
+  const ConvTcMode mode = choose(g.C, g.F * g.kh * g.kw, int64_t(N) * g.H * g.W, g);
   if (mode == ConvTcMode::Off) return false;
   TcArgs a{};
   a.weight = weight;
