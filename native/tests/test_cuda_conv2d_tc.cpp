@@ -203,10 +203,14 @@ int bench() {
     ConvTcMode mode;
     int variant;
   };
-  const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},         {"3xTF32", ConvTcMode::Always, 0},
-                              {"3x BN64", ConvTcMode::Always, 2},      {"3x BK32 S3", ConvTcMode::Always, 3},
-                              {"3x BK16 S4", ConvTcMode::Always, 4},   {"3x var5", ConvTcMode::Always, 5},
-                              {"3x minblocks", ConvTcMode::Always, 6},
+  const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},
+                              {"3xTF32", ConvTcMode::Always, 0},
+                              {"3x v1 x128", ConvTcMode::Always, 1},
+                              {"3x v2 x64", ConvTcMode::Always, 2},
+                              {"3x v3 BK32", ConvTcMode::Always, 3},
+                              {"3x v4 S4", ConvTcMode::Always, 4},
+                              {"3x v5", ConvTcMode::Always, 5},
+                              {"3x v6 minb", ConvTcMode::Always, 6},
                               {"1xTF32*", ConvTcMode::Fast, 0}};
   std::printf("microseconds per launch, inside a CUDA graph of 20 (median of 50); forward ReLU, dIn ReLU-gated\n"
               "(* 1xTF32 only where the tensor cores pay: elsewhere it is the SIMT kernel)\n");

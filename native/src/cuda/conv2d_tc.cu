@@ -110,12 +110,11 @@ struct TcArgs {
   FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
 };
 
-// 4 bytes global -> shared; zeros where !valid (the source is then not read)
-__device__ __forceinline__ void cpAsync4(float* dst, const float* src, bool valid) {
-  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+// 4 bytes global -> shared (a shared-window address), where keep != 0; else zeros, src not read
+__device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_t keep) {
   asm volatile(
-      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(d),
-      "l"(src), "r"(unsigned(valid))
+      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(keep)
       : "memory");
 }
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -217,30 +216,44 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
     }
   }
 
-  // A: this thread's k within the tile is fixed (tid % BK); its rows are tid / BK + AROWS * i
+  // A: this thread's k within the tile is fixed (tid % BK); its rows are tid / BK + AROWS * i, whose
+  // offsets in the weight (forward weight[m][k]: m * K; input gradient weight[f][m][tap]: m * khkw)
+  // and bounds are fixed too.
   const int aK = tid % BK, aM = tid / BK;
+  int aRowOff[AITER];
+  uint32_t aRowOk = 0;
+#pragma unroll
+  for (int i = 0; i < AITER; ++i) {
+    const int m = m0 + aM + AROWS * i;
+    aRowOff[i] = m * (MODE == kForward ? a.K : khkw);
+    if (m < a.M) aRowOk |= 1u << i;
+  }
 
-  // enqueue the copies of K tile kt into stage s (zero-filled outside the matrices)
+  // shared-memory addresses of this thread's copies (stage 0); a stage adds A_STAGE / B_STAGE bytes
+  constexpr uint32_t A_STAGE = BM * AS * 4, B_STAGE = BK * BS * 4;
+  const uint32_t smemBase = uint32_t(__cvta_generic_to_shared(smem));
+  const uint32_t aDst0 = smemBase + uint32_t(aM * AS + aK) * 4;
+  const uint32_t bDst0 = smemBase + STAGES * A_STAGE + uint32_t(warp * BS + lane) * 4;
+
+  // enqueue the copies of K tile kt into stage s (zero-filled outside the matrices). An ignored copy's
+  // source address is never read, so it is not clamped.
   auto loadTile = [&](int kt, int s) {
     {
       const int k = kt * BK + aK;
-      const bool kValid = k < a.K;
-      int base = 0, mStride = 0;  // forward: weight[m][k]; input gradient: weight[f][m][tap], k = (f, tap)
+      int base;
       if (MODE == kForward) {
         base = k;
-        mStride = a.K;
       } else {
         const int f = a.divKhkw.div(k);
         base = f * a.C * khkw + (k - f * khkw);
-        mStride = khkw;
       }
+      const uint32_t ok = k < a.K ? aRowOk : 0u;
+      const uint32_t dst = aDst0 + s * A_STAGE;
 #pragma unroll
-      for (int i = 0; i < AITER; ++i) {
-        const int m = m0 + aM + AROWS * i;
-        const bool valid = kValid && m < a.M;
-        cpAsync4(&As[s][aM + AROWS * i][aK], a.weight + (valid ? base + m * mStride : 0), valid);
-      }
+      for (int i = 0; i < AITER; ++i)
+        cpAsync4(dst + i * AROWS * AS * 4, a.weight + (base + aRowOff[i]), ok & (1u << i));
     }
+    const uint32_t dst = bDst0 + s * B_STAGE;
 #pragma unroll
     for (int i = 0; i < BROWS; ++i) {
       const int kk = warp + WARPS * i;
@@ -259,22 +272,20 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
       }
 #pragma unroll
       for (int r = 0; r < BCOLS; ++r) {
-        bool valid;
-        int off;
+        const uint32_t d = dst + uint32_t(WARPS * i * BS + 32 * r) * 4;
         if constexpr (MODE != kInputStrided) {
-          valid = (colTaps[r] & tapBit) != 0;
-          off = colOff[r] + koff;
+          cpAsync4(d, a.src + (colOff[r] + koff), colTaps[r] & tapBit);
         } else {
           const int ty = colY[r] - ky, tx = colX[r] - kx;
-          valid = false;
-          off = 0;
+          bool valid = false;
+          int off = 0;
           if (kValid && ty >= 0 && tx >= 0) {
             const int oy = a.divStride.div(ty), ox = a.divStride.div(tx);
             valid = oy * a.stride == ty && ox * a.stride == tx && oy < a.srcH && ox < a.srcW;
             off = colOff[r] + koff + oy * a.srcW + ox;
           }
+          cpAsync4(d, a.src + off, valid ? 1u : 0u);
         }
-        cpAsync4(&Bs[s][kk][lane + 32 * r], a.src + (valid ? off : 0), valid);
       }
     }
   };
@@ -295,12 +306,13 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
     if (s < tiles) loadTile(s, s);
     cpAsyncCommit();
   }
+  int s = 0, sLoad = STAGES - 1;  // the stage read now, the stage loaded now
   for (int kt = 0; kt < tiles; ++kt) {
     cpAsyncWait<STAGES - 2>();  // this thread's copies of tile kt have landed
     __syncthreads();             // everyone's have; and everyone is done with tile kt - 1's stage
-    if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+    if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, sLoad);
     cpAsyncCommit();
-    const int s = kt % STAGES;
+    sLoad = sLoad + 1 == STAGES ? 0 : sLoad + 1;
 #pragma unroll
     for (int k8 = 0; k8 < BK; k8 += 8) {
       uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
@@ -334,6 +346,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
     }
+    s = s + 1 == STAGES ? 0 : s + 1;
   }
   cpAsyncWait<0>();  // no copy may be in flight when the block exits
 
@@ -401,17 +414,20 @@ void launchTc(cudaStream_t stream, const TcArgs& a) {
   checkLaunch("conv2d tensor-core implicit GEMM");
 }
 
-// tile by row count (32 rows for M <= 32, else 64) and, unless a variant asks, 128 columns
+// Tile by row count (H100, test_cuda_conv2d_tc --bench, keras conv2): M <= 32 (input gradient 64 -> 32
+// channels) 32 x 256 with BK 32 beat 32 x 128 (105 vs 117 us: fewer blocks than one wave's slots);
+// M > 32 64 x 128 with BK 16. `variant` (tests, benchmarks) picks others.
 template <int MODE, int SPLIT>
 void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
   if (a.M <= 32) {
     switch (variant) {
+      case 1: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
       case 2: launchTc<MODE, 32, 2, SPLIT>(stream, a); break;
       case 3: launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a); break;
       case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
-      case 5: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
+      case 5: launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a); break;
       case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
-      default: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
+      default: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
     }
   } else {
     switch (variant) {

@@ -12,7 +12,7 @@ namespace nnstudio::cuda {
 // relative error: comparisons only, never the default).
 enum class ConvTcMode : int { Env = -1, Off = 0, Auto = 1, Always = 2, Fast = 3 };
 // Tests and benchmarks: override the environment's mode (Env = back to it); `variant` > 0 picks a tile
-// shape (1: 32/64 x 128, 2: 32/64 x 64) instead of the choice by shape.
+// shape instead of the choice by shape (conv2d_tc.cu, dispatchSplit).
 void conv2d_tc_set_mode(ConvTcMode mode, int variant = 0);
 
 // out = act(conv(in, weight) + bias), as conv2d_forward. True when enqueued here.
