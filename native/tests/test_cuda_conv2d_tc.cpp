@@ -4,7 +4,8 @@
 // 'full' padding, and M, J, K that are not multiples of the tiles. Tolerance as test_cuda_conv2d:
 // max |gpu - cpu| <= 1e-4 * (1 + max |cpu|). Outputs are poisoned with NaN before every launch; the
 // tensor-core path is forced (conv2d_tc_set_mode(Always)) and its launchers must report that they ran;
-// a second run must give the same bits. 1xTF32's error is printed for information.
+// a second run must give the same bits, and so must every tile variant. 1xTF32's error is printed for
+// information.
 // `test_cuda_conv2d_tc --bench` prints µs of the SIMT kernel, 3xTF32 and 1xTF32 on keras' conv passes.
 #include <cstdio>
 
@@ -187,6 +188,50 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   cuda::conv2d_tc_set_mode(ConvTcMode::Env);
 }
 
+// Every tile variant of conv2d_tc.cu (test hook) against the CPU, and bit-identical to the default:
+// each tile shape adds the same products in the same order.
+void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
+  const ConvGeometry g = geometryOf(c);
+  const std::string name = describe(c, g) + " variants";
+  std::printf("%s\n", name.c_str());
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
+  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, 1.0f / std::sqrt(float(g.colRows())));
+  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
+  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  std::vector<float> cpuOut(outSize), cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F)), dOutCopy = dOut;
+  cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
+                      ActivationFn::Linear, 0.0f);
+  cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
+                       in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut), gOut(outSize), gDIn(inSize);
+  std::vector<float> out0, din0;
+  for (int variant = 0; variant <= 6; ++variant) {
+    const std::string v = name + " " + std::to_string(variant);
+    cuda::conv2d_tc_set_mode(ConvTcMode::Always, variant);
+    poison(gOut);
+    poison(gDIn);
+    const bool ran = cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g,
+                                             ActivationFn::Linear, 0.0f) &&
+                     cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g,
+                                                    ActivationFn::Linear, 0.0f);
+    CHECK_MSG(ran, v + " ran on the tensor cores");
+    const std::vector<float> out = gOut.download(), din = gDIn.download();
+    compare(v + " forward (vs CPU)", out, cpuOut);
+    compare(v + " dIn (vs CPU)", din, cpuDIn);
+    if (variant == 0) {
+      out0 = out;
+      din0 = din;
+    } else {
+      CHECK_MSG(sameBits(out, out0) && sameBits(din, din0), v + " bit-identical to the default tiles");
+    }
+  }
+  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
+}
+
 // ---- --bench: SIMT vs 3xTF32 vs 1xTF32 on keras_cnn's conv passes (batch 128) ----
 
 int bench() {
@@ -295,6 +340,12 @@ int main(int argc, char** argv) {
   };
   uint64_t seed = 101;
   for (const Case& c : cases) runCase(pool, c, seed++);
+  const Case variantCases[] = {
+      {"keras conv2", 8, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"same 5x5 (odd J)", 3, 35, 9, 11, 70, 5, 5, 1, 's'},
+      {"stride 2 same", 6, 32, 13, 15, 40, 3, 3, 2, 's'},
+  };
+  for (const Case& c : variantCases) runVariants(pool, c, seed++);
   return nnstudio_test::summary();
 }
 

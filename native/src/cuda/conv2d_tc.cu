@@ -201,16 +201,15 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
         const int y = MODE == kForward ? oy * a.stride - a.padTop : oy + a.padTop;
         const int x = MODE == kForward ? ox * a.stride - a.padLeft : ox + a.padLeft;
         colOff[r] = n * a.srcC * srcHW + y * a.srcW + x;
-        uint32_t xs = 0;  // bit kx: column x +- kx inside
-        for (int kx = 0; kx < a.kw; ++kx) {
-          const int xx = MODE == kForward ? x + kx : x - kx;
-          if (unsigned(xx) < unsigned(a.srcW)) xs |= 1u << kx;
-        }
+        // the taps inside form a range of ky and one of kx: forward 0 <= x + kx < W, so kx in
+        // [-x, W - x); input gradient 0 <= x - kx < W, so kx in [x - W + 1, x + 1); the same for ky
+        const int xlo = max(0, MODE == kForward ? -x : x - a.srcW + 1);
+        const int xhi = min(a.kw, MODE == kForward ? a.srcW - x : x + 1);
+        const int ylo = max(0, MODE == kForward ? -y : y - a.srcH + 1);
+        const int yhi = min(a.kh, MODE == kForward ? a.srcH - y : y + 1);
+        const uint32_t xs = xhi > xlo ? (xhi >= 32 ? 0u : 1u << xhi) - (1u << xlo) : 0u;  // bits [xlo, xhi)
         uint32_t taps = 0;
-        for (int ky = 0; ky < a.kh; ++ky) {
-          const int yy = MODE == kForward ? y + ky : y - ky;
-          if (unsigned(yy) < unsigned(a.srcH)) taps |= xs << (ky * a.kw);
-        }
+        for (int ky = ylo; ky < yhi; ++ky) taps |= xs << (ky * a.kw);
         colTaps[r] = taps;
       }
     }
@@ -414,9 +413,12 @@ void launchTc(cudaStream_t stream, const TcArgs& a) {
   checkLaunch("conv2d tensor-core implicit GEMM");
 }
 
-// Tile by row count (H100, test_cuda_conv2d_tc --bench, keras conv2): M <= 32 (input gradient 64 -> 32
-// channels) 32 x 256 with BK 32 beat 32 x 128 (105 vs 117 us: fewer blocks than one wave's slots);
-// M > 32 64 x 128 with BK 16. `variant` (tests, benchmarks) picks others.
+// Tile by row count and width (H100, test_cuda_conv2d_tc --bench, keras conv2 at batch 128): M <= 32
+// (input gradient, 64 -> 32 channels) 32 x 256 with BK 32: 104 us, against 113 for 32 x 128 and 134 for
+// 32 x 64; M > 32 (forward, 32 -> 64 filters) 64 x 128 with BK 32: 81 us, 83 with BK 16; 64 x 64 where
+// 64 x 128 tiles would not fill two blocks per SM of an H100 (C64 F64 14x14: 52 against 61 us).
+// Every tile shape adds the same products in the same order: the bits do not depend on the choice.
+// `variant` (tests, benchmarks) picks others.
 template <int MODE, int SPLIT>
 void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
   if (a.M <= 32) {
@@ -431,12 +433,17 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
     }
   } else {
     switch (variant) {
+      case 1: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
       case 2: launchTc<MODE, 64, 2, SPLIT>(stream, a); break;
       case 3: launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a); break;
       case 4: launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a); break;
       case 5: launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a); break;
       case 6: launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a); break;
-      default: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
+      default: {
+        const int64_t wideBlocks = (int64_t(a.J) + 127) / 128 * ((a.M + 63) / 64);
+        if (wideBlocks >= 264) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);
+        else launchTc<MODE, 64, 2, SPLIT>(stream, a);
+      }
     }
   }
 }
