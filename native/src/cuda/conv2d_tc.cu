@@ -21,7 +21,8 @@
 // The reduction order is fixed (no split-K, no atomics) and the same for every tile shape:
 // deterministic. Launchers only enqueue.
 // H100, keras conv2 at batch 128 (us, in a CUDA graph): forward 111 (SIMT) -> 82, input gradient
-// 168 -> 102; 1xTF32 would give 60 / 80 at ~1e-3 relative error. What is left (ncu): stalls on fixed
+// 168 -> 102; 1xTF32 would give 60 / 80 but misses the parity tolerance (keras conv2: max |err| 4.4e-4
+// forward, 6.6e-4 input gradient against 3.1e-4 = 1e-4 (1 + max |ref|)). What is left (ncu): stalls on fixed
 // latencies and the tensor pipe (mma.sync TF32 runs at half of Hopper's wgmma rate), at 25 % occupancy.
 #include "cuda/conv2d_tc.h"
 
