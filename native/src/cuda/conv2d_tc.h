@@ -8,8 +8,8 @@
 namespace nnstudio::cuda {
 
 // NNSTUDIO_CONV_TC (read once): unset = where it pays, "0" = never, "1" = wherever the device can
-// (sm_80+, every shape: tests), "tf32" = where it pays, but 1xTF32 (plain TF32 products: about 4x
-// the CPU-parity tolerance off, for comparisons only, never the default).
+// (sm_80+, every shape: tests), "tf32" = where it pays, but 1xTF32 (plain TF32 products: 1.4-2x
+// over the CPU-parity tolerance on keras conv2; for comparisons only, never the default).
 enum class ConvTcMode : int { Env = -1, Off = 0, Auto = 1, Always = 2, Fast = 3 };
 // Tests and benchmarks: override the environment's mode (Env = back to it); `variant` > 0 picks a tile
 // shape instead of the choice by shape (conv2d_tc.cu, dispatchSplit).
