@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/conv2d_tc.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
@@ -666,6 +667,7 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   a.alpha = alpha;
   a.vec = a.plane % 4 == 0 && aligned16(out);
   setDivisors(a);
+  if (conv2d_tc_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // tensor cores, sm_80+
   dispatchGemm<kForward>(stream, a);
 }
 
@@ -766,6 +768,7 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
   a.alpha = inAlpha;
   a.vec = a.plane % 4 == 0 && aligned16(dIn) && (!a.gate || aligned16(a.gate));
   setDivisors(a);
+  if (conv2d_tc_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // tensor cores
   if (g.stride == 1) dispatchGemm<kInput>(stream, a);
   else dispatchGemm<kInputStrided>(stream, a);
 }

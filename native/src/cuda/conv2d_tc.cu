@@ -1,0 +1,561 @@
+// conv2d's forward and input-gradient implicit GEMMs on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+)
+// with 3xTF32 error compensation, so the result has FP32-level accuracy.
+//   forward  out (F, N*OH*OW) = W (F, K) . col (K, N*OH*OW),   K = C*kh*kw; epilogue + bias, activation
+//   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx)
+//            (stride > 1: only the taps that land on an output position); epilogue * inAct'(in)
+// The same GEMMs as conv2d.cu's convGemmKernel (same im2col gather, same epilogues); only the inner
+// product differs.
+//
+// 3xTF32: each operand x = big + small, big = tf32(x) (round to nearest), small = x - big (the tensor
+// core truncates it to TF32); then a.b ~ a_big.b_big + a_big.b_small + a_small.b_big. TF32 products are
+// exact in the FP32 accumulator; what is dropped (a_small.b_small, small's truncation) is < 2^-20
+// relative per product: FP32-like. The split is integer add + mask + FADD (cvt.rna.tf32.f32 costs
+// several instructions on sm_90, and instruction issue bounds this kernel as much as the mma does).
+//
+// Block tile BM (32 or 64) x BN (WN * 32) x BK (16 or 32); warps WM x WN, each a 32 x 32 tile of 2 x 4
+// m16n8 fragments. Tiles reach shared memory by cp.async (4 bytes, zero-filled where the gather is out
+// of bounds, so the im2col padding costs no branch; which taps of a column are in bounds is a 32-bit
+// mask made once per column), 3 stages, one __syncthreads per K step. Layouts: A as [m][k] (row pad
+// 4) and B as [k][n] (row pad 8), so the fragment loads hit 32 distinct banks. The split into
+// big/small happens on the fragments in registers.
+// The reduction order is fixed (no split-K, no atomics) and the same for every tile shape:
+// deterministic. Launchers only enqueue.
+// H100, keras conv2 at batch 128 (us, in a CUDA graph): forward 111 (SIMT) -> 82, input gradient
+// 168 -> 102; 1xTF32 would give 60 / 80 but misses the parity tolerance (keras conv2: max |err| 4.4e-4
+// forward, 6.6e-4 input gradient against 3.1e-4 = 1e-4 (1 + max |ref|)). What is left (ncu): stalls on fixed
+// latencies and the tensor pipe (mma.sync TF32 runs at half of Hopper's wgmma rate), at 25 % occupancy.
+#include "cuda/conv2d_tc.h"
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/activation_math.cuh"
+#include "cuda/check.h"
+#include "cuda/launch.cuh"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+// ---- mode: environment, test override, device ----
+
+std::atomic<int> gOverride{int(ConvTcMode::Env)};
+std::atomic<int> gVariant{0};
+
+ConvTcMode envMode() {
+  static const ConvTcMode mode = [] {
+    const char* flag = std::getenv("NNSTUDIO_CONV_TC");
+    if (!flag) return ConvTcMode::Auto;
+    if (std::strcmp(flag, "0") == 0) return ConvTcMode::Off;
+    if (std::strcmp(flag, "tf32") == 0) return ConvTcMode::Fast;
+    return ConvTcMode::Always;
+  }();
+  return mode;
+}
+
+ConvTcMode currentMode() {
+  const int o = gOverride.load(std::memory_order_relaxed);
+  return o == int(ConvTcMode::Env) ? envMode() : ConvTcMode(o);
+}
+
+// the current device has TF32 mma (compute capability 8.0+)
+bool deviceHasTf32() {
+  static int cached[64] = {};  // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  if (cached[device] == 0) {
+    int major = 0;
+    cached[device] = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                             major >= 8
+                         ? 2
+                         : 1;
+  }
+  return cached[device] == 2;
+}
+
+// ---- the kernel ----
+
+enum TcMode : int { kForward = 0, kInput = 1, kInputStrided = 2 };  // as conv2d.cu's GemmMode
+
+
+// n / d by a multiply-high and a shift (the same as conv2d.cu's FastDiv)
+struct FastDiv {
+  int d = 1;
+  unsigned mul = 0, shr = 0;
+  FastDiv() = default;
+  explicit FastDiv(int divisor) : d(divisor > 1 ? divisor : 1) {
+    if (d > 1) {
+      unsigned l = 0;
+      while ((1u << l) < unsigned(d)) ++l;
+      const unsigned p = 31 + l;
+      mul = unsigned(((uint64_t(1) << p) + unsigned(d) - 1) / unsigned(d));
+      shr = p - 32;
+    }
+  }
+  __device__ __forceinline__ int div(int n) const { return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shr); }
+};
+
+struct TcArgs {
+  const float* weight;  // (F, C, kh, kw)
+  const float* src;     // gathered: forward the input (N, C, H, W); input gradient dOut (N, F, OH, OW)
+  const float* bias;    // forward (F)
+  const float* gate;    // input gradient: `in` for inAct', or null
+  float* dst;           // (N, M, plane)
+  int M, K, J;          // GEMM rows, reduction length, columns (N * plane)
+  int plane, planeW;    // the output's plane size and width
+  int srcC, srcH, srcW; // the gathered tensor's sample shape
+  int C;                // the weight's channel count (input gradient: A's addressing)
+  int kh, kw, stride, padTop, padLeft;
+  ActivationFn act;     // forward: the activation; input gradient: the gate's activation
+  float alpha;
+  bool pair;            // plane even and dst/gate 8-byte aligned: float2 epilogue
+  FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
+};
+
+// 4 bytes global -> shared (a shared-window address), where keep != 0; else zeros, src not read
+__device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_t keep) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(keep)
+      : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// x = big + small: big = x rounded to TF32 (to nearest, ties away: add half an ulp, clear the 13 low
+// bits), small = x - big, exact in FP32. small goes to the tensor core as it is: it reads the top 19
+// bits (TF32 truncation), an error of < 2^-10 of small, i.e. < 2^-21 of x. SPLIT 1: big alone.
+template <int SPLIT>
+__device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
+  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
+  if constexpr (SPLIT == 3) small = __float_as_uint(x - __uint_as_float(big));
+}
+
+// d += a (16x8, row) . b (8x8, col)
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
+template <int BM, int WN, int BK, int STAGES>
+constexpr size_t tcSmemBytes() {
+  return sizeof(float) * STAGES * (BM * (BK + 4) + BK * (WN * 32 + 8));
+}
+
+template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB>
+__global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const TcArgs a) {
+  startAfterPreviousKernel();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int WM = BM / 32;             // warps along M
+  constexpr int WARPS = WM * WN;
+  constexpr int THREADS = WARPS * 32;
+  constexpr int BN = WN * 32;             // block columns
+  constexpr int AS = BK + 4;              // A row [m][k]: fragment rows 20 floats apart, distinct banks
+  constexpr int BS = BN + 8;              // B row [k][n]: fragment rows 8 banks apart
+  constexpr int AITER = BM * BK / THREADS;
+  constexpr int AROWS = THREADS / BK;     // A rows covered by one pass of the block
+  constexpr int BROWS = BK / WARPS;       // B-tile rows per warp
+  constexpr int BCOLS = BN / 32;          // B-tile columns per lane
+  static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64),
+                "tile shape");
+
+  extern __shared__ __align__(16) float smem[];
+  auto As = reinterpret_cast<float(*)[BM][AS]>(smem);                    // [STAGES][BM][AS]
+  auto Bs = reinterpret_cast<float(*)[BK][BS]>(smem + STAGES * BM * AS);  // [STAGES][BK][BS]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int m0 = blockIdx.y * BM;
+  const int j0 = blockIdx.x * BN;
+  const int khkw = a.kh * a.kw;
+  const int srcHW = a.srcH * a.srcW;
+
+  // The columns this lane gathers for the B tile, fixed for the whole reduction: the offset of the
+  // column's origin in the source and (stride 1) a bit per tap (ky, kx) that lands inside the source
+  // (kh * kw <= 32), so a tap costs one AND instead of four compares; a column past J has no taps.
+  // Strided input gradient: the origin's (y, x), the taps are checked one by one.
+  int colOff[BCOLS];
+  uint32_t colTaps[BCOLS];
+  int colY[MODE == kInputStrided ? BCOLS : 1], colX[MODE == kInputStrided ? BCOLS : 1];
+#pragma unroll
+  for (int r = 0; r < BCOLS; ++r) {
+    const int j = j0 + lane + 32 * r;
+    colOff[r] = 0;
+    colTaps[r] = 0;
+    if constexpr (MODE == kInputStrided) {
+      colY[r] = -(1 << 30);  // past J: every bound check fails
+      colX[r] = 0;
+    }
+    if (j < a.J) {
+      const int n = a.divPlane.div(j), pix = j - n * a.plane;
+      const int oy = a.divPlaneW.div(pix), ox = pix - oy * a.planeW;
+      if constexpr (MODE == kInputStrided) {
+        colY[r] = oy + a.padTop;
+        colX[r] = ox + a.padLeft;
+        colOff[r] = n * a.srcC * srcHW;
+      } else {
+        // forward: tap at (y + ky, x + kx); input gradient: at (y - ky, x - kx)
+        const int y = MODE == kForward ? oy * a.stride - a.padTop : oy + a.padTop;
+        const int x = MODE == kForward ? ox * a.stride - a.padLeft : ox + a.padLeft;
+        colOff[r] = n * a.srcC * srcHW + y * a.srcW + x;
+        // the taps inside form a range of ky and one of kx: forward 0 <= x + kx < W, so kx in
+        // [-x, W - x); input gradient 0 <= x - kx < W, so kx in [x - W + 1, x + 1); the same for ky
+        const int xlo = max(0, MODE == kForward ? -x : x - a.srcW + 1);
+        const int xhi = min(a.kw, MODE == kForward ? a.srcW - x : x + 1);
+        const int ylo = max(0, MODE == kForward ? -y : y - a.srcH + 1);
+        const int yhi = min(a.kh, MODE == kForward ? a.srcH - y : y + 1);
+        const uint32_t xs = xhi > xlo ? (xhi >= 32 ? 0u : 1u << xhi) - (1u << xlo) : 0u;  // bits [xlo, xhi)
+        uint32_t taps = 0;
+        for (int ky = ylo; ky < yhi; ++ky) taps |= xs << (ky * a.kw);
+        colTaps[r] = taps;
+      }
+    }
+  }
+
+  // A: this thread's k within the tile is fixed (tid % BK); its rows are tid / BK + AROWS * i, whose
+  // offsets in the weight (forward weight[m][k]: m * K; input gradient weight[f][m][tap]: m * khkw)
+  // and bounds are fixed too.
+  const int aK = tid % BK, aM = tid / BK;
+  int aRowOff[AITER];
+  uint32_t aRowOk = 0;
+#pragma unroll
+  for (int i = 0; i < AITER; ++i) {
+    const int m = m0 + aM + AROWS * i;
+    aRowOff[i] = m * (MODE == kForward ? a.K : khkw);
+    if (m < a.M) aRowOk |= 1u << i;
+  }
+
+  // shared-memory addresses of this thread's copies (stage 0); a stage adds A_STAGE / B_STAGE bytes
+  constexpr uint32_t A_STAGE = BM * AS * 4, B_STAGE = BK * BS * 4;
+  const uint32_t smemBase = uint32_t(__cvta_generic_to_shared(smem));
+  const uint32_t aDst0 = smemBase + uint32_t(aM * AS + aK) * 4;
+  const uint32_t bDst0 = smemBase + STAGES * A_STAGE + uint32_t(warp * BS + lane) * 4;
+
+  // enqueue the copies of K tile kt into stage s (zero-filled outside the matrices). An ignored copy's
+  // source address is never read, so it is not clamped.
+  auto loadTile = [&](int kt, int s) {
+    {
+      const int k = kt * BK + aK;
+      int base;
+      if (MODE == kForward) {
+        base = k;
+      } else {
+        const int f = a.divKhkw.div(k);
+        base = f * a.C * khkw + (k - f * khkw);
+      }
+      const uint32_t ok = k < a.K ? aRowOk : 0u;
+      const uint32_t dst = aDst0 + s * A_STAGE;
+#pragma unroll
+      for (int i = 0; i < AITER; ++i)
+        cpAsync4(dst + i * AROWS * AS * 4, a.weight + (base + aRowOff[i]), ok & (1u << i));
+    }
+    const uint32_t dst = bDst0 + s * B_STAGE;
+#pragma unroll
+    for (int i = 0; i < BROWS; ++i) {
+      const int kk = warp + WARPS * i;
+      const int k = kt * BK + kk;
+      const bool kValid = k < a.K;
+      int koff = 0, ky = 0, kx = 0;
+      uint32_t tapBit = 0;  // past K: no tap
+      if (kValid) {
+        const int q = a.divKhkw.div(k), tap = k - q * khkw;
+        ky = a.divKw.div(tap);
+        kx = tap - ky * a.kw;
+        tapBit = 1u << tap;
+        if (MODE == kForward) koff = q * srcHW + ky * a.srcW + kx;
+        else if (MODE == kInput) koff = q * srcHW - ky * a.srcW - kx;
+        else koff = q * srcHW;
+      }
+#pragma unroll
+      for (int r = 0; r < BCOLS; ++r) {
+        const uint32_t d = dst + uint32_t(WARPS * i * BS + 32 * r) * 4;
+        if constexpr (MODE != kInputStrided) {
+          cpAsync4(d, a.src + (colOff[r] + koff), colTaps[r] & tapBit);
+        } else {
+          const int ty = colY[r] - ky, tx = colX[r] - kx;
+          bool valid = false;
+          int off = 0;
+          if (kValid && ty >= 0 && tx >= 0) {
+            const int oy = a.divStride.div(ty), ox = a.divStride.div(tx);
+            valid = oy * a.stride == ty && ox * a.stride == tx && oy < a.srcH && ox < a.srcW;
+            off = colOff[r] + koff + oy * a.srcW + ox;
+          }
+          cpAsync4(d, a.src + off, valid ? 1u : 0u);
+        }
+      }
+    }
+  };
+
+  const int g = lane >> 2, t = lane & 3;  // the fragments' group and thread-in-group
+  const int wm = warp / WN, wn = warp % WN;
+  float acc[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  const int tiles = (a.K + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < tiles) loadTile(s, s);
+    cpAsyncCommit();
+  }
+  int s = 0, sLoad = STAGES - 1;  // the stage read now, the stage loaded now
+  for (int kt = 0; kt < tiles; ++kt) {
+    cpAsyncWait<STAGES - 2>();  // this thread's copies of tile kt have landed
+    __syncthreads();             // everyone's have; and everyone is done with tile kt - 1's stage
+    if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, sLoad);
+    cpAsyncCommit();
+    sLoad = sLoad + 1 == STAGES ? 0 : sLoad + 1;
+#pragma unroll
+    for (int k8 = 0; k8 < BK; k8 += 8) {
+      uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int r = wm * 32 + mt * 16 + g;
+        split<SPLIT>(As[s][r][k8 + t], aBig[mt][0], aSmall[mt][0]);
+        split<SPLIT>(As[s][r + 8][k8 + t], aBig[mt][1], aSmall[mt][1]);
+        split<SPLIT>(As[s][r][k8 + t + 4], aBig[mt][2], aSmall[mt][2]);
+        split<SPLIT>(As[s][r + 8][k8 + t + 4], aBig[mt][3], aSmall[mt][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int c = wn * 32 + nt * 8 + g;
+        split<SPLIT>(Bs[s][k8 + t][c], bBig[nt][0], bSmall[nt][0]);
+        split<SPLIT>(Bs[s][k8 + t + 4][c], bBig[nt][1], bSmall[nt][1]);
+      }
+      // the small corrections first, then the big product
+      if constexpr (SPLIT == 3) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bSmall[nt]);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aSmall[mt], bBig[nt]);
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
+    }
+    s = s + 1 == STAGES ? 0 : s + 1;
+  }
+  cpAsyncWait<0>();  // no copy may be in flight when the block exits
+
+  // epilogue: fragment element c holds row g (+8 for c >= 2), column 2t (+1 for odd c)
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int j = j0 + wn * 32 + nt * 8 + 2 * t;
+    if (j >= a.J) continue;
+    const int n0 = a.divPlane.div(j), pix0 = j - n0 * a.plane;
+    const bool second = j + 1 < a.J;
+    int n1 = n0, pix1 = pix0 + 1;
+    if (pix1 == a.plane) {
+      ++n1;
+      pix1 = 0;
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm * 32 + mt * 16 + g + 8 * h;
+        if (m >= a.M) continue;
+        float v0 = acc[mt][nt][2 * h], v1 = acc[mt][nt][2 * h + 1];
+        const int64_t i0 = (int64_t(n0) * a.M + m) * a.plane + pix0;
+        const int64_t i1 = (int64_t(n1) * a.M + m) * a.plane + pix1;
+        if (MODE == kForward) {
+          const float b = __ldg(a.bias + m);
+          v0 = activate(v0 + b, a.act, a.alpha);
+          v1 = activate(v1 + b, a.act, a.alpha);
+        }
+        if (a.pair && second) {  // j even, plane even: both in one plane, 8-byte aligned
+          if (MODE != kForward && a.gate) {
+            const float2 y = __ldg(reinterpret_cast<const float2*>(a.gate + i0));
+            v0 = gateGradient(v0, y.x, a.act, a.alpha);
+            v1 = gateGradient(v1, y.y, a.act, a.alpha);
+          }
+          *reinterpret_cast<float2*>(a.dst + i0) = make_float2(v0, v1);
+        } else {
+          if (MODE != kForward && a.gate) v0 = gateGradient(v0, __ldg(a.gate + i0), a.act, a.alpha);
+          a.dst[i0] = v0;
+          if (second) {
+            if (MODE != kForward && a.gate) v1 = gateGradient(v1, __ldg(a.gate + i1), a.act, a.alpha);
+            a.dst[i1] = v1;
+          }
+        }
+      }
+  }
+#endif
+}
+
+template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1>
+void launchTc(cudaStream_t stream, const TcArgs& a) {
+  constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32;
+  constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
+  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB>;
+  if constexpr (smem > 48 * 1024) {
+    static const bool opted = [&] {  // once per kernel: more than the default 48 KiB of shared memory
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+            "conv2d tensor-core shared memory");
+      return true;
+    }();
+    (void)opted;
+  }
+  const dim3 grid(unsigned((int64_t(a.J) + BN - 1) / BN), unsigned((a.M + BM - 1) / BM));
+  launchKernel("convTcKernel", kernel, grid, THREADS, smem, stream, a);
+  checkLaunch("conv2d tensor-core implicit GEMM");
+}
+
+// Tile by row count and width (H100, test_cuda_conv2d_tc --bench, keras conv2 at batch 128): M <= 32
+// (input gradient, 64 -> 32 channels) 32 x 256 with BK 32: 104 us, against 113 for 32 x 128 and 134 for
+// 32 x 64; M > 32 (forward, 32 -> 64 filters) 64 x 128 with BK 32: 81 us, 83 with BK 16; 64 x 64 where
+// 64 x 128 tiles would not fill two blocks per SM of an H100 (C64 F64 14x14: 52 against 61 us).
+// Every tile shape adds the same products in the same order: the bits do not depend on the choice.
+// `variant` (tests, benchmarks) picks others.
+template <int MODE, int SPLIT>
+void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
+  if (a.M <= 32) {
+    switch (variant) {
+      case 1: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
+      case 2: launchTc<MODE, 32, 2, SPLIT>(stream, a); break;
+      case 3: launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a); break;
+      case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
+      case 5: launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a); break;
+      case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
+      default: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
+    }
+  } else {
+    switch (variant) {
+      case 1: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
+      case 2: launchTc<MODE, 64, 2, SPLIT>(stream, a); break;
+      case 3: launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a); break;
+      case 4: launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a); break;
+      case 5: launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a); break;
+      case 6: launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a); break;
+      default: {
+        const int64_t wideBlocks = (int64_t(a.J) + 127) / 128 * ((a.M + 63) / 64);
+        if (wideBlocks >= 264) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);
+        else launchTc<MODE, 64, 2, SPLIT>(stream, a);
+      }
+    }
+  }
+}
+
+template <int MODE>
+void dispatchTc(cudaStream_t stream, const TcArgs& a, ConvTcMode mode) {
+  const int variant = gVariant.load(std::memory_order_relaxed);
+  if (mode == ConvTcMode::Fast) dispatchSplit<MODE, 1>(stream, a, variant);
+  else dispatchSplit<MODE, 3>(stream, a, variant);
+}
+
+// Where the tensor cores pay (H100, test_cuda_conv2d_tc --bench): 32+ GEMM rows and a reduction long
+// enough that the products, not the output's stores, bound the time.
+bool pays(int M, int K, int64_t J) { return M >= 32 && K >= 64 && J >= 4096; }
+
+// the mode to run this GEMM with, or Off (kernels of more than 32 taps: the tap masks are 32 bits)
+ConvTcMode choose(int M, int K, int64_t J, const ConvGeometry& g) {
+  const ConvTcMode mode = currentMode();
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !deviceHasTf32()) return ConvTcMode::Off;
+  if (mode == ConvTcMode::Always) return mode;
+  return pays(M, K, J) ? mode : ConvTcMode::Off;
+}
+
+bool aligned8(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
+
+void setDivisors(TcArgs& a) {
+  a.divKhkw = FastDiv(a.kh * a.kw);
+  a.divKw = FastDiv(a.kw);
+  a.divPlane = FastDiv(a.plane);
+  a.divPlaneW = FastDiv(a.planeW);
+  a.divStride = FastDiv(a.stride);
+}
+
+}  // namespace
+
+void conv2d_tc_set_mode(ConvTcMode mode, int variant) {
+  gOverride.store(int(mode), std::memory_order_relaxed);
+  gVariant.store(variant, std::memory_order_relaxed);
+}
+
+// ---- launchers (conv2d.cu has checked the activation and the sizes) ----
+
+bool conv2d_tc_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias,
+                       int N, const ConvGeometry& g, ActivationFn act, float alpha) {
+  if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
+  const ConvTcMode mode = choose(g.F, int(g.colRows()), int64_t(N) * g.OH * g.OW, g);
+  if (mode == ConvTcMode::Off) return false;
+  TcArgs a{};
+  a.weight = weight;
+  a.src = in;
+  a.bias = bias;
+  a.gate = nullptr;
+  a.dst = out;
+  a.M = g.F;
+  a.K = int(g.colRows());
+  a.J = N * g.OH * g.OW;
+  a.plane = g.OH * g.OW;
+  a.planeW = g.OW;
+  a.srcC = g.C;
+  a.srcH = g.H;
+  a.srcW = g.W;
+  a.C = g.C;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.stride = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.act = act;
+  a.alpha = alpha;
+  a.pair = a.plane % 2 == 0 && aligned8(out);
+  setDivisors(a);
+  dispatchTc<kForward>(stream, a, mode);
+  return true;
+}
+
+bool conv2d_tc_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight,
+                              const float* in, int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha) {
+  if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return false;
+  const ConvTcMode mode = choose(g.C, g.F * g.kh * g.kw, int64_t(N) * g.H * g.W, g);
+  if (mode == ConvTcMode::Off) return false;
+  TcArgs a{};
+  a.weight = weight;
+  a.src = dOut;
+  a.bias = nullptr;
+  a.gate = inAct == ActivationFn::Linear ? nullptr : in;
+  a.dst = dIn;
+  a.M = g.C;
+  a.K = g.F * g.kh * g.kw;
+  a.J = N * g.H * g.W;
+  a.plane = g.H * g.W;
+  a.planeW = g.W;
+  a.srcC = g.F;
+  a.srcH = g.OH;
+  a.srcW = g.OW;
+  a.C = g.C;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.stride = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.act = inAct;
+  a.alpha = inAlpha;
+  a.pair = a.plane % 2 == 0 && aligned8(dIn) && (!a.gate || aligned8(a.gate));
+  setDivisors(a);
+  if (g.stride == 1) dispatchTc<kInput>(stream, a, mode);
+  else dispatchTc<kInputStrided>(stream, a, mode);
+  return true;
+}
+
+}  // namespace nnstudio::cuda

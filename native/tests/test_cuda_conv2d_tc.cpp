@@ -1,0 +1,357 @@
+// The tensor-core conv2d passes (cuda/conv2d_tc.cu: TF32 mma with 3xTF32 compensation) against the CPU
+// reference (cpu/conv2d.cpp) and the SIMT kernel: forward (linear, ReLU, sigmoid) and input gradient
+// (ungated, ReLU-gated; stride 1 and the strided gather) on keras conv2's shape, stride 2, 'same' and
+// 'full' padding, and M, J, K that are not multiples of the tiles. Tolerance as test_cuda_conv2d:
+// max |gpu - cpu| <= 1e-4 * (1 + max |cpu|). Outputs are poisoned with NaN before every launch; the
+// tensor-core path is forced (conv2d_tc_set_mode(Always)) and its launchers must report that they ran;
+// a second run must give the same bits, and so must every tile variant. 1xTF32's error is printed for
+// information.
+// `test_cuda_conv2d_tc --bench` prints µs of the SIMT kernel, 3xTF32 and 1xTF32 on keras' conv passes.
+#include <cstdio>
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/thread_pool.h"
+#include "cuda/conv2d_tc.h"
+#include "cuda/kernels.h"
+#include "cuda_test_util.h"
+#include "cuda_timing.h"
+#include "spec/model.h"
+#include "spec/rng.h"
+#include "test_util.h"
+
+using namespace nnstudio;
+using cpu::ConvGeometry;
+using cuda::ConvTcMode;
+using nnstudio::test::cudaOk;
+using nnstudio::test::DeviceVector;
+using nnstudio::test::timeLaunches;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int N, C, H, W, F, kh, kw, stride;
+  char pad;  // 'v'alid, 's'ame, 'f'ull
+};
+
+ConvGeometry geometryOf(const Case& c) {
+  auto axis = [&](int in, int k, int& out, int& before) {
+    convAxis(in, k, c.stride, c.pad == 's' ? Padding::Same : c.pad == 'f' ? Padding::Full : Padding::Valid, out,
+             before);
+  };
+  ConvGeometry g;
+  g.C = c.C;
+  g.H = c.H;
+  g.W = c.W;
+  g.F = c.F;
+  g.kh = c.kh;
+  g.kw = c.kw;
+  g.stride = c.stride;
+  axis(c.H, c.kh, g.OH, g.padTop);
+  axis(c.W, c.kw, g.OW, g.padLeft);
+  return g;
+}
+
+// uniform in [-scale, scale], never exactly zero
+std::vector<float> randomVector(size_t n, uint64_t seed, float scale) {
+  std::vector<float> v = nnstudio::test::randomVector(n, seed, scale);
+  for (auto& x : v)
+    if (x == 0.0f) x = 0.5f * scale;
+  return v;
+}
+
+void poison(DeviceVector<float>& v) { cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(float) * (v.count ? v.count : 1)), "poison"); }
+
+// max |gpu - ref| and the tolerance 1e-4 (1 + max |ref|); non-finite or size mismatch -> infinity
+double maxError(const std::vector<float>& gpu, const std::vector<float>& ref, double& tol) {
+  double maxRef = 0, maxErr = 0;
+  for (float r : ref) maxRef = std::max(maxRef, std::fabs(double(r)));
+  tol = 1e-4 * (1.0 + maxRef);
+  if (gpu.size() != ref.size()) return INFINITY;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(gpu[i])) return INFINITY;
+    maxErr = std::max(maxErr, std::fabs(double(gpu[i]) - double(ref[i])));
+  }
+  return maxErr;
+}
+
+void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& ref) {
+  double tol = 0;
+  const double err = maxError(gpu, ref, tol);
+  nnstudio_test::report(err <= tol, what, __FILE__, __LINE__,
+                        "max |err| " + nnstudio_test::num(err) + " (tol " + nnstudio_test::num(tol) + ")");
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::string describe(const Case& c, const ConvGeometry& g) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d]", c.name.c_str(), c.N, g.C, g.H,
+                g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft);
+  return buf;
+}
+
+void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
+  const ConvGeometry g = geometryOf(c);
+  const std::string name = describe(c, g);
+  std::printf("%s\n", name.c_str());
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const float wScale = 1.0f / std::sqrt(float(g.colRows()));
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
+  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale);
+  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
+  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut);
+  DeviceVector<float> gOut(outSize), gDIn(inSize);
+
+  // forward: 3xTF32 against the CPU and the SIMT kernel; bit-identical on a second run
+  std::vector<float> cpuOut(outSize);
+  const ActivationFn acts[] = {ActivationFn::Linear, ActivationFn::ReLU, ActivationFn::Sigmoid};
+  for (ActivationFn act : acts) {
+    const char* an = act == ActivationFn::Linear ? "linear" : act == ActivationFn::ReLU ? "relu" : "sigmoid";
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g, act, 0.0f);
+    cuda::conv2d_tc_set_mode(ConvTcMode::Always);
+    poison(gOut);
+    CHECK_MSG(cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f),
+              name + " forward " + an + " ran on the tensor cores");
+    const std::vector<float> tc = gOut.download();
+    compare(name + " forward " + an + " (3xTF32 vs CPU)", tc, cpuOut);
+    poison(gOut);
+    cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);  // the hook
+    CHECK_MSG(sameBits(gOut.download(), tc), name + " forward " + an + " bit-identical through conv2d_forward");
+    cuda::conv2d_tc_set_mode(ConvTcMode::Off);
+    poison(gOut);
+    cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);
+    compare(name + " forward " + an + " (3xTF32 vs SIMT)", tc, gOut.download());
+    if (act == ActivationFn::Linear) {
+      cuda::conv2d_tc_set_mode(ConvTcMode::Fast);  // only where the tensor cores pay
+      poison(gOut);
+      if (cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f)) {
+        double tol = 0;
+        const double err = maxError(gOut.download(), cpuOut, tol);
+        std::printf("  info: 1xTF32 forward max |err| %.3g (3xTF32 tolerance %.3g)\n", err, tol);
+      }
+    }
+  }
+
+  // input gradient (CPU with Linear: dOut is already dLoss/d(pre-activation)), ungated and ReLU-gated
+  std::vector<float> cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F));
+  {
+    std::vector<float> dOutCopy = dOut;
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
+                        ActivationFn::Linear, 0.0f);
+    cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
+                         in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+  }
+  const ActivationFn gates[] = {ActivationFn::Linear, ActivationFn::ReLU};
+  for (ActivationFn gate : gates) {
+    const char* gn = gate == ActivationFn::Linear ? "ungated" : "gate relu";
+    std::vector<float> ref(inSize);
+    cpu::activation_backward(ref.data(), cpuDIn.data(), in.data(), 1, int64_t(inSize), gate, 0.0f);
+    cuda::conv2d_tc_set_mode(ConvTcMode::Always);
+    poison(gDIn);
+    CHECK_MSG(cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f),
+              name + " dIn " + gn + " ran on the tensor cores");
+    const std::vector<float> tc = gDIn.download();
+    compare(name + " dIn " + gn + " (3xTF32 vs CPU)", tc, ref);
+    poison(gDIn);
+    cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
+    CHECK_MSG(sameBits(gDIn.download(), tc), name + " dIn " + gn + " bit-identical through conv2d_backward_input");
+    cuda::conv2d_tc_set_mode(ConvTcMode::Off);
+    poison(gDIn);
+    cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
+    compare(name + " dIn " + gn + " (3xTF32 vs SIMT)", tc, gDIn.download());
+    if (gate == ActivationFn::Linear) {
+      cuda::conv2d_tc_set_mode(ConvTcMode::Fast);
+      poison(gDIn);
+      if (cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f)) {
+        double tol = 0;
+        const double err = maxError(gDIn.download(), ref, tol);
+        std::printf("  info: 1xTF32 dIn max |err| %.3g (3xTF32 tolerance %.3g)\n", err, tol);
+      }
+    }
+  }
+  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
+}
+
+// Every tile variant of conv2d_tc.cu (test hook) against the CPU, and bit-identical to the default:
+// each tile shape adds the same products in the same order.
+void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
+  const ConvGeometry g = geometryOf(c);
+  const std::string name = describe(c, g) + " variants";
+  std::printf("%s\n", name.c_str());
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
+  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, 1.0f / std::sqrt(float(g.colRows())));
+  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
+  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  cpu::ConvScratch scratch;
+  scratch.reserve(g, pool.size(), true);
+  std::vector<float> cpuOut(outSize), cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F)), dOutCopy = dOut;
+  cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
+                      ActivationFn::Linear, 0.0f);
+  cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
+                       in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
+  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut), gOut(outSize), gDIn(inSize);
+  std::vector<float> out0, din0;
+  for (int variant = 0; variant <= 6; ++variant) {
+    const std::string v = name + " " + std::to_string(variant);
+    cuda::conv2d_tc_set_mode(ConvTcMode::Always, variant);
+    poison(gOut);
+    poison(gDIn);
+    const bool ran = cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g,
+                                             ActivationFn::Linear, 0.0f) &&
+                     cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g,
+                                                    ActivationFn::Linear, 0.0f);
+    CHECK_MSG(ran, v + " ran on the tensor cores");
+    const std::vector<float> out = gOut.download(), din = gDIn.download();
+    compare(v + " forward (vs CPU)", out, cpuOut);
+    compare(v + " dIn (vs CPU)", din, cpuDIn);
+    if (variant == 0) {
+      out0 = out;
+      din0 = din;
+    } else {
+      CHECK_MSG(sameBits(out, out0) && sameBits(din, din0), v + " bit-identical to the default tiles");
+    }
+  }
+  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
+}
+
+// ---- --bench: SIMT vs 3xTF32 vs 1xTF32 on keras_cnn's conv passes (batch 128) ----
+
+int bench() {
+  const Case cases[] = {
+      {"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'},
+      {"C64 F64 s 3x3", 128, 64, 14, 14, 64, 3, 3, 1, 's'},
+      {"C32 F64 s2", 128, 32, 26, 26, 64, 3, 3, 2, 's'},
+  };
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreate(&stream), "stream");
+  struct Variant {
+    const char* name;
+    ConvTcMode mode;
+    int variant;
+  };
+  const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},
+                              {"3xTF32", ConvTcMode::Always, 0},
+                              {"3x v1 x128", ConvTcMode::Always, 1},
+                              {"3x v2 x64", ConvTcMode::Always, 2},
+                              {"3x v3 BK32", ConvTcMode::Always, 3},
+                              {"3x v4 S4", ConvTcMode::Always, 4},
+                              {"3x v5", ConvTcMode::Always, 5},
+                              {"3x v6 minb", ConvTcMode::Always, 6},
+                              {"1xTF32*", ConvTcMode::Fast, 0}};
+  std::printf("microseconds per launch, inside a CUDA graph of 20 (median of 50); forward ReLU, dIn ReLU-gated\n"
+              "(* 1xTF32 only where the tensor cores pay: elsewhere it is the SIMT kernel)\n");
+  std::printf("%-14s %-12s %9s %9s\n", "shape", "kernel", "fwd", "dIn");
+  for (const Case& c : cases) {
+    const ConvGeometry g = geometryOf(c);
+    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+    const size_t wSize = size_t(g.F) * size_t(g.colRows());
+    DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
+        bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
+    DeviceVector<float> out(outSize), dIn(inSize);
+    for (const Variant& v : variants) {
+      cuda::conv2d_tc_set_mode(v.mode, v.variant);
+      auto fwd = [&] {
+        cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+      };
+      auto di = [&] {
+        cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+      };
+      const float tf = timeLaunches(fwd, stream, true), ti = timeLaunches(di, stream, true);
+      std::printf("%-14s %-12s %9.1f %9.1f\n", c.name.c_str(), v.name, tf, ti);
+    }
+  }
+  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
+  cudaOk(cudaStreamDestroy(stream), "stream");
+  return 0;
+}
+
+// --profile: keras conv2's passes once each (SIMT, 3xTF32, 1xTF32), for ncu
+int profile() {
+  const Case c{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'};
+  const ConvGeometry g = geometryOf(c);
+  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
+  const size_t wSize = size_t(g.F) * size_t(g.colRows());
+  DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
+      bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
+  DeviceVector<float> out(outSize), dIn(inSize);
+  const ConvTcMode modes[] = {ConvTcMode::Off, ConvTcMode::Always, ConvTcMode::Fast};
+  for (ConvTcMode m : modes) {
+    cuda::conv2d_tc_set_mode(m);
+    cuda::conv2d_forward(nullptr, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+    cuda::conv2d_backward_input(nullptr, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+  }
+  cudaOk(cudaDeviceSynchronize(), "profile");
+  return 0;
+}
+
+bool deviceHasTf32() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 8;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!nnstudio::test::haveCudaDevice()) {
+    std::printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  if (!deviceHasTf32()) {
+    std::printf("skipped: no TF32 tensor cores (compute capability < 8.0)\n");
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bench") return bench();
+  if (argc > 1 && std::string(argv[1]) == "--profile") return profile();
+
+  cpu::ThreadPool pool(0);
+  const Case cases[] = {
+      {"keras conv2", 32, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"keras conv1 (K=9)", 8, 1, 28, 28, 32, 3, 3, 1, 'v'},
+      {"stride 2 same", 6, 32, 13, 15, 40, 3, 3, 2, 's'},
+      {"stride 2 valid 4x4", 5, 20, 16, 17, 33, 4, 4, 2, 'v'},
+      {"stride 3 full 3x2", 3, 17, 10, 11, 36, 3, 2, 3, 'f'},
+      {"same 5x5 (odd J)", 3, 35, 9, 11, 70, 5, 5, 1, 's'},
+      {"same 4x2 (asymmetric pads)", 4, 48, 7, 9, 96, 4, 2, 1, 's'},
+      {"full 3x3 M=33", 3, 33, 7, 7, 33, 3, 3, 1, 'f'},
+      {"F=130 C=5 (3 row tiles)", 2, 5, 12, 13, 130, 3, 3, 1, 'v'},
+      {"1x1 C=64", 4, 64, 9, 9, 48, 1, 1, 1, 'v'},
+      {"small M=4 C=3", 2, 3, 8, 8, 4, 3, 3, 1, 's'},
+      {"N=1 OH=1", 1, 16, 5, 5, 40, 5, 5, 1, 'v'},
+  };
+  uint64_t seed = 101;
+  for (const Case& c : cases) runCase(pool, c, seed++);
+  const Case variantCases[] = {
+      {"keras conv2", 8, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"same 5x5 (odd J)", 3, 35, 9, 11, 70, 5, 5, 1, 's'},
+      {"stride 2 same", 6, 32, 13, 15, 40, 3, 3, 2, 's'},
+  };
+  for (const Case& c : variantCases) runVariants(pool, c, seed++);
+  return nnstudio_test::summary();
+}
+
+#else
+int main() {
+  std::puts("skipped: no CUDA device (built without CUDA)");
+  return 0;
+}
+#endif
