@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/conv2d_direct.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
@@ -620,6 +621,7 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   checkElementwise(act);
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return;
   checkSizes(N, g);
+  if (conv2d_direct_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // few channels: conv2d_direct.cu
   GemmArgs a{};
   a.weight = weight;
   a.src = in;
@@ -706,6 +708,7 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
   checkElementwise(inAct);
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return;
   checkSizes(N, g);
+  if (conv2d_direct_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // conv2d_direct.cu
   GemmArgs a{};
   a.weight = weight;
   a.src = dOut;
