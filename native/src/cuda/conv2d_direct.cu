@@ -3,7 +3,8 @@
 // implicit GEMM (conv2d.cu) spends its time on index arithmetic and latency, not on FMAs. Here a block
 // takes `rows` output rows of one sample: it stages the input rows they need (every channel, halo and
 // padding as zeros) and ALL weights in shared memory, then each thread accumulates FT output channels x
-// PX consecutive pixels of one row in registers, sliding its PX + kw - 1 input values over the kw taps.
+// PX consecutive pixels of one row in registers, sliding its PX + k - 1 input values over a row's k taps.
+// Square kernels 2x2, 3x3, 5x5 (compile-time k); other shapes stay on the implicit GEMM.
 //   forward  out[n][f][oy][ox] = act(bias[f] + sum_{c,ky,kx} in[n][c][oy-padTop+ky][ox-padLeft+kx] w[f][c][ky][kx])
 //   dIn      dIn[n][c][iy][ix] = inAct'(in) * sum_{f,ky,kx} dOut[n][f][iy+padTop-ky][ix+padLeft-kx] w[f][c][ky][kx]
 //            = the same correlation over dOut with the weights turned 180 degrees and transposed
@@ -29,7 +30,7 @@ enum DirectMode : int { kForward = 0, kInput = 1 };
 constexpr int kMaxOut = 16;
 constexpr int kMaxTaps = 400;
 constexpr int kMaxWeights = 4096;
-constexpr int kTargetBlocks = 264;         // 2 per SM on the H100: split rows until the grid has this many
+constexpr int kTargetBlocks = 132;         // one per SM on the H100: split rows until the grid has this many
 constexpr int kMaxThreads = 256;
 constexpr size_t kMaxShared = 48 * 1024;   // no opt-in needed
 
@@ -41,7 +42,7 @@ struct DirectArgs {
   float* dst;           // (N, M, OH, OW)
   int S, SH, SW;        // the correlation's source channels and plane
   int M, OH, OW;        // its output channels and plane
-  int F, C, kh;         // the weight's shape (kw is the template's KW)
+  int F, C;             // the weight's shape (kh = kw = the template's K)
   int padTop, padLeft;  // the correlation's leading pads
   int groups, colGroups, rows, rowTiles, stagedRows, stagedW, Mpad;
   ActivationFn act;     // forward: the activation; input gradient: the gate's activation
@@ -130,14 +131,23 @@ __device__ __forceinline__ void gateAll(float (&v)[P], const float (&y)[P], Acti
   }
 }
 
-template <int MODE, int KW, int FT, int PX>
+// 4 bytes global -> shared without a register round trip (sm_80+): every thread issues all its copies
+// back to back, so staging costs one memory latency, not one per loop iteration. src-size 0 writes a zero.
+__device__ __forceinline__ void copyAsync(float* dst, const float* src, bool valid) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void waitCopies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// K x K taps (square kernels), FT output channels x PX pixels per thread
+template <int MODE, int K, int FT, int PX>
 __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectArgs a) {
   startAfterPreviousKernel();
   constexpr int V = PX % 4 == 0 ? 4 : PX % 2 == 0 ? 2 : 1;     // shared-memory load width
-  constexpr int SEG = (PX + KW - 1 + V - 1) / V * V;           // input values per (channel, tap row)
+  constexpr int SEG = (PX + K - 1 + V - 1) / V * V;            // input values per (channel, tap row)
+  constexpr int KK = K * K;
   extern __shared__ __align__(16) float smem[];
-  const int khkw = a.kh * KW;
-  const int T = a.S * khkw;                                    // taps of the correlation
+  const int T = a.S * KK;                                      // taps of the correlation
   float* smW = smem;                                           // (T, Mpad): a tap's output channels side by side
   float* smIn = smem + T * a.Mpad;                             // (S, stagedRows, stagedW)
 
@@ -145,22 +155,23 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
   const int n = blockIdx.x / a.rowTiles, tile = blockIdx.x - n * a.rowTiles;
   const int oy0 = tile * a.rows;
 
-  // ---- stage the weights: (T, Mpad), the padding channels zero ----
-  const int total = a.F * a.C * khkw;
-  for (int e = tid; e < total; e += nthreads) {
-    const float v = __ldg(a.weight + e);
-    int m, t;
-    if (MODE == kForward) {
-      m = e / T;  // T = C*kh*kw: e = m*T + t
-      t = e - m * T;
-    } else {
-      const int ck = a.C * khkw;
-      const int f = e / ck, r = e - f * ck;
-      const int c = r / khkw, tap = r - c * khkw;
-      m = c;
-      t = f * khkw + (khkw - 1 - tap);  // both axes turned: (kh-1-ky)*kw + (kw-1-kx)
-    }
-    smW[t * a.Mpad + m] = v;
+  // ---- stage the weights: (T, Mpad), the padding channels zero. The weight tensor as R rows of L
+  // (forward: F rows of C*K*K; input gradient: F rows of C*K*K, transposed and turned) ----
+  {
+    const int L = a.C * KK;
+    for (int f = 0; f < a.F; ++f)
+      for (int j = tid; j < L; j += nthreads) {
+        int m, t;
+        if (MODE == kForward) {
+          m = f;
+          t = j;
+        } else {
+          const int c = j / KK, tap = j - c * KK;
+          m = c;
+          t = f * KK + (KK - 1 - tap);  // both axes turned: (K-1-ky)*K + (K-1-kx)
+        }
+        copyAsync(smW + t * a.Mpad + m, a.weight + f * L + j, true);
+      }
   }
   const int padM = a.Mpad - a.M;
   if (padM > 0)
@@ -182,10 +193,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
       float* drow = smIn + row * a.stagedW;
       for (int x = lane; x < a.stagedW; x += 32) {
         const int gx = x - a.padLeft;
-        drow[x] = rowOk && unsigned(gx) < unsigned(a.SW) ? __ldg(srow + gx) : 0.0f;
+        const bool ok = rowOk && unsigned(gx) < unsigned(a.SW);
+        copyAsync(drow + x, ok ? srow + gx : srcN, ok);
       }
     }
   }
+  waitCopies();
   __syncthreads();
 
   // ---- this thread: output channels g*FT.., row oy, pixels cg*PX.. ----
@@ -202,20 +215,20 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
 #pragma unroll
     for (int p = 0; p < PX; ++p) acc[f][p] = 0.0f;
 
-  const float* inS = smIn + r * a.stagedW + cg * PX;
+  const float* in = smIn + r * a.stagedW + cg * PX;
   const float* wT = smW + g * FT;
   const int chanStride = a.stagedRows * a.stagedW;
-  for (int s = 0; s < a.S; ++s, inS += chanStride) {
-    const float* in = inS;
-    for (int ky = 0; ky < a.kh; ++ky, in += a.stagedW, wT += KW * a.Mpad) {
-      float x[SEG];
-      loadRow<V>(x, in);
+  for (int s = 0; s < a.S; ++s, in += chanStride, wT += KK * a.Mpad) {
 #pragma unroll
-      for (int kx = 0; kx < KW; ++kx) {
+    for (int ky = 0; ky < K; ++ky) {
+      float x[SEG];
+      loadRow<V>(x, in + ky * a.stagedW);
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
         float w[FT];
 #pragma unroll
         for (int f = 0; f < FT; f += 4) {
-          const float4 v = *reinterpret_cast<const float4*>(wT + kx * a.Mpad + f);
+          const float4 v = *reinterpret_cast<const float4*>(wT + (ky * K + kx) * a.Mpad + f);
           w[f] = v.x;
           w[f + 1] = v.y;
           w[f + 2] = v.z;
@@ -279,9 +292,9 @@ int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
 // N samples; the correlation: S source channels -> M outputs on an OH x OW plane, kh x kw taps.
 bool makePlan(Plan& p, int N, int S, int M, int OH, int OW, int kh, int kw, const ConvDirectShape* force) {
-  if (kw != 2 && kw != 3 && kw != 5) return false;
+  if (kh != kw || (kw != 2 && kw != 3 && kw != 5)) return false;  // square kernels of 2, 3, 5
   p.kw = kw;
-  p.ft = force && force->ft ? force->ft : M <= 4 ? 4 : 8;
+  p.ft = force && force->ft ? force->ft : 4;
   p.px = force && force->px ? force->px : 2;
   if ((p.ft != 4 && p.ft != 8) || (p.px != 1 && p.px != 2 && p.px != 4)) return false;
   p.groups = ceilDiv(M, p.ft);
@@ -314,31 +327,31 @@ bool makePlan(Plan& p, int N, int S, int M, int OH, int OW, int kh, int kw, cons
   return int64_t(N) * p.rowTiles < (int64_t(1) << 31);
 }
 
-template <int MODE, int KW, int FT, int PX>
+template <int MODE, int K, int FT, int PX>
 void launchOne(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
-  launchKernel("convDirectKernel", convDirectKernel<MODE, KW, FT, PX>, dim3(unsigned(N * p.rowTiles)),
+  launchKernel("convDirectKernel", convDirectKernel<MODE, K, FT, PX>, dim3(unsigned(N * p.rowTiles)),
                dim3(unsigned(p.threads)), p.shared, stream, a);
   checkLaunch("conv2d direct");
 }
 
-template <int MODE, int KW>
-void launchKW(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
+template <int MODE, int K>
+void launchK(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
   switch (p.ft * 10 + p.px) {
-    case 41: launchOne<MODE, KW, 4, 1>(stream, p, a, N); break;
-    case 42: launchOne<MODE, KW, 4, 2>(stream, p, a, N); break;
-    case 44: launchOne<MODE, KW, 4, 4>(stream, p, a, N); break;
-    case 81: launchOne<MODE, KW, 8, 1>(stream, p, a, N); break;
-    case 82: launchOne<MODE, KW, 8, 2>(stream, p, a, N); break;
-    default: launchOne<MODE, KW, 8, 4>(stream, p, a, N); break;
+    case 41: launchOne<MODE, K, 4, 1>(stream, p, a, N); break;
+    case 42: launchOne<MODE, K, 4, 2>(stream, p, a, N); break;
+    case 44: launchOne<MODE, K, 4, 4>(stream, p, a, N); break;
+    case 81: launchOne<MODE, K, 8, 1>(stream, p, a, N); break;
+    case 82: launchOne<MODE, K, 8, 2>(stream, p, a, N); break;
+    default: launchOne<MODE, K, 8, 4>(stream, p, a, N); break;
   }
 }
 
 template <int MODE>
 void launchDirect(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
   switch (p.kw) {
-    case 2: launchKW<MODE, 2>(stream, p, a, N); break;
-    case 3: launchKW<MODE, 3>(stream, p, a, N); break;
-    default: launchKW<MODE, 5>(stream, p, a, N); break;
+    case 2: launchK<MODE, 2>(stream, p, a, N); break;
+    case 3: launchK<MODE, 3>(stream, p, a, N); break;
+    default: launchK<MODE, 5>(stream, p, a, N); break;
   }
 }
 
@@ -389,7 +402,6 @@ bool conv2d_direct_forward(cudaStream_t stream, float* out, const float* in, con
   a.OW = g.OW;
   a.F = g.F;
   a.C = g.C;
-  a.kh = g.kh;
   a.padTop = g.padTop;
   a.padLeft = g.padLeft;
   a.act = act;
@@ -421,7 +433,6 @@ bool conv2d_direct_backward_input(cudaStream_t stream, float* dIn, const float* 
   a.OW = g.W;
   a.F = g.F;
   a.C = g.C;
-  a.kh = g.kh;
   a.padTop = g.kh - 1 - g.padTop;
   a.padLeft = g.kw - 1 - g.padLeft;
   a.act = inAct;

@@ -18,8 +18,8 @@ struct ConvDirectShape {
 
 // Enqueue the direct kernel and return true when it takes this layer (stride 1, few channels: see the
 // thresholds in conv2d_direct.cu) and the switch is on; false: nothing was enqueued. With `force` the
-// thresholds and the switch are skipped (only the hard limits apply: stride 1, kernel width 2/3/5,
-// shared memory).
+// thresholds and the switch are skipped (only the hard limits apply: stride 1, square kernels 2x2 / 3x3 /
+// 5x5, shared memory).
 bool conv2d_direct_forward(cudaStream_t stream,
                            float* out,           // (N, F, OH, OW)
                            const float* in,      // (N, C, H, W)
