@@ -115,8 +115,8 @@ std::string describe(const Case& c, const ConvGeometry& g) {
 }
 
 std::string shapeName(const cuda::ConvDirectShape& s) {
-  return "ft" + std::to_string(s.ft) + " px" + std::to_string(s.px) + " rows" + std::to_string(s.rows) + " blocks" +
-         std::to_string(s.blocks);
+  return "ft" + std::to_string(s.ft) + " px" + std::to_string(s.px) + " splits" + std::to_string(s.splits) + " rows" +
+         std::to_string(s.rows) + " blocks" + std::to_string(s.blocks);
 }
 
 const ActivationFn kActs[] = {ActivationFn::Linear,  ActivationFn::ReLU, ActivationFn::LeakyReLU,
@@ -125,11 +125,15 @@ const ActivationFn kActs[] = {ActivationFn::Linear,  ActivationFn::ReLU, Activat
 // every launch shape once: filters x pixels per thread, the planner's rows and a few forced ones
 std::vector<cuda::ConvDirectShape> forcedShapes() {
   std::vector<cuda::ConvDirectShape> shapes;
-  for (int ft : {4, 8})
-    for (int px : {1, 2, 4}) shapes.push_back({ft, px, 0, 0});
-  shapes.push_back({8, 2, 1, 0});
-  shapes.push_back({4, 4, 3, 0});
-  shapes.push_back({8, 1, 0, 16});  // few blocks: many rows per block
+  for (int ftpx : {41, 42, 44, 81, 82}) shapes.push_back({ftpx / 10, ftpx % 10, 1, 0, 0});
+  shapes.push_back({4, 2, 0, 0, 0});   // the planner's splits and rows
+  shapes.push_back({4, 2, 2, 0, 0});   // channel splits
+  shapes.push_back({8, 1, 4, 0, 0});
+  shapes.push_back({4, 4, 3, 0, 0});   // a split count that does not divide the channels
+  shapes.push_back({4, 1, 8, 1, 0});
+  shapes.push_back({8, 2, 1, 1, 0});   // one row per block
+  shapes.push_back({4, 4, 2, 3, 0});   // three rows per block
+  shapes.push_back({8, 1, 1, 0, 16});  // few blocks: many rows per block
   return shapes;
 }
 
@@ -225,7 +229,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 
 // shapes the direct kernel must refuse (the implicit GEMM takes them): stride 2, 1x1, 7-wide kernels
 void checkRefusals() {
-  const cuda::ConvDirectShape any{8, 2, 0, 0};
+  const cuda::ConvDirectShape any{8, 2, 1, 0, 0};
   DeviceVector<float> buf(size_t(4096));
   ConvGeometry g;
   g.C = 2;
@@ -248,6 +252,11 @@ void checkRefusals() {
   g.OH = g.OW = 3;
   CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
             "direct forward refuses 7x7 kernels");
+  g.kh = g.kw = 3;
+  g.OH = g.OW = 7;
+  const cuda::ConvDirectShape wide{8, 4, 1, 0, 0};
+  CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &wide),
+            "direct forward refuses the 8x4 thread tile");
 }
 
 // ---- --bench: µs per launch, direct vs implicit GEMM ----
@@ -272,7 +281,7 @@ int bench() {
   cudaOk(cudaStreamCreate(&stream), "stream");
   std::printf("microseconds per launch inside a CUDA graph of 20 launches (median of 50)\n");
   std::printf("gemm = implicit GEMM (NNSTUDIO_CONV_DIRECT=0), engine = conv2d_forward / conv2d_backward_input as "
-              "dispatched, then every forced direct shape ftF pxP @blocks\n");
+              "dispatched, then every forced direct shape FP/splits@blocks (ft F, px P)\n");
   bool& enabled = cuda::conv2d_direct_enabled();
   const bool saved = enabled;
   for (const BenchCase& bc : cases) {
@@ -296,10 +305,12 @@ int bench() {
       std::printf("%-14s %-3s gemm %6.2f  engine %6.2f |", c.name.c_str(), pass == 0 ? "fwd" : "dIn", gemm, eng);
       float best = 1e30f;
       std::string bestName;
-      for (int ft : {4, 8})
-        for (int px : {1, 2, 4})
-          for (int blocks : {132, 264, 528}) {
-            const cuda::ConvDirectShape s{ft, px, 0, blocks};
+      for (int ftpx : {41, 42, 44, 81, 82})
+        for (int splits : {1, 2, 4, 8})
+          for (int blocks : {132, 264}) {
+            const int ft = ftpx / 10, px = ftpx % 10;
+            if (splits > (pass == 0 ? g.C : g.F)) continue;
+            const cuda::ConvDirectShape s{ft, px, splits, 0, blocks};
             auto direct = [&] {
               return pass == 0 ? cuda::conv2d_direct_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g,
                                                              ActivationFn::ReLU, 0, &s)
@@ -307,10 +318,11 @@ int bench() {
                                                                     c.N, g, ActivationFn::ReLU, 0, &s);
             };
             const float t = direct() ? timeLaunches(direct, stream, true) : -1.0f;  // -1: refused
-            std::printf(" %d%d@%d:%.2f", ft, px, blocks, t);
+            std::printf(" %d%d/%d@%d:%.2f", ft, px, splits, blocks, t);
             if (t > 0 && t < best) {
               best = t;
-              bestName = "ft" + std::to_string(ft) + " px" + std::to_string(px) + " @" + std::to_string(blocks);
+              bestName = "ft" + std::to_string(ft) + " px" + std::to_string(px) + " splits" + std::to_string(splits) +
+                         " @" + std::to_string(blocks);
             }
           }
       std::printf(" | best %s %.2f\n", bestName.c_str(), best);

@@ -11,6 +11,7 @@
 //              (F <-> C), leading pads kh-1-padTop, kw-1-padLeft.
 // Every output is one thread's fixed-order sum: deterministic, no atomics. Launchers only enqueue.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -31,7 +32,10 @@ constexpr int kMaxOut = 16;
 constexpr int kMaxTaps = 400;
 constexpr int kMaxWeights = 4096;
 constexpr int kTargetBlocks = 132;         // one per SM on the H100: split rows until the grid has this many
-constexpr int kMaxThreads = 256;
+constexpr int kTargetThreads = 65536;      // split channels until the grid has this many threads (16 warps/SM)
+constexpr int kMaxSplits = 8;
+constexpr int kDefaultFT = 4, kDefaultPX = 2;
+constexpr int kMaxThreads = 512;
 constexpr size_t kMaxShared = 48 * 1024;   // no opt-in needed
 
 struct DirectArgs {
@@ -45,6 +49,7 @@ struct DirectArgs {
   int F, C;             // the weight's shape (kh = kw = the template's K)
   int padTop, padLeft;  // the correlation's leading pads
   int groups, colGroups, rows, rowTiles, stagedRows, stagedW, Mpad;
+  int splits;           // KS: threads that share an output, each summing every KS-th source channel
   ActivationFn act;     // forward: the activation; input gradient: the gate's activation
   float alpha;
   bool vec;             // OW % PX == 0 and dst/gate aligned: vector stores
@@ -141,7 +146,7 @@ __device__ __forceinline__ void waitCopies() { asm volatile("cp.async.wait_all;\
 
 // K x K taps (square kernels), FT output channels x PX pixels per thread
 template <int MODE, int K, int FT, int PX>
-__global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectArgs a) {
+__global__ void __launch_bounds__(kMaxThreads, 2) convDirectKernel(const DirectArgs a) {
   startAfterPreviousKernel();
   constexpr int V = PX % 4 == 0 ? 4 : PX % 2 == 0 ? 2 : 1;     // shared-memory load width
   constexpr int SEG = (PX + K - 1 + V - 1) / V * V;            // input values per (channel, tap row)
@@ -201,13 +206,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
   waitCopies();
   __syncthreads();
 
-  // ---- this thread: output channels g*FT.., row oy, pixels cg*PX.. ----
+  // ---- this thread: split ks, output channels g*FT.., row oy, pixels cg*PX.. ----
   const int perGroup = a.rows * a.colGroups;
-  if (tid >= a.groups * perGroup) return;
-  const int g = tid / perGroup, rem = tid - g * perGroup;
+  const int items = a.groups * perGroup;
+  const int ks = tid / items, item = tid - ks * items;
+  const int g = item / perGroup, rem = item - g * perGroup;
   const int r = rem / a.colGroups, cg = rem - r * a.colGroups;
   const int oy = oy0 + r;
-  if (oy >= a.OH) return;
+  const bool active = ks < a.splits && oy < a.OH;
 
   float acc[FT][PX];
 #pragma unroll
@@ -215,32 +221,64 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
 #pragma unroll
     for (int p = 0; p < PX; ++p) acc[f][p] = 0.0f;
 
-  const float* in = smIn + r * a.stagedW + cg * PX;
-  const float* wT = smW + g * FT;
-  const int chanStride = a.stagedRows * a.stagedW;
-  for (int s = 0; s < a.S; ++s, in += chanStride, wT += KK * a.Mpad) {
+  if (active) {
+    const int chanStride = a.stagedRows * a.stagedW;
+    const float* in = smIn + (ks * a.stagedRows + r) * a.stagedW + cg * PX;
+    const float* wT = smW + ks * KK * a.Mpad + g * FT;
+    for (int s = ks; s < a.S; s += a.splits, in += a.splits * chanStride, wT += a.splits * KK * a.Mpad) {
 #pragma unroll
-    for (int ky = 0; ky < K; ++ky) {
-      float x[SEG];
-      loadRow<V>(x, in + ky * a.stagedW);
+      for (int ky = 0; ky < K; ++ky) {
+        float x[SEG];
+        loadRow<V>(x, in + ky * a.stagedW);
 #pragma unroll
-      for (int kx = 0; kx < K; ++kx) {
-        float w[FT];
+        for (int kx = 0; kx < K; ++kx) {
+          float w[FT];
 #pragma unroll
-        for (int f = 0; f < FT; f += 4) {
-          const float4 v = *reinterpret_cast<const float4*>(wT + (ky * K + kx) * a.Mpad + f);
-          w[f] = v.x;
-          w[f + 1] = v.y;
-          w[f + 2] = v.z;
-          w[f + 3] = v.w;
+          for (int f = 0; f < FT; f += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(wT + (ky * K + kx) * a.Mpad + f);
+            w[f] = v.x;
+            w[f + 1] = v.y;
+            w[f + 2] = v.z;
+            w[f + 3] = v.w;
+          }
+#pragma unroll
+          for (int f = 0; f < FT; ++f)
+#pragma unroll
+            for (int p = 0; p < PX; ++p) acc[f][p] = fmaf(w[f], x[p + kx], acc[f][p]);
         }
-#pragma unroll
-        for (int f = 0; f < FT; ++f)
-#pragma unroll
-          for (int p = 0; p < PX; ++p) acc[f][p] = fmaf(w[f], x[p + kx], acc[f][p]);
       }
     }
   }
+
+  if (a.splits > 1) {
+    // ---- split: partial sums to shared memory, then each output adds its KS partials in split order ----
+    constexpr int TILE = FT * PX;
+    float* smRed = smIn + (a.S * a.stagedRows * a.stagedW + 3) / 4 * 4;  // (KS, items, FT, PX)
+    if (ks < a.splits) {
+#pragma unroll
+      for (int f = 0; f < FT; ++f)
+#pragma unroll
+        for (int p = 0; p < PX; ++p) smRed[tid * TILE + f * PX + p] = acc[f][p];
+    }
+    __syncthreads();
+    const int rowsHere = min(a.rows, a.OH - oy0);
+    const int plane = rowsHere * a.OW;
+    const int stride = items * TILE;
+    for (int e = tid; e < a.M * plane; e += nthreads) {  // consecutive threads: consecutive pixels
+      const int m = e / plane, pix = e - m * plane;
+      const int rr = pix / a.OW, ox = pix - rr * a.OW;
+      const int gg = m / FT, f = m - gg * FT, c = ox / PX, p = ox - c * PX;
+      const float* q = smRed + ((gg * a.rows + rr) * a.colGroups + c) * TILE + f * PX + p;
+      float v = q[0];
+      for (int k = 1; k < a.splits; ++k) v += q[k * stride];
+      const int64_t idx = ((int64_t(n) * a.M + m) * a.OH + oy0 + rr) * a.OW + ox;
+      if (MODE == kForward) v = activate(v + __ldg(a.bias + m), a.act, a.alpha);
+      else if (a.gate) v = gateGradient(v, __ldg(a.gate + idx), a.act, a.alpha);
+      a.dst[idx] = v;
+    }
+    return;
+  }
+  if (!active) return;
 
   // ---- epilogue: bias + activation, or the gate; PX consecutive floats per channel ----
   const int ox0 = cg * PX;
@@ -283,37 +321,61 @@ __global__ void __launch_bounds__(kMaxThreads, 1) convDirectKernel(const DirectA
 // ---- planning ----
 
 struct Plan {
-  int kw = 0, ft = 0, px = 0, groups = 0, colGroups = 0, rows = 0, rowTiles = 0, stagedRows = 0, stagedW = 0;
-  int Mpad = 0, threads = 0;
+  int kw = 0, ft = 0, px = 0, splits = 1, groups = 0, colGroups = 0, rows = 0, rowTiles = 0, stagedRows = 0;
+  int stagedW = 0, Mpad = 0, threads = 0;
   size_t shared = 0;
 };
 
 int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
+// Tuning override for measurements, read once: NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks (0 = default)
+const ConvDirectShape& shapeOverride() {
+  static const ConvDirectShape shape = [] {
+    ConvDirectShape s;
+    if (const char* v = std::getenv("NNSTUDIO_CONV_DIRECT_SHAPE"))
+      std::sscanf(v, "%d,%d,%d,%d", &s.ft, &s.px, &s.splits, &s.blocks);
+    return s;
+  }();
+  return shape;
+}
+
 // N samples; the correlation: S source channels -> M outputs on an OH x OW plane, kh x kw taps.
 bool makePlan(Plan& p, int N, int S, int M, int OH, int OW, int kh, int kw, const ConvDirectShape* force) {
   if (kh != kw || (kw != 2 && kw != 3 && kw != 5)) return false;  // square kernels of 2, 3, 5
+  const ConvDirectShape& o = force ? *force : shapeOverride();
   p.kw = kw;
-  p.ft = force && force->ft ? force->ft : 4;
-  p.px = force && force->px ? force->px : 2;
-  if ((p.ft != 4 && p.ft != 8) || (p.px != 1 && p.px != 2 && p.px != 4)) return false;
+  p.ft = o.ft ? o.ft : kDefaultFT;
+  p.px = o.px ? o.px : kDefaultPX;
+  // thread tiles 4x1, 4x2, 4x4, 8x1, 8x2 (8x4 spills under the 64-register bound)
+  if ((p.ft != 4 && p.ft != 8) || (p.px != 1 && p.px != 2 && p.px != 4) || p.ft * p.px > 16) return false;
   p.groups = ceilDiv(M, p.ft);
   p.Mpad = p.groups * p.ft;
   p.colGroups = ceilDiv(OW, p.px);
   p.stagedW = (p.colGroups * p.px + kw - 1 + 3) / 4 * 4;
   const int perRow = p.groups * p.colGroups;
-  if (perRow > kMaxThreads) return false;
+  // channel splits: enough threads in all to hide latency (the layers are small)
+  if (o.splits) {
+    p.splits = std::min(o.splits, S);
+  } else {
+    const int64_t items = int64_t(N) * OH * perRow;
+    p.splits = 1;
+    while (p.splits * 2 <= std::min(S, kMaxSplits) && items * p.splits < kTargetThreads) p.splits *= 2;
+  }
+  if (p.splits < 1 || int64_t(perRow) * p.splits > kMaxThreads) return false;
   const int64_t T = int64_t(S) * kh * kw;
   auto shared = [&](int rows) {
-    return sizeof(float) * size_t(T * p.Mpad + int64_t(S) * (rows + kh - 1) * p.stagedW);
+    const int64_t staged = (int64_t(S) * (rows + kh - 1) * p.stagedW + 3) / 4 * 4;
+    const int64_t partial = p.splits > 1 ? int64_t(p.splits) * perRow * rows * p.ft * p.px : 0;
+    return sizeof(float) * size_t(T * p.Mpad + staged + partial);
   };
+  const int perRowThreads = perRow * p.splits;
   int rows;
-  if (force && force->rows) {
-    rows = std::min(force->rows, OH);
-    if (int64_t(perRow) * rows > kMaxThreads) return false;
+  if (o.rows) {
+    rows = std::min(o.rows, OH);
+    if (int64_t(perRowThreads) * rows > kMaxThreads) return false;
   } else {
-    const int target = force && force->blocks ? force->blocks : kTargetBlocks;
-    rows = std::min(OH, kMaxThreads / perRow);
+    const int target = o.blocks ? o.blocks : kTargetBlocks;
+    rows = std::min(OH, kMaxThreads / perRowThreads);
     while (rows > 1 && int64_t(N) * ceilDiv(OH, rows) < target) --rows;
     while (rows > 1 && shared(rows) > kMaxShared) --rows;
     rows = ceilDiv(OH, ceilDiv(OH, rows));  // even tiles
@@ -322,7 +384,7 @@ bool makePlan(Plan& p, int N, int S, int M, int OH, int OW, int kh, int kw, cons
   p.rows = rows;
   p.rowTiles = ceilDiv(OH, rows);
   p.stagedRows = rows + kh - 1;
-  p.threads = (perRow * rows + 31) / 32 * 32;
+  p.threads = (perRowThreads * rows + 31) / 32 * 32;
   p.shared = shared(rows);
   return int64_t(N) * p.rowTiles < (int64_t(1) << 31);
 }
@@ -341,8 +403,7 @@ void launchK(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
     case 42: launchOne<MODE, K, 4, 2>(stream, p, a, N); break;
     case 44: launchOne<MODE, K, 4, 4>(stream, p, a, N); break;
     case 81: launchOne<MODE, K, 8, 1>(stream, p, a, N); break;
-    case 82: launchOne<MODE, K, 8, 2>(stream, p, a, N); break;
-    default: launchOne<MODE, K, 8, 4>(stream, p, a, N); break;
+    default: launchOne<MODE, K, 8, 2>(stream, p, a, N); break;
   }
 }
 
@@ -365,6 +426,7 @@ void fillPlan(DirectArgs& a, const Plan& p) {
   a.stagedRows = p.stagedRows;
   a.stagedW = p.stagedW;
   a.Mpad = p.Mpad;
+  a.splits = p.splits;
 }
 
 // the pass's shape, before any plan: small enough for the direct kernel to pay (measured)

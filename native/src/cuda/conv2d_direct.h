@@ -11,7 +11,8 @@ namespace nnstudio::cuda {
 // A forced launch shape (tests, --bench); 0 = the planner's choice.
 struct ConvDirectShape {
   int ft = 0;      // output channels per thread (4 or 8)
-  int px = 0;      // consecutive output pixels of a row per thread (1, 2 or 4)
+  int px = 0;      // consecutive output pixels of a row per thread (1, 2 or 4; 1 or 2 when ft = 8)
+  int splits = 0;  // threads per output, each summing every splits-th source channel (fixed-order reduction)
   int rows = 0;    // output rows per block
   int blocks = 0;  // the planner's block target when rows = 0
 };
