@@ -27,10 +27,16 @@ namespace {
 enum DirectMode : int { kForward = 0, kInput = 1 };
 
 // Thresholds (H100, test_cuda_conv2d_direct --bench): the direct kernel takes a pass when its output
-// channels M <= kMaxOut, its reduction S*kh*kw <= kMaxTaps and all weights fit kMaxWeights floats.
+// channels M <= kMaxOut, its reduction S*kh*kw <= kMaxTaps, all weights fit kMaxWeights floats and it
+// has at least kMinMacs multiply-adds. Below that the implicit GEMM already runs at its launch floor
+// (~2.8 us in a graph) while the direct kernel's staging round trip costs ~3.3 us: seed000's 2x2 layers
+// (0.4M-1.6M MACs) stay on the GEMM (2.8-3.0 vs 3.2-4.3 us), seed002's first conv (3.7M) is a tie
+// (3.9 vs 4.0 us), LeNet's first conv (7.5M) gains (5.6 -> 4.8 us). Wider layers (keras' 32 and 64
+// filters) stay on the GEMM: its tiles fill there and the direct kernel ties at best (13.0 vs 13.6 us).
 constexpr int kMaxOut = 16;
 constexpr int kMaxTaps = 400;
 constexpr int kMaxWeights = 4096;
+constexpr int64_t kMinMacs = int64_t(4) << 20;
 constexpr int kTargetBlocks = 132;         // one per SM on the H100: split rows until the grid has this many
 constexpr int kTargetThreads = 65536;      // split channels until the grid has this many threads (16 warps/SM)
 constexpr int kMaxSplits = 8;
@@ -430,8 +436,10 @@ void fillPlan(DirectArgs& a, const Plan& p) {
 }
 
 // the pass's shape, before any plan: small enough for the direct kernel to pay (measured)
-bool takes(int S, int M, const ConvGeometry& g) {
-  return M <= kMaxOut && int64_t(S) * g.kh * g.kw <= kMaxTaps && int64_t(g.F) * g.colRows() <= kMaxWeights;
+bool takes(int N, int S, int M, int OH, int OW, const ConvGeometry& g) {
+  const int64_t taps = int64_t(S) * g.kh * g.kw;
+  return M <= kMaxOut && taps <= kMaxTaps && int64_t(g.F) * g.colRows() <= kMaxWeights &&
+         int64_t(N) * M * OH * OW * taps >= kMinMacs;
 }
 
 }  // namespace
@@ -447,7 +455,7 @@ bool& conv2d_direct_enabled() {
 bool conv2d_direct_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias,
                            int N, const ConvGeometry& g, ActivationFn act, float alpha, const ConvDirectShape* force) {
   if (g.stride != 1 || N <= 0 || g.C <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
-  if (!force && (!conv2d_direct_enabled() || !takes(g.C, g.F, g))) return false;
+  if (!force && (!conv2d_direct_enabled() || !takes(N, g.C, g.F, g.OH, g.OW, g))) return false;
   Plan p;
   if (!makePlan(p, N, g.C, g.F, g.OH, g.OW, g.kh, g.kw, force)) return false;
   DirectArgs a{};
@@ -478,7 +486,7 @@ bool conv2d_direct_backward_input(cudaStream_t stream, float* dIn, const float* 
                                   const float* in, int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha,
                                   const ConvDirectShape* force) {
   if (g.stride != 1 || N <= 0 || g.C <= 0 || g.F <= 0 || g.H <= 0 || g.W <= 0) return false;
-  if (!force && (!conv2d_direct_enabled() || !takes(g.F, g.C, g))) return false;
+  if (!force && (!conv2d_direct_enabled() || !takes(N, g.F, g.C, g.H, g.W, g))) return false;
   Plan p;
   if (!makePlan(p, N, g.F, g.C, g.H, g.W, g.kh, g.kw, force)) return false;
   DirectArgs a{};
