@@ -10,11 +10,15 @@
 // Tiles: the GEMM's row count (F or C) picks a thin tile for the small layers (4, 8, 16, 32 rows) so
 // little work is wasted, and each thread owns a TM x TN register micro-tile. Double-buffered shared
 // memory, one __syncthreads per K step. Launchers only enqueue kernels (CUDA-graph safe).
+// Before the implicit GEMM, the forward and input-gradient launchers offer the pass to a direct
+// convolution for few channels (conv2d_direct.cu) and to a 3xTF32 tensor-core implicit GEMM for many
+// (conv2d_tc.cu); each takes only the shapes where it measured faster.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_tc.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
@@ -643,6 +647,7 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   checkElementwise(act);
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return;
   checkSizes(N, g);
+  if (conv2d_direct_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // few channels: conv2d_direct.cu
   GemmArgs a{};
   a.weight = weight;
   a.src = in;
@@ -744,6 +749,7 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
   checkElementwise(inAct);
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return;
   checkSizes(N, g);
+  if (conv2d_direct_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // conv2d_direct.cu
   GemmArgs a{};
   a.weight = weight;
   a.src = dOut;
