@@ -144,11 +144,20 @@ __device__ __forceinline__ void gateAll(float (&v)[P], const float (&y)[P], Acti
 
 // 4 bytes global -> shared without a register round trip (sm_80+): every thread issues all its copies
 // back to back, so staging costs one memory latency, not one per loop iteration. src-size 0 writes a zero.
+// Older GPUs (sm_75) copy through a register.
 __device__ __forceinline__ void copyAsync(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned d = unsigned(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+#else
+  *dst = valid ? *src : 0.0f;
+#endif
 }
-__device__ __forceinline__ void waitCopies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void waitCopies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 // K x K taps (square kernels), FT output channels x PX pixels per thread
 template <int MODE, int K, int FT, int PX>
