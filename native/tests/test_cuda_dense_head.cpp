@@ -76,11 +76,13 @@ struct HeadCase {
   ActivationFn act;    // the head's activation (Linear: logits)
   ActivationFn inAct;  // the previous layer's, applied by the input gradient
   bool inputGrad;
+  int blocks = 0;  // the fused kernel's cluster (0: its own choice)
 };
 
 std::string caseName(const HeadCase& c) {
   return std::to_string(c.N) + "x" + std::to_string(c.I) + "->" + std::to_string(c.K) + " " + lossLabel(c.loss) +
-         " act " + actLabel(c.act) + (c.inputGrad ? std::string(" dIn gate ") + actLabel(c.inAct) : " no dIn");
+         " act " + actLabel(c.act) + (c.inputGrad ? std::string(" dIn gate ") + actLabel(c.inAct) : " no dIn") +
+         (c.blocks ? ", " + std::to_string(c.blocks) + " block(s)" : "");
 }
 
 // the layer's inputs: the previous activation's outputs (ReLU: non-negative with exact zeros)
@@ -128,7 +130,7 @@ HeadResult runHead(const HeadCase& c, bool fused, const std::vector<float>& x, c
   const float alpha = 0.1f, inAlpha = 0.2f;
   if (fused) {
     cuda::dense_head_fused(stream, c.loss, out.ptr, gW.ptr, gB.ptr, dIn, dX.ptr, dW.ptr, dB.ptr, dLabels.ptr, c.N, c.I,
-                           c.K, c.act, alpha, c.inAct, inAlpha, dState.ptr);
+                           c.K, c.act, alpha, c.inAct, inAlpha, dState.ptr, c.blocks);
   } else {
     cuda::dense_forward(stream, out.ptr, dX.ptr, dW.ptr, dB.ptr, c.N, c.I, c.K, c.act, alpha);
     cuda::loss_forward_backward(stream, c.loss, out.ptr, dLabels.ptr, c.N, c.K, dOut.ptr, dState.ptr);
@@ -359,15 +361,16 @@ void checkNetworks() {
 // ---- --bench: µs per head step inside a CUDA graph ----
 
 void bench(cudaStream_t stream) {
-  std::printf("bench: head step (forward + loss + backward), µs in a CUDA graph, fused vs unfused\n");
-  std::printf("%6s %6s %4s %10s %10s %10s %8s\n", "N", "inputs", "K", "MACs", "unfused", "fused", "dIn");
+  std::printf("bench: head step (forward + loss + backward), us in a CUDA graph: unfused, fused with 1-8 blocks\n");
+  std::printf("%5s %6s %4s %8s %4s %9s %7s %7s %7s %7s %7s\n", "N", "inputs", "K", "MACs", "dIn", "unfused", "auto",
+              "1", "2", "4", "8");
   const int shapes[][3] = {{32, 128, 10},  {64, 84, 10},   {64, 128, 10},  {100, 128, 10}, {128, 128, 10},
                            {128, 256, 10}, {64, 512, 10},  {128, 320, 10}, {32, 1024, 10}, {256, 128, 10},
-                           {128, 128, 32}, {32, 2048, 10}, {16, 3136, 10}};
+                           {128, 128, 32}, {256, 512, 10}, {128, 784, 10}, {32, 2048, 10}, {100, 10816, 10}};
   for (const auto& s : shapes) {
     const int N = s[0], I = s[1], K = s[2];
     if (!cuda::dense_head_supported(N, I, K)) {
-      std::printf("%6d %6d %4d   (not supported)\n", N, I, K);
+      std::printf("%5d %6d %4d   (not supported)\n", N, I, K);
       continue;
     }
     for (bool withIn : {true, false}) {
@@ -383,12 +386,24 @@ void bench(cudaStream_t stream) {
         cuda::dense_backward_weights(stream, gW.ptr, gB.ptr, dOut.ptr, dX.ptr, N, I, K, nullptr);
         if (dIn) cuda::dense_backward_input(stream, dIn, dOut.ptr, dW.ptr, dX.ptr, N, I, K, c.inAct, 0.0f);
       };
-      auto fused = [&] {
-        cuda::dense_head_fused(stream, c.loss, out.ptr, gW.ptr, gB.ptr, dIn, dX.ptr, dW.ptr, dB.ptr, dLabels.ptr, N, I, K,
-                               ActivationFn::Linear, 0.0f, c.inAct, 0.0f, dState.ptr);
-      };
-      const float tu = test::timeLaunches(unfused, stream, true), tf = test::timeLaunches(fused, stream, true);
-      std::printf("%6d %6d %4d %10lld %10.2f %10.2f %8s\n", N, I, K, (long long)N * I * K, tu, tf, withIn ? "yes" : "no");
+      std::printf("%5d %6d %4d %8lld %4s %9.2f", N, I, K, (long long)N * I * K, withIn ? "yes" : "no",
+                  test::timeLaunches(unfused, stream, true));
+      for (int blocks : {0, 1, 2, 4, 8}) {
+        float t = -1;
+        try {
+          auto fused = [&] {
+            cuda::dense_head_fused(stream, c.loss, out.ptr, gW.ptr, gB.ptr, dIn, dX.ptr, dW.ptr, dB.ptr, dLabels.ptr, N,
+                                   I, K, ActivationFn::Linear, 0.0f, c.inAct, 0.0f, dState.ptr, blocks);
+          };
+          t = test::timeLaunches(fused, stream, true);
+        } catch (const std::exception&) {  // too large for this many blocks: thrown inside the capture
+          cudaGraph_t partial = nullptr;
+          if (cudaStreamEndCapture(stream, &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+          cudaGetLastError();
+        }
+        std::printf(" %7.2f", t);
+      }
+      std::printf("\n");
     }
   }
 }
@@ -420,6 +435,15 @@ int main(int argc, char** argv) {
       checkHead({9, 700, 32, loss, ActivationFn::Linear, ActivationFn::ReLU, true}, stream);     // inputs > block
       checkHead({200, 37, 6, loss, ActivationFn::Linear, ActivationFn::Sigmoid, true}, stream);
     }
+    std::printf("clusters (the rows split over blocks)\n");
+    for (LossKind loss : losses)
+      for (int blocks : {1, 2, 4, 8}) {
+        checkHead({37, 50, 10, loss, ActivationFn::Linear, ActivationFn::ReLU, true, blocks}, stream);
+        checkHead({128, 128, 10, loss, ActivationFn::Linear, ActivationFn::ReLU, true, blocks}, stream);
+      }
+    checkHead({9, 700, 32, LossKind::SoftmaxCrossEntropy, ActivationFn::Linear, ActivationFn::ReLU, true, 4}, stream);
+    checkHead({5, 13, 3, LossKind::MSE, ActivationFn::Sigmoid, ActivationFn::LeakyReLU, false, 8}, stream);
+    checkHead({256, 512, 10, LossKind::SoftmaxCrossEntropy, ActivationFn::Linear, ActivationFn::ReLU, true}, stream);
     checkHead({37, 50, 1, LossKind::BinaryCrossEntropy, ActivationFn::Linear, ActivationFn::ReLU, true}, stream);
     checkHead({37, 50, 1, LossKind::MSE, ActivationFn::Linear, ActivationFn::ReLU, true}, stream);
     checkHead({37, 50, 1, LossKind::MAE, ActivationFn::Tanh, ActivationFn::ReLU, true}, stream);

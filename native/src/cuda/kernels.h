@@ -68,10 +68,11 @@ void dense_backward_input(cudaStream_t stream,
 
 // ---- dense_head.cu: a small last dense layer, its loss and its backward in one launch (training) ----
 // out = act(in . weight^T + bias) (act elementwise; Linear for logits), then the loss of out against
-// labels exactly as loss_forward_backward (StepState totals and divergence flag included; out is written
-// too), dz = dLoss/dout * act'(out), and the backward: dWeight = dz^T . in, dBias = column sums of dz,
-// and dIn = (dz . weight) * inAct'(in) when dIn is not null. One thread block with everything in shared
-// memory, deterministic; dense_head_supported says whether a shape fits (units <= 32, shared memory).
+// labels as loss_forward_backward (StepState totals and divergence flag included; out is written too),
+// dz = dLoss/dout * act'(out), and the backward: dWeight = dz^T . in, dBias = column sums of dz, and
+// dIn = (dz . weight) * inAct'(in) when dIn is not null. One block, or a cluster of `blocks` blocks that
+// split the rows (0: chosen for the shape), with everything in shared memory; deterministic.
+// dense_head_supported says whether a shape fits (units <= 32, shared memory).
 bool dense_head_supported(int N, int inputs, int units);
 void dense_head_fused(cudaStream_t stream, LossKind loss,
                       float* out,             // (N, units)
@@ -83,7 +84,7 @@ void dense_head_fused(cudaStream_t stream, LossKind loss,
                       const float* bias,      // (units)
                       const int32_t* labels,  // (N)
                       int N, int inputs, int units, ActivationFn act, float alpha, ActivationFn inAct, float inAlpha,
-                      StepState* state);
+                      StepState* state, int blocks = 0);
 
 // ---- conv2d.cu ----
 // out = act(conv(in, weight) + bias), any stride and padding (g.padTop/padLeft are the leading pads).

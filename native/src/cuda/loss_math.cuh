@@ -27,47 +27,62 @@ __device__ __forceinline__ int32_t predictRow(LossKind loss, const float* row, i
   return logits ? (row[0] >= 0.0f ? 1 : 0) : (row[0] >= 0.5f ? 1 : 0);
 }
 
+// ---- one output's pieces: rowLoss below composes them in order; dense_head.cu spreads them over threads
+// and sums them in the same order ----
+
+// softmax cross-entropy: the row's max, the terms exp(z_k - max) whose sum gives lse = max + log(sum),
+// the loss lse - z_label, and the gradient
+__device__ __forceinline__ double rowMax(const float* z, int K) {
+  double m = z[0];
+  for (int k = 1; k < K; ++k) m = fmax(m, double(z[k]));
+  return m;
+}
+__device__ __forceinline__ double softmaxTerm(float zk, double m) { return exp(double(zk) - m); }
+__device__ __forceinline__ float softmaxGradient(float zk, double lse, bool label, double scale) {
+  return float((exp(double(zk) - lse) - (label ? 1.0 : 0.0)) * scale);
+}
+
+// the element-wise losses (binary cross-entropy on logits, mse, mae) of output zk against target t, and
+// their derivative (unscaled)
+__device__ __forceinline__ double elementLoss(LossKind loss, double zk, double t) {
+  switch (loss) {
+    case LossKind::BinaryCrossEntropy: return fmax(zk, 0.0) - zk * t + log1p(exp(-fabs(zk)));
+    case LossKind::MSE: { const double d = zk - t; return d * d; }
+    default: return fabs(zk - t);  // MAE
+  }
+}
+__device__ __forceinline__ double elementSlope(LossKind loss, double zk, double t) {
+  switch (loss) {
+    case LossKind::BinaryCrossEntropy: return sigmoidD(zk) - t;
+    case LossKind::MSE: return 2.0 * (zk - t);
+    default: {  // MAE: sign(d), d itself when NaN
+      const double d = zk - t;
+      return d > 0 ? 1.0 : d < 0 ? -1.0 : (d == 0 ? 0.0 : d);
+    }
+  }
+}
+
 // the loss of one sample (summed over its K outputs) and, when dz, its gradient scaled by `scale`
 __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K, float* dz, double scale) {
   double total = 0;
-  switch (loss) {
-    case LossKind::SoftmaxCrossEntropy: {
-      if (K == 1) {
-        if (dz) dz[0] = 0.0f;
-        break;
-      }
-      double m = z[0];
-      for (int k = 1; k < K; ++k) m = fmax(m, double(z[k]));
-      double sum = 0;
-      for (int k = 0; k < K; ++k) sum += exp(double(z[k]) - m);
-      const double lse = m + log(sum);
-      total = lse - z[y];
-      if (dz)
-        for (int k = 0; k < K; ++k) dz[k] = float((exp(double(z[k]) - lse) - (k == y ? 1.0 : 0.0)) * scale);
-      break;
+  if (loss == LossKind::SoftmaxCrossEntropy) {
+    if (K == 1) {
+      if (dz) dz[0] = 0.0f;
+      return 0;
     }
-    case LossKind::BinaryCrossEntropy:
-      for (int k = 0; k < K; ++k) {
-        const double zk = z[k], t = targetOf(y, K, k);
-        total += fmax(zk, 0.0) - zk * t + log1p(exp(-fabs(zk)));
-        if (dz) dz[k] = float((sigmoidD(zk) - t) * scale);
-      }
-      break;
-    case LossKind::MSE:
-      for (int k = 0; k < K; ++k) {
-        const double d = double(z[k]) - targetOf(y, K, k);
-        total += d * d;
-        if (dz) dz[k] = float(2.0 * d * scale);
-      }
-      break;
-    case LossKind::MAE:
-      for (int k = 0; k < K; ++k) {
-        const double d = double(z[k]) - targetOf(y, K, k);
-        total += fabs(d);
-        const double s = d > 0 ? 1.0 : d < 0 ? -1.0 : (d == 0 ? 0.0 : d);
-        if (dz) dz[k] = float(s * scale);
-      }
-      break;
+    const double m = rowMax(z, K);
+    double sum = 0;
+    for (int k = 0; k < K; ++k) sum += softmaxTerm(z[k], m);
+    const double lse = m + log(sum);
+    total = lse - z[y];
+    if (dz)
+      for (int k = 0; k < K; ++k) dz[k] = softmaxGradient(z[k], lse, k == y, scale);
+    return total;
+  }
+  for (int k = 0; k < K; ++k) {
+    const double t = targetOf(y, K, k);
+    total += elementLoss(loss, z[k], t);
+    if (dz) dz[k] = float(elementSlope(loss, z[k], t) * scale);
   }
   return total;
 }
