@@ -28,7 +28,7 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kMaxUnits = 32;
-constexpr int kMaxBlocks = 8;  // a portable cluster
+constexpr int kMaxBlocks = 16;  // a cluster (more than 8: non-portable, where the GPU schedules it)
 
 struct HeadArgs {
   LossKind loss;
@@ -139,9 +139,23 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
       xs[n * SX + e - n * I] = __ldg(in + e);
     }
   }
-  for (int e = tid; e < KP * I; e += kThreads) {
-    const int k = e / I, i = e - k * I;
-    wt[i * KP + k] = k < K ? __ldg(a.weight + e) : 0.0f;
+  for (int base = tid; base < K * I; base += 4 * kThreads) {  // the loads first: one wait for all four
+    float v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (base + u * kThreads < K * I) v[u] = __ldg(a.weight + base + u * kThreads);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int e = base + u * kThreads;
+      if (e < K * I) {
+        const int k = e / I;
+        wt[(e - k * I) * KP + k] = v[u];
+      }
+    }
+  }
+  for (int e = tid; e < (KP - K) * I; e += kThreads) {
+    const int k = e / I;
+    wt[(e - k * I) * KP + K + k] = 0.0f;
   }
   if (tid < KP) bs[tid] = tid < K ? __ldg(a.bias + tid) : 0.0f;
   __syncthreads();
@@ -200,9 +214,9 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
     }
   }
   __syncthreads();
+  double total = 0;  // the batch's loss and correct count, in thread 0 after blockSum
+  long long right = 0;
   {
-    double total = 0;
-    long long right = 0;
     for (int n = tid; n < R; n += kThreads) {  // as lossKernel: the row's loss in output order
       const float* y = ys + n * KP;
       const int32_t label = labels[n];
@@ -221,13 +235,9 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
       }
     }
     blockSum<kThreads>(total, right);
-    if (tid == 0) {
-      if (C == 1) {
-        recordBatchLoss(a.state, total, right, N, elements);
-      } else {
-        *reinterpret_cast<double*>(red) = total;
-        *reinterpret_cast<long long*>(red + 2) = right;
-      }
+    if (tid == 0 && C > 1) {
+      *reinterpret_cast<double*>(red) = total;
+      *reinterpret_cast<long long*>(red + 2) = right;
     }
   }
   __syncthreads();
@@ -307,7 +317,10 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
       else part[e] = sum;
     }
   }
-  if (C == 1) return;
+  if (C == 1) {
+    if (tid == 0) recordBatchLoss(a.state, total, right, N, elements);  // last: its global reads wait for no one
+    return;
+  }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // ---- the cluster: dW, dB and the batch loss summed over the blocks in rank order ----
@@ -358,6 +371,7 @@ KernelFn kernelFor(int KP) {
 struct DeviceLimits {
   size_t sharedBytes = 48 * 1024;
   bool clusters = false;
+  int maxBlocks = 1;  // the largest cluster that launches with the most shared memory
 };
 
 const DeviceLimits& deviceLimits() {
@@ -387,6 +401,34 @@ const DeviceLimits& deviceLimits() {
     d.clusters = major >= 9 && clusterLaunch && cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess &&
                  attr.binaryVersion >= 90;
     cudaGetLastError();
+    if (d.clusters) {
+      for (int kp : {4, 8, 12, 16, 32})
+        if (cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+          cudaGetLastError();
+      for (int blocks = kMaxBlocks; blocks >= 2 && d.maxBlocks == 1; blocks /= 2) {
+        bool all = true;
+        for (int kp : {4, 8, 12, 16, 32}) {
+          cudaLaunchConfig_t config = {};
+          config.gridDim = dim3(unsigned(blocks));
+          config.blockDim = dim3(kThreads);
+          config.dynamicSmemBytes = d.sharedBytes;
+          cudaLaunchAttribute attribute[1];
+          attribute[0].id = cudaLaunchAttributeClusterDimension;
+          attribute[0].val.clusterDim.x = unsigned(blocks);
+          attribute[0].val.clusterDim.y = 1;
+          attribute[0].val.clusterDim.z = 1;
+          config.attrs = attribute;
+          config.numAttrs = 1;
+          int clusters = 0;
+          if (cudaOccupancyMaxActiveClusters(&clusters, kernelFor(kp), &config) != cudaSuccess || clusters < 1) {
+            cudaGetLastError();
+            all = false;
+          }
+        }
+        if (all) d.maxBlocks = blocks;
+      }
+      d.clusters = d.maxBlocks > 1;
+    }
     known[device] = true;
   }
   return cache[device];
@@ -394,8 +436,7 @@ const DeviceLimits& deviceLimits() {
 
 // Blocks per head (H100, test_cuda_dense_head --bench): TODO measured
 int autoBlocks(int N, int /*inputs*/, int /*units*/) {
-  if (!deviceLimits().clusters) return 1;
-  return std::max(1, std::min(kMaxBlocks, (N + 31) / 32));
+  return std::min(deviceLimits().maxBlocks, 8);
 }
 
 bool fits(int N, int inputs, int units, int blocks) {
@@ -415,8 +456,7 @@ void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWe
                       StepState* state, int blocks) {
   if (N == 0) return;
   if (blocks <= 0) blocks = autoBlocks(N, inputs, units);
-  if (blocks > 1 && !deviceLimits().clusters) blocks = 1;
-  blocks = std::min(blocks, kMaxBlocks);
+  blocks = std::min(blocks, deviceLimits().maxBlocks);
   if (N < 1 || inputs < 1 || units < 1 || units > kMaxUnits || !fits(N, inputs, units, blocks))
     throw EngineError("dense head: shape too large for the fused kernel");
   const HeadLayout l = layoutFor(N, inputs, units, blocks);

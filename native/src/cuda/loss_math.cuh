@@ -19,8 +19,12 @@ __device__ __forceinline__ double targetOf(int32_t label, int K, int k) {
 __device__ __forceinline__ int32_t predictRow(LossKind loss, const float* row, int K) {
   if (K > 1) {
     int best = 0;
+    float top = row[0];  // row[best], kept in a register: the loads need not wait for the comparisons
     for (int k = 1; k < K; ++k)
-      if (row[k] > row[best]) best = k;
+      if (row[k] > top) {
+        best = k;
+        top = row[k];
+      }
     return best;
   }
   const bool logits = loss == LossKind::SoftmaxCrossEntropy || loss == LossKind::BinaryCrossEntropy;
