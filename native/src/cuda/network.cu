@@ -26,10 +26,12 @@ int fusionMode() {
 // 32 x 3 x 3) the implicit-GEMM conv plus a separate pool is faster.
 bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 32; }
 
-// Where the fused dense head (one block) beats its four launches (H100, test_cuda_dense_head --bench):
-// up to about a million multiply-adds per pass. TODO measure
+// Where the fused dense head beats its four launches (H100, test_cuda_dense_head --bench, in graphs):
+// MNIST's heads gain 5-8 us (32 x 128 -> 10: 18.2 -> 10.9 us, 128 x 128 -> 10: 20.5 -> 12.3), up to
+// 128 x 320 -> 10 and 64 x 512 -> 10 it still wins; wider inputs (128 x 784, 32 x 1024 without an input
+// gradient) or 32 units (128 x 128 -> 32: 28.7 -> 33.3 us) lose: every block of the cluster stages all of W.
 bool headFusionPays(int N, int64_t inputs, int64_t units) {
-  return double(N) * double(inputs) * double(units) <= double(1 << 20);
+  return units <= 16 && inputs <= 512 && int64_t(N) * inputs * units <= (int64_t(1) << 19);
 }
 
 // can this layer's input-gradient kernel apply the previous layer's activation backward?
