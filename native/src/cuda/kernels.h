@@ -1,4 +1,4 @@
-// The CUDA backend's kernels: one file per layer (gemm.cu, dense.cu, conv2d.cu, pool.cu, activation.cu,
+// The CUDA backend's kernels: one file per layer (gemm.cu, dense.cu, dense_head.cu, conv2d.cu, pool.cu, activation.cu,
 // dropout.cu, loss.cu, optim.cu, data.cu), forward and backward side by side. Each launcher only
 // enqueues work on `stream` (no synchronisation, no allocation), so a whole training step can be
 // captured in one CUDA graph. Pointers are device memory; shapes and layouts are those of
@@ -65,6 +65,26 @@ void dense_backward_input(cudaStream_t stream,
                           const float* weight,  // (units, inputs)
                           const float* in,      // (N, inputs): the layer's input, read only when inAct != Linear
                           int N, int inputs, int units, ActivationFn inAct, float inAlpha);
+
+// ---- dense_head.cu: a small last dense layer, its loss and its backward in one launch (training) ----
+// out = act(in . weight^T + bias) (act elementwise; Linear for logits), then the loss of out against
+// labels as loss_forward_backward (StepState totals and divergence flag included; out is written too),
+// dz = dLoss/dout * act'(out), and the backward: dWeight = dz^T . in, dBias = column sums of dz, and
+// dIn = (dz . weight) * inAct'(in) when dIn is not null. One block, or a cluster of `blocks` blocks that
+// split the rows (0: chosen for the shape), with everything in shared memory; deterministic.
+// dense_head_supported says whether a shape fits (units <= 32, shared memory).
+bool dense_head_supported(int N, int inputs, int units);
+void dense_head_fused(cudaStream_t stream, LossKind loss,
+                      float* out,             // (N, units)
+                      float* dWeight,         // (units, inputs)
+                      float* dBias,           // (units)
+                      float* dIn,             // (N, inputs) or null
+                      const float* in,        // (N, inputs)
+                      const float* weight,    // (units, inputs)
+                      const float* bias,      // (units)
+                      const int32_t* labels,  // (N)
+                      int N, int inputs, int units, ActivationFn act, float alpha, ActivationFn inAct, float inAlpha,
+                      StepState* state, int blocks = 0);
 
 // ---- conv2d.cu ----
 // out = act(conv(in, weight) + bias), any stride and padding (g.padTop/padLeft are the leading pads).

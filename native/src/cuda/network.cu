@@ -26,6 +26,14 @@ int fusionMode() {
 // 32 x 3 x 3) the implicit-GEMM conv plus a separate pool is faster.
 bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 32; }
 
+// Where the fused dense head beats its four launches (H100, test_cuda_dense_head --bench, in graphs):
+// MNIST's heads gain 5-8 us (32 x 128 -> 10: 18.2 -> 10.9 us, 128 x 128 -> 10: 20.5 -> 12.3), up to
+// 128 x 320 -> 10 and 64 x 512 -> 10 it still wins; wider inputs (128 x 784, 32 x 1024 without an input
+// gradient) or 32 units (128 x 128 -> 32: 28.7 -> 33.3 us) lose: every block of the cluster stages all of W.
+bool headFusionPays(int N, int64_t inputs, int64_t units) {
+  return units <= 16 && inputs <= 512 && int64_t(N) * inputs * units <= (int64_t(1) << 19);
+}
+
 // can this layer's input-gradient kernel apply the previous layer's activation backward?
 bool takesGate(LayerKind kind) {
   return kind == LayerKind::Dense || kind == LayerKind::Conv2D || kind == LayerKind::MaxPool2D ||
@@ -120,6 +128,12 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
       argmax_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i].outSize));
       track(argmax_[i].bytes());
     }
+  // the head: a dense layer with an elementwise activation (Linear when folded into the loss)
+  const LayerPlan& head = plan_.layers.back();
+  headFused_ = trainable && fusion != 0 && head.kind == LayerKind::Dense && elementwise(head.activation) &&
+               dense_head_supported(maxBatch_, int(head.inSize), int(head.outSize)) &&
+               (fusion == 1 || headFusionPays(maxBatch_, head.inSize, head.outSize));
+
   workspace_.allocate(workspace);
   track(workspace_.bytes());
 
@@ -143,6 +157,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 const float* Network::forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
                               uint64_t runSeed, const StepState* state) {
   input_ = input;
+  headPending_ = training && headFused_;
   const float* x = input;
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
     const LayerPlan& lp = plan_.layers[i];
@@ -150,6 +165,7 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
       out_[i] = const_cast<float*>(x);  // same memory, new shape; never written through
       continue;
     }
+    if (headPending_ && i + 1 == plan_.layers.size()) return out_[i];  // backward() runs the fused head
     float* y = out_[i];
     switch (lp.kind) {
       case LayerKind::Dense:
@@ -197,6 +213,11 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
 }
 
 void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state) {
+  if (headPending_) {
+    headLabels_ = labels;
+    headState_ = state;
+    return;
+  }
   loss_forward_backward(stream, plan_.loss, out_.back(), labels, n, int(plan_.outputWidth), grad_.back(), state);
 }
 
@@ -211,6 +232,12 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
     const float* y = out_[li];
+    if (headPending_ && li + 1 == plan_.layers.size()) {
+      dense_head_fused(stream, plan_.loss, out_[li], grads + lp.weightOffset, grads + lp.biasOffset, dIn, x,
+                       params + lp.weightOffset, params + lp.biasOffset, headLabels_, n, int(lp.inSize),
+                       int(lp.outSize), lp.activation, lp.alpha, inAct_[li], inAlpha_[li], headState_);
+      continue;
+    }
     switch (lp.kind) {
       case LayerKind::Dense:
         if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);

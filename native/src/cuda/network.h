@@ -3,8 +3,9 @@
 // Walks the layers forward and backward like cpu/network.h, with the fusions of kernels.h: bias and
 // activation in the producing kernel, and each activation's backward in the next layer's input-gradient
 // kernel where that layer can take it (dense, conv2d, pools); a conv followed by a max pool runs as one
-// kernel that never stores the conv's output where that pays (conv2d_pool.h; NNSTUDIO_CUDA_FUSION=0
-// turns it off, =1 on wherever supported).
+// kernel that never stores the conv's output where that pays (conv2d_pool.h), and a small dense head
+// runs its forward, the loss and its backward as one kernel in training steps (dense_head.cu).
+// NNSTUDIO_CUDA_FUSION=0 turns both off, =1 on wherever supported.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +35,13 @@ class Network {
                        uint64_t runSeed, const StepState* state);
   // The loss of the last forward against labels (n): seeds backward with dLoss/dOutputs and adds the
   // batch's loss to `state` (see loss_forward_backward).
+  // With the fused head (headFused()), a training forward stops before the head and this only records
+  // its arguments: the head's forward, the loss and the head's backward are backward()'s first launch
+  // (which alone has the gradient buffer), so the outputs and `state` are ready once backward() ran.
   void loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state);
   // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
   void backward(cudaStream_t stream, const float* params, float* grads, int n);
+  bool headFused() const { return headFused_; }
 
   const float* outputs() const { return out_.back(); }
   const float* inputGradient() const { return inputGrad_.get(); }  // (n, inputSize), when enabled
@@ -47,6 +52,10 @@ class Network {
   bool inputGradient_ = false;
   size_t bytes_ = 0;
   const float* input_ = nullptr;
+  bool headFused_ = false;                    // the last dense layer, loss and backward in one kernel
+  bool headPending_ = false;                  // the last forward left the fused head to backward()
+  const int32_t* headLabels_ = nullptr;       // its arguments, from loss()
+  StepState* headState_ = nullptr;
   std::vector<DeviceBuffer<float>> storage_;  // outputs and gradients
   std::vector<float*> out_, grad_;            // per layer (n, outSize); flatten aliases its input
   std::vector<bool> needInputGrad_;           // does layer i have to produce dLoss/dInput?
