@@ -14,7 +14,8 @@
 // gradient of a 10-unit head) and 16x16 with BK 64 (for N <= 16, e.g. the forward of a 10-unit head,
 // and for small outputs with a long K); the largest one that fills the GPU (a block per SM and about
 // 6 resident warps per SM) wins. When even the smallest leaves the GPU idle, the K range is split over
-// 2..8 blocks (split-K; NNSTUDIO_GEMM_SPLITK=0 in the environment turns it off, for comparisons). The
+// 2..8 blocks, 16 where the GPU allows clusters that large (split-K; NNSTUDIO_GEMM_SPLITK=0 in the
+// environment turns it off, NNSTUDIO_GEMM_MAXSPLIT=8 keeps it to 8, for comparisons). The
 // partial tiles are reduced WITHOUT a workspace and without atomics: the blocks of one
 // output tile form a thread-block cluster (sm_90+), each parks its partial tile in its own shared
 // memory, and after a cluster barrier block r sums slice r of the tile over ranks 0..S-1 in that fixed
@@ -343,12 +344,46 @@ NNSTUDIO_GEMM_CFG(kSmall, 16, 16, 64, 2, 2, 4)
 
 // ---- the device, queried once ----
 
-constexpr int kMaxSplits = 8;  // split-K over at most a portable cluster
+constexpr int kMaxSplits = 8;              // split-K over at most a portable cluster...
+constexpr int kMaxSplitsNonPortable = 16;  // ...or 16 where the GPU co-schedules such clusters (H100):
+                                           // seed001's head (100 x 10 x 10816) has only 7 tiles
 
 struct DeviceTraits {
   int sms = 0;
   bool clusters = false;
+  int maxSplits = kMaxSplits;
 };
+
+// Clusters of more than 8 blocks must be allowed per kernel; done once per kernel, before its first launch.
+template <class Kernel>
+bool allowWideClusters(Kernel kernel) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+// Can clusters of `size` blocks of this kernel be resident at once?
+template <class Kernel>
+bool clusterFits(Kernel kernel, int threads, int size) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(size));
+  config.blockDim = dim3(unsigned(threads));
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = unsigned(size);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return clusters > 0;
+}
 
 bool clusterCodeAvailable() {
   // the cluster path exists only in code compiled for sm_90+ (a build for older targets JIT-run on a
@@ -359,27 +394,20 @@ bool clusterCodeAvailable() {
     return false;
   }
   if (attr.ptxVersion < 90 || attr.binaryVersion < 90) return false;
-  // and the GPU can co-schedule clusters of the largest size for the kernels that split
-  auto fits = [](auto kernel, int threads) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(kMaxSplits);
-    config.blockDim = dim3(unsigned(threads));
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = kMaxSplits;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return clusters > 0;
-  };
-  return fits(KernelOf<kSmall, true, false, false>::fn, kShapes[kSmall].threads) &&
-         fits(KernelOf<kLarge, false, true, false>::fn, kShapes[kLarge].threads);
+  // and the GPU can co-schedule clusters of the portable maximum for the kernels that split
+  return clusterFits(KernelOf<kSmall, true, false, false>::fn, kShapes[kSmall].threads, kMaxSplits) &&
+         clusterFits(KernelOf<kLarge, false, true, false>::fn, kShapes[kLarge].threads, kMaxSplits);
+}
+
+// Can clusters of kMaxSplitsNonPortable blocks of the largest tile run? NNSTUDIO_GEMM_MAXSPLIT=8 says no.
+bool wideClustersAvailable() {
+  const char* env = std::getenv("NNSTUDIO_GEMM_MAXSPLIT");
+  if (env && std::atoi(env) <= kMaxSplits) return false;
+  auto small = KernelOf<kSmall, true, false, false>::fn;
+  auto large = KernelOf<kLarge, false, true, false>::fn;
+  return allowWideClusters(small) && allowWideClusters(large) &&
+         clusterFits(small, kShapes[kSmall].threads, kMaxSplitsNonPortable) &&
+         clusterFits(large, kShapes[kLarge].threads, kMaxSplitsNonPortable);
 }
 
 const DeviceTraits& traits() {
@@ -400,6 +428,7 @@ const DeviceTraits& traits() {
     const char* env = std::getenv("NNSTUDIO_GEMM_SPLITK");
     const bool splitOff = env && std::strcmp(env, "0") == 0;
     t.clusters = major >= 9 && clusterLaunch && !splitOff && clusterCodeAvailable();
+    t.maxSplits = t.clusters && wideClustersAvailable() ? kMaxSplitsNonPortable : kMaxSplits;
   };
   if (device < 0 || device >= kMaxDevices) {
     static thread_local DeviceTraits other;
@@ -452,7 +481,7 @@ Plan plan(int M, int N, int K, const DeviceTraits& dev) {
     const int kTiles = (K + s.BK - 1) / s.BK;
     auto filled = [&](int splits) { return tiles * splits >= sms && tiles * splits * warps >= target; };
     if (dev.clusters)
-      while (p.splits < kMaxSplits && !filled(p.splits) && 2 * p.splits <= kTiles &&
+      while (p.splits < dev.maxSplits && !filled(p.splits) && 2 * p.splits <= kTiles &&
              int64_t(K) >= int64_t(2 * p.splits) * kMinSplitDepth)
         p.splits *= 2;
     const int64_t blocks = tiles * p.splits;
@@ -477,6 +506,10 @@ void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const fl
     launchKernel("gemm", kernel, grid, block, 0, stream, M, N, K, A, B, C, epi, 1, p.tilesN, flags);
     checkLaunch("gemm");
     return;
+  }
+  if (p.splits > kMaxSplits) {
+    static const bool allowed = allowWideClusters(kernel);  // once per kernel
+    if (!allowed) throw EngineError("gemm: clusters of " + std::to_string(p.splits) + " blocks are not allowed");
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
