@@ -57,7 +57,9 @@ void testActivations() {
 
 void testPools() {
   struct Case { int C, H, W, size, stride; };
-  const Case cases[] = {{3, 28, 28, 2, 2}, {4, 28, 28, 4, 4}, {2, 9, 11, 3, 2}, {5, 7, 7, 3, 1}, {1, 5, 6, 2, 3}};
+  // stride == size takes the one-thread-per-window path (9x11 and 7x10 leave uncovered rows and columns)
+  const Case cases[] = {{3, 28, 28, 2, 2}, {4, 28, 28, 4, 4}, {2, 9, 11, 2, 2}, {3, 7, 10, 3, 3},
+                        {2, 9, 11, 3, 2}, {5, 7, 7, 3, 1},   {1, 5, 6, 2, 3}};
   for (const Case& c : cases) {
     cpu::PoolGeometry g;
     g.C = c.C; g.H = c.H; g.W = c.W; g.size = c.size; g.stride = c.stride;
