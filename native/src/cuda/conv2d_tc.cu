@@ -428,6 +428,28 @@ void launchTc(cudaStream_t stream, const TcArgs& a) {
 // 64 x 128 tiles would not fill two blocks per SM of an H100 (C64 F64 14x14: 52 against 61 us).
 // Every tile shape adds the same products in the same order: the bits do not depend on the choice.
 // `variant` (tests, benchmarks) picks others.
+// Shared memory a block may opt into on the current device (227 KiB on an H100, 99 KiB on the RTX 30, 40
+// and 50 series): the default tiles must fit it.
+size_t maxSharedOptin() {
+  static int cached[64] = {};  // 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 48 * 1024;
+  if (cached[device] == 0) {
+    int bytes = 0;
+    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess || bytes <= 0) {
+      cudaGetLastError();
+      bytes = 48 * 1024;
+    }
+    cached[device] = bytes;
+  }
+  return size_t(cached[device]);
+}
+
+template <int BM, int WN, int BK, int STAGES>
+bool tileFits() {
+  return tcSmemBytes<BM, WN, BK, STAGES>() <= maxSharedOptin();
+}
+
 template <int MODE, int SPLIT>
 void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
   if (a.M <= 32) {
@@ -438,7 +460,11 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
       case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
       case 5: launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a); break;
       case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
-      default: launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a); break;
+      default:  // 32 x 256 needs 112.5 KiB: GPUs with 99 KiB take 32 x 128 (64.5 KiB), else BK 16 (33 KiB)
+        if (tileFits<32, 8, 32, 3>()) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
+        else if (tileFits<32, 4, 32, 3>()) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
+        else launchTc<MODE, 32, 4, SPLIT>(stream, a);
+        break;
     }
   } else {
     switch (variant) {
@@ -450,7 +476,7 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
       case 6: launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a); break;
       default: {
         const int64_t wideBlocks = (int64_t(a.J) + 127) / 128 * ((a.M + 63) / 64);
-        if (wideBlocks >= 264) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);
+        if (wideBlocks >= 264 && tileFits<64, 4, 32, 3>()) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);  // 78 KiB
         else launchTc<MODE, 64, 2, SPLIT>(stream, a);
       }
     }
