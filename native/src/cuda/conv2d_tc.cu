@@ -67,7 +67,7 @@ ConvTcMode currentMode() {
 
 // the current device has TF32 mma (compute capability 8.0+)
 bool deviceHasTf32() {
-  static int cached[64] = {};  // 0 unknown, 1 no, 2 yes
+  static std::atomic<int> cached[64];  // 0 unknown, 1 no, 2 yes (two threads may ask at once)
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
   if (cached[device] == 0) {
@@ -431,7 +431,7 @@ void launchTc(cudaStream_t stream, const TcArgs& a) {
 // Shared memory a block may opt into on the current device (227 KiB on an H100, 99 KiB on the RTX 30, 40
 // and 50 series): the default tiles must fit it.
 size_t maxSharedOptin() {
-  static int cached[64] = {};  // 0: not asked yet
+  static std::atomic<int> cached[64];  // 0: not asked yet (two threads may ask at once)
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 48 * 1024;
   if (cached[device] == 0) {

@@ -14,6 +14,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <mutex>
 #include <cstdint>
 
 #include "cuda/activation_math.cuh"
@@ -379,11 +380,11 @@ struct DeviceLimits {
 const DeviceLimits& deviceLimits() {
   constexpr int kDevices = 64;
   static DeviceLimits cache[kDevices];
-  static bool known[kDevices] = {};
+  static std::once_flag once[kDevices];  // training and evaluation may ask from two threads at once
   static DeviceLimits fallback;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return fallback;
-  if (!known[device]) {
+  std::call_once(once[device], [device] {
     DeviceLimits& d = cache[device];
     int optin = 0, major = 0, clusterLaunch = 0;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess || optin <= 0)
@@ -431,8 +432,7 @@ const DeviceLimits& deviceLimits() {
       }
       d.clusters = d.maxBlocks > 1;
     }
-    known[device] = true;
-  }
+  });
   return cache[device];
 }
 

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -33,7 +34,7 @@ inline bool programmaticLaunchSupported() {
     return flag && std::strcmp(flag, "1") == 0;
   }();
   if (!requested) return false;
-  static int cached[64] = {};  // 0 unknown, 1 no, 2 yes
+  static std::atomic<int> cached[64];  // 0 unknown, 1 no, 2 yes (two threads may ask at once)
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
   if (cached[device] == 0) {
