@@ -3,22 +3,30 @@ import { listPresets } from '../core/model/presets';
 import * as engine from '../engine';
 import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
+import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictWithModel } from './evaluation';
 import { formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
-import { buildModelSpec } from './modelSpecs';
-import { trainModel } from './training';
+import { buildModelSpec, checkModelChoice } from './modelSpecs';
+import { trainModel, TrainingControl } from './training';
 
 export const services = {
-  datasets: { fromArgument: dataSourceFromArgument, describe: describeDataSource, load: loadDataSource },
+  datasets: {
+    fromArgument: dataSourceFromArgument,
+    describe: describeDataSource,
+    load: loadDataSource,
+    summarize: summarizeDataset,
+    preview: previewDataset,
+  },
   models: {
     build: buildModelSpec,
+    check: checkModelChoice,
     presets: listPresets,
     layerTable,
     formatLayerTable,
     load: loadModelFile,
     save: saveModelFile,
   },
-  training: { train: trainModel },
+  training: { train: trainModel, control: () => new TrainingControl() },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
   bench: { presets: benchPresets, loadData: loadBenchData, run: runBenchmark },
@@ -26,6 +34,8 @@ export const services = {
 
 export type Services = typeof services;
 export type { DataSource } from './dataSources';
-export type { TrainEvent, TrainOutcome, TrainPlan, TrainRequest } from './training';
+export type { TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
+export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
+export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction } from './evaluation';
 export type { TrainedModel } from './models';

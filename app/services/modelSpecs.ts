@@ -3,8 +3,8 @@
 import { defaultSpec } from '../core/model/defaults';
 import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
 import { getPreset, presetForData } from '../core/model/presets';
-import { classCount as specClassCount, inferShapes } from '../core/model/shapes';
-import { adamDefaults, parseModelSpec, type LossName, type ModelSpec, type OptimizerSpec } from '../core/model/spec';
+import { classCount as specClassCount, inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
+import { adamDefaults, parseModelSpec, type LayerSpec, type LossName, type ModelSpec, type OptimizerSpec } from '../core/model/spec';
 
 export interface ModelChoice {
   /** Compact layer syntax (docs/LAYERS.md) or the course tool's widths `30,60,10,1`. */
@@ -52,6 +52,26 @@ function chooseOptimizer(base: OptimizerSpec, choice: ModelChoice, courseForm: b
 
 /** Builds and validates the spec; throws with a message naming the layer or option at fault. */
 export function buildModelSpec(choice: ModelChoice, inputShape: readonly number[], classCount: number): BuiltModel {
+  const built = composeModelSpec(choice, inputShape, classCount);
+  inferShapes(built.spec);
+  const error = classCountError(built.spec, classCount);
+  if (error) throw new Error(error);
+  return built;
+}
+
+/** The head's width against the data's classes: a message, or undefined when they fit. */
+function classCountError(spec: ModelSpec, classCount: number): string | undefined {
+  const outputs = specClassCount(spec);
+  if (outputs === classCount) return undefined;
+  const widths = classCount === 2 ? '1 or 2 units' : `${classCount} units`;
+  return `the last layer predicts ${outputs} classes but the data has ${classCount}: give it ${widths}`;
+}
+
+/**
+ * Parses the user's choice into a spec that is valid JSON-wise (every field in range) but whose layers may
+ * not fit together yet: buildModelSpec throws on that, checkModelChoice reports it per layer.
+ */
+export function composeModelSpec(choice: ModelChoice, inputShape: readonly number[], classCount: number): BuiltModel {
   if (choice.layers !== undefined && choice.preset !== undefined) throw new Error('give either --layers or --preset, not both');
   const seed = choice.seed ?? 0;
   let base: ModelSpec;
@@ -82,11 +102,68 @@ export function buildModelSpec(choice: ModelChoice, inputShape: readonly number[
     optimizer: chooseOptimizer(base.optimizer, choice, courseForm),
     seed,
   });
-  inferShapes(spec);
-  const outputs = specClassCount(spec);
-  if (outputs !== classCount) {
-    const widths = classCount === 2 ? '1 or 2 units' : `${classCount} units`;
-    throw new Error(`the last layer predicts ${outputs} classes but the data has ${classCount}: give it ${widths}`);
-  }
   return { spec, presetTraining, courseForm };
+}
+
+/** One row of the model editor's table: the shapes where inference got that far, the error at its layer. */
+export interface LayerCheck {
+  /** "conv2d #1" */
+  label: string;
+  kind: LayerSpec['kind'];
+  outputShape?: number[];
+  parameters?: number;
+  multiplyAdds?: number;
+  error?: string;
+}
+
+export interface ModelCheck {
+  ok: boolean;
+  /** The spec as it would train (absent when the choice itself could not be parsed). */
+  spec?: ModelSpec;
+  input: number[];
+  layers: LayerCheck[];
+  /** Of the layers whose shapes are known. */
+  totalParameters: number;
+  totalMultiplyAdds: number;
+  /** The first problem; layerIndex points into layers when it belongs to one layer. */
+  error?: { message: string; layerIndex?: number };
+}
+
+/**
+ * Like buildModelSpec, but never throws for a bad choice: returns every layer's shape up to the first
+ * invalid one, and that layer's error, for the model editor's live table.
+ */
+export function checkModelChoice(choice: ModelChoice, inputShape: readonly number[], classCount: number): ModelCheck {
+  let spec: ModelSpec;
+  try {
+    spec = composeModelSpec(choice, inputShape, classCount).spec;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, input: [...inputShape], layers: [], totalParameters: 0, totalMultiplyAdds: 0, error: { message } };
+  }
+  const report = inferShapesPartial(spec);
+  const labels = layerLabels(spec.layers);
+  const layers: LayerCheck[] = spec.layers.map((layer, index) => {
+    const info = report.layers[index];
+    return info
+      ? { label: info.label, kind: info.kind, outputShape: info.outputShape, parameters: info.parameters, multiplyAdds: info.multiplyAdds }
+      : { label: labels[index], kind: layer.kind };
+  });
+  let error: ModelCheck['error'];
+  if (report.error) {
+    error = { message: report.error.message, layerIndex: report.error.layerIndex };
+  } else {
+    const message = classCountError(spec, classCount);
+    if (message) error = { message, layerIndex: layers.length - 1 };
+  }
+  if (error?.layerIndex !== undefined) layers[error.layerIndex].error = error.message;
+  return {
+    ok: error === undefined,
+    spec,
+    input: [...spec.input],
+    layers,
+    totalParameters: report.layers.reduce((sum, layer) => sum + layer.parameters, 0),
+    totalMultiplyAdds: report.layers.reduce((sum, layer) => sum + layer.multiplyAdds, 0),
+    error,
+  };
 }

@@ -53,6 +53,52 @@ export interface TrainOutcome {
   plan: TrainPlan;
 }
 
+/**
+ * Pause, resume and cancel for one run, passed into `trainModel` (a value, not a global flag). Calls made
+ * before the engine run exists (while the data loads) are remembered and applied when it starts.
+ */
+export class TrainingControl {
+  private run: engine.TrainingRun | undefined;
+  private pausedNow = false;
+  private cancelledNow = false;
+
+  get paused(): boolean {
+    return this.pausedNow;
+  }
+
+  get cancelled(): boolean {
+    return this.cancelledNow;
+  }
+
+  pause(): void {
+    if (this.cancelledNow || this.pausedNow) return;
+    this.pausedNow = true;
+    this.run?.pause();
+  }
+
+  resume(): void {
+    if (!this.pausedNow) return;
+    this.pausedNow = false;
+    this.run?.resume();
+  }
+
+  /** Stops within one step; a paused run stops without resuming. */
+  cancel(): void {
+    if (this.cancelledNow) return;
+    this.cancelledNow = true;
+    this.pausedNow = false;
+    this.run?.cancel();
+  }
+
+  /** Called by trainModel when the engine run starts and ends. */
+  attach(run: engine.TrainingRun | undefined): void {
+    this.run = run;
+    if (!run) return;
+    if (this.cancelledNow) run.cancel();
+    else if (this.pausedNow) run.pause();
+  }
+}
+
 const defaultValSplit = 0.1;
 const defaultTestSplit = 0.2;
 
@@ -88,12 +134,14 @@ function epochRecords(history: engine.EpochStats[]): EpochRecord[] {
 
 /**
  * Trains as requested. `signal` cancels (the outcome then has status 'cancelled' and the weights so far);
- * divergence ends with status 'diverged' and the last weights whose loss was finite.
+ * divergence ends with status 'diverged' and the last weights whose loss was finite. `control` adds pause and
+ * resume (and cancel) for interactive faces.
  */
 export async function trainModel(
   request: TrainRequest,
   onEvent: (event: TrainEvent) => void = () => {},
   signal?: AbortSignal,
+  control?: TrainingControl,
 ): Promise<TrainOutcome> {
   const seed = request.seed ?? 0;
   const valSplit = request.valSplit ?? defaultValSplit;
@@ -141,11 +189,13 @@ export async function trainModel(
   const cancel = () => run.cancel();
   signal?.addEventListener('abort', cancel, { once: true });
   if (signal?.aborted) run.cancel();
+  control?.attach(run);
   let result: engine.TrainResult;
   try {
     result = await run.promise;
   } finally {
     signal?.removeEventListener('abort', cancel);
+    control?.attach(undefined);
   }
 
   let test: TrainOutcome['test'];

@@ -1,0 +1,107 @@
+// What the Data screen shows of a loaded dataset: a summary (size, shape, classes and their counts) and a
+// preview (the CSV's first rows as written, or the first images as 0-255 pixels). Plain JSON for any face.
+import * as fs from 'node:fs';
+import Papa from 'papaparse';
+import { sniffDelimiter } from '../core/data/csv';
+import { classCounts, featureSize, type Dataset } from '../core/data/dataset';
+import type { DataSource } from './dataSources';
+
+export interface DatasetSummary {
+  /** 'images' for [C,H,W] features, 'table' for flat ones. */
+  kind: 'images' | 'table';
+  count: number;
+  featureShape: number[];
+  /** Names of the features (after one-hot expansion); empty for images. */
+  featureNames: string[];
+  classLabels: string[];
+  /** Examples per class, indexed like classLabels. */
+  classCounts: number[];
+}
+
+export interface ImagePreview {
+  /** The class label, or null for an unlabeled example. */
+  label: string | null;
+  /** [C,H,W] */
+  shape: number[];
+  /** C*H*W values in CHW order, rounded to 0-255. */
+  pixels: number[];
+}
+
+export type DatasetPreview =
+  | { kind: 'table'; columns: string[]; rows: string[][]; classLabels: string[]; classCounts: number[] }
+  | { kind: 'images'; images: ImagePreview[]; classLabels: string[]; classCounts: number[] };
+
+export const maxPreviewRows = 200;
+const previewHeadBytes = 1024 * 1024;
+
+export function summarizeDataset(dataset: Dataset): DatasetSummary {
+  return {
+    kind: dataset.featureShape.length === 3 ? 'images' : 'table',
+    count: dataset.count,
+    featureShape: [...dataset.featureShape],
+    featureNames: [...dataset.featureNames],
+    classLabels: [...dataset.classLabels],
+    classCounts: classCounts(dataset),
+  };
+}
+
+/** The first `count` examples: a CSV's rows as written in the file, images as pixels. */
+export async function previewDataset(source: DataSource, dataset: Dataset, count: number): Promise<DatasetPreview> {
+  const rows = Math.max(0, Math.min(Math.floor(count), maxPreviewRows));
+  const classes = { classLabels: [...dataset.classLabels], classCounts: classCounts(dataset) };
+  if (dataset.featureShape.length === 3) return { kind: 'images', images: firstImages(dataset, rows), ...classes };
+  if (source.kind === 'csv') return { kind: 'table', ...(await firstCsvRows(source.path, rows, dataset)), ...classes };
+  return { kind: 'table', ...firstFeatureRows(dataset, rows), ...classes };
+}
+
+function firstImages(dataset: Dataset, count: number): ImagePreview[] {
+  const size = featureSize(dataset.featureShape);
+  // Features were divided by pixelScale on load; pixel CSVs without one are shown as they are, clamped.
+  const scale = dataset.pixelScale ?? 1;
+  const images: ImagePreview[] = [];
+  for (let i = 0; i < Math.min(count, dataset.count); i++) {
+    const pixels = new Array<number>(size);
+    for (let j = 0; j < size; j++) pixels[j] = Math.max(0, Math.min(255, Math.round(dataset.features[i * size + j] * scale)));
+    const label = dataset.labels[i];
+    images.push({ label: label >= 0 ? dataset.classLabels[label] : null, shape: [...dataset.featureShape], pixels });
+  }
+  return images;
+}
+
+/** The file's own first rows (header as columns when it has one), so the user sees the data as written. */
+async function firstCsvRows(file: string, count: number, dataset: Dataset): Promise<{ columns: string[]; rows: string[][] }> {
+  const handle = await fs.promises.open(file, 'r');
+  let text: string;
+  try {
+    const head = Buffer.alloc(previewHeadBytes);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    text = head.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '');
+    // A cut last line would show half a row.
+    if (bytesRead === head.length) text = text.slice(0, Math.max(0, text.lastIndexOf('\n')));
+  } finally {
+    await handle.close();
+  }
+  const hasHeader = dataset.encoding?.hasHeader ?? false;
+  const parsed = Papa.parse<string[]>(text, {
+    delimiter: dataset.encoding?.delimiter ?? sniffDelimiter(text),
+    skipEmptyLines: 'greedy',
+    preview: count + (hasHeader ? 1 : 0),
+  });
+  const all = parsed.data.map((row) => row.map((field) => field.trim()));
+  const width = all.reduce((max, row) => Math.max(max, row.length), 0);
+  const columns = hasHeader && all.length > 0 ? all[0] : Array.from({ length: width }, (_, i) => `column ${i + 1}`);
+  return { columns, rows: hasHeader ? all.slice(1) : all };
+}
+
+/** For tabular data not read from a CSV: the features as numbers, then the label. */
+function firstFeatureRows(dataset: Dataset, count: number): { columns: string[]; rows: string[][] } {
+  const size = featureSize(dataset.featureShape);
+  const names = dataset.featureNames.length === size ? dataset.featureNames : Array.from({ length: size }, (_, i) => `feature ${i + 1}`);
+  const rows: string[][] = [];
+  for (let i = 0; i < Math.min(count, dataset.count); i++) {
+    const row = Array.from(dataset.features.subarray(i * size, (i + 1) * size), (value) => String(value));
+    row.push(dataset.labels[i] >= 0 ? dataset.classLabels[dataset.labels[i]] : '');
+    rows.push(row);
+  }
+  return { columns: [...names, 'label'], rows };
+}
