@@ -1,0 +1,124 @@
+// The gate of the UI API: one zod schema per channel for its payload (DESIGN §5). Nothing reaches a service
+// before it passed here. Objects are strict, so a misspelt field is an error naming it, not a silent default.
+import { z } from 'zod';
+import { lossNames } from '../core/model/spec';
+
+const id = z.string().min(1).max(100);
+const positiveInt = z.number().int().positive();
+const fraction = z.number().min(0).lt(1);
+const columnRef = z.union([z.string().min(1), z.number().int()]);
+
+/** Uploads travel as base64 in one WebSocket message; 256 MiB of base64 is 192 MiB of file. */
+export const maxUploadBase64Chars = 256 * 1024 * 1024;
+
+const csvOptions = z.strictObject({
+  delimiter: z.string().min(1).max(3).optional(),
+  header: z.boolean().optional(),
+  labelColumn: columnRef.optional(),
+  categorical: z.array(columnRef).optional(),
+  ignoreColumns: z.array(columnRef).optional(),
+  imageShape: z.tuple([positiveInt, positiveInt, positiveInt]).optional(),
+  pixelScale: z.number().positive().finite().optional(),
+  limit: positiveInt.optional(),
+});
+
+/** A file name only (no folders): the server keeps uploads in its own temporary folder. */
+const uploadFileName = z
+  .string()
+  .min(1)
+  .max(255)
+  .refine((name) => !/[\\/\0]/.test(name) && name !== '.' && name !== '..', 'must be a file name without folders');
+const base64 = z
+  .string()
+  .max(maxUploadBase64Chars)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
+
+const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileName, base64 });
+
+export const datasetSourceSchema = z.discriminatedUnion('kind', [
+  /** A CSV or IDX file on the machine that runs the engine. */
+  z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptions.optional() }),
+  /** A file sent by the client (browser upload, drag and drop). */
+  upload.extend({ csv: csvOptions.optional() }),
+  /** The built-in MNIST; `limit` keeps the first examples (quick runs). */
+  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']).optional(), limit: positiveInt.optional() }),
+]);
+
+export const modelChoiceSchema = z.strictObject({
+  /** Compact layer syntax (docs/LAYERS.md) or the course tool's widths. */
+  layers: z.string().min(1).max(10_000).optional(),
+  preset: z.string().min(1).max(100).optional(),
+  loss: z.enum(lossNames).optional(),
+  optimizer: z.enum(['sgd', 'adam']).optional(),
+  lr: z.number().positive().finite().optional(),
+  momentum: fraction.optional(),
+  seed: z.number().int().nonnegative().optional(),
+});
+
+const none = z.strictObject({}).optional();
+
+export const payloadSchemas = {
+  'devices:list': none,
+
+  'datasets:open': z.strictObject({ source: datasetSourceSchema }),
+  'datasets:list': none,
+  'datasets:preview': z.strictObject({ datasetId: id, rows: z.number().int().min(0).max(200).optional() }),
+  'datasets:close': z.strictObject({ datasetId: id }),
+
+  'models:presets': none,
+  'models:check': z
+    .strictObject({
+      /** The data the model is for: an open dataset, or its shape and class count. */
+      datasetId: id.optional(),
+      inputShape: z.array(positiveInt).min(1).max(3).optional(),
+      classCount: z.number().int().min(2).optional(),
+      model: modelChoiceSchema,
+    })
+    .refine((payload) => payload.datasetId !== undefined || (payload.inputShape !== undefined && payload.classCount !== undefined), {
+      message: 'give datasetId, or inputShape and classCount',
+      path: ['datasetId'],
+    }),
+  'models:list': none,
+  'models:save': z.strictObject({ modelId: id, path: z.string().min(1) }),
+  'models:import': z.strictObject({
+    source: z.discriminatedUnion('kind', [z.strictObject({ kind: z.literal('path'), path: z.string().min(1) }), upload]),
+  }),
+
+  'training:start': z.strictObject({
+    datasetId: id,
+    /** A separate test set; otherwise MNIST's test half, or testSplit of the data. */
+    testDatasetId: id.optional(),
+    model: modelChoiceSchema.optional(),
+    normalize: z.enum(['none', 'minmax', 'zscore']).optional(),
+    epochs: z.number().int().min(1).max(1_000_000).optional(),
+    batchSize: positiveInt.optional(),
+    valSplit: fraction.optional(),
+    testSplit: fraction.optional(),
+    seed: z.number().int().nonnegative().optional(),
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+    threads: z.number().int().nonnegative().optional(),
+  }),
+  'training:pause': z.strictObject({ runId: id }),
+  'training:resume': z.strictObject({ runId: id }),
+  'training:cancel': z.strictObject({ runId: id }),
+  'training:status': z.strictObject({ runId: id }),
+
+  'evaluation:evaluate': z.strictObject({
+    modelId: id,
+    datasetId: id,
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+  }),
+} as const;
+
+export type PayloadSchemas = typeof payloadSchemas;
+export type Channel = keyof PayloadSchemas;
+/** What a client sends (optional fields may be left out). */
+export type PayloadOf<C extends Channel> = z.input<PayloadSchemas[C]>;
+/** What a handler receives after validation. */
+export type ParsedPayloadOf<C extends Channel> = z.output<PayloadSchemas[C]>;
+
+export const channels = Object.keys(payloadSchemas) as Channel[];
+
+export function isChannel(name: string): name is Channel {
+  return Object.prototype.hasOwnProperty.call(payloadSchemas, name);
+}

@@ -1,0 +1,415 @@
+// The UI API's one implementation: validates a payload at the gate, calls the services and keeps the
+// session's datasets, runs and models by id. Electron's main process and `serve` both wrap `dispatch`;
+// neither holds logic of its own. Errors are returned as values, never thrown across the boundary.
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Dataset } from '../core/data/dataset';
+import { parameterCount } from '../core/model/shapes';
+import { services } from '../services';
+import type { DataSource } from '../services/dataSources';
+import { TrainingControl, type TrainEvent, type TrainOutcome } from '../services/training';
+import type { TrainedModel } from '../services/models';
+import { isChannel, payloadSchemas, type Channel, type ParsedPayloadOf } from './schemas';
+import type {
+  ApiError,
+  ApiEvent,
+  ApiResponse,
+  DatasetInfo,
+  EpochProgress,
+  ModelInfo,
+  ResultOf,
+  RunInfo,
+  StepProgress,
+  TrainingDone,
+  TrainPlan,
+} from './types';
+
+export interface ApiOptions {
+  /** Where uploads are written (default: a new folder under the OS temp dir, removed by close()). */
+  uploadDir?: string;
+}
+
+export interface Api {
+  /** Validates `payload` for `channel` and runs it; resolves to `{ result }` or `{ error }`, never rejects. */
+  dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>>;
+  /** Receives every event of the session; returns the function that unsubscribes. */
+  subscribe(listener: (event: ApiEvent) => void): () => void;
+  /** Cancels running trainings, waits for them (bounded) and removes uploaded files. */
+  close(): Promise<void>;
+}
+
+// ---- session records ----
+
+interface DatasetRecord {
+  info: DatasetInfo;
+  source: DataSource;
+  dataset: Dataset;
+  /** An uploaded file, deleted when the dataset is closed. */
+  uploadedFile?: string;
+}
+
+interface RunRecord {
+  info: RunInfo;
+  control: TrainingControl;
+  /** Settles (never rejects) when the run is finished and training:done was sent. */
+  finished: Promise<void>;
+}
+
+interface ModelRecord {
+  name: string;
+  model: TrainedModel;
+}
+
+type Handlers = { [C in Channel]: (payload: ParsedPayloadOf<C>) => Promise<ResultOf<C>> | ResultOf<C> };
+
+/** A payload error naming the field: "datasets:open: source.path: expected string, received undefined". */
+function validationError(channel: Channel, issues: readonly { path: readonly PropertyKey[]; message: string; code?: string; keys?: string[] }[]): ApiError {
+  const issue = issues[0];
+  const fieldPath = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys' && issue.keys?.length) fieldPath.push(issue.keys[0]);
+  const field = fieldPath.length > 0 ? fieldPath.join('.') : undefined;
+  return { message: `${channel}: ${field ? `${field}: ` : 'payload: '}${issue.message}`, field };
+}
+
+function errorValue(error: unknown): ApiError {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? { message: error.message, code } : { message: error.message };
+  }
+  return { message: String(error) };
+}
+
+const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+export function createApi(options: ApiOptions = {}): Api {
+  const datasets = new Map<string, DatasetRecord>();
+  const runs = new Map<string, RunRecord>();
+  const models = new Map<string, ModelRecord>();
+  const listeners = new Set<(event: ApiEvent) => void>();
+  const counters = new Map<string, number>();
+  let uploadDir: string | undefined = options.uploadDir;
+  let ownsUploadDir = false;
+  let closed = false;
+
+  const nextId = (kind: 'dataset' | 'run' | 'model'): string => {
+    const n = (counters.get(kind) ?? 0) + 1;
+    counters.set(kind, n);
+    return `${kind}-${n}`;
+  };
+
+  // A listener's failure must not reach the engine (a throwing progress callback cancels the run).
+  const emit = (event: ApiEvent): void => {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // the face's problem; the session goes on
+      }
+    }
+  };
+
+  const getDataset = (id: string): DatasetRecord => {
+    const record = datasets.get(id);
+    if (!record) throw new Error(`no dataset with id "${id}" (open one with datasets:open)`);
+    return record;
+  };
+  const getRun = (id: string): RunRecord => {
+    const record = runs.get(id);
+    if (!record) throw new Error(`no training run with id "${id}"`);
+    return record;
+  };
+  const getModel = (id: string): ModelRecord => {
+    const record = models.get(id);
+    if (!record) throw new Error(`no model with id "${id}" (train one or import one with models:import)`);
+    return record;
+  };
+
+  /** Writes uploaded bytes under the session's upload folder; the name keeps its extension for the loaders. */
+  async function writeUpload(fileName: string, base64: string): Promise<string> {
+    if (!uploadDir) {
+      uploadDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'nnstudio-uploads-'));
+      ownsUploadDir = true;
+    }
+    await fs.promises.mkdir(uploadDir, { recursive: true });
+    const safeName = path.basename(fileName).replace(/[^A-Za-z0-9._-]/g, '_');
+    const file = path.join(uploadDir, `${randomBytes(6).toString('hex')}-${safeName}`);
+    await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
+    return file;
+  }
+
+  const removeFile = (file: string | undefined) => (file ? fs.promises.rm(file, { force: true }) : Promise.resolve());
+
+  function modelInfo(id: string, record: ModelRecord): ModelInfo {
+    const { model } = record;
+    return {
+      id,
+      name: record.name,
+      labels: [...model.labels],
+      inputShape: [...model.inputShape],
+      spec: model.spec,
+      parameterCount: parameterCount(model.spec),
+      training: model.training && {
+        options: model.training.options,
+        history: model.training.history,
+        device: model.training.device,
+        seconds: model.training.seconds,
+      },
+      metrics: model.metrics,
+    };
+  }
+
+  const runInfo = (record: RunRecord): RunInfo => ({ ...record.info, epochs: [...record.info.epochs] });
+
+  // ---- training ----
+
+  function startRun(payload: ParsedPayloadOf<'training:start'>): { runId: string } {
+    const data = getDataset(payload.datasetId);
+    const testData = payload.testDatasetId !== undefined ? getDataset(payload.testDatasetId) : undefined;
+    const model = payload.model ?? {};
+    // The model's errors are known now: answer them at once rather than in training:done.
+    const check = services.models.check(model, data.dataset.featureShape, data.dataset.classLabels.length);
+    if (!check.ok) throw new Error(check.error?.message ?? 'invalid model');
+
+    const runId = nextId('run');
+    const control = new TrainingControl();
+    const info: RunInfo = { runId, datasetId: payload.datasetId, state: 'starting', epochs: [] };
+    const onEvent = (event: TrainEvent): void => {
+      if (event.type === 'plan') {
+        info.plan = event.plan as TrainPlan;
+        if (info.state === 'starting') info.state = control.paused ? 'paused' : 'running';
+      } else if (event.type === 'step') {
+        info.lastStep = event as StepProgress;
+      } else {
+        info.epochs.push(event as EpochProgress);
+      }
+      emit({ event: 'training:progress', payload: { runId, ...event } });
+    };
+    const request = {
+      data: data.source,
+      testData: testData?.source,
+      model,
+      normalize: payload.normalize,
+      epochs: payload.epochs,
+      batchSize: payload.batchSize,
+      valSplit: payload.valSplit,
+      testSplit: payload.testSplit,
+      seed: payload.seed,
+      device: payload.device,
+      threads: payload.threads,
+    };
+    const finish = (done: TrainingDone): void => {
+      info.state = 'finished';
+      info.outcome = done;
+      emit({ event: 'training:done', payload: done });
+    };
+    const succeeded = (outcome: TrainOutcome): void => {
+      const modelId = nextId('model');
+      models.set(modelId, { name: `${data.info.name} (${runId})`, model: outcome.model });
+      finish({
+        runId,
+        status: outcome.status,
+        message: outcome.message,
+        modelId,
+        history: outcome.model.training?.history ?? [],
+        test: outcome.test,
+        plan: outcome.plan as TrainPlan,
+        seconds: outcome.model.training?.seconds,
+      });
+    };
+    const failed = (error: unknown): void => {
+      finish({ runId, status: 'failed', message: errorValue(error).message, history: [], plan: info.plan });
+    };
+    const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed);
+    runs.set(runId, { info, control, finished });
+    return { runId };
+  }
+
+  function controlRun(runId: string, action: 'pause' | 'resume' | 'cancel'): RunInfo {
+    const record = getRun(runId);
+    const { info, control } = record;
+    if (info.state === 'finished') throw new Error(`training run ${runId} has already finished (${info.outcome?.status})`);
+    if (action === 'pause') {
+      control.pause();
+      if (info.state === 'running') info.state = 'paused';
+    } else if (action === 'resume') {
+      control.resume();
+      if (info.state === 'paused') info.state = 'running';
+    } else {
+      control.cancel();
+      info.state = 'cancelling';
+    }
+    return runInfo(record);
+  }
+
+  // ---- handlers, one per channel ----
+
+  const handlers: Handlers = {
+    'devices:list': () => services.devices.list().map((device) => ({ ...device })),
+
+    'datasets:open': async ({ source }) => {
+      let dataSource: DataSource;
+      let name: string;
+      let uploadedFile: string | undefined;
+      if (source.kind === 'mnist') {
+        const split = source.split ?? 'train';
+        dataSource = { kind: 'mnist', split, limit: source.limit };
+        name = `MNIST (${split})`;
+      } else if (source.kind === 'path') {
+        const file = path.resolve(source.path);
+        const labelsPath = source.labelsPath && path.resolve(source.labelsPath);
+        dataSource = await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv });
+        name = path.basename(file);
+      } else {
+        uploadedFile = await writeUpload(source.fileName, source.base64);
+        try {
+          dataSource = await services.datasets.fromArgument(uploadedFile, 'train', { csv: source.csv });
+        } catch (error) {
+          await removeFile(uploadedFile);
+          throw error;
+        }
+        name = source.fileName;
+      }
+      let dataset: Dataset;
+      try {
+        dataset = await services.datasets.load(dataSource);
+      } catch (error) {
+        await removeFile(uploadedFile);
+        // An upload's temporary name means nothing to the user.
+        if (uploadedFile && error instanceof Error) error.message = error.message.split(uploadedFile).join(name);
+        throw error;
+      }
+      const id = nextId('dataset');
+      const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
+      const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
+      datasets.set(id, { info, source: dataSource, dataset, uploadedFile });
+      return info;
+    },
+
+    'datasets:list': () => [...datasets.values()].map((record) => record.info),
+
+    'datasets:preview': ({ datasetId, rows }) => {
+      const record = getDataset(datasetId);
+      return services.datasets.preview(record.source, record.dataset, rows ?? 20);
+    },
+
+    'datasets:close': async ({ datasetId }) => {
+      const record = getDataset(datasetId);
+      datasets.delete(datasetId);
+      const inUse = [...runs.values()].some((run) => run.info.state !== 'finished' && run.info.datasetId === datasetId);
+      // A run still reading the file keeps it; close() removes the whole folder later.
+      if (!inUse) await removeFile(record.uploadedFile);
+      return { closed: true as const };
+    },
+
+    'models:presets': () =>
+      services.models.presets().map((preset) => ({
+        name: preset.name,
+        description: preset.description,
+        spec: preset.spec,
+        training: preset.training,
+        gpuOnly: preset.gpuOnly,
+      })),
+
+    'models:check': ({ datasetId, inputShape, classCount, model }) => {
+      const data = datasetId !== undefined ? getDataset(datasetId).dataset : undefined;
+      const shape = data ? data.featureShape : (inputShape as number[]);
+      const classes = data ? data.classLabels.length : (classCount as number);
+      return services.models.check(model, shape, classes);
+    },
+
+    'models:list': () => [...models.entries()].map(([id, record]) => modelInfo(id, record)),
+
+    'models:save': async ({ modelId, path: target }) => {
+      const record = getModel(modelId);
+      const file = path.resolve(target);
+      await services.models.save(file, record.model);
+      return { path: file, bytes: (await fs.promises.stat(file)).size };
+    },
+
+    'models:import': async ({ source }) => {
+      let model: TrainedModel;
+      let name: string;
+      if (source.kind === 'path') {
+        model = await services.models.load(path.resolve(source.path));
+        name = path.basename(source.path);
+      } else {
+        const file = await writeUpload(source.fileName, source.base64);
+        try {
+          model = await services.models.load(file);
+        } catch (error) {
+          if (error instanceof Error) error.message = error.message.split(file).join(source.fileName);
+          throw error;
+        } finally {
+          await removeFile(file);
+        }
+        name = source.fileName;
+      }
+      const id = nextId('model');
+      const record = { name, model };
+      models.set(id, record);
+      return modelInfo(id, record);
+    },
+
+    'training:start': (payload) => startRun(payload),
+    'training:pause': ({ runId }) => controlRun(runId, 'pause'),
+    'training:resume': ({ runId }) => controlRun(runId, 'resume'),
+    'training:cancel': ({ runId }) => controlRun(runId, 'cancel'),
+    'training:status': ({ runId }) => runInfo(getRun(runId)),
+
+    'evaluation:evaluate': async ({ modelId, datasetId, device }) => {
+      const { model } = getModel(modelId);
+      const data = getDataset(datasetId);
+      const evaluation = await services.evaluation.evaluate(model, data.source, { device });
+      const classes = model.labels.length;
+      const confidences = Array.from(evaluation.predictions, (predicted, row) => evaluation.probabilities[row * classes + predicted]);
+      return {
+        modelId,
+        datasetId,
+        count: evaluation.dataset.count,
+        loss: evaluation.loss,
+        report: evaluation.report,
+        predictions: Array.from(evaluation.predictions),
+        confidences,
+      };
+    },
+  };
+
+  // ---- the gate ----
+
+  async function dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>> {
+    if (closed) return { error: { message: 'the session is closed' } };
+    if (typeof channel !== 'string' || !isChannel(channel)) {
+      return { error: { message: `unknown channel ${JSON.stringify(channel)}`, field: 'channel' } };
+    }
+    const parsed = payloadSchemas[channel].safeParse(payload);
+    if (!parsed.success) return { error: validationError(channel, parsed.error.issues as never) };
+    try {
+      const handler = handlers[channel] as (payload: unknown) => Promise<unknown> | unknown;
+      return { result: await handler(parsed.data) };
+    } catch (error) {
+      return { error: errorValue(error) };
+    }
+  }
+
+  function subscribe(listener: (event: ApiEvent) => void): () => void {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    for (const run of runs.values()) run.control.cancel();
+    // The engine stops within one step; a run still loading its data finishes that first.
+    await Promise.race([Promise.all([...runs.values()].map((run) => run.finished)), wait(10_000)]);
+    listeners.clear();
+    if (ownsUploadDir && uploadDir) await fs.promises.rm(uploadDir, { recursive: true, force: true });
+    else await Promise.all([...datasets.values()].map((record) => removeFile(record.uploadedFile)));
+    datasets.clear();
+    models.clear();
+  }
+
+  return { dispatch, subscribe, close };
+}

@@ -1,0 +1,234 @@
+// The UI API as one TypeScript type: channel -> payload and result, the events, the error value.
+// A renderer imports this file alone (`import type`): it has no runtime code and no Node types, and
+// everything in it is plain JSON (NaN and Infinity arrive as null over the WebSocket).
+import type { ClassificationReport } from '../core/metrics/classification';
+import type { LayerKind, ModelSpec } from '../core/model/spec';
+import type { Channel, PayloadOf } from './schemas';
+
+export type { Channel, PayloadOf } from './schemas';
+export type { ClassificationReport } from '../core/metrics/classification';
+export type { ModelSpec } from '../core/model/spec';
+
+// ---- errors ----
+
+/** Every failure is a value: a bad channel or payload, a service's error, an unexpected exception. */
+export interface ApiError {
+  message: string;
+  /** The payload field at fault ("source.path"), for validation errors. */
+  field?: string;
+  /** The engine's code where it gave one (ERR_NNSTUDIO_SPEC, ERR_NNSTUDIO_ENGINE, ...). */
+  code?: string;
+}
+
+export type ApiResponse<Result> = { result: Result; error?: undefined } | { error: ApiError; result?: undefined };
+
+// ---- results ----
+
+export interface DeviceInfo {
+  kind: 'cpu' | 'cuda';
+  index: number;
+  name: string;
+  memoryBytes: number;
+  computeCapability?: string;
+  threads?: number;
+}
+
+export interface DatasetInfo {
+  id: string;
+  /** The file name, or "MNIST (train)". */
+  name: string;
+  /** Where it came from, as the CLI would print it. */
+  description: string;
+  kind: 'images' | 'table';
+  count: number;
+  featureShape: number[];
+  featureNames: string[];
+  classLabels: string[];
+  classCounts: number[];
+}
+
+export type DatasetPreview =
+  | { kind: 'table'; columns: string[]; rows: string[][]; classLabels: string[]; classCounts: number[] }
+  | {
+      kind: 'images';
+      /** pixels: C*H*W values 0-255 in CHW order. */
+      images: { label: string | null; shape: number[]; pixels: number[] }[];
+      classLabels: string[];
+      classCounts: number[];
+    };
+
+export interface PresetInfo {
+  name: string;
+  description: string;
+  spec: ModelSpec;
+  training: { batchSize: number; epochs: number };
+  gpuOnly?: boolean;
+}
+
+export interface LayerCheck {
+  label: string;
+  kind: LayerKind;
+  outputShape?: number[];
+  parameters?: number;
+  multiplyAdds?: number;
+  error?: string;
+}
+
+export interface ModelCheck {
+  ok: boolean;
+  spec?: ModelSpec;
+  input: number[];
+  layers: LayerCheck[];
+  totalParameters: number;
+  totalMultiplyAdds: number;
+  error?: { message: string; layerIndex?: number };
+}
+
+export interface EpochRecord {
+  epoch: number;
+  trainLoss: number | null;
+  trainAccuracy: number | null;
+  validationLoss?: number | null;
+  validationAccuracy?: number | null;
+  seconds: number;
+}
+
+export interface ModelInfo {
+  id: string;
+  name: string;
+  labels: string[];
+  inputShape: number[];
+  spec: ModelSpec;
+  parameterCount: number;
+  training?: { options: Record<string, unknown>; history: EpochRecord[]; device: string; seconds: number };
+  metrics?: Record<string, unknown>;
+}
+
+export interface TrainPlan {
+  spec: ModelSpec;
+  device: 'cpu' | 'cuda';
+  epochs: number;
+  batchSize: number;
+  trainCount: number;
+  validationCount: number;
+  testCount: number;
+  classLabels: string[];
+  dataDescription: string;
+}
+
+export interface StepProgress {
+  type: 'step';
+  epoch: number;
+  step: number;
+  stepsPerEpoch: number;
+  globalStep: number;
+  totalSteps: number;
+  loss: number;
+  samplesPerSecond: number;
+  etaSeconds: number;
+}
+
+export interface EpochProgress {
+  type: 'epoch';
+  epoch: number;
+  trainLoss: number;
+  trainAccuracy: number;
+  validationLoss?: number;
+  validationAccuracy?: number;
+  seconds: number;
+}
+
+/** The payload of `training:progress`: the plan once, then the engine's step (<= 20/s) and epoch events. */
+export type TrainingProgress = { runId: string } & ({ type: 'plan'; plan: TrainPlan } | StepProgress | EpochProgress);
+
+/** 'failed': the run could not start or the engine failed; message says why. */
+export type RunStatus = 'completed' | 'cancelled' | 'diverged' | 'failed';
+
+/** The payload of `training:done`, also kept as the run's outcome. */
+export interface TrainingDone {
+  runId: string;
+  status: RunStatus;
+  /** Why the run stopped early or failed; empty when it completed. */
+  message: string;
+  /** The trained model, kept in the session (absent when the run failed). */
+  modelId?: string;
+  history: EpochRecord[];
+  test?: { loss: number; report: ClassificationReport };
+  plan?: TrainPlan;
+  seconds?: number;
+}
+
+export interface RunInfo {
+  runId: string;
+  datasetId: string;
+  /** 'starting': loading data and building the model; 'finished': see outcome. */
+  state: 'starting' | 'running' | 'paused' | 'cancelling' | 'finished';
+  plan?: TrainPlan;
+  lastStep?: StepProgress;
+  epochs: EpochProgress[];
+  outcome?: TrainingDone;
+}
+
+export interface EvaluationResult {
+  modelId: string;
+  datasetId: string;
+  count: number;
+  loss: number;
+  report: ClassificationReport;
+  /** Predicted class per example. */
+  predictions: number[];
+  /** The predicted class's probability per example (for "examples sorted by confidence"). */
+  confidences: number[];
+}
+
+// ---- channels ----
+
+interface Results {
+  'devices:list': DeviceInfo[];
+  'datasets:open': DatasetInfo;
+  'datasets:list': DatasetInfo[];
+  'datasets:preview': DatasetPreview;
+  'datasets:close': { closed: true };
+  'models:presets': PresetInfo[];
+  'models:check': ModelCheck;
+  'models:list': ModelInfo[];
+  'models:save': { path: string; bytes: number };
+  'models:import': ModelInfo;
+  'training:start': { runId: string };
+  'training:pause': RunInfo;
+  'training:resume': RunInfo;
+  'training:cancel': RunInfo;
+  'training:status': RunInfo;
+  'evaluation:evaluate': EvaluationResult;
+}
+
+/** The whole API: channel -> { payload, result }. */
+export type ApiChannels = { [C in Channel]: { payload: PayloadOf<C>; result: Results[C] } };
+export type ResultOf<C extends Channel> = Results[C];
+
+// ---- events ----
+
+export type ApiEvent = { event: 'training:progress'; payload: TrainingProgress } | { event: 'training:done'; payload: TrainingDone };
+export type ApiEventName = ApiEvent['event'];
+
+/** What a face offers the renderer (`window.nnstudio` in Electron, a WebSocket client under `serve`). */
+export interface NnStudioApi {
+  invoke<C extends Channel>(channel: C, payload: PayloadOf<C>): Promise<ApiResponse<ResultOf<C>>>;
+  /** Returns the function that unsubscribes. */
+  onEvent(listener: (event: ApiEvent) => void): () => void;
+}
+
+// ---- the serve wire format ----
+
+/** A client's message over the WebSocket; `id` is echoed in the reply. */
+export interface ClientMessage<C extends Channel = Channel> {
+  id: string | number;
+  channel: C;
+  payload?: PayloadOf<C>;
+}
+
+/** A reply (`id` null when the message was too broken to carry one), or an event pushed by the server. */
+export type ServerMessage =
+  | { id: string | number | null; result: unknown; error?: undefined }
+  | { id: string | number | null; error: ApiError; result?: undefined }
+  | ApiEvent;
