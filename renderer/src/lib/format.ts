@@ -1,0 +1,47 @@
+// How numbers read on screen: one place, so every table agrees.
+
+export function formatCount(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** 1234567 -> "1.23 M". */
+export function formatCompact(value: number): string {
+  if (value < 1000) return String(value);
+  const units = ['k', 'M', 'G', 'T'];
+  let scaled = value;
+  let unit = -1;
+  while (scaled >= 1000 && unit < units.length - 1) {
+    scaled /= 1000;
+    unit += 1;
+  }
+  return `${scaled.toFixed(scaled < 10 ? 2 : scaled < 100 ? 1 : 0)} ${units[unit]}`;
+}
+
+export function formatPercent(value: number | null | undefined, digits = 1): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '–' : `${(value * 100).toFixed(digits)}%`;
+}
+
+export function formatDecimal(value: number | null | undefined, digits = 4): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits);
+}
+
+export function formatShape(shape: readonly number[] | undefined): string {
+  return shape ? shape.join(' × ') : '–';
+}
+
+/** 75 -> "1 min 15 s". */
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '–';
+  const whole = Math.max(0, Math.round(seconds));
+  if (whole < 60) return `${whole} s`;
+  const minutes = Math.floor(whole / 60);
+  if (minutes < 60) return `${minutes} min ${whole % 60} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 ** 2) return `${(bytes / 1024).toFixed(1)} KiB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+}

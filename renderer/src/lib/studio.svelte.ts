@@ -1,0 +1,389 @@
+// The session as the screens see it: what is open, the model being edited, the run being watched, the
+// last evaluation. Every action is one or two API calls; components read this state and call these
+// methods, nothing more.
+import type {
+  ApiError,
+  ApiEvent,
+  DatasetInfo,
+  DatasetPreview,
+  DeviceInfo,
+  EpochProgress,
+  EvaluationResult,
+  ModelCheck,
+  ModelInfo,
+  ModelSpec,
+  PayloadOf,
+  PresetInfo,
+  RunInfo,
+  StepProgress,
+  TrainingDone,
+  TrainPlan,
+  ClassificationReport,
+} from '../../../app/api/types';
+import { api, type ConnectionState } from './api';
+import { csvHeader, fileToBase64 } from './files';
+import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
+import { addPoint, emptySeries, type ThinSeries } from './series';
+
+export type Screen = 'data' | 'model' | 'train' | 'evaluate' | 'models';
+
+export interface RunView {
+  runId: string;
+  state: RunInfo['state'];
+  plan?: TrainPlan;
+  lastStep?: StepProgress;
+  epochs: EpochProgress[];
+  /** The per-step training loss, thinned to a few hundred points; x in epochs. */
+  stepLoss: ThinSeries;
+  done?: TrainingDone;
+}
+
+export interface ShownEvaluation {
+  title: string;
+  report: ClassificationReport;
+  count: number;
+  loss?: number;
+}
+
+export interface PendingCsv {
+  file: File;
+  columns: string[];
+  labelColumn: string;
+}
+
+type Device = 'auto' | 'cpu' | 'cuda';
+
+class Studio {
+  screen = $state<Screen>('data');
+  connection = $state<ConnectionState>('connecting');
+
+  devices = $state.raw<DeviceInfo[]>([]);
+  presets = $state.raw<PresetInfo[]>([]);
+
+  // ---- data ----
+  datasets = $state.raw<DatasetInfo[]>([]);
+  datasetId = $state<string | undefined>();
+  dataset = $derived(this.datasets.find((entry) => entry.id === this.datasetId));
+  preview = $state.raw<DatasetPreview | undefined>();
+  opening = $state(false);
+  mnistError = $state<ApiError | undefined>();
+  csvError = $state<ApiError | undefined>();
+  pendingCsv = $state<PendingCsv | undefined>();
+
+  // ---- model ----
+  layers = $state<LayerSpec[]>([]);
+  presetName = $state<string | undefined>();
+  loss = $state<LossName>('softmax_cross_entropy');
+  optimizer = $state<'sgd' | 'adam'>('adam');
+  lr = $state<number | null>(0.001);
+  momentum = $state<number | null>(0.9);
+  seed = $state<number | null>(0);
+  check = $state.raw<ModelCheck | undefined>();
+  checkError = $state<ApiError | undefined>();
+  modelText = $derived(layersText(this.layers));
+
+  // ---- training ----
+  batchSize = $state<number | null>(64);
+  epochs = $state<number | null>(5);
+  valSplit = $state<number | null>(0.1);
+  device = $state<Device>('auto');
+  run = $state<RunView | undefined>();
+  starting = $state(false);
+  trainError = $state<ApiError | undefined>();
+  controlError = $state<ApiError | undefined>();
+
+  // ---- evaluation and models ----
+  models = $state.raw<ModelInfo[]>([]);
+  evaluation = $state.raw<ShownEvaluation | undefined>();
+  evaluating = $state(false);
+  evaluateError = $state<ApiError | undefined>();
+  importError = $state<ApiError | undefined>();
+
+  private earlyEvents: ApiEvent[] = [];
+  private checkTimer: ReturnType<typeof setTimeout> | undefined;
+  private checkSerial = 0;
+
+  constructor() {
+    api.onConnection?.((state) => {
+      const reconnected = state === 'open' && this.connection !== 'open';
+      this.connection = state;
+      if (reconnected) void this.loadCatalog();
+    });
+    api.onEvent((event) => this.receive(event));
+    if (!api.onConnection) void this.loadCatalog();
+  }
+
+  private async loadCatalog(): Promise<void> {
+    const [devices, presets, datasets, models] = await Promise.all([
+      api.invoke('devices:list', {}),
+      api.invoke('models:presets', {}),
+      api.invoke('datasets:list', {}),
+      api.invoke('models:list', {}),
+    ]);
+    if (devices.result) this.devices = devices.result;
+    if (presets.result) this.presets = presets.result;
+    if (datasets.result) this.datasets = datasets.result;
+    if (models.result) this.models = models.result;
+  }
+
+  // ---- data ----
+
+  async openMnist(split: 'train' | 'test', limit: number | null): Promise<void> {
+    this.mnistError = undefined;
+    const source: PayloadOf<'datasets:open'>['source'] = { kind: 'mnist', split, ...(limit ? { limit } : {}) };
+    const error = await this.open(source);
+    this.mnistError = error;
+  }
+
+  async chooseCsv(file: File): Promise<void> {
+    this.csvError = undefined;
+    if (!/\.(csv|txt|tsv)$/i.test(file.name)) {
+      this.pendingCsv = undefined;
+      this.csvError = { message: `${file.name} is not a CSV file (.csv)` };
+      return;
+    }
+    const columns = await csvHeader(file);
+    this.pendingCsv = { file, columns, labelColumn: columns[columns.length - 1] ?? '' };
+  }
+
+  async openCsv(): Promise<void> {
+    const pending = this.pendingCsv;
+    if (!pending) return;
+    this.csvError = undefined;
+    const base64 = await fileToBase64(pending.file);
+    const error = await this.open({ kind: 'upload', fileName: pending.file.name, base64, csv: { labelColumn: pending.labelColumn } });
+    this.csvError = error;
+    if (!error) this.pendingCsv = undefined;
+  }
+
+  private async open(source: PayloadOf<'datasets:open'>['source']): Promise<ApiError | undefined> {
+    this.opening = true;
+    try {
+      const opened = await api.invoke('datasets:open', { source });
+      if (opened.error) return opened.error;
+      this.datasets = [...this.datasets, opened.result];
+      await this.selectDataset(opened.result.id);
+      return undefined;
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  async selectDataset(id: string): Promise<void> {
+    const changed = id !== this.datasetId;
+    this.datasetId = id;
+    this.preview = undefined;
+    const preview = await api.invoke('datasets:preview', { datasetId: id, rows: this.dataset?.kind === 'images' ? 32 : 20 });
+    if (preview.result && this.datasetId === id) this.preview = preview.result;
+    if (changed && (this.layers.length === 0 || !this.check?.ok)) await this.useDefaultModel();
+    else this.scheduleCheck();
+  }
+
+  async closeDataset(id: string): Promise<void> {
+    const closed = await api.invoke('datasets:close', { datasetId: id });
+    if (closed.error) return;
+    this.datasets = this.datasets.filter((entry) => entry.id !== id);
+    if (this.datasetId === id) {
+      this.datasetId = undefined;
+      this.preview = undefined;
+      this.check = undefined;
+      const next = this.datasets[this.datasets.length - 1];
+      if (next) await this.selectDataset(next.id);
+    }
+  }
+
+  // ---- model ----
+
+  /** The API's default model for the open data (or a preset, fitted to it), loaded into the editor. */
+  async useDefaultModel(preset?: string): Promise<void> {
+    if (!this.datasetId) return;
+    const checked = await api.invoke('models:check', { datasetId: this.datasetId, model: preset ? { preset } : {} });
+    if (checked.error) {
+      this.checkError = checked.error;
+      return;
+    }
+    if (checked.result.spec) this.adoptSpec(checked.result.spec);
+    this.presetName = preset;
+    const training = this.presets.find((entry) => entry.name === preset)?.training;
+    if (training) {
+      this.batchSize = training.batchSize;
+      this.epochs = training.epochs;
+    }
+    this.check = checked.result;
+    this.checkError = undefined;
+  }
+
+  private adoptSpec(spec: ModelSpec): void {
+    this.layers = spec.layers.map((layer) => ({ ...layer }) as LayerSpec);
+    this.loss = spec.loss;
+    this.optimizer = spec.optimizer.kind;
+    this.lr = spec.optimizer.lr;
+    if (spec.optimizer.kind === 'sgd') this.momentum = spec.optimizer.momentum ?? 0;
+    this.seed = spec.seed;
+  }
+
+  addLayer(kind: LayerKind): void {
+    this.layers.push(newLayer(kind));
+    this.modelEdited();
+  }
+
+  removeLayer(index: number): void {
+    this.layers.splice(index, 1);
+    this.modelEdited();
+  }
+
+  moveLayer(index: number, offset: -1 | 1): void {
+    const target = index + offset;
+    if (target < 0 || target >= this.layers.length) return;
+    const [layer] = this.layers.splice(index, 1);
+    this.layers.splice(target, 0, layer);
+    this.modelEdited();
+  }
+
+  replaceLayer(index: number, kind: LayerKind): void {
+    this.layers[index] = newLayer(kind);
+    this.modelEdited();
+  }
+
+  /** Any edit: the preset no longer describes the model, and the check runs again shortly. */
+  modelEdited(): void {
+    this.presetName = undefined;
+    this.scheduleCheck();
+  }
+
+  private modelChoice(): PayloadOf<'models:check'>['model'] {
+    return {
+      ...(this.layers.length ? { layers: this.modelText } : {}),
+      loss: this.loss,
+      optimizer: this.optimizer,
+      ...(this.lr !== null ? { lr: this.lr } : {}),
+      ...(this.optimizer === 'sgd' && this.momentum !== null ? { momentum: this.momentum } : {}),
+      ...(this.seed !== null ? { seed: this.seed } : {}),
+    };
+  }
+
+  scheduleCheck(): void {
+    clearTimeout(this.checkTimer);
+    this.checkTimer = setTimeout(() => void this.runCheck(), 150);
+  }
+
+  private async runCheck(): Promise<void> {
+    if (!this.datasetId) return;
+    if (this.layers.length === 0) {
+      this.check = undefined;
+      this.checkError = { message: 'add at least one layer', field: 'model.layers' };
+      return;
+    }
+    const serial = ++this.checkSerial;
+    const checked = await api.invoke('models:check', { datasetId: this.datasetId, model: this.modelChoice() });
+    if (serial !== this.checkSerial) return;
+    this.checkError = checked.error;
+    if (checked.result) this.check = checked.result;
+  }
+
+  // ---- training ----
+
+  canTrain = $derived(this.datasetId !== undefined && this.layers.length > 0 && this.check?.ok === true && !this.checkError);
+  running = $derived(this.run !== undefined && this.run.state !== 'finished');
+
+  async startTraining(): Promise<void> {
+    if (!this.datasetId || this.running || this.starting) return;
+    this.trainError = undefined;
+    this.controlError = undefined;
+    this.starting = true;
+    this.earlyEvents = [];
+    const datasetId = this.datasetId;
+    const started = await api.invoke('training:start', {
+      datasetId,
+      model: this.modelChoice(),
+      ...(this.epochs !== null ? { epochs: this.epochs } : {}),
+      ...(this.batchSize !== null ? { batchSize: this.batchSize } : {}),
+      ...(this.valSplit !== null ? { valSplit: this.valSplit } : {}),
+      ...(this.seed !== null ? { seed: this.seed } : {}),
+      device: this.device,
+    });
+    this.starting = false;
+    if (started.error) {
+      this.trainError = started.error;
+      return;
+    }
+    this.run = { runId: started.result.runId, state: 'starting', epochs: [], stepLoss: emptySeries() };
+    for (const event of this.earlyEvents.splice(0)) this.receive(event);
+  }
+
+  async controlTraining(action: 'pause' | 'resume' | 'cancel'): Promise<void> {
+    const run = this.run;
+    if (!run) return;
+    this.controlError = undefined;
+    const answer = await api.invoke(`training:${action}`, { runId: run.runId });
+    if (answer.error) this.controlError = answer.error;
+    else if (this.run?.runId === run.runId && this.run.state !== 'finished') this.run.state = answer.result.state;
+  }
+
+  private receive(event: ApiEvent): void {
+    const run = this.run;
+    if (!run || run.runId !== event.payload.runId) {
+      if (this.starting) this.earlyEvents.push(event);
+      return;
+    }
+    if (event.event === 'training:done') {
+      run.done = event.payload;
+      run.state = 'finished';
+      if (event.payload.plan) run.plan = event.payload.plan;
+      const test = event.payload.test;
+      if (test) this.evaluation = { title: `Test set of ${run.runId}`, report: test.report, count: sum(test.report.perClass.map((row) => row.support)), loss: test.loss };
+      void this.refreshModels();
+      return;
+    }
+    const progress = event.payload;
+    if (progress.type === 'plan') {
+      run.plan = progress.plan;
+      if (run.state === 'starting') run.state = 'running';
+    } else if (progress.type === 'step') {
+      run.lastStep = progress;
+      const x = progress.epoch - 1 + progress.step / progress.stepsPerEpoch;
+      run.stepLoss = addPoint(run.stepLoss, { x, y: progress.loss });
+    } else {
+      run.epochs.push(progress);
+    }
+  }
+
+  // ---- evaluation and models ----
+
+  async refreshModels(): Promise<void> {
+    const listed = await api.invoke('models:list', {});
+    if (listed.result) this.models = listed.result;
+  }
+
+  async evaluate(modelId: string, datasetId: string): Promise<void> {
+    this.evaluateError = undefined;
+    this.evaluating = true;
+    const answer = await api.invoke('evaluation:evaluate', { modelId, datasetId, device: this.device });
+    this.evaluating = false;
+    if (answer.error) {
+      this.evaluateError = answer.error;
+      return;
+    }
+    this.evaluation = describeEvaluation(answer.result, this.models, this.datasets);
+    this.screen = 'evaluate';
+  }
+
+  async importModel(file: File): Promise<void> {
+    this.importError = undefined;
+    const answer = await api.invoke('models:import', { source: { kind: 'upload', fileName: file.name, base64: await fileToBase64(file) } });
+    if (answer.error) this.importError = answer.error;
+    else this.models = [...this.models, answer.result];
+  }
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
+function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
+  const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
+  const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
+  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss };
+}
+
+export const studio = new Studio();

@@ -1,0 +1,6 @@
+// The renderer's entry: the global styles and the app.
+import { mount } from 'svelte';
+import App from './App.svelte';
+import './app.css';
+
+mount(App, { target: document.getElementById('app')! });
