@@ -80,6 +80,8 @@ export const payloadSchemas = {
     }),
   'models:list': none,
   'models:save': z.strictObject({ modelId: id, path: z.string().min(1) }),
+  /** The model file's bytes, for a browser to save (serve has no path on the client's machine). */
+  'models:download': z.strictObject({ modelId: id }),
   'models:import': z.strictObject({
     source: z.discriminatedUnion('kind', [z.strictObject({ kind: z.literal('path'), path: z.string().min(1) }), upload]),
   }),

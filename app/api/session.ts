@@ -81,6 +81,16 @@ function errorValue(error: unknown): ApiError {
   return { message: String(error) };
 }
 
+/** `<name>.safetensors` from a model's name, safe as a file name on every system ("iris.csv (run-1)" stays readable). */
+export function downloadFileName(name: string): string {
+  const base = name
+    .replace(/\.safetensors$/i, '')
+    .replace(/[\\/:*?"<>|\u0000-\u001f\u007f]/g, '_')
+    .replace(/^[\s.]+|[\s.]+$/g, '')
+    .slice(0, 200);
+  return `${base || 'model'}.safetensors`;
+}
+
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export function createApi(options: ApiOptions = {}): Api {
@@ -326,6 +336,12 @@ export function createApi(options: ApiOptions = {}): Api {
       const file = path.resolve(target);
       await services.models.save(file, record.model);
       return { path: file, bytes: (await fs.promises.stat(file)).size };
+    },
+
+    'models:download': ({ modelId }) => {
+      const record = getModel(modelId);
+      const bytes = services.models.encode(record.model);
+      return { fileName: downloadFileName(record.name), base64: bytes.toString('base64') };
     },
 
     'models:import': async ({ source }) => {

@@ -193,6 +193,8 @@ interface Results {
   'models:check': ModelCheck;
   'models:list': ModelInfo[];
   'models:save': { path: string; bytes: number };
+  /** The safetensors file models:save would write, as base64, with a suggested `<name>.safetensors`. */
+  'models:download': { fileName: string; base64: string };
   'models:import': ModelInfo;
   'training:start': { runId: string };
   'training:pause': RunInfo;

@@ -5,7 +5,7 @@ import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
 import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictWithModel } from './evaluation';
-import { formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
+import { encodeModelFile, formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
 import { trainModel, TrainingControl } from './training';
 
@@ -25,6 +25,7 @@ export const services = {
     formatLayerTable,
     load: loadModelFile,
     save: saveModelFile,
+    encode: encodeModelFile,
   },
   training: { train: trainModel, control: () => new TrainingControl() },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel },

@@ -1,7 +1,7 @@
 // Model files and their description: load with full validation, save atomically, summarise as a layer
 // table (like Keras' summary()).
 import { parsePreprocessing, preprocessingSchema, type Preprocessing } from '../core/data/preprocess';
-import { loadModel, saveModel, type Model } from '../core/model/modelFile';
+import { encodeModel, loadModel, saveModel, type Model } from '../core/model/modelFile';
 import { formatShape, inferShapes, parameterCount, type LayerInfo } from '../core/model/shapes';
 import type { ModelSpec } from '../core/model/spec';
 
@@ -14,6 +14,12 @@ export async function loadModelFile(filePath: string): Promise<TrainedModel> {
 export async function saveModelFile(filePath: string, model: TrainedModel): Promise<void> {
   parsePreprocessing(model.preprocessing);
   await saveModel(filePath, model);
+}
+
+/** The bytes saveModelFile writes (same checks, same encoder), for a face that hands the file to its user. */
+export function encodeModelFile(model: TrainedModel): Buffer {
+  parsePreprocessing(model.preprocessing);
+  return encodeModel(model);
 }
 
 export interface LayerTable {

@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createApi, type ApiEvent, type DatasetInfo, type DatasetPreview, type EvaluationResult, type ModelCheck, type ModelInfo, type RunInfo, type TrainingDone } from '../../../app/api';
+import { loadModelFile } from '../../../app/services/models';
 import { irisCsv, resultOf, within } from './helpers';
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-api-test-'));
@@ -57,6 +58,10 @@ describe('dispatch validates at the gate', () => {
     assert.match(response.error?.message ?? '', /missing\.csv: no such file/);
     const unknownRun = await api.dispatch('training:pause', { runId: 'run-999' });
     assert.match(unknownRun.error?.message ?? '', /no training run with id "run-999"/);
+    const unknownModel = await api.dispatch('models:download', { modelId: 'model-999' });
+    assert.equal(unknownModel.result, undefined);
+    assert.match(unknownModel.error?.message ?? '', /no model with id "model-999"/);
+    assert.equal((await api.dispatch('models:download', { modelId: 'model-1', path: '/tmp/x' })).error?.field, 'path');
   });
 });
 
@@ -203,6 +208,27 @@ describe('training, evaluation and model files', () => {
     assert.equal(uploaded.parameterCount, imported.parameterCount);
     const corrupt = await api.dispatch('models:import', { source: { kind: 'upload', fileName: 'bad.nnstudio', base64: Buffer.from('not a model').toString('base64') } });
     assert.ok(corrupt.error, 'a corrupt model file is an error value');
+
+    // models:download: the bytes models:save wrote, read back into the same spec and weights.
+    const download = resultOf(await api.dispatch('models:download', { modelId: done.modelId })) as { fileName: string; base64: string };
+    assert.equal(download.fileName, `${iris.name} (${runId}).safetensors`);
+    const bytes = Buffer.from(download.base64, 'base64');
+    assert.ok(bytes.equals(fs.readFileSync(file)), 'the same bytes as models:save');
+    const downloadedFile = path.join(scratch, download.fileName);
+    fs.writeFileSync(downloadedFile, bytes);
+    const [fromDownload, fromSave] = await Promise.all([loadModelFile(downloadedFile), loadModelFile(file)]);
+    assert.deepEqual(fromDownload.spec, fromSave.spec);
+    assert.deepEqual(fromDownload.parameters, fromSave.parameters);
+    assert.deepEqual(fromDownload.preprocessing, fromSave.preprocessing);
+    const reimported = resultOf(
+      await api.dispatch('models:import', { source: { kind: 'upload', fileName: download.fileName, base64: download.base64 } }),
+    ) as ModelInfo;
+    assert.deepEqual(reimported.spec, imported.spec);
+    assert.equal(reimported.name, download.fileName);
+    const third = resultOf(await api.dispatch('evaluation:evaluate', { modelId: reimported.id, datasetId: iris.id, device: 'cpu' })) as EvaluationResult;
+    assert.deepEqual(third.predictions, evaluation.predictions, 'the downloaded model predicts the same');
+    const renamed = resultOf(await api.dispatch('models:download', { modelId: reimported.id })) as { fileName: string };
+    assert.equal(renamed.fileName, download.fileName, 'an imported .safetensors keeps its name');
   });
 
   test('a run can be paused, resumed and cancelled', async () => {
