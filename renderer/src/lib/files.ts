@@ -17,3 +17,33 @@ export async function csvHeader(file: File): Promise<string[]> {
   const delimiter = [',', ';', '\t'].reduce((best, candidate) => (line.split(candidate).length > line.split(best).length ? candidate : best), ',');
   return line.split(delimiter).map((name) => name.trim().replace(/^"(.*)"$/, '$1'));
 }
+
+/** base64 to bytes (atob: a `fetch('data:…')` would need `data:` in the CSP's connect-src, which serve does not allow). */
+export function base64ToBytes(base64: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/**
+ * Hands bytes to the user as a download named `fileName`: a Blob, its object URL and a click on an
+ * <a download>. The click is a navigation (a download), which serve's CSP does not restrict (it has no
+ * sandbox and no navigation directive; form-action is for forms only), and the blob: URL is the page's own
+ * origin, so `download` keeps the name. The URL is revoked once the browser has taken it.
+ */
+export function saveBytes(fileName: string, bytes: Uint8Array<ArrayBuffer>, type = 'application/octet-stream'): void {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = fileName;
+  link.rel = 'noopener';
+  link.style.display = 'none';
+  document.body.append(link);
+  try {
+    link.click();
+  } finally {
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  }
+}

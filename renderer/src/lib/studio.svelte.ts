@@ -21,7 +21,7 @@ import type {
   ClassificationReport,
 } from '../../../app/api/types';
 import { api, type ConnectionState } from './api';
-import { csvHeader, fileToBase64 } from './files';
+import { base64ToBytes, csvHeader, fileToBase64, saveBytes } from './files';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
 import { addPoint, emptySeries, type ThinSeries } from './series';
 
@@ -98,6 +98,9 @@ class Studio {
   evaluating = $state(false);
   evaluateError = $state<ApiError | undefined>();
   importError = $state<ApiError | undefined>();
+  /** The model being downloaded (one at a time) and the last download's error, by model id. */
+  downloadingModelId = $state<string | undefined>();
+  downloadError = $state<{ modelId: string; error: ApiError } | undefined>();
 
   private earlyEvents: ApiEvent[] = [];
   private checkTimer: ReturnType<typeof setTimeout> | undefined;
@@ -366,6 +369,22 @@ class Studio {
     }
     this.evaluation = describeEvaluation(answer.result, this.models, this.datasets);
     this.screen = 'evaluate';
+  }
+
+  /** Saves a model file through the browser: models:download, then a Blob download named `<name>.safetensors`. */
+  async downloadModel(modelId: string): Promise<void> {
+    if (this.downloadingModelId) return;
+    this.downloadError = undefined;
+    this.downloadingModelId = modelId;
+    try {
+      const answer = await api.invoke('models:download', { modelId });
+      if (answer.error) this.downloadError = { modelId, error: answer.error };
+      else saveBytes(answer.result.fileName, base64ToBytes(answer.result.base64));
+    } catch (error) {
+      this.downloadError = { modelId, error: { message: `cannot save the model file: ${(error as Error).message}` } };
+    } finally {
+      this.downloadingModelId = undefined;
+    }
   }
 
   async importModel(file: File): Promise<void> {
