@@ -50,6 +50,19 @@ describe('serve with the built renderer', { skip: built ? false : 'dist/renderer
     }
   });
 
+  test("the CSP lets the Save button's blob: download through", () => {
+    // The renderer saves a model with <a download href="blob:…">.click(): a navigation, which fetch
+    // directives (default-src, connect-src, img-src) do not govern. What would stop it: a sandbox without
+    // allow-downloads, or a navigation directive; form-action applies to forms only.
+    const directives = contentSecurityPolicy.split(';').map((part) => part.trim().split(/\s+/)[0]);
+    assert.ok(!directives.includes('sandbox'), contentSecurityPolicy);
+    assert.ok(!directives.includes('navigate-to'), contentSecurityPolicy);
+    const bundle = fs.readdirSync(path.join(rendererDir, 'assets')).filter((name) => name.endsWith('.js'))
+      .map((name) => fs.readFileSync(path.join(rendererDir, 'assets', name), 'utf8')).join('\n');
+    assert.match(bundle, /createObjectURL/);
+    assert.match(bundle, /models:download/);
+  });
+
   test('the bundle reaches nothing outside its origin', async () => {
     const assetsDir = path.join(rendererDir, 'assets');
     for (const name of fs.readdirSync(assetsDir)) {
