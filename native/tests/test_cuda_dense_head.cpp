@@ -22,6 +22,7 @@
 #include "cuda_test_util.h"
 #include "cuda_timing.h"
 #include "nnstudio/engine.h"
+#include "spec/model.h"
 #include "test_util.h"
 
 using namespace nnstudio;
@@ -32,29 +33,6 @@ using nnstudio::test::relError;
 namespace {
 
 constexpr int kGuard = 16;  // poisoned floats after every output, which must stay poisoned
-
-const char* lossLabel(LossKind l) {
-  switch (l) {
-    case LossKind::SoftmaxCrossEntropy: return "softmax_cross_entropy";
-    case LossKind::BinaryCrossEntropy: return "binary_cross_entropy";
-    case LossKind::MSE: return "mse";
-    case LossKind::MAE: return "mae";
-  }
-  return "?";
-}
-
-const char* actLabel(ActivationFn a) {
-  switch (a) {
-    case ActivationFn::Linear: return "linear";
-    case ActivationFn::ReLU: return "relu";
-    case ActivationFn::LeakyReLU: return "leaky_relu";
-    case ActivationFn::Sigmoid: return "sigmoid";
-    case ActivationFn::Tanh: return "tanh";
-    case ActivationFn::Softplus: return "softplus";
-    case ActivationFn::Softmax: return "softmax";
-  }
-  return "?";
-}
 
 bool poisoned(float v) {
   uint32_t bits;
@@ -80,8 +58,8 @@ struct HeadCase {
 };
 
 std::string caseName(const HeadCase& c) {
-  return std::to_string(c.N) + "x" + std::to_string(c.I) + "->" + std::to_string(c.K) + " " + lossLabel(c.loss) +
-         " act " + actLabel(c.act) + (c.inputGrad ? std::string(" dIn gate ") + actLabel(c.inAct) : " no dIn") +
+  return std::to_string(c.N) + "x" + std::to_string(c.I) + "->" + std::to_string(c.K) + " " + lossName(c.loss) +
+         " act " + activationName(c.act) + (c.inputGrad ? std::string(" dIn gate ") + activationName(c.inAct) : " no dIn") +
          (c.blocks ? ", " + std::to_string(c.blocks) + " block(s)" : "");
 }
 
@@ -208,7 +186,7 @@ void checkDivergence(cudaStream_t stream) {
     CHECK_MSG(s.diverged == 1 && s.divergedNaN == 1 && s.divergedAt == start.globalStep + 1 &&
                   s.samples == start.samples && s.correct == start.correct && s.lossSteps == start.lossSteps &&
                   s.batchLossSum == start.batchLossSum && s.sampleLossSum == start.sampleLossSum,
-              std::string(lossLabel(loss)) + ": a NaN input sets diverged (NaN, at step " +
+              std::string(lossName(loss)) + ": a NaN input sets diverged (NaN, at step " +
                   std::to_string(s.divergedAt) + ") and leaves the totals");
     // logits that overflow to +inf in any summation order (x >= 0, every weight huge): a NaN or an
     // infinite loss, flagged as unfused
@@ -218,7 +196,7 @@ void checkDivergence(cudaStream_t stream) {
     const HeadResult infRef = runHead(c, false, xPos, big, b, labels, start, stream);
     CHECK_MSG(inf.state.diverged == 1 && infRef.state.diverged == 1 &&
                   inf.state.divergedNaN == infRef.state.divergedNaN && inf.state.divergedAt == start.globalStep + 1,
-              std::string(lossLabel(loss)) + ": overflowing logits diverge as unfused (NaN " +
+              std::string(lossName(loss)) + ": overflowing logits diverge as unfused (NaN " +
                   std::to_string(inf.state.divergedNaN) + " vs " + std::to_string(infRef.state.divergedNaN) + ")");
     // a run that diverged earlier: nothing changes
     cuda::StepState done = start;
@@ -227,7 +205,7 @@ void checkDivergence(cudaStream_t stream) {
     const HeadResult later = runHead(c, true, headInput(c, 9), w, b, labels, done, stream);
     CHECK_MSG(later.state.diverged == 1 && later.state.divergedAt == 3 && later.state.samples == start.samples &&
                   later.state.batchLossSum == start.batchLossSum,
-              std::string(lossLabel(loss)) + ": an already diverged run keeps its totals");
+              std::string(lossName(loss)) + ": an already diverged run keeps its totals");
   }
 }
 
