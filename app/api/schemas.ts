@@ -34,12 +34,14 @@ const base64 = z
   .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
 const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileName, base64 });
+/** An IDX labels file sent with its images file (`fileName`/`base64`), written beside it. */
+const uploadedLabels = z.strictObject({ fileName: uploadFileName, base64 });
 
 export const datasetSourceSchema = z.discriminatedUnion('kind', [
   /** A CSV or IDX file on the machine that runs the engine. */
   z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptions.optional() }),
-  /** A file sent by the client (browser upload, drag and drop). */
-  upload.extend({ csv: csvOptions.optional() }),
+  /** A file sent by the client (browser upload, drag and drop); an IDX images file may bring its labels. */
+  upload.extend({ labels: uploadedLabels.optional(), csv: csvOptions.optional() }),
   /** The built-in MNIST; `limit` keeps the first examples (quick runs). */
   z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']).optional(), limit: positiveInt.optional() }),
 ]);
@@ -64,6 +66,8 @@ export const payloadSchemas = {
   'datasets:list': none,
   'datasets:preview': z.strictObject({ datasetId: id, rows: z.number().int().min(0).max(200).optional() }),
   'datasets:close': z.strictObject({ datasetId: id }),
+  /** The train / validation / test counts training:start would use with these fractions. */
+  'datasets:split': z.strictObject({ datasetId: id, testDatasetId: id.optional(), valSplit: fraction.optional(), testSplit: fraction.optional() }),
 
   'models:presets': none,
   'models:check': z

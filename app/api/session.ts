@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Dataset } from '../core/data/dataset';
+import { DataError } from '../core/data/errors';
 import { parameterCount } from '../core/model/shapes';
 import { services } from '../services';
 import type { DataSource } from '../services/dataSources';
@@ -46,8 +47,8 @@ interface DatasetRecord {
   info: DatasetInfo;
   source: DataSource;
   dataset: Dataset;
-  /** An uploaded file, deleted when the dataset is closed. */
-  uploadedFile?: string;
+  /** Uploaded files (a CSV, or IDX images and labels), deleted when the dataset is closed. */
+  uploadedFiles: string[];
 }
 
 interface RunRecord {
@@ -76,9 +77,23 @@ function validationError(channel: Channel, issues: readonly { path: readonly Pro
 function errorValue(error: unknown): ApiError {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    return typeof code === 'string' ? { message: error.message, code } : { message: error.message };
+    const value: ApiError = typeof code === 'string' ? { message: error.message, code } : { message: error.message };
+    // A data file's row and column let a face point at the column at fault.
+    if (error instanceof DataError) {
+      if (error.row !== undefined) value.row = error.row;
+      if (error.column !== undefined) value.column = error.column;
+    }
+    return value;
   }
   return { message: String(error) };
+}
+
+/** An upload's temporary path or name means nothing to the user: messages name the file as sent. */
+function showUploadNames(error: unknown, uploads: readonly { file: string; name: string }[]): void {
+  if (!(error instanceof Error)) return;
+  for (const { file, name } of uploads) {
+    error.message = error.message.split(file).join(name).split(path.basename(file)).join(name);
+  }
 }
 
 /** `<name>.safetensors` from a model's name, safe as a file name on every system ("iris.csv (run-1)" stays readable). */
@@ -150,6 +165,7 @@ export function createApi(options: ApiOptions = {}): Api {
   }
 
   const removeFile = (file: string | undefined) => (file ? fs.promises.rm(file, { force: true }) : Promise.resolve());
+  const removeFiles = (files: readonly string[]) => Promise.all(files.map(removeFile));
 
   function modelInfo(id: string, record: ModelRecord): ModelInfo {
     const { model } = record;
@@ -261,40 +277,37 @@ export function createApi(options: ApiOptions = {}): Api {
     'datasets:open': async ({ source }) => {
       let dataSource: DataSource;
       let name: string;
-      let uploadedFile: string | undefined;
-      if (source.kind === 'mnist') {
-        const split = source.split ?? 'train';
-        dataSource = { kind: 'mnist', split, limit: source.limit };
-        name = `MNIST (${split})`;
-      } else if (source.kind === 'path') {
-        const file = path.resolve(source.path);
-        const labelsPath = source.labelsPath && path.resolve(source.labelsPath);
-        dataSource = await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv });
-        name = path.basename(file);
-      } else {
-        uploadedFile = await writeUpload(source.fileName, source.base64);
-        try {
-          dataSource = await services.datasets.fromArgument(uploadedFile, 'train', { csv: source.csv });
-        } catch (error) {
-          await removeFile(uploadedFile);
-          throw error;
-        }
-        name = source.fileName;
-      }
-      let dataset: Dataset;
+      const uploads: { file: string; name: string }[] = [];
       try {
-        dataset = await services.datasets.load(dataSource);
+        if (source.kind === 'mnist') {
+          const split = source.split ?? 'train';
+          dataSource = { kind: 'mnist', split, limit: source.limit };
+          name = `MNIST (${split})`;
+        } else if (source.kind === 'path') {
+          const file = path.resolve(source.path);
+          const labelsPath = source.labelsPath && path.resolve(source.labelsPath);
+          dataSource = await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv });
+          name = path.basename(file);
+        } else {
+          name = source.fileName;
+          uploads.push({ file: await writeUpload(source.fileName, source.base64), name });
+          if (source.labels) uploads.push({ file: await writeUpload(source.labels.fileName, source.labels.base64), name: source.labels.fileName });
+          dataSource = await services.datasets.fromArgument(uploads[0].file, 'train', { labelsPath: uploads[1]?.file, csv: source.csv });
+          if (source.labels && dataSource.kind !== 'idx') {
+            throw new Error(`${name} is not an IDX images file, so it takes no labels file (a CSV holds its labels in a column)`);
+          }
+        }
+        const dataset = await services.datasets.load(dataSource);
+        const id = nextId('dataset');
+        const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
+        const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
+        datasets.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
+        return info;
       } catch (error) {
-        await removeFile(uploadedFile);
-        // An upload's temporary name means nothing to the user.
-        if (uploadedFile && error instanceof Error) error.message = error.message.split(uploadedFile).join(name);
+        await removeFiles(uploads.map((upload) => upload.file));
+        showUploadNames(error, uploads);
         throw error;
       }
-      const id = nextId('dataset');
-      const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
-      const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
-      datasets.set(id, { info, source: dataSource, dataset, uploadedFile });
-      return info;
     },
 
     'datasets:list': () => [...datasets.values()].map((record) => record.info),
@@ -309,8 +322,18 @@ export function createApi(options: ApiOptions = {}): Api {
       datasets.delete(datasetId);
       const inUse = [...runs.values()].some((run) => run.info.state !== 'finished' && run.info.datasetId === datasetId);
       // A run still reading the file keeps it; close() removes the whole folder later.
-      if (!inUse) await removeFile(record.uploadedFile);
+      if (!inUse) await removeFiles(record.uploadedFiles);
       return { closed: true as const };
+    },
+
+    'datasets:split': ({ datasetId, testDatasetId, valSplit, testSplit }) => {
+      const data = getDataset(datasetId);
+      const test = testDatasetId !== undefined ? getDataset(testDatasetId) : undefined;
+      return services.training.planSplit(data.dataset, data.source, {
+        valSplit,
+        testSplit,
+        test: test && { source: test.source, count: test.dataset.count },
+      });
     },
 
     'models:presets': () =>
@@ -355,7 +378,7 @@ export function createApi(options: ApiOptions = {}): Api {
         try {
           model = await services.models.load(file);
         } catch (error) {
-          if (error instanceof Error) error.message = error.message.split(file).join(source.fileName);
+          showUploadNames(error, [{ file, name: source.fileName }]);
           throw error;
         } finally {
           await removeFile(file);
@@ -422,7 +445,7 @@ export function createApi(options: ApiOptions = {}): Api {
     await Promise.race([Promise.all([...runs.values()].map((run) => run.finished)), wait(10_000)]);
     listeners.clear();
     if (ownsUploadDir && uploadDir) await fs.promises.rm(uploadDir, { recursive: true, force: true });
-    else await Promise.all([...datasets.values()].map((record) => removeFile(record.uploadedFile)));
+    else await Promise.all([...datasets.values()].map((record) => removeFiles(record.uploadedFiles)));
     datasets.clear();
     models.clear();
   }

@@ -18,6 +18,10 @@ export interface ApiError {
   field?: string;
   /** The engine's code where it gave one (ERR_NNSTUDIO_SPEC, ERR_NNSTUDIO_ENGINE, ...). */
   code?: string;
+  /** Where in a data file, for errors about its contents: the 1-based line (header included) ... */
+  row?: number;
+  /** ... and the 1-based column, as a spreadsheet counts them. */
+  column?: number;
 }
 
 export type ApiResponse<Result> = { result: Result; error?: undefined } | { error: ApiError; result?: undefined };
@@ -45,6 +49,15 @@ export interface DatasetInfo {
   featureNames: string[];
   classLabels: string[];
   classCounts: number[];
+}
+
+/** What training:start would train, validate and test on (datasets:split). */
+export interface SplitPlan {
+  trainCount: number;
+  validationCount: number;
+  testCount: number;
+  /** The separate test set used instead of the test share (MNIST's test half); absent when testSplit applies. */
+  separateTest?: string;
 }
 
 export type DatasetPreview =
@@ -189,6 +202,7 @@ interface Results {
   'datasets:list': DatasetInfo[];
   'datasets:preview': DatasetPreview;
   'datasets:close': { closed: true };
+  'datasets:split': SplitPlan;
   'models:presets': PresetInfo[];
   'models:check': ModelCheck;
   'models:list': ModelInfo[];

@@ -7,7 +7,7 @@ import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictWithModel } from './evaluation';
 import { encodeModelFile, formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
-import { trainModel, TrainingControl } from './training';
+import { planSplit, trainModel, TrainingControl } from './training';
 
 export const services = {
   datasets: {
@@ -27,7 +27,7 @@ export const services = {
     save: saveModelFile,
     encode: encodeModelFile,
   },
-  training: { train: trainModel, control: () => new TrainingControl() },
+  training: { train: trainModel, control: () => new TrainingControl(), planSplit },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
   bench: { presets: benchPresets, loadData: loadBenchData, run: runBenchmark },
@@ -35,7 +35,7 @@ export const services = {
 
 export type Services = typeof services;
 export type { DataSource } from './dataSources';
-export type { TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
+export type { SplitPlan, TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
 export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction } from './evaluation';

@@ -2,6 +2,7 @@
 // to save. The CLI, `serve` and the desktop window all train through `trainModel`.
 import type { Dataset } from '../core/data/dataset';
 import { applyNormalization, fitNormalization, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
+import { builtinMnistCounts } from '../core/data/mnist';
 import { stratifiedSplit, subset } from '../core/data/split';
 import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
 import { defaultTraining } from '../core/model/defaults';
@@ -99,8 +100,8 @@ export class TrainingControl {
   }
 }
 
-const defaultValSplit = 0.1;
-const defaultTestSplit = 0.2;
+export const defaultValSplit = 0.1;
+export const defaultTestSplit = 0.2;
 
 function checkFraction(name: string, value: number): void {
   if (!(value >= 0 && value < 1)) throw new Error(`${name} must be at least 0 and below 1, got ${value}`);
@@ -108,6 +109,44 @@ function checkFraction(name: string, value: number): void {
 
 function isImage(dataset: Dataset): boolean {
   return dataset.featureShape.length === 3;
+}
+
+/** The test set a run uses instead of a test share: the one given, or MNIST's test half for MNIST. */
+export function separateTestSource(data: DataSource, testData?: DataSource): DataSource | undefined {
+  return testData ?? (data.kind === 'mnist' ? { kind: 'mnist', split: 'test' } : undefined);
+}
+
+/** What a run would train, validate and test on, before it starts (the Data screen's live counts). */
+export interface SplitPlan {
+  trainCount: number;
+  validationCount: number;
+  testCount: number;
+  /** The separate test set used instead of a test share (MNIST's test half), as the CLI describes it. */
+  separateTest?: string;
+}
+
+/**
+ * The counts of the same stratified split trainModel makes (counts do not depend on the seed). `test` is a
+ * separate test set already open; without it, MNIST's test half is counted for MNIST without loading it.
+ */
+export function planSplit(
+  all: Dataset,
+  data: DataSource,
+  options: { valSplit?: number; testSplit?: number; test?: { source: DataSource; count: number } } = {},
+): SplitPlan {
+  const valSplit = options.valSplit ?? defaultValSplit;
+  const testSplit = options.testSplit ?? defaultTestSplit;
+  checkFraction('valSplit', valSplit);
+  checkFraction('testSplit', testSplit);
+  const separate = separateTestSource(data, options.test?.source);
+  const separateCount = options.test?.count ?? (separate?.kind === 'mnist' ? builtinMnistCounts[separate.split] : undefined);
+  const split = stratifiedSplit(all.labels, { validation: valSplit, test: separate ? 0 : testSplit }, 0);
+  return {
+    trainCount: split.train.length,
+    validationCount: split.validation.length,
+    testCount: separate ? (separateCount ?? 0) : split.test.length,
+    ...(separate ? { separateTest: describeDataSource(separate) } : {}),
+  };
 }
 
 /** Splits off validation (and test, when there is no test set) by class, reproducibly. */
@@ -151,7 +190,7 @@ export async function trainModel(
 
   const all = await loadDataSource(request.data);
   if (all.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
-  const testSource = request.testData ?? (request.data.kind === 'mnist' ? { kind: 'mnist' as const, split: 'test' as const } : undefined);
+  const testSource = separateTestSource(request.data, request.testData);
   const testRaw = testSource ? await loadDataSourceFor(testSource, knownData(all)) : undefined;
   const parts = splitData(all, testRaw, valSplit, testSplit, seed);
   if (parts.train.count === 0) throw new Error('no training examples left after the validation and test splits');
