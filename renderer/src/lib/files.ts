@@ -10,14 +10,6 @@ export async function fileToBase64(file: File): Promise<string> {
   return btoa(binary);
 }
 
-/** The first line of a CSV file: its column names (for the label column choice). */
-export async function csvHeader(file: File): Promise<string[]> {
-  const head = await file.slice(0, 64 * 1024).text();
-  const line = head.split(/\r?\n/, 1)[0] ?? '';
-  const delimiter = [',', ';', '\t'].reduce((best, candidate) => (line.split(candidate).length > line.split(best).length ? candidate : best), ',');
-  return line.split(delimiter).map((name) => name.trim().replace(/^"(.*)"$/, '$1'));
-}
-
 /** base64 to bytes (atob: a `fetch('data:…')` would need `data:` in the CSP's connect-src, which serve does not allow). */
 export function base64ToBytes(base64: string): Uint8Array<ArrayBuffer> {
   const binary = atob(base64);

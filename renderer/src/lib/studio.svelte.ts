@@ -21,7 +21,9 @@ import type {
   ClassificationReport,
 } from '../../../app/api/types';
 import { api, type ConnectionState } from './api';
-import { base64ToBytes, csvHeader, fileToBase64, saveBytes } from './files';
+import { CsvSetup } from './csvSetup.svelte';
+import { dataSetup } from './dataSetup.svelte';
+import { base64ToBytes, fileToBase64, saveBytes } from './files';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
 import { addPoint, emptySeries, type ThinSeries } from './series';
 
@@ -45,11 +47,8 @@ export interface ShownEvaluation {
   loss?: number;
 }
 
-export interface PendingCsv {
-  file: File;
-  columns: string[];
-  labelColumn: string;
-}
+/** A CSV chosen but not opened yet: its columns and their roles. */
+export type PendingCsv = CsvSetup;
 
 type Device = 'auto' | 'cpu' | 'cuda';
 
@@ -69,6 +68,7 @@ class Studio {
   mnistError = $state<ApiError | undefined>();
   csvError = $state<ApiError | undefined>();
   pendingCsv = $state<PendingCsv | undefined>();
+  idxError = $state<ApiError | undefined>();
 
   // ---- model ----
   layers = $state<LayerSpec[]>([]);
@@ -145,18 +145,29 @@ class Studio {
       this.csvError = { message: `${file.name} is not a CSV file (.csv)` };
       return;
     }
-    const columns = await csvHeader(file);
-    this.pendingCsv = { file, columns, labelColumn: columns[columns.length - 1] ?? '' };
+    this.pendingCsv = await CsvSetup.read(file);
   }
 
   async openCsv(): Promise<void> {
     const pending = this.pendingCsv;
-    if (!pending) return;
+    if (!pending || pending.problem) return;
     this.csvError = undefined;
     const base64 = await fileToBase64(pending.file);
-    const error = await this.open({ kind: 'upload', fileName: pending.file.name, base64, csv: { labelColumn: pending.labelColumn } });
+    const error = await this.open({ kind: 'upload', fileName: pending.file.name, base64, csv: pending.options() });
     this.csvError = error;
     if (!error) this.pendingCsv = undefined;
+  }
+
+  /** An IDX images file and its labels file (MNIST's format, raw or .gz), uploaded together. */
+  async openIdx(images: File, labels: File): Promise<void> {
+    this.idxError = undefined;
+    const [imagesBase64, labelsBase64] = await Promise.all([fileToBase64(images), fileToBase64(labels)]);
+    this.idxError = await this.open({
+      kind: 'upload',
+      fileName: images.name,
+      base64: imagesBase64,
+      labels: { fileName: labels.name, base64: labelsBase64 },
+    });
   }
 
   private async open(source: PayloadOf<'datasets:open'>['source']): Promise<ApiError | undefined> {
@@ -302,6 +313,7 @@ class Studio {
       ...(this.epochs !== null ? { epochs: this.epochs } : {}),
       ...(this.batchSize !== null ? { batchSize: this.batchSize } : {}),
       ...(this.valSplit !== null ? { valSplit: this.valSplit } : {}),
+      ...dataSetup.trainingOptions(this.dataset),
       ...(this.seed !== null ? { seed: this.seed } : {}),
       device: this.device,
     });

@@ -1,0 +1,96 @@
+// The first rows of a CSV file, read in the browser before it is sent: column names, a few values each and
+// whether they look numeric, for the column roles table. The delimiter and header found here are sent with
+// the file, so the server reads the columns the user saw.
+import Papa from 'papaparse';
+
+export type ColumnType = 'numeric' | 'text';
+
+export interface SampledColumn {
+  /** The header's name, or "column N" when the file has no header row. */
+  name: string;
+  /** The first values of the column (up to sampleRows). */
+  values: string[];
+  /** numeric when every non-empty sampled value is a number. */
+  type: ColumnType;
+}
+
+export interface CsvSample {
+  columns: SampledColumn[];
+  /** Data rows sampled (header excluded). */
+  rowCount: number;
+}
+
+export const sampleRows = 20;
+export const delimiterChoices = [
+  { value: ',', title: 'Comma' },
+  { value: ';', title: 'Semicolon' },
+  { value: '\t', title: 'Tab' },
+  { value: '|', title: 'Pipe' },
+] as const;
+
+const headBytes = 64 * 1024;
+/** The server's strict number syntax (app/core/data/csv.ts parseStrictNumber): no hex, NaN or Infinity. */
+const numberPattern = /^[ \t]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
+
+export function isNumberText(text: string): boolean {
+  return numberPattern.test(text);
+}
+
+/** The file's first 64 KiB as text, without a byte order mark or a cut last line. */
+export async function readCsvHead(file: Blob): Promise<string> {
+  let text = await file.slice(0, headBytes).text();
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (file.size > headBytes) text = text.slice(0, Math.max(0, text.lastIndexOf('\n')));
+  return text;
+}
+
+function parseRows(text: string, delimiter: string, rows: number): string[][] {
+  const parsed = Papa.parse<string[]>(text, { delimiter, preview: rows, skipEmptyLines: 'greedy' });
+  return parsed.data;
+}
+
+/** The delimiter that splits the first rows into the most, consistent fields (papaparse's guess among , ; tab |). */
+export function guessDelimiter(text: string): string {
+  const guessed = Papa.parse<string[]>(text, { preview: 50, delimitersToGuess: delimiterChoices.map((choice) => choice.value) }).meta.delimiter;
+  return delimiterChoices.some((choice) => choice.value === guessed) ? guessed : ',';
+}
+
+/**
+ * The server's rule (app/core/data/csv.ts detectHeader): a header when some column has a text first cell
+ * above numbers; none when a first-row cell is a number; for all-text files, a header when no first-row
+ * cell recurs below it.
+ */
+export function guessHeader(text: string, delimiter: string): boolean {
+  const rows = parseRows(text, delimiter, 200);
+  if (rows.length === 0) return false;
+  const [first, ...rest] = rows;
+  let firstHasNumber = false;
+  for (let column = 0; column < first.length; column++) {
+    if (isNumberText(first[column])) {
+      firstHasNumber = true;
+      continue;
+    }
+    const filled = rest.map((row) => row[column]).filter((cell) => cell !== undefined && cell.trim() !== '');
+    if (filled.length > 0 && filled.every(isNumberText)) return true;
+  }
+  if (firstHasNumber) return false;
+  return first.every((cell, column) => !rest.some((row) => row[column]?.trim() === cell.trim()));
+}
+
+/** The columns as the server will read them with this delimiter and header choice. */
+export function sampleCsv(text: string, delimiter: string, header: boolean): CsvSample {
+  const rows = parseRows(text, delimiter, sampleRows + (header ? 1 : 0));
+  const names = header && rows.length > 0 ? rows[0].map((name) => name.trim()) : [];
+  const data = header ? rows.slice(1) : rows;
+  const width = Math.max(names.length, ...data.map((row) => row.length), 0);
+  const columns = Array.from({ length: width }, (_, index): SampledColumn => {
+    const values = data.map((row) => (row[index] ?? '').trim());
+    const filled = values.filter((value) => value !== '');
+    return {
+      name: names[index] || `column ${index + 1}`,
+      values,
+      type: filled.length > 0 && filled.every(isNumberText) ? 'numeric' : 'text',
+    };
+  });
+  return { columns, rowCount: data.length };
+}

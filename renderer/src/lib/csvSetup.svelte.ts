@@ -1,0 +1,106 @@
+// A CSV file chosen but not opened yet: how it is read (delimiter, header) and the role of each column.
+// The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
+// repeated names work too).
+import type { PayloadOf } from '../../../app/api/types';
+import { guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from './csvSample';
+
+export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
+
+type CsvOptions = NonNullable<Extract<PayloadOf<'datasets:open'>['source'], { kind: 'upload' }>['csv']>;
+
+export const roleChoices: { value: ColumnRole; title: string }[] = [
+  { value: 'feature', title: 'Feature (number)' },
+  { value: 'categorical', title: 'Categorical (one-hot)' },
+  { value: 'label', title: 'Label (class)' },
+  { value: 'ignore', title: 'Ignore' },
+];
+
+/** Header names that usually hold the class (compared without case). */
+const labelNames = ['label', 'labels', 'class', 'target', 'species', 'y'];
+
+/** A column's role when it is not the label: text columns are one-hot encoded, numbers are features. */
+function plainRole(column: SampledColumn): ColumnRole {
+  return column.type === 'text' ? 'categorical' : 'feature';
+}
+
+/** The label is the column named like one (label, class, target, species, y), else the last column. */
+export function defaultRoles(columns: readonly SampledColumn[]): ColumnRole[] {
+  const named = columns.findIndex((column) => labelNames.includes(column.name.trim().toLowerCase()));
+  const label = named >= 0 ? named : columns.length - 1;
+  return columns.map((column, index) => (index === label ? 'label' : plainRole(column)));
+}
+
+export class CsvSetup {
+  readonly file: File;
+  private readonly head: string;
+  delimiter = $state(',');
+  header = $state(true);
+  roles = $state<ColumnRole[]>([]);
+  sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header));
+  columns = $derived(this.sample.columns);
+  labelIndex = $derived(this.roles.indexOf('label'));
+
+  /** What stops the file from opening as set up, in words; undefined when it can be opened. */
+  problem = $derived.by(() => {
+    if (this.columns.length < 2) return 'The file needs at least two columns (features and a label); check the delimiter.';
+    if (this.labelIndex < 0) return 'Choose the label column: set one column’s role to Label.';
+    if (!this.roles.some((role) => role === 'feature' || role === 'categorical')) return 'Keep at least one feature column.';
+    return undefined;
+  });
+
+  private constructor(file: File, head: string) {
+    this.file = file;
+    this.head = head;
+    this.delimiter = guessDelimiter(head);
+    this.header = guessHeader(head, this.delimiter);
+    this.roles = defaultRoles(this.columns);
+  }
+
+  /** Reads the file's first rows and proposes roles. */
+  static async read(file: File): Promise<CsvSetup> {
+    return new CsvSetup(file, await readCsvHead(file));
+  }
+
+  /** A new delimiter gives new columns: their roles start again from the defaults. */
+  setDelimiter(delimiter: string): void {
+    this.delimiter = delimiter;
+    this.roles = defaultRoles(this.columns);
+  }
+
+  /** The header row only renames columns; the roles stay. */
+  setHeader(header: boolean): void {
+    this.header = header;
+  }
+
+  /** One label only: a new label column hands the old one its plain role. */
+  setRole(index: number, role: ColumnRole): void {
+    if (role === 'label' && this.labelIndex >= 0 && this.labelIndex !== index) {
+      this.roles[this.labelIndex] = plainRole(this.columns[this.labelIndex]);
+    }
+    this.roles[index] = role;
+  }
+
+  /** A hint from the sampled rows, before the server reads the whole file: a feature needs numbers. */
+  warningFor(index: number): string | undefined {
+    if (this.roles[index] !== 'feature') return undefined;
+    const value = this.columns[index].values.find((text) => !isNumberText(text));
+    if (value === undefined) return undefined;
+    return value === ''
+      ? 'Some rows leave this column empty: a feature needs a number in every row.'
+      : `"${value}" is not a number: choose Categorical (one-hot) or Ignore for this column.`;
+  }
+
+  /** datasets:open's csv options for these roles. */
+  options(): CsvOptions {
+    const where = (wanted: ColumnRole) => this.roles.flatMap((role, index) => (role === wanted ? [index] : []));
+    const categorical = where('categorical');
+    const ignoreColumns = where('ignore');
+    return {
+      delimiter: this.delimiter,
+      header: this.header,
+      labelColumn: this.labelIndex,
+      ...(categorical.length > 0 ? { categorical } : {}),
+      ...(ignoreColumns.length > 0 ? { ignoreColumns } : {}),
+    };
+  }
+}

@@ -1,0 +1,60 @@
+// How the open data is split and normalised for training (the Data screen's settings). The validation share
+// lives in studio (the Train screen edits it too); the test share and the normalisation live here and reach
+// training:start through trainingOptions().
+import type { ApiError, DatasetInfo, SplitPlan } from '../../../app/api/types';
+import { api } from './api';
+
+export type Normalization = 'none' | 'minmax' | 'zscore';
+
+export const normalizationChoices: { value: Normalization; title: string; explanation: string }[] = [
+  { value: 'none', title: 'None', explanation: 'Values as they are; right for pixels, which are already scaled to 0–1.' },
+  { value: 'minmax', title: 'Min-max', explanation: 'Each feature scaled to 0–1 by its smallest and largest training value.' },
+  { value: 'zscore', title: 'Z-score', explanation: 'Each feature shifted and scaled to mean 0 and standard deviation 1.' },
+];
+
+/** The server's default: pixels are already in [0,1], table columns have scales of their own. */
+export function recommendedNormalization(dataset: DatasetInfo): Normalization {
+  return dataset.kind === 'images' ? 'none' : 'zscore';
+}
+
+class DataSetup {
+  /** Share of the data held out for test metrics when there is no separate test set (the server's default). */
+  testSplit = $state<number | null>(0.2);
+  /** The user's choice per dataset id; otherwise the recommended one. */
+  private normalizationChoice = $state<Record<string, Normalization>>({});
+
+  plan = $state.raw<SplitPlan | undefined>();
+  planError = $state<ApiError | undefined>();
+  private planSerial = 0;
+
+  normalizationFor(dataset: DatasetInfo): Normalization {
+    return this.normalizationChoice[dataset.id] ?? recommendedNormalization(dataset);
+  }
+
+  setNormalization(dataset: DatasetInfo, kind: Normalization): void {
+    this.normalizationChoice[dataset.id] = kind;
+  }
+
+  /** The counts training:start would use; a late answer for older settings is dropped. */
+  async refreshPlan(datasetId: string, valSplit: number | null, testSplit: number | null): Promise<void> {
+    const serial = ++this.planSerial;
+    const answer = await api.invoke('datasets:split', {
+      datasetId,
+      ...(valSplit !== null ? { valSplit } : {}),
+      ...(testSplit !== null ? { testSplit } : {}),
+    });
+    if (serial !== this.planSerial) return;
+    this.plan = answer.result;
+    this.planError = answer.error;
+  }
+
+  /** training:start's test share and normalisation for this dataset. */
+  trainingOptions(dataset: DatasetInfo | undefined): { testSplit?: number; normalize?: Normalization } {
+    return {
+      ...(this.testSplit !== null ? { testSplit: this.testSplit } : {}),
+      ...(dataset ? { normalize: this.normalizationFor(dataset) } : {}),
+    };
+  }
+}
+
+export const dataSetup = new DataSetup();
