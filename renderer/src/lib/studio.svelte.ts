@@ -43,6 +43,10 @@ export interface ShownEvaluation {
   report: ClassificationReport;
   count: number;
   loss?: number;
+  /** For evaluation:examples (a confusion cell's examples); absent when the session no longer has them. */
+  evaluationId?: string;
+  /** The evaluated model (the digit canvas tries it). */
+  modelId?: string;
 }
 
 export interface PendingCsv {
@@ -334,7 +338,10 @@ class Studio {
       run.state = 'finished';
       if (event.payload.plan) run.plan = event.payload.plan;
       const test = event.payload.test;
-      if (test) this.evaluation = { title: `Test set of ${run.runId}`, report: test.report, count: sum(test.report.perClass.map((row) => row.support)), loss: test.loss };
+      if (test) {
+        const { evaluationId, modelId } = event.payload;
+        this.evaluation = { title: `Test set of ${run.runId}`, report: test.report, count: sum(test.report.perClass.map((row) => row.support)), loss: test.loss, evaluationId, modelId };
+      }
       void this.refreshModels();
       return;
     }
@@ -402,7 +409,7 @@ function sum(values: readonly number[]): number {
 function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
   const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
   const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
-  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss };
+  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, evaluationId: result.evaluationId, modelId: result.modelId };
 }
 
 export const studio = new Studio();
