@@ -71,13 +71,13 @@ function epochPoints(model: ModelInfo, key: EpochKey): Point[] {
 }
 
 /** Both runs' train and validation curves of one quantity: a colour per run, dashed for training. */
-export function overlaidSeries(first: ModelInfo, second: ModelInfo, quantity: 'loss' | 'accuracy', names: [string, string]): ChartSeries[] {
+export function overlaidSeries(first: ModelInfo, second: ModelInfo, quantity: 'loss' | 'accuracy'): ChartSeries[] {
   const train: EpochKey = quantity === 'loss' ? 'trainLoss' : 'trainAccuracy';
   const validation: EpochKey = quantity === 'loss' ? 'validationLoss' : 'validationAccuracy';
   return [
-    { label: `${names[0]} train`, color: '--chart-1', points: epochPoints(first, train), markers: true, dashed: true },
-    { label: `${names[0]} validation`, color: '--chart-1', points: epochPoints(first, validation), markers: true },
-    { label: `${names[1]} train`, color: '--chart-2', points: epochPoints(second, train), markers: true, dashed: true },
-    { label: `${names[1]} validation`, color: '--chart-2', points: epochPoints(second, validation), markers: true },
+    { label: 'first: train', color: '--chart-1', points: epochPoints(first, train), markers: true, dashed: true },
+    { label: 'first: validation', color: '--chart-1', points: epochPoints(first, validation), markers: true },
+    { label: 'second: train', color: '--chart-2', points: epochPoints(second, train), markers: true, dashed: true },
+    { label: 'second: validation', color: '--chart-2', points: epochPoints(second, validation), markers: true },
   ];
 }
