@@ -114,6 +114,24 @@ export const payloadSchemas = {
     datasetId: id,
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
   }),
+
+  // ---- browsing an evaluation's examples, predicting rows a face sends (the digit canvas) ----
+  /** The examples of one confusion-matrix cell (true class `actual`, predicted `predicted`), by confidence. */
+  'evaluation:examples': z.strictObject({
+    evaluationId: id,
+    actual: z.number().int().nonnegative(),
+    predicted: z.number().int().nonnegative(),
+    /** 'highest': the most confident first (default); 'lowest': the least confident first. */
+    order: z.enum(['highest', 'lowest']).optional(),
+    limit: z.number().int().min(1).max(200).optional(),
+    offset: z.number().int().nonnegative().optional(),
+  }),
+  /** Class probabilities for rows of raw input values (pixels 0-255 for image models), at most 64 rows. */
+  'models:predict': z.strictObject({
+    modelId: id,
+    inputs: z.array(z.array(z.number().finite()).min(1).max(1_000_000)).min(1).max(64),
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+  }),
 } as const;
 
 export type PayloadSchemas = typeof payloadSchemas;

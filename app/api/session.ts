@@ -10,6 +10,7 @@ import { DataError } from '../core/data/errors';
 import { parameterCount } from '../core/model/shapes';
 import { services } from '../services';
 import type { DataSource } from '../services/dataSources';
+import type { PredictionSet } from '../services/examples';
 import { TrainingControl, type TrainEvent, type TrainOutcome } from '../services/training';
 import type { TrainedModel } from '../services/models';
 import { isChannel, payloadSchemas, type Channel, type ParsedPayloadOf } from './schemas';
@@ -63,6 +64,14 @@ interface ModelRecord {
   model: TrainedModel;
 }
 
+/** An evaluation's per-example outputs, for evaluation:examples; only the last few are kept (MNIST's test set is 31 MB). */
+interface EvaluationRecord {
+  modelId: string;
+  predictions: PredictionSet;
+}
+
+const keptEvaluations = 3;
+
 type Handlers = { [C in Channel]: (payload: ParsedPayloadOf<C>) => Promise<ResultOf<C>> | ResultOf<C> };
 
 /** A payload error naming the field: "datasets:open: source.path: expected string, received undefined". */
@@ -76,8 +85,12 @@ function validationError(channel: Channel, issues: readonly { path: readonly Pro
 
 function errorValue(error: unknown): ApiError {
   if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    const value: ApiError = typeof code === 'string' ? { message: error.message, code } : { message: error.message };
+    const { code, field } = error as { code?: unknown; field?: unknown };
+    const value: ApiError = {
+      message: error.message,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(typeof field === 'string' ? { field } : {}),
+    };
     // A data file's row and column let a face point at the column at fault.
     if (error instanceof DataError) {
       if (error.row !== undefined) value.row = error.row;
@@ -112,13 +125,14 @@ export function createApi(options: ApiOptions = {}): Api {
   const datasets = new Map<string, DatasetRecord>();
   const runs = new Map<string, RunRecord>();
   const models = new Map<string, ModelRecord>();
+  const evaluations = new Map<string, EvaluationRecord>();
   const listeners = new Set<(event: ApiEvent) => void>();
   const counters = new Map<string, number>();
   let uploadDir: string | undefined = options.uploadDir;
   let ownsUploadDir = false;
   let closed = false;
 
-  const nextId = (kind: 'dataset' | 'run' | 'model'): string => {
+  const nextId = (kind: 'dataset' | 'run' | 'model' | 'evaluation'): string => {
     const n = (counters.get(kind) ?? 0) + 1;
     counters.set(kind, n);
     return `${kind}-${n}`;
@@ -148,6 +162,22 @@ export function createApi(options: ApiOptions = {}): Api {
   const getModel = (id: string): ModelRecord => {
     const record = models.get(id);
     if (!record) throw new Error(`no model with id "${id}" (train one or import one with models:import)`);
+    return record;
+  };
+
+  /** Keeps an evaluation's outputs under a new id, forgetting the oldest beyond keptEvaluations. */
+  const keepEvaluation = (record: EvaluationRecord): string => {
+    const id = nextId('evaluation');
+    evaluations.set(id, record);
+    for (const old of evaluations.keys()) {
+      if (evaluations.size <= keptEvaluations) break;
+      evaluations.delete(old);
+    }
+    return id;
+  };
+  const getEvaluation = (id: string): EvaluationRecord => {
+    const record = evaluations.get(id);
+    if (!record) throw new Error(`no evaluation with id "${id}" (the session keeps the last ${keptEvaluations}; evaluate again)`);
     return record;
   };
 
@@ -233,15 +263,21 @@ export function createApi(options: ApiOptions = {}): Api {
     const succeeded = (outcome: TrainOutcome): void => {
       const modelId = nextId('model');
       models.set(modelId, { name: `${data.info.name} (${runId})`, model: outcome.model });
+      const tested = outcome.testPredictions;
+      const evaluationId = tested && keepEvaluation({
+        modelId,
+        predictions: { classLabels: outcome.model.labels, inputShape: outcome.model.inputShape, ...tested },
+      });
       finish({
         runId,
         status: outcome.status,
         message: outcome.message,
         modelId,
         history: outcome.model.training?.history ?? [],
-        test: outcome.test,
+        test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report },
         plan: outcome.plan as TrainPlan,
         seconds: outcome.model.training?.seconds,
+        ...(evaluationId ? { evaluationId } : {}),
       });
     };
     const failed = (error: unknown): void => {
@@ -403,7 +439,18 @@ export function createApi(options: ApiOptions = {}): Api {
       const evaluation = await services.evaluation.evaluate(model, data.source, { device });
       const classes = model.labels.length;
       const confidences = Array.from(evaluation.predictions, (predicted, row) => evaluation.probabilities[row * classes + predicted]);
+      const evaluationId = keepEvaluation({
+        modelId,
+        predictions: {
+          classLabels: model.labels,
+          inputShape: model.inputShape,
+          data: evaluation.rawDataset,
+          predictions: evaluation.predictions,
+          probabilities: evaluation.probabilities,
+        },
+      });
       return {
+        evaluationId,
         modelId,
         datasetId,
         count: evaluation.dataset.count,
@@ -411,6 +458,30 @@ export function createApi(options: ApiOptions = {}): Api {
         report: evaluation.report,
         predictions: Array.from(evaluation.predictions),
         confidences,
+      };
+    },
+
+    // ---- browsing an evaluation's examples, predicting rows ----
+
+    'evaluation:examples': ({ evaluationId, ...query }) => services.evaluation.cellExamples(getEvaluation(evaluationId).predictions, query),
+
+    'models:predict': async ({ modelId, inputs, device }) => {
+      const { model } = getModel(modelId);
+      const width = model.spec.input.reduce((a, b) => a * b, 1);
+      const values = new Float32Array(inputs.length * width);
+      inputs.forEach((row, index) => {
+        if (row.length !== width) {
+          const error = new Error(`models:predict: inputs.${index}: ${row.length} values, but the model takes ${width} (${model.spec.input.join('x')})`);
+          throw Object.assign(error, { field: `inputs.${index}` });
+        }
+        values.set(row, index * width);
+      });
+      const predicted = await services.evaluation.predictRows(model, values, { device });
+      const classes = model.labels.length;
+      return {
+        probabilities: inputs.map((_, row) => Array.from(predicted.probabilities.subarray(row * classes, (row + 1) * classes))),
+        predictions: Array.from(predicted.predictions),
+        classLabels: [...model.labels],
       };
     },
   };
@@ -448,6 +519,7 @@ export function createApi(options: ApiOptions = {}): Api {
     else await Promise.all([...datasets.values()].map((record) => removeFiles(record.uploadedFiles)));
     datasets.clear();
     models.clear();
+    evaluations.clear();
   }
 
   return { dispatch, subscribe, close };

@@ -169,6 +169,8 @@ export interface TrainingDone {
   test?: { loss: number; report: ClassificationReport };
   plan?: TrainPlan;
   seconds?: number;
+  /** The test set's evaluation kept in the session, for evaluation:examples (absent without a test set). */
+  evaluationId?: string;
 }
 
 export interface RunInfo {
@@ -183,6 +185,8 @@ export interface RunInfo {
 }
 
 export interface EvaluationResult {
+  /** Its per-example outputs stay in the session under this id (the last few evaluations), for evaluation:examples. */
+  evaluationId: string;
   modelId: string;
   datasetId: string;
   count: number;
@@ -192,6 +196,44 @@ export interface EvaluationResult {
   predictions: number[];
   /** The predicted class's probability per example (for "examples sorted by confidence"). */
   confidences: number[];
+}
+
+// ---- examples of a confusion cell, predictions ----
+
+export interface CellExample {
+  /** The example's row in the evaluated data. */
+  index: number;
+  /** The predicted class's probability. */
+  confidence: number;
+  probabilities: number[];
+  /** Images: C*H*W values 0-255 in CHW order. */
+  pixels?: number[];
+  /** Tables: the feature values as read (after categorical encoding). */
+  values?: number[];
+}
+
+export interface CellExamples {
+  actual: number;
+  predicted: number;
+  order: 'highest' | 'lowest';
+  /** Examples in the cell; `examples` is the page from `offset`. */
+  total: number;
+  offset: number;
+  kind: 'images' | 'table';
+  /** [C,H,W] for images, [F] for tables. */
+  shape: number[];
+  /** Names of a table row's values (empty for images). */
+  featureNames: string[];
+  classLabels: string[];
+  examples: CellExample[];
+}
+
+export interface PredictionResult {
+  /** (rows, classes): each row sums to 1. */
+  probabilities: number[][];
+  /** The most probable class per row. */
+  predictions: number[];
+  classLabels: string[];
 }
 
 // ---- channels ----
@@ -216,6 +258,8 @@ interface Results {
   'training:cancel': RunInfo;
   'training:status': RunInfo;
   'evaluation:evaluate': EvaluationResult;
+  'evaluation:examples': CellExamples;
+  'models:predict': PredictionResult;
 }
 
 /** The whole API: channel -> { payload, result }. */

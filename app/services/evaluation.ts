@@ -2,7 +2,7 @@
 // probabilities for any file. The model's stored preprocessing is applied, so a model trained on the
 // built-in MNIST reads a Kaggle-style pixel CSV of the same images the same way.
 import type { Dataset } from '../core/data/dataset';
-import { applyNormalization, type Preprocessing } from '../core/data/preprocess';
+import { applyNormalization, normalizeFeatures, type Preprocessing } from '../core/data/preprocess';
 import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
 import type { Model } from '../core/model/modelFile';
 import * as engine from '../engine';
@@ -21,6 +21,8 @@ export interface Evaluation {
   /** (count, classes) row-major. */
   probabilities: Float32Array;
   dataset: Dataset;
+  /** The data as read, before the model's normalisation (for showing examples as the user knows them). */
+  rawDataset: Dataset;
 }
 
 export interface Prediction {
@@ -45,6 +47,10 @@ export function knownDataOf(model: Model<Preprocessing>): KnownData {
 
 /** Reads `source` the way the model's training data was read, then applies its normalisation. */
 async function prepare(model: Model<Preprocessing>, source: DataSource, unlabeled: boolean): Promise<Dataset> {
+  return (await prepareWithRaw(model, source, unlabeled)).dataset;
+}
+
+async function prepareWithRaw(model: Model<Preprocessing>, source: DataSource, unlabeled: boolean): Promise<{ dataset: Dataset; raw: Dataset }> {
   const raw = await loadDataSourceFor(source, knownDataOf(model), { unlabeled });
   const expected = model.spec.input.reduce((a, b) => a * b, 1);
   const got = raw.featureShape.reduce((a, b) => a * b, 1);
@@ -52,15 +58,48 @@ async function prepare(model: Model<Preprocessing>, source: DataSource, unlabele
     throw new Error(`${describeDataSource(source)}: ${got} features per example, but the model takes ${expected} (${model.spec.input.join('x')})`);
   }
   const normalized = applyNormalization(model.preprocessing, raw);
-  return { ...normalized, featureShape: [...model.spec.input] };
+  return { dataset: { ...normalized, featureShape: [...model.spec.input] }, raw };
 }
 
 export async function evaluateModel(model: Model<Preprocessing>, source: DataSource, options: EvaluateOptions = {}): Promise<Evaluation> {
-  const dataset = await prepare(model, source, false);
+  const { dataset, raw } = await prepareWithRaw(model, source, false);
   if (dataset.count === 0) throw new Error(`${describeDataSource(source)}: no examples to evaluate`);
   const result = await engine.evaluate(model.spec, model.parameters, dataset, options);
   const report = classificationReport(dataset.labels, result.predictions, model.labels.length, model.labels);
-  return { loss: result.loss, report, predictions: result.predictions, probabilities: result.probabilities, dataset };
+  return { loss: result.loss, report, predictions: result.predictions, probabilities: result.probabilities, dataset, rawDataset: raw };
+}
+
+export interface RowPrediction {
+  predictions: Int32Array;
+  /** (rows, classes) row-major. */
+  probabilities: Float32Array;
+}
+
+/**
+ * Predicts rows given as values (count * the model's input size, row-major) the way the data file holds
+ * them: pixels 0-255 for images read with a pixelScale, tabular values after categorical encoding. The
+ * model's stored preprocessing is applied here, as evaluation applies it, so a face sends raw values.
+ */
+export async function predictRows(model: Model<Preprocessing>, values: Float32Array, options: EvaluateOptions = {}): Promise<RowPrediction> {
+  const width = model.spec.input.reduce((a, b) => a * b, 1);
+  if (values.length === 0 || values.length % width !== 0) {
+    throw new Error(`${values.length} values are not whole rows of the model's ${width} inputs (${model.spec.input.join('x')})`);
+  }
+  const features = new Float32Array(values);
+  normalizeFeatures(model.preprocessing, features, { scaled: false, featureCount: width });
+  const count = features.length / width;
+  const rows: Dataset = {
+    features,
+    // The engine wants a class per row for its loss; the loss is not used here.
+    labels: new Int32Array(count),
+    count,
+    featureShape: [...model.spec.input],
+    featureNames: [],
+    classLabels: model.labels,
+    source: 'input',
+  };
+  const result = await engine.evaluate(model.spec, model.parameters, rows, options);
+  return { predictions: result.predictions, probabilities: result.probabilities };
 }
 
 /** Predicts every row of `source`, labelled or not. */

@@ -4,7 +4,8 @@ import * as engine from '../engine';
 import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
 import { previewDataset, summarizeDataset } from './datasetViews';
-import { evaluateModel, predictWithModel } from './evaluation';
+import { evaluateModel, predictRows, predictWithModel } from './evaluation';
+import { cellExamples } from './examples';
 import { encodeModelFile, formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
 import { planSplit, trainModel, TrainingControl } from './training';
@@ -28,7 +29,7 @@ export const services = {
     encode: encodeModelFile,
   },
   training: { train: trainModel, control: () => new TrainingControl(), planSplit },
-  evaluation: { evaluate: evaluateModel, predict: predictWithModel },
+  evaluation: { evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
   bench: { presets: benchPresets, loadData: loadBenchData, run: runBenchmark },
 } as const;
@@ -38,5 +39,6 @@ export type { DataSource } from './dataSources';
 export type { SplitPlan, TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
 export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
-export type { Evaluation, Prediction } from './evaluation';
+export type { Evaluation, Prediction, RowPrediction } from './evaluation';
+export type { CellExamples, CellQuery, PredictionSet } from './examples';
 export type { TrainedModel } from './models';

@@ -51,6 +51,8 @@ export interface TrainOutcome {
   message: string;
   model: Model<Preprocessing>;
   test?: { loss: number; report: ClassificationReport };
+  /** The test examples as read (before normalisation) with the model's outputs, for browsing them. */
+  testPredictions?: { data: Dataset; predictions: Int32Array; probabilities: Float32Array };
   plan: TrainPlan;
 }
 
@@ -238,9 +240,11 @@ export async function trainModel(
   }
 
   let test: TrainOutcome['test'];
-  if (testSet && testSet.count > 0) {
+  let testPredictions: TrainOutcome['testPredictions'];
+  if (parts.test && testSet && testSet.count > 0) {
     const evaluation = await engine.evaluate(built.spec, result.parameters, testSet, { device, threads: request.threads ?? 0 });
     test = { loss: evaluation.loss, report: classificationReport(testSet.labels, evaluation.predictions, classes, all.classLabels) };
+    testPredictions = { data: parts.test, predictions: evaluation.predictions, probabilities: evaluation.probabilities };
   }
 
   const model: Model<Preprocessing> = {
@@ -258,5 +262,5 @@ export async function trainModel(
     },
     metrics: test ? { test: test.report, testLoss: test.loss } : undefined,
   };
-  return { status: result.status, message: result.message, model, test, plan };
+  return { status: result.status, message: result.message, model, test, testPredictions, plan };
 }

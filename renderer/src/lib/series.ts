@@ -37,4 +37,6 @@ export interface ChartSeries {
   points: Point[];
   /** Epoch-end values: dots and a thicker line; per-step values: a thin line. */
   markers?: boolean;
+  /** A dashed line (e.g. training beside validation in the same colour). */
+  dashed?: boolean;
 }

@@ -45,6 +45,10 @@ export interface ShownEvaluation {
   report: ClassificationReport;
   count: number;
   loss?: number;
+  /** For evaluation:examples (a confusion cell's examples); absent when the session no longer has them. */
+  evaluationId?: string;
+  /** The evaluated model (the digit canvas tries it). */
+  modelId?: string;
 }
 
 /** A CSV chosen but not opened yet: its columns and their roles. */
@@ -346,7 +350,10 @@ class Studio {
       run.state = 'finished';
       if (event.payload.plan) run.plan = event.payload.plan;
       const test = event.payload.test;
-      if (test) this.evaluation = { title: `Test set of ${run.runId}`, report: test.report, count: sum(test.report.perClass.map((row) => row.support)), loss: test.loss };
+      if (test) {
+        const { evaluationId, modelId } = event.payload;
+        this.evaluation = { title: `Test set of ${run.runId}`, report: test.report, count: sum(test.report.perClass.map((row) => row.support)), loss: test.loss, evaluationId, modelId };
+      }
       void this.refreshModels();
       return;
     }
@@ -414,7 +421,7 @@ function sum(values: readonly number[]): number {
 function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
   const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
   const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
-  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss };
+  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, evaluationId: result.evaluationId, modelId: result.modelId };
 }
 
 export const studio = new Studio();
