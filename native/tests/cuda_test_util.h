@@ -1,5 +1,7 @@
-// Helpers for the CUDA tests: device buffers filled from host vectors, and the skip rule (a machine
-// without a CUDA device prints "skipped: no CUDA device" and passes).
+// Helpers for the CUDA tests: device buffers filled from host vectors (poisoned with NaN before every
+// launch whose output is checked), random inputs, the CPU-parity check with its tolerance, bitwise
+// determinism checks, and the skip rule (a machine without a CUDA device prints "skipped: no CUDA
+// device" and passes).
 #pragma once
 
 #ifdef NNSTUDIO_WITH_CUDA
@@ -9,9 +11,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "spec/rng.h"
+#include "test_util.h"
 
 namespace nnstudio::test {
 
@@ -51,12 +56,107 @@ struct DeviceVector {
   }
 };
 
+// NaN bytes again (the constructor's poison), before a launch whose output is checked
+template <class T>
+void poison(DeviceVector<T>& v) {
+  cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
+}
+
 // uniform in [-scale, scale) from the engine's portable RNG
 inline std::vector<float> randomVector(size_t n, uint64_t seed, float scale = 1.0f) {
   Rng rng(seed);
   std::vector<float> v(n);
   for (float& x : v) x = (2.0f * rng.uniform() - 1.0f) * scale;
   return v;
+}
+
+// randomVector, never exactly zero (a zero input hides a wrong ReLU gate or a missed tap); quantum > 0
+// rounds every value to its multiples first (dyadic values: sums exact in any order)
+inline std::vector<float> randomNonZero(size_t n, uint64_t seed, float scale, float quantum = 0.0f) {
+  std::vector<float> v = randomVector(n, seed, scale);
+  for (float& x : v) {
+    if (quantum > 0) x = std::round(x / quantum) * quantum;
+    if (x == 0.0f) x = quantum > 0 ? quantum : 0.5f * scale;
+  }
+  return v;
+}
+
+template <class T>
+bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// A GPU tensor against the CPU's: max |gpu - cpu| over the finite elements, the tolerance, the verdict.
+struct Comparison {
+  double maxErr = 0, maxRef = 0, tol = 0;
+  size_t worst = 0, nonFinite = 0;  // the index of maxErr; elements that are NaN or infinite
+  bool sizeMismatch = false, ok = false;
+  // max |gpu - cpu|, infinite where an element is not finite or the sizes differ
+  double error() const { return nonFinite || sizeMismatch ? INFINITY : maxErr; }
+};
+
+// The CUDA parity tolerance: max |gpu - cpu| <= 1e-4 (1 + max |cpu|), every element finite. `relative`:
+// <= 1e-4 max |cpu| instead (sums that are exact in any order, so no absolute slack is needed).
+inline Comparison compareToCpu(const std::vector<float>& gpu, const std::vector<float>& cpu, bool relative = false) {
+  Comparison r;
+  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+    r.maxRef = std::max(r.maxRef, std::fabs(double(cpu[i])));
+    if (!std::isfinite(gpu[i])) {
+      ++r.nonFinite;
+      continue;
+    }
+    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
+    if (err > r.maxErr) {
+      r.maxErr = err;
+      r.worst = i;
+    }
+  }
+  r.tol = relative ? 1e-4 * std::max(r.maxRef, 1e-20) : 1e-4 * (1.0 + r.maxRef);
+  r.sizeMismatch = gpu.size() != cpu.size();
+  r.ok = !r.sizeMismatch && r.nonFinite == 0 && r.maxErr <= r.tol;
+  return r;
+}
+
+// one check named `what` with the comparison's numbers
+inline void reportComparison(const std::string& what, const Comparison& r, const char* file, int line) {
+  std::string detail = "max |err| " + nnstudio_test::num(r.maxErr) + " at " + std::to_string(r.worst) + " (tol " +
+                       nnstudio_test::num(r.tol) + ", max |ref| " + nnstudio_test::num(r.maxRef) + ")";
+  if (r.nonFinite) detail += ", " + std::to_string(r.nonFinite) + " not finite";
+  if (r.sizeMismatch) detail += ", size mismatch";
+  nnstudio_test::report(r.ok, what, file, line, detail);
+}
+
+// `launch` (which writes `outputs`) 3 times in a row on `stream`, then `replays` replays of a CUDA graph
+// of 2 launches: true when every time the outputs hold the same bits as `expected` (they are poisoned
+// before each run).
+template <class Launch>
+bool sameBitsWhenRepeated(cudaStream_t stream, Launch&& launch, const std::vector<DeviceVector<float>*>& outputs,
+                          const std::vector<std::vector<float>>& expected, int replays) {
+  bool same = true;
+  auto check = [&] {
+    cudaOk(cudaStreamSynchronize(stream), "repeated launches");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      same = same && sameBits(outputs[i]->download(), expected[i]);
+      poison(*outputs[i]);
+    }
+  };
+  for (DeviceVector<float>* out : outputs) poison(*out);
+  for (int i = 0; i < 3; ++i) launch();
+  check();
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  launch();
+  launch();
+  cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
+  cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  for (int i = 0; i < replays; ++i) {
+    cudaOk(cudaGraphLaunch(exec, stream), "replay");
+    check();
+  }
+  cudaOk(cudaGraphExecDestroy(exec), "graph");
+  cudaOk(cudaGraphDestroy(graph), "graph");
+  return same;
 }
 
 // max |a - b| / max(floor, max |b|): relative to the reference's magnitude; a size mismatch or a
@@ -73,4 +173,8 @@ inline double relError(const std::vector<float>& a, const std::vector<float>& b,
 }
 
 }  // namespace nnstudio::test
+
+// max |gpu - cpu| <= 1e-4 (1 + max |cpu|), reported at the caller's line
+#define CHECK_PARITY(what, gpu, cpu)                                                                    \
+  ::nnstudio::test::reportComparison(what, ::nnstudio::test::compareToCpu(gpu, cpu), __FILE__, __LINE__)
 #endif

@@ -12,127 +12,30 @@
 #ifdef NNSTUDIO_WITH_CUDA
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "cpu/layers.h"
-#include "cpu/thread_pool.h"
+#include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
 #include "cuda/kernels.h"
-#include "spec/model.h"
-#include "cuda_test_util.h"
 #include "cuda_timing.h"
-#include "spec/rng.h"
-#include "test_util.h"
 
 using namespace nnstudio;
-using nnstudio::test::cudaOk;
-using nnstudio::test::DeviceVector;
-using nnstudio::test::timeLaunches;
+using namespace nnstudio::test;
+using Case = nnstudio::test::ConvCase;
 using cpu::ConvGeometry;
 
 namespace {
-
-struct Case {
-  std::string name;
-  int N, C, H, W, F, kh, kw, stride;
-  char pad;  // 'v'alid, 's'ame, 'f'ull
-};
-
-// the engine's own padding rule (spec/model.h)
-void axis(int in, int k, int stride, char pad, int& out, int& before) {
-  convAxis(in, k, stride, pad == 's' ? Padding::Same : pad == 'f' ? Padding::Full : Padding::Valid, out, before);
-}
-
-ConvGeometry geometryOf(const Case& c) {
-  ConvGeometry g;
-  g.C = c.C;
-  g.H = c.H;
-  g.W = c.W;
-  g.F = c.F;
-  g.kh = c.kh;
-  g.kw = c.kw;
-  g.stride = c.stride;
-  axis(c.H, c.kh, c.stride, c.pad, g.OH, g.padTop);
-  axis(c.W, c.kw, c.stride, c.pad, g.OW, g.padLeft);
-  return g;
-}
-
-// uniform in [-scale, scale], never exactly zero
-std::vector<float> randomVector(size_t n, uint64_t seed, float scale) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = (2.0f * rng.uniform() - 1.0f) * scale;
-    if (x == 0.0f) x = 0.5f * scale;
-  }
-  return v;
-}
-
-template <class T>
-void poison(DeviceVector<T>& v) {
-  cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
-}
-
-void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& cpu) {
-  double maxRef = 0, maxErr = 0;
-  size_t worst = 0, nonFinite = 0;
-  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
-    maxRef = std::max(maxRef, std::fabs(double(cpu[i])));
-    if (!std::isfinite(gpu[i])) {
-      ++nonFinite;
-      continue;
-    }
-    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
-    if (err > maxErr) {
-      maxErr = err;
-      worst = i;
-    }
-  }
-  const double tol = 1e-4 * (1.0 + maxRef);
-  const bool ok = gpu.size() == cpu.size() && nonFinite == 0 && maxErr <= tol;
-  std::string detail = "max |err| " + nnstudio_test::num(maxErr) + " at " + std::to_string(worst) + " (tol " +
-                       nnstudio_test::num(tol) + ", max |ref| " + nnstudio_test::num(maxRef) + ")";
-  if (nonFinite) detail += ", " + std::to_string(nonFinite) + " not finite";
-  if (gpu.size() != cpu.size()) detail += ", size mismatch";
-  nnstudio_test::report(ok, what, __FILE__, __LINE__, detail);
-}
-
-const char* actName(ActivationFn fn) {
-  switch (fn) {
-    case ActivationFn::Linear: return "linear";
-    case ActivationFn::ReLU: return "relu";
-    case ActivationFn::LeakyReLU: return "leaky_relu";
-    case ActivationFn::Sigmoid: return "sigmoid";
-    case ActivationFn::Tanh: return "tanh";
-    case ActivationFn::Softplus: return "softplus";
-    default: return "softmax";
-  }
-}
-
-std::string describe(const Case& c, const ConvGeometry& g) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d]", c.name.c_str(), c.N, g.C, g.H,
-                g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft);
-  return buf;
-}
 
 void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g);
   std::printf("%s\n", name.c_str());
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  const float wScale = 1.0f / std::sqrt(float(g.colRows()));
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
-  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale);
-  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
-  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  const ConvTensors t(c, g, seed);
+  const size_t inSize = t.inSize, outSize = t.outSize, wSize = t.wSize;
 
   cpu::ConvScratch scratch;
   scratch.reserve(g, pool.size(), true);
-  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut);
+  DeviceVector<float> dIn(t.in), dWeight(t.weight), dBias(t.bias), dDOut(t.dOut);
 
   // forward, every elementwise activation
   std::vector<float> cpuOut(outSize);
@@ -141,21 +44,14 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
                                ActivationFn::Sigmoid, ActivationFn::Tanh, ActivationFn::Softplus};
   for (ActivationFn act : acts) {
     const float alpha = 0.1f;
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g, act, alpha);
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), t.in.data(), t.weight.data(), t.bias.data(), c.N, g, act,
+                        alpha);
     poison(gOut);
     cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha);
-    compare(name + " forward " + actName(act), gOut.download(), cpuOut);
+    CHECK_PARITY(name + " forward " + activationName(act), gOut.download(), cpuOut);
   }
 
-  // CPU backward with Linear: dOut is already dLoss/d(pre-activation)
-  std::vector<float> cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F));
-  {
-    std::vector<float> dOutCopy = dOut;
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
-                        ActivationFn::Linear, 0.0f);
-    cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
-                         in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
-  }
+  const CpuConvGradients cpuGrad = cpuConvGradients(pool, scratch, c.N, g, t);
 
   // weight and bias gradients, twice: the same bits
   const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
@@ -166,15 +62,13 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gDB);
   cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
   const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
-  compare(name + " dWeight", dw1, cpuDW);
-  compare(name + " dBias", db1, cpuDB);
+  CHECK_PARITY(name + " dWeight", dw1, cpuGrad.dWeight);
+  CHECK_PARITY(name + " dBias", db1, cpuGrad.dBias);
   poison(gDW);
   poison(gDB);
   poison(work);
   cuda::conv2d_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDOut.ptr, dIn.ptr, c.N, g, ws ? work.ptr : nullptr);
-  const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
-  CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
-                std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
+  CHECK_MSG(sameBits(gDW.download(), dw1) && sameBits(gDB.download(), db1),
             name + " backward_weights is bit-identical on a second run");
 
   // input gradient: ungated, then gated by the activation that produced `in`
@@ -182,10 +76,10 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ActivationFn gates[] = {ActivationFn::Linear, ActivationFn::ReLU, ActivationFn::Sigmoid};
   for (ActivationFn gate : gates) {
     std::vector<float> ref(inSize);
-    cpu::activation_backward(ref.data(), cpuDIn.data(), in.data(), 1, int64_t(inSize), gate, 0.0f);
+    cpu::activation_backward(ref.data(), cpuGrad.dIn.data(), t.in.data(), 1, int64_t(inSize), gate, 0.0f);
     poison(gDIn);
     cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
-    compare(name + " dIn gate " + actName(gate), gDIn.download(), ref);
+    CHECK_PARITY(name + " dIn gate " + activationName(gate), gDIn.download(), ref);
   }
 }
 
@@ -194,20 +88,12 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g);
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
-  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  const ConvTensors t(c, g, seed);
   cpu::ThreadPool pool(0);
   cpu::ConvScratch scratch;
   scratch.reserve(g, pool.size(), true);
-  std::vector<float> cpuOut(outSize), cpuDW(wSize), cpuDB(size_t(g.F)), dOutCopy = dOut;
-  const std::vector<float> weight(wSize, 0.0f), bias(size_t(g.F), 0.0f);
-  cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
-                      ActivationFn::Linear, 0.0f);
-  cpu::conv2d_backward(pool, scratch, nullptr, cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(), in.data(),
-                       weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
-  DeviceVector<float> dIn(in), dDOut(dOut), gDW(wSize), gDB(size_t(g.F));
+  const CpuConvGradients cpuGrad = cpuConvGradients(pool, scratch, c.N, g, t);
+  DeviceVector<float> dIn(t.in), dDOut(t.dOut), gDW(t.wSize), gDB(size_t(g.F));
   cudaStream_t stream;
   cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   for (int splits : splitCounts) {
@@ -223,35 +109,10 @@ void runSplits(const Case& c, uint64_t seed, const std::vector<int>& splitCounts
     launch();
     cudaOk(cudaStreamSynchronize(stream), "split run");
     const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
-    compare(what + " dWeight", dw1, cpuDW);
-    compare(what + " dBias", db1, cpuDB);
-    bool same = true;
-    auto sameBits = [&] {
-      cudaOk(cudaStreamSynchronize(stream), "split run");
-      const std::vector<float> dw = gDW.download(), db = gDB.download();
-      same = same && std::memcmp(dw.data(), dw1.data(), dw1.size() * sizeof(float)) == 0 &&
-             std::memcmp(db.data(), db1.data(), db1.size() * sizeof(float)) == 0;
-      poison(gDW);
-      poison(gDB);
-    };
-    poison(gDW);
-    poison(gDB);
-    for (int i = 0; i < 3; ++i) launch();
-    sameBits();
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    launch();
-    launch();
-    cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
-    cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    for (int i = 0; i < 5; ++i) {
-      cudaOk(cudaGraphLaunch(exec, stream), "replay");
-      sameBits();
-    }
-    cudaOk(cudaGraphExecDestroy(exec), "graph");
-    cudaOk(cudaGraphDestroy(graph), "graph");
-    CHECK_MSG(same, what + ": 3 launches in a row and 5 graph replays give the same bits");
+    CHECK_PARITY(what + " dWeight", dw1, cpuGrad.dWeight);
+    CHECK_PARITY(what + " dBias", db1, cpuGrad.dBias);
+    CHECK_MSG(sameBitsWhenRepeated(stream, launch, {&gDW, &gDB}, {dw1, db1}, 5),
+              what + ": 3 launches in a row and 5 graph replays give the same bits");
   }
   cudaOk(cudaStreamDestroy(stream), "stream");
 }
@@ -273,20 +134,17 @@ int bench() {
   std::printf("%-16s %8s %8s %8s | %8s %8s %8s %10s\n", "shape", "fwd", "dW", "dIn", "fwd", "dW", "dIn", "ws floats");
   for (const Case& c : cases) {
     const ConvGeometry g = geometryOf(c);
-    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-    const size_t wSize = size_t(g.F) * size_t(g.colRows());
-    DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
-        bias(randomVector(size_t(g.F), 3, 0.1f));
-    DeviceVector<float> out(outSize), dOut(outSize), dIn(inSize), dW(wSize), dB(size_t(g.F));
-    cudaOk(cudaMemset(dOut.ptr, 0, outSize * sizeof(float)), "memset");
+    ConvBenchTensors d(c, g);
+    DeviceVector<float> dW(d.wSize), dB(size_t(g.F));
+    cudaOk(cudaMemset(d.dOut.ptr, 0, d.outSize * sizeof(float)), "memset");
     const size_t ws = cuda::conv2d_weights_workspace(c.N, g);
     DeviceVector<float> work(std::max<size_t>(ws, 1));
     auto fwd = [&] {
-      cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+      cuda::conv2d_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
     };
-    auto dw = [&] { cuda::conv2d_backward_weights(stream, dW.ptr, dB.ptr, dOut.ptr, in.ptr, c.N, g, work.ptr); };
+    auto dw = [&] { cuda::conv2d_backward_weights(stream, dW.ptr, dB.ptr, d.dOut.ptr, d.in.ptr, c.N, g, work.ptr); };
     auto di = [&] {
-      cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+      cuda::conv2d_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU, 0);
     };
     const float tf = timeLaunches(fwd, stream, false), tw = timeLaunches(dw, stream, false), ti = timeLaunches(di, stream, false);
     const float gf = timeLaunches(fwd, stream, true), gw = timeLaunches(dw, stream, true), gi = timeLaunches(di, stream, true);
@@ -299,7 +157,7 @@ int bench() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!nnstudio::test::haveCudaDevice()) {
+  if (!haveCudaDevice()) {
     std::printf("skipped: no CUDA device\n");
     return 0;
   }

@@ -12,106 +12,28 @@
 #ifdef NNSTUDIO_WITH_CUDA
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "cpu/layers.h"
-#include "cpu/thread_pool.h"
+#include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
 #include "cuda/conv2d_direct.h"
 #include "cuda/kernels.h"
-#include "spec/model.h"
-#include "cuda_test_util.h"
 #include "cuda_timing.h"
-#include "spec/rng.h"
-#include "test_util.h"
 
 using namespace nnstudio;
-using nnstudio::test::cudaOk;
-using nnstudio::test::DeviceVector;
-using nnstudio::test::timeLaunches;
+using namespace nnstudio::test;
+using Case = nnstudio::test::ConvCase;
 using cpu::ConvGeometry;
 
 namespace {
 
-struct Case {
-  std::string name;
-  int N, C, H, W, F, kh, kw;
-  char pad;  // 'v'alid, 's'ame, 'f'ull
-};
-
-ConvGeometry geometryOf(const Case& c) {
-  auto padding = [](char p) { return p == 's' ? Padding::Same : p == 'f' ? Padding::Full : Padding::Valid; };
-  ConvGeometry g;
-  g.C = c.C;
-  g.H = c.H;
-  g.W = c.W;
-  g.F = c.F;
-  g.kh = c.kh;
-  g.kw = c.kw;
-  g.stride = 1;
-  convAxis(c.H, c.kh, 1, padding(c.pad), g.OH, g.padTop);
-  convAxis(c.W, c.kw, 1, padding(c.pad), g.OW, g.padLeft);
-  return g;
-}
-
-// uniform in [-scale, scale], never exactly zero
-std::vector<float> randomVector(size_t n, uint64_t seed, float scale) {
-  std::vector<float> v = nnstudio::test::randomVector(n, seed, scale);
-  for (auto& x : v)
-    if (x == 0.0f) x = 0.5f * scale;
-  return v;
-}
-
-void poison(DeviceVector<float>& v) { cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(float) * (v.count ? v.count : 1)), "poison"); }
-
-// max |gpu - cpu| <= 1e-4 (1 + max |cpu|); reports failures only (the case's summary line says ok)
+// max |gpu - cpu| <= 1e-4 (1 + max |cpu|); reports failures only (the case's summary line says ok) and
+// keeps the worst max |err| / (1 + max |cpu|)
 bool compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& cpu, double& worstRel) {
-  double maxRef = 0, maxErr = 0;
-  size_t worst = 0, nonFinite = 0;
-  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
-    maxRef = std::max(maxRef, std::fabs(double(cpu[i])));
-    if (!std::isfinite(gpu[i])) {
-      ++nonFinite;
-      continue;
-    }
-    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
-    if (err > maxErr) {
-      maxErr = err;
-      worst = i;
-    }
-  }
-  const double tol = 1e-4 * (1.0 + maxRef);
-  const bool ok = gpu.size() == cpu.size() && nonFinite == 0 && maxErr <= tol;
-  worstRel = std::max(worstRel, maxErr / (1.0 + maxRef));
-  if (!ok) {
-    std::string detail = "max |err| " + nnstudio_test::num(maxErr) + " at " + std::to_string(worst) + " (tol " +
-                         nnstudio_test::num(tol) + ")";
-    if (nonFinite) detail += ", " + std::to_string(nonFinite) + " not finite";
-    if (gpu.size() != cpu.size()) detail += ", size mismatch";
-    nnstudio_test::report(false, what, __FILE__, __LINE__, detail);
-  }
-  return ok;
-}
-
-const char* actName(ActivationFn fn) {
-  switch (fn) {
-    case ActivationFn::Linear: return "linear";
-    case ActivationFn::ReLU: return "relu";
-    case ActivationFn::LeakyReLU: return "leaky_relu";
-    case ActivationFn::Sigmoid: return "sigmoid";
-    case ActivationFn::Tanh: return "tanh";
-    case ActivationFn::Softplus: return "softplus";
-    default: return "softmax";
-  }
-}
-
-std::string describe(const Case& c, const ConvGeometry& g) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d pad %d,%d]", c.name.c_str(), c.N, g.C, g.H, g.W,
-                g.F, g.OH, g.OW, g.kh, g.kw, g.padTop, g.padLeft);
-  return buf;
+  const Comparison r = compareToCpu(gpu, cpu);
+  worstRel = std::max(worstRel, r.maxErr / (1.0 + r.maxRef));
+  if (!r.ok) reportComparison(what, r, __FILE__, __LINE__);
+  return r.ok;
 }
 
 std::string shapeName(const cuda::ConvDirectShape& s) {
@@ -140,18 +62,13 @@ std::vector<cuda::ConvDirectShape> forcedShapes() {
 void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g);
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  const float wScale = 1.0f / std::sqrt(float(g.colRows()));
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
-  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale);
-  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
-  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  const ConvTensors t(c, g, seed);
+  const size_t inSize = t.inSize, outSize = t.outSize;
   const float alpha = 0.1f;
 
   cpu::ConvScratch scratch;
   scratch.reserve(g, pool.size(), true);
-  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut);
+  DeviceVector<float> dIn(t.in), dWeight(t.weight), dBias(t.bias), dDOut(t.dOut);
   DeviceVector<float> gOut(outSize), gDIn(inSize);
   const std::vector<cuda::ConvDirectShape> shapes = forcedShapes();
   int launched = 0, checks = 0;
@@ -160,19 +77,20 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   // forward, every activation: each forced shape, then the engine's launcher
   std::vector<float> cpuOut(outSize);
   for (ActivationFn act : kActs) {
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g, act, alpha);
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), t.in.data(), t.weight.data(), t.bias.data(), c.N, g, act,
+                        alpha);
     for (const auto& s : shapes) {
       poison(gOut);
       if (!cuda::conv2d_direct_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha, &s))
         continue;
       ++launched;
       ++checks;
-      compare(name + " forward " + actName(act) + " " + shapeName(s), gOut.download(), cpuOut, worst);
+      compare(name + " forward " + activationName(act) + " " + shapeName(s), gOut.download(), cpuOut, worst);
     }
     poison(gOut);
     cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha);
     ++checks;
-    compare(name + " forward " + actName(act) + " (conv2d_forward)", gOut.download(), cpuOut, worst);
+    compare(name + " forward " + activationName(act) + " (conv2d_forward)", gOut.download(), cpuOut, worst);
   }
   // square 2x2 / 3x3 / 5x5 kernels run direct; the others stay on the implicit GEMM
   const bool supported = c.kh == c.kw && (c.kw == 2 || c.kw == 3 || c.kw == 5);
@@ -181,18 +99,11 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
                                                            : ": the direct forward refuses the kernel shape"));
 
   // input gradient: the CPU's with Linear (dOut is dLoss/d(pre-activation)), then gated by each activation
-  std::vector<float> cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F));
-  {
-    std::vector<float> dOutCopy = dOut;
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
-                        ActivationFn::Linear, 0.0f);
-    cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
-                         in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
-  }
+  const std::vector<float> cpuDIn = cpuConvGradients(pool, scratch, c.N, g, t).dIn;
   launched = 0;
   for (ActivationFn gate : kActs) {
     std::vector<float> ref(inSize);
-    cpu::activation_backward(ref.data(), cpuDIn.data(), in.data(), 1, int64_t(inSize), gate, alpha);
+    cpu::activation_backward(ref.data(), cpuDIn.data(), t.in.data(), 1, int64_t(inSize), gate, alpha);
     for (const auto& s : shapes) {
       poison(gDIn);
       if (!cuda::conv2d_direct_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, alpha,
@@ -200,12 +111,12 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
         continue;
       ++launched;
       ++checks;
-      compare(name + " dIn gate " + actName(gate) + " " + shapeName(s), gDIn.download(), ref, worst);
+      compare(name + " dIn gate " + activationName(gate) + " " + shapeName(s), gDIn.download(), ref, worst);
     }
     poison(gDIn);
     cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, alpha);
     ++checks;
-    compare(name + " dIn gate " + actName(gate) + " (conv2d_backward_input)", gDIn.download(), ref, worst);
+    compare(name + " dIn gate " + activationName(gate) + " (conv2d_backward_input)", gDIn.download(), ref, worst);
   }
   CHECK_MSG(launched == (supported ? all : 0), name + (supported ? ": the direct input gradient takes every forced shape"
                                                            : ": the direct input gradient refuses the kernel shape"));
@@ -218,9 +129,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gDIn);
   cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, ActivationFn::Tanh, alpha);
   cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, ActivationFn::Sigmoid, alpha);
-  const std::vector<float> out2 = gOut.download(), din2 = gDIn.download();
-  CHECK_MSG(std::memcmp(out1.data(), out2.data(), out1.size() * sizeof(float)) == 0 &&
-                std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float)) == 0,
+  CHECK_MSG(sameBits(gOut.download(), out1) && sameBits(gDIn.download(), din1),
             name + " forward and dIn are bit-identical on a second run");
 
   nnstudio_test::report(true, name + ": " + std::to_string(checks) + " comparisons within tolerance",
@@ -267,15 +176,15 @@ int bench() {
     bool fwd, din;
   };
   const BenchCase cases[] = {
-      {{"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 's'}, true, true},
-      {{"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 's'}, true, true},
-      {{"seed002 conv1", 32, 1, 28, 28, 8, 5, 5, 'v'}, true, true},
-      {{"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 'v'}, true, true},
-      {{"lenet conv1", 64, 1, 28, 28, 6, 5, 5, 's'}, true, true},
-      {{"lenet conv2", 64, 6, 14, 14, 16, 5, 5, 'v'}, true, true},
-      {{"keras conv1", 128, 1, 28, 28, 32, 3, 3, 'v'}, true, true},
-      {{"C16 F16 3x3", 32, 16, 28, 28, 16, 3, 3, 's'}, true, true},
-      {{"C32 F8 3x3", 32, 32, 14, 14, 8, 3, 3, 's'}, true, true},
+      {{"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'}, true, true},
+      {{"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'}, true, true},
+      {{"seed002 conv1", 32, 1, 28, 28, 8, 5, 5, 1, 'v'}, true, true},
+      {{"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, true, true},
+      {{"lenet conv1", 64, 1, 28, 28, 6, 5, 5, 1, 's'}, true, true},
+      {{"lenet conv2", 64, 6, 14, 14, 16, 5, 5, 1, 'v'}, true, true},
+      {{"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'}, true, true},
+      {{"C16 F16 3x3", 32, 16, 28, 28, 16, 3, 3, 1, 's'}, true, true},
+      {{"C32 F8 3x3", 32, 32, 14, 14, 8, 3, 3, 1, 's'}, true, true},
   };
   cudaStream_t stream;
   cudaOk(cudaStreamCreate(&stream), "stream");
@@ -287,16 +196,15 @@ int bench() {
   for (const BenchCase& bc : cases) {
     const Case& c = bc.c;
     const ConvGeometry g = geometryOf(c);
-    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-    const size_t wSize = size_t(g.F) * size_t(g.colRows());
-    DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
-        bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
-    DeviceVector<float> out(outSize), dIn(inSize);
+    ConvBenchTensors d(c, g);
     for (int pass = 0; pass < 2; ++pass) {
       if ((pass == 0 && !bc.fwd) || (pass == 1 && !bc.din)) continue;
       auto engine = [&] {
-        if (pass == 0) cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
-        else cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+        if (pass == 0)
+          cuda::conv2d_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+        else
+          cuda::conv2d_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU,
+                                      0);
       };
       enabled = false;
       const float gemm = timeLaunches(engine, stream, true);
@@ -312,9 +220,9 @@ int bench() {
             if (splits > (pass == 0 ? g.C : g.F)) continue;
             const cuda::ConvDirectShape s{ft, px, splits, 0, blocks};
             auto direct = [&] {
-              return pass == 0 ? cuda::conv2d_direct_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g,
+              return pass == 0 ? cuda::conv2d_direct_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g,
                                                              ActivationFn::ReLU, 0, &s)
-                               : cuda::conv2d_direct_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr,
+                               : cuda::conv2d_direct_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr,
                                                                     c.N, g, ActivationFn::ReLU, 0, &s);
             };
             const float t = direct() ? timeLaunches(direct, stream, true) : -1.0f;  // -1: refused
@@ -336,7 +244,7 @@ int bench() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!nnstudio::test::haveCudaDevice()) {
+  if (!haveCudaDevice()) {
     std::printf("skipped: no CUDA device\n");
     return 0;
   }
@@ -346,23 +254,23 @@ int main(int argc, char** argv) {
   cpu::ThreadPool pool(0);
   const Case cases[] = {
       // the presets' layers
-      {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 's'},
-      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 's'},
-      {"seed002 conv1", 32, 1, 28, 28, 8, 5, 5, 'v'},
-      {"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 'v'},
-      {"lenet conv1", 64, 1, 28, 28, 6, 5, 5, 's'},
-      {"lenet conv2", 64, 6, 14, 14, 16, 5, 5, 'v'},
+      {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed002 conv1", 32, 1, 28, 28, 8, 5, 5, 1, 'v'},
+      {"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 1, 'v'},
+      {"lenet conv1", 64, 1, 28, 28, 6, 5, 5, 1, 's'},
+      {"lenet conv2", 64, 6, 14, 14, 16, 5, 5, 1, 'v'},
       // odd shapes
-      {"2x2 same C=3 F=7", 5, 3, 9, 7, 7, 2, 2, 's'},
-      {"3x3 same odd plane", 3, 2, 13, 11, 5, 3, 3, 's'},
-      {"5x5 full", 2, 2, 7, 6, 3, 5, 5, 'f'},
-      {"3x3 valid F=16 N=7", 7, 5, 17, 19, 16, 3, 3, 'v'},
-      {"5x5 same C=16 F=2", 2, 16, 6, 9, 2, 5, 5, 's'},
-      {"4x2 same (asymmetric pads)", 3, 2, 7, 6, 5, 4, 2, 's'},
-      {"3x5 valid", 2, 3, 10, 12, 4, 3, 5, 'v'},
-      {"OH=1 (kernel = input)", 6, 2, 5, 5, 9, 5, 5, 'v'},
-      {"N=1 wide", 1, 1, 5, 61, 3, 3, 3, 's'},
-      {"2x2 valid C=1 F=1", 3, 1, 5, 5, 1, 2, 2, 'v'},
+      {"2x2 same C=3 F=7", 5, 3, 9, 7, 7, 2, 2, 1, 's'},
+      {"3x3 same odd plane", 3, 2, 13, 11, 5, 3, 3, 1, 's'},
+      {"5x5 full", 2, 2, 7, 6, 3, 5, 5, 1, 'f'},
+      {"3x3 valid F=16 N=7", 7, 5, 17, 19, 16, 3, 3, 1, 'v'},
+      {"5x5 same C=16 F=2", 2, 16, 6, 9, 2, 5, 5, 1, 's'},
+      {"4x2 same (asymmetric pads)", 3, 2, 7, 6, 5, 4, 2, 1, 's'},
+      {"3x5 valid", 2, 3, 10, 12, 4, 3, 5, 1, 'v'},
+      {"OH=1 (kernel = input)", 6, 2, 5, 5, 9, 5, 5, 1, 'v'},
+      {"N=1 wide", 1, 1, 5, 61, 3, 3, 3, 1, 's'},
+      {"2x2 valid C=1 F=1", 3, 1, 5, 5, 1, 2, 2, 1, 'v'},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) runCase(pool, c, seed++);

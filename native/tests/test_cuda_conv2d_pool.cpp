@@ -11,55 +11,26 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "cpu/layers.h"
-#include "cpu/thread_pool.h"
+#include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
 #include "cuda/conv2d_pool.h"
 #include "cuda/kernels.h"
-#include "spec/model.h"
-#include "cuda_test_util.h"
 #include "cuda_timing.h"
-#include "spec/rng.h"
-#include "test_util.h"
 
 using namespace nnstudio;
-using nnstudio::test::cudaOk;
-using nnstudio::test::DeviceVector;
-using nnstudio::test::timeLaunches;
+using namespace nnstudio::test;
 using cpu::ConvGeometry;
 using cpu::PoolGeometry;
 
 namespace {
 
-struct Case {
-  std::string name;
-  int N, C, H, W, F, kh, kw, stride;
-  char pad;  // 'v'alid, 's'ame
+// a conv case followed by a max pool, with the conv's activation
+struct Case : ConvCase {
   int poolSize, poolStride;
   ActivationFn act;
 };
-
-// the engine's own padding rule (spec/model.h)
-void axis(int in, int k, int stride, char pad, int& out, int& before) {
-  convAxis(in, k, stride, pad == 's' ? Padding::Same : pad == 'f' ? Padding::Full : Padding::Valid, out, before);
-}
-
-ConvGeometry geometryOf(const Case& c) {
-  ConvGeometry g;
-  g.C = c.C;
-  g.H = c.H;
-  g.W = c.W;
-  g.F = c.F;
-  g.kh = c.kh;
-  g.kw = c.kw;
-  g.stride = c.stride;
-  axis(c.H, c.kh, c.stride, c.pad, g.OH, g.padTop);
-  axis(c.W, c.kw, c.stride, c.pad, g.OW, g.padLeft);
-  return g;
-}
 
 PoolGeometry poolOf(const Case& c, const ConvGeometry& g) {
   PoolGeometry p;
@@ -73,65 +44,10 @@ PoolGeometry poolOf(const Case& c, const ConvGeometry& g) {
   return p;
 }
 
-// uniform in [-scale, scale] rounded to multiples of `quantum`, never exactly zero
-std::vector<float> randomVector(size_t n, uint64_t seed, float scale, float quantum) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = (2.0f * rng.uniform() - 1.0f) * scale;
-    if (quantum > 0) x = std::round(x / quantum) * quantum;
-    if (x == 0.0f) x = quantum > 0 ? quantum : 0.5f * scale;
-  }
-  return v;
-}
-
-template <class T>
-void poison(DeviceVector<T>& v) {
-  cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
-}
-
-void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& cpu, bool relative) {
-  double maxRef = 0, maxErr = 0;
-  size_t worst = 0, nonFinite = 0;
-  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
-    maxRef = std::max(maxRef, std::fabs(double(cpu[i])));
-    if (!std::isfinite(gpu[i])) {
-      ++nonFinite;
-      continue;
-    }
-    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
-    if (err > maxErr) {
-      maxErr = err;
-      worst = i;
-    }
-  }
-  const double tol = relative ? 1e-4 * std::max(maxRef, 1e-20) : 1e-4 * (1.0 + maxRef);
-  const bool ok = gpu.size() == cpu.size() && nonFinite == 0 && maxErr <= tol;
-  std::string detail = "max |err| " + nnstudio_test::num(maxErr) + " at " + std::to_string(worst) + " (tol " +
-                       nnstudio_test::num(tol) + ", max |ref| " + nnstudio_test::num(maxRef) + ")";
-  if (nonFinite) detail += ", " + std::to_string(nonFinite) + " not finite";
-  if (gpu.size() != cpu.size()) detail += ", size mismatch";
-  nnstudio_test::report(ok, what, __FILE__, __LINE__, detail);
-}
-
-const char* actName(ActivationFn fn) {
-  switch (fn) {
-    case ActivationFn::Linear: return "linear";
-    case ActivationFn::ReLU: return "relu";
-    case ActivationFn::LeakyReLU: return "leaky_relu";
-    case ActivationFn::Sigmoid: return "sigmoid";
-    case ActivationFn::Tanh: return "tanh";
-    case ActivationFn::Softplus: return "softplus";
-    default: return "softmax";
-  }
-}
-
 std::string describe(const Case& c, const ConvGeometry& g, const PoolGeometry& p) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d; pool %d/%d -> %dx%d; %s]",
-                c.name.c_str(), c.N, g.C, g.H, g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft,
-                p.size, p.stride, p.OH, p.OW, actName(c.act));
-  return buf;
+  char buf[100];
+  std::snprintf(buf, sizeof buf, "; pool %d/%d -> %dx%d; %s", p.size, p.stride, p.OH, p.OW, activationName(c.act));
+  return nnstudio::test::describe(c, g, buf);
 }
 
 void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
@@ -148,10 +64,10 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const size_t pooledSize = size_t(c.N) * g.F * p.OH * p.OW;
   const size_t wSize = size_t(g.F) * size_t(g.colRows());
   const float wScale = 0.5f / std::sqrt(float(g.colRows()));
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f, 1.0f / 16);
-  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale, 1.0f / 256);
-  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.25f, 1.0f / 256);
-  const std::vector<float> dPooled = randomVector(pooledSize, seed * 16 + 4, 1.0f, 0.0f);
+  const std::vector<float> in = randomNonZero(inSize, seed * 16 + 1, 1.0f, 1.0f / 16);
+  const std::vector<float> weight = randomNonZero(wSize, seed * 16 + 2, wScale, 1.0f / 256);
+  const std::vector<float> bias = randomNonZero(size_t(g.F), seed * 16 + 3, 0.25f, 1.0f / 256);
+  const std::vector<float> dPooled = randomNonZero(pooledSize, seed * 16 + 4, 1.0f);
 
   // CPU reference
   cpu::ConvScratch scratch;
@@ -174,7 +90,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   poison(gArgmax);
   cuda::conv2d_maxpool_forward(nullptr, gPooled.ptr, gArgmax.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, p, c.act,
                                alpha);
-  compare(name + " pooled", gPooled.download(), cpuPooled, false);
+  CHECK_PARITY(name + " pooled", gPooled.download(), cpuPooled);
   const std::vector<int32_t> am = gArgmax.download();
   size_t mismatches = 0, first = 0;
   for (size_t i = 0; i < pooledSize; ++i)
@@ -195,54 +111,26 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
   const std::vector<float> dw1 = gDW.download(), db1 = gDB.download();
-  compare(name + " dWeight", dw1, cpuDW, true);
-  compare(name + " dBias", db1, cpuDB, true);
+  // the conv sums are exact in any order: relative to the largest magnitude, no absolute slack
+  reportComparison(name + " dWeight", compareToCpu(dw1, cpuDW, true), __FILE__, __LINE__);
+  reportComparison(name + " dBias", compareToCpu(db1, cpuDB, true), __FILE__, __LINE__);
   poison(gDW);
   poison(gDB);
   poison(work);
   cuda::conv2d_maxpool_backward_weights(nullptr, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
                                         c.N, g, p, c.act, alpha, work.ptr);
-  const std::vector<float> dw2 = gDW.download(), db2 = gDB.download();
-  CHECK_MSG(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)) == 0 &&
-                std::memcmp(db1.data(), db2.data(), db1.size() * sizeof(float)) == 0,
+  CHECK_MSG(sameBits(gDW.download(), dw1) && sameBits(gDB.download(), db1),
             name + " backward_weights is bit-identical on a second run");
   // three launches in a row, then replays of a captured graph: the same bits
-  {
-    cudaStream_t stream;
-    cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-    auto launch = [&] {
-      cuda::conv2d_maxpool_backward_weights(stream, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
-                                            c.N, g, p, c.act, alpha, work.ptr);
-    };
-    bool same = true;
-    auto sameBits = [&] {
-      cudaOk(cudaStreamSynchronize(stream), "sync");
-      const std::vector<float> dw = gDW.download(), db = gDB.download();
-      same = same && std::memcmp(dw.data(), dw1.data(), dw1.size() * sizeof(float)) == 0 &&
-             std::memcmp(db.data(), db1.data(), db1.size() * sizeof(float)) == 0;
-      poison(gDW);
-      poison(gDB);
-    };
-    poison(gDW);
-    poison(gDB);
-    for (int i = 0; i < 3; ++i) launch();
-    sameBits();
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    cudaOk(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    launch();
-    launch();
-    cudaOk(cudaStreamEndCapture(stream, &graph), "capture");
-    cudaOk(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    for (int i = 0; i < 4; ++i) {
-      cudaOk(cudaGraphLaunch(exec, stream), "replay");
-      sameBits();
-    }
-    cudaOk(cudaGraphExecDestroy(exec), "graph");
-    cudaOk(cudaGraphDestroy(graph), "graph");
-    cudaOk(cudaStreamDestroy(stream), "stream");
-    CHECK_MSG(same, name + " backward_weights: 3 launches in a row and 4 graph replays give the same bits");
-  }
+  cudaStream_t stream;
+  cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  auto launch = [&] {
+    cuda::conv2d_maxpool_backward_weights(stream, gDW.ptr, gDB.ptr, dDPooled.ptr, gPooled.ptr, gArgmax.ptr, dIn.ptr,
+                                          c.N, g, p, c.act, alpha, work.ptr);
+  };
+  CHECK_MSG(sameBitsWhenRepeated(stream, launch, {&gDW, &gDB}, {dw1, db1}, 4),
+            name + " backward_weights: 3 launches in a row and 4 graph replays give the same bits");
+  cudaOk(cudaStreamDestroy(stream), "stream");
 }
 
 // ---- --bench ----
@@ -250,13 +138,13 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
 int bench() {
   const ActivationFn R = ActivationFn::ReLU;
   const Case cases[] = {
-      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's', 4, 4, R},
-      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v', 2, 2, R},
-      {"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v', 2, 2, R},
-      {"seed002 conv2 v", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, R},
-      {"seed002 conv2 s", 32, 8, 28, 28, 8, 5, 5, 1, 's', 2, 2, R},
-      {"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v', 2, 2, R},
-      {"lenet conv2 max", 128, 6, 14, 14, 16, 5, 5, 1, 'v', 2, 2, R},
+      {{"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'}, 4, 4, R},
+      {{"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed002 conv2 v", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"seed002 conv2 s", 32, 8, 28, 28, 8, 5, 5, 1, 's'}, 2, 2, R},
+      {{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"lenet conv2 max", 128, 6, 14, 14, 16, 5, 5, 1, 'v'}, 2, 2, R},
   };
   cudaStream_t stream;
   cudaOk(cudaStreamCreate(&stream), "stream");
@@ -273,8 +161,8 @@ int bench() {
     const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
     const size_t pooledSize = size_t(c.N) * g.F * p.OH * p.OW;
     const size_t wSize = size_t(g.F) * size_t(g.colRows());
-    DeviceVector<float> in(randomVector(inSize, 1, 1.0f, 0)), weight(randomVector(wSize, 2, 0.3f, 0)),
-        bias(randomVector(size_t(g.F), 3, 0.1f, 0)), dPooled(randomVector(pooledSize, 4, 1.0f, 0));
+    DeviceVector<float> in(randomNonZero(inSize, 1, 1.0f)), weight(randomNonZero(wSize, 2, 0.3f)),
+        bias(randomNonZero(size_t(g.F), 3, 0.1f)), dPooled(randomNonZero(pooledSize, 4, 1.0f));
     DeviceVector<float> pooled(pooledSize), dW(wSize), dB(size_t(g.F)), out(outSize), dOut(outSize);
     DeviceVector<int32_t> argmax(pooledSize);
     const size_t ws = cuda::conv2d_maxpool_weights_workspace(c.N, g, p);
@@ -309,7 +197,7 @@ int bench() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!nnstudio::test::haveCudaDevice()) {
+  if (!haveCudaDevice()) {
     std::printf("skipped: no CUDA device\n");
     return 0;
   }
@@ -320,26 +208,26 @@ int main(int argc, char** argv) {
                      S = ActivationFn::Sigmoid, LR = ActivationFn::LeakyReLU, SP = ActivationFn::Softplus;
   const Case cases[] = {
       // the presets' shapes (smaller batches where the CPU reference would be slow)
-      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's', 4, 4, R},
-      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v', 2, 2, R},
-      {"seed001 F256", 16, 1, 28, 28, 256, 3, 3, 1, 'v', 2, 2, R},
-      {"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, R},
-      {"seed002 conv2 valid linear", 32, 8, 24, 24, 8, 5, 5, 1, 'v', 2, 2, L},
-      {"seed002 conv2 same", 32, 8, 28, 28, 8, 5, 5, 1, 's', 2, 2, L},
-      {"keras conv2", 32, 32, 26, 26, 64, 3, 3, 1, 'v', 2, 2, R},
-      {"lenet conv2 (max)", 16, 6, 14, 14, 16, 5, 5, 1, 'v', 2, 2, T},
+      {{"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'}, 4, 4, R},
+      {{"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed001 F256", 16, 1, 28, 28, 256, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed002 conv2 valid", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"seed002 conv2 valid linear", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 2, 2, L},
+      {{"seed002 conv2 same", 32, 8, 28, 28, 8, 5, 5, 1, 's'}, 2, 2, L},
+      {{"keras conv2", 32, 32, 26, 26, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"lenet conv2 (max)", 16, 6, 14, 14, 16, 5, 5, 1, 'v'}, 2, 2, T},
       // odd geometries
-      {"pool 3/2 overlap C=3", 4, 3, 11, 11, 5, 3, 3, 1, 'v', 3, 2, S},
-      {"pool 2/1 overlap", 3, 2, 8, 8, 6, 3, 3, 1, 's', 2, 1, LR},
-      {"pool 4/2 overlap", 2, 2, 12, 12, 4, 3, 3, 1, 's', 4, 2, R},
-      {"floor mode 7 -> 3", 2, 3, 9, 9, 7, 3, 3, 1, 'v', 2, 2, T},
-      {"N=1 pool 3/3 floor", 1, 3, 10, 10, 12, 3, 3, 1, 's', 3, 3, R},
-      {"conv stride 2", 3, 2, 13, 13, 9, 3, 3, 2, 'v', 2, 2, L},
-      {"F=70 (filter tails)", 4, 5, 12, 12, 70, 3, 3, 1, 'v', 2, 2, R},
-      {"F=70 pool 3", 3, 5, 12, 12, 70, 3, 3, 1, 's', 3, 3, LR},
-      {"2x2 same even pads C=3", 5, 3, 9, 7, 7, 2, 2, 1, 's', 2, 2, SP},
-      {"wide 56x56 C=36 (row tiles)", 4, 36, 56, 56, 20, 3, 3, 1, 's', 2, 2, R},
-      {"N=1 C=1 relu F=1", 1, 1, 6, 6, 1, 3, 3, 1, 'v', 2, 2, R},
+      {{"pool 3/2 overlap C=3", 4, 3, 11, 11, 5, 3, 3, 1, 'v'}, 3, 2, S},
+      {{"pool 2/1 overlap", 3, 2, 8, 8, 6, 3, 3, 1, 's'}, 2, 1, LR},
+      {{"pool 4/2 overlap", 2, 2, 12, 12, 4, 3, 3, 1, 's'}, 4, 2, R},
+      {{"floor mode 7 -> 3", 2, 3, 9, 9, 7, 3, 3, 1, 'v'}, 2, 2, T},
+      {{"N=1 pool 3/3 floor", 1, 3, 10, 10, 12, 3, 3, 1, 's'}, 3, 3, R},
+      {{"conv stride 2", 3, 2, 13, 13, 9, 3, 3, 2, 'v'}, 2, 2, L},
+      {{"F=70 (filter tails)", 4, 5, 12, 12, 70, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"F=70 pool 3", 3, 5, 12, 12, 70, 3, 3, 1, 's'}, 3, 3, LR},
+      {{"2x2 same even pads C=3", 5, 3, 9, 7, 7, 2, 2, 1, 's'}, 2, 2, SP},
+      {{"wide 56x56 C=36 (row tiles)", 4, 36, 56, 56, 20, 3, 3, 1, 's'}, 2, 2, R},
+      {{"N=1 C=1 relu F=1", 1, 1, 6, 6, 1, 3, 3, 1, 'v'}, 2, 2, R},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) runCase(pool, c, seed++);

@@ -12,176 +12,89 @@
 #ifdef NNSTUDIO_WITH_CUDA
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "cpu/layers.h"
-#include "cpu/thread_pool.h"
+#include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
 #include "cuda/conv2d_tc.h"
 #include "cuda/kernels.h"
-#include "cuda_test_util.h"
 #include "cuda_timing.h"
-#include "spec/model.h"
-#include "spec/rng.h"
-#include "test_util.h"
 
 using namespace nnstudio;
+using namespace nnstudio::test;
+using Case = nnstudio::test::ConvCase;
 using cpu::ConvGeometry;
 using cuda::ConvTcMode;
-using nnstudio::test::cudaOk;
-using nnstudio::test::DeviceVector;
-using nnstudio::test::timeLaunches;
 
 namespace {
-
-struct Case {
-  std::string name;
-  int N, C, H, W, F, kh, kw, stride;
-  char pad;  // 'v'alid, 's'ame, 'f'ull
-};
-
-ConvGeometry geometryOf(const Case& c) {
-  auto axis = [&](int in, int k, int& out, int& before) {
-    convAxis(in, k, c.stride, c.pad == 's' ? Padding::Same : c.pad == 'f' ? Padding::Full : Padding::Valid, out,
-             before);
-  };
-  ConvGeometry g;
-  g.C = c.C;
-  g.H = c.H;
-  g.W = c.W;
-  g.F = c.F;
-  g.kh = c.kh;
-  g.kw = c.kw;
-  g.stride = c.stride;
-  axis(c.H, c.kh, g.OH, g.padTop);
-  axis(c.W, c.kw, g.OW, g.padLeft);
-  return g;
-}
-
-// uniform in [-scale, scale], never exactly zero
-std::vector<float> randomVector(size_t n, uint64_t seed, float scale) {
-  std::vector<float> v = nnstudio::test::randomVector(n, seed, scale);
-  for (auto& x : v)
-    if (x == 0.0f) x = 0.5f * scale;
-  return v;
-}
-
-void poison(DeviceVector<float>& v) { cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(float) * (v.count ? v.count : 1)), "poison"); }
-
-// max |gpu - ref| and the tolerance 1e-4 (1 + max |ref|); non-finite or size mismatch -> infinity
-double maxError(const std::vector<float>& gpu, const std::vector<float>& ref, double& tol) {
-  double maxRef = 0, maxErr = 0;
-  for (float r : ref) maxRef = std::max(maxRef, std::fabs(double(r)));
-  tol = 1e-4 * (1.0 + maxRef);
-  if (gpu.size() != ref.size()) return INFINITY;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(gpu[i])) return INFINITY;
-    maxErr = std::max(maxErr, std::fabs(double(gpu[i]) - double(ref[i])));
-  }
-  return maxErr;
-}
-
-void compare(const std::string& what, const std::vector<float>& gpu, const std::vector<float>& ref) {
-  double tol = 0;
-  const double err = maxError(gpu, ref, tol);
-  nnstudio_test::report(err <= tol, what, __FILE__, __LINE__,
-                        "max |err| " + nnstudio_test::num(err) + " (tol " + nnstudio_test::num(tol) + ")");
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::string describe(const Case& c, const ConvGeometry& g) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%s [N%d %dx%dx%d -> %dx%dx%d k%dx%d s%d pad %d,%d]", c.name.c_str(), c.N, g.C, g.H,
-                g.W, g.F, g.OH, g.OW, g.kh, g.kw, g.stride, g.padTop, g.padLeft);
-  return buf;
-}
 
 void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g);
   std::printf("%s\n", name.c_str());
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  const float wScale = 1.0f / std::sqrt(float(g.colRows()));
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
-  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, wScale);
-  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
-  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  const ConvTensors t(c, g, seed);
+  const size_t inSize = t.inSize, outSize = t.outSize;
 
   cpu::ConvScratch scratch;
   scratch.reserve(g, pool.size(), true);
-  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut);
+  DeviceVector<float> dIn(t.in), dWeight(t.weight), dBias(t.bias), dDOut(t.dOut);
   DeviceVector<float> gOut(outSize), gDIn(inSize);
 
   // forward: 3xTF32 against the CPU and the SIMT kernel; bit-identical on a second run
   std::vector<float> cpuOut(outSize);
   const ActivationFn acts[] = {ActivationFn::Linear, ActivationFn::ReLU, ActivationFn::Sigmoid};
   for (ActivationFn act : acts) {
-    const char* an = act == ActivationFn::Linear ? "linear" : act == ActivationFn::ReLU ? "relu" : "sigmoid";
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g, act, 0.0f);
+    const std::string an = activationName(act);
+    cpu::conv2d_forward(pool, scratch, cpuOut.data(), t.in.data(), t.weight.data(), t.bias.data(), c.N, g, act, 0.0f);
     cuda::conv2d_tc_set_mode(ConvTcMode::Always);
     poison(gOut);
     CHECK_MSG(cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f),
               name + " forward " + an + " ran on the tensor cores");
     const std::vector<float> tc = gOut.download();
-    compare(name + " forward " + an + " (3xTF32 vs CPU)", tc, cpuOut);
+    CHECK_PARITY(name + " forward " + an + " (3xTF32 vs CPU)", tc, cpuOut);
     poison(gOut);
     cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);  // the hook
     CHECK_MSG(sameBits(gOut.download(), tc), name + " forward " + an + " bit-identical through conv2d_forward");
     cuda::conv2d_tc_set_mode(ConvTcMode::Off);
     poison(gOut);
     cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);
-    compare(name + " forward " + an + " (3xTF32 vs SIMT)", tc, gOut.download());
+    CHECK_PARITY(name + " forward " + an + " (3xTF32 vs SIMT)", tc, gOut.download());
     if (act == ActivationFn::Linear) {
       cuda::conv2d_tc_set_mode(ConvTcMode::Fast);  // only where the tensor cores pay
       poison(gOut);
       if (cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f)) {
-        double tol = 0;
-        const double err = maxError(gOut.download(), cpuOut, tol);
-        std::printf("  info: 1xTF32 forward max |err| %.3g (3xTF32 tolerance %.3g)\n", err, tol);
+        const Comparison r = compareToCpu(gOut.download(), cpuOut);
+        std::printf("  info: 1xTF32 forward max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
       }
     }
   }
 
   // input gradient (CPU with Linear: dOut is already dLoss/d(pre-activation)), ungated and ReLU-gated
-  std::vector<float> cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F));
-  {
-    std::vector<float> dOutCopy = dOut;
-    cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
-                        ActivationFn::Linear, 0.0f);
-    cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
-                         in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
-  }
+  const std::vector<float> cpuDIn = cpuConvGradients(pool, scratch, c.N, g, t).dIn;
   const ActivationFn gates[] = {ActivationFn::Linear, ActivationFn::ReLU};
   for (ActivationFn gate : gates) {
     const char* gn = gate == ActivationFn::Linear ? "ungated" : "gate relu";
     std::vector<float> ref(inSize);
-    cpu::activation_backward(ref.data(), cpuDIn.data(), in.data(), 1, int64_t(inSize), gate, 0.0f);
+    cpu::activation_backward(ref.data(), cpuDIn.data(), t.in.data(), 1, int64_t(inSize), gate, 0.0f);
     cuda::conv2d_tc_set_mode(ConvTcMode::Always);
     poison(gDIn);
     CHECK_MSG(cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f),
               name + " dIn " + gn + " ran on the tensor cores");
     const std::vector<float> tc = gDIn.download();
-    compare(name + " dIn " + gn + " (3xTF32 vs CPU)", tc, ref);
+    CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs CPU)", tc, ref);
     poison(gDIn);
     cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
     CHECK_MSG(sameBits(gDIn.download(), tc), name + " dIn " + gn + " bit-identical through conv2d_backward_input");
     cuda::conv2d_tc_set_mode(ConvTcMode::Off);
     poison(gDIn);
     cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
-    compare(name + " dIn " + gn + " (3xTF32 vs SIMT)", tc, gDIn.download());
+    CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs SIMT)", tc, gDIn.download());
     if (gate == ActivationFn::Linear) {
       cuda::conv2d_tc_set_mode(ConvTcMode::Fast);
       poison(gDIn);
       if (cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f)) {
-        double tol = 0;
-        const double err = maxError(gDIn.download(), ref, tol);
-        std::printf("  info: 1xTF32 dIn max |err| %.3g (3xTF32 tolerance %.3g)\n", err, tol);
+        const Comparison r = compareToCpu(gDIn.download(), ref);
+        std::printf("  info: 1xTF32 dIn max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
       }
     }
   }
@@ -194,20 +107,11 @@ void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ConvGeometry g = geometryOf(c);
   const std::string name = describe(c, g) + " variants";
   std::printf("%s\n", name.c_str());
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  const std::vector<float> in = randomVector(inSize, seed * 16 + 1, 1.0f);
-  const std::vector<float> weight = randomVector(wSize, seed * 16 + 2, 1.0f / std::sqrt(float(g.colRows())));
-  const std::vector<float> bias = randomVector(size_t(g.F), seed * 16 + 3, 0.5f);
-  const std::vector<float> dOut = randomVector(outSize, seed * 16 + 4, 1.0f);
+  const ConvTensors t(c, g, seed);
   cpu::ConvScratch scratch;
   scratch.reserve(g, pool.size(), true);
-  std::vector<float> cpuOut(outSize), cpuDIn(inSize), cpuDW(wSize), cpuDB(size_t(g.F)), dOutCopy = dOut;
-  cpu::conv2d_forward(pool, scratch, cpuOut.data(), in.data(), weight.data(), bias.data(), c.N, g,
-                      ActivationFn::Linear, 0.0f);
-  cpu::conv2d_backward(pool, scratch, cpuDIn.data(), cpuDW.data(), cpuDB.data(), dOutCopy.data(), cpuOut.data(),
-                       in.data(), weight.data(), c.N, g, ActivationFn::Linear, 0.0f);
-  DeviceVector<float> dIn(in), dWeight(weight), dBias(bias), dDOut(dOut), gOut(outSize), gDIn(inSize);
+  const CpuConvGradients cpuGrad = cpuConvGradients(pool, scratch, c.N, g, t);
+  DeviceVector<float> dIn(t.in), dWeight(t.weight), dBias(t.bias), dDOut(t.dOut), gOut(t.outSize), gDIn(t.inSize);
   std::vector<float> out0, din0;
   for (int variant = 0; variant <= 6; ++variant) {
     const std::string v = name + " " + std::to_string(variant);
@@ -220,8 +124,8 @@ void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
                                                     ActivationFn::Linear, 0.0f);
     CHECK_MSG(ran, v + " ran on the tensor cores");
     const std::vector<float> out = gOut.download(), din = gDIn.download();
-    compare(v + " forward (vs CPU)", out, cpuOut);
-    compare(v + " dIn (vs CPU)", din, cpuDIn);
+    CHECK_PARITY(v + " forward (vs CPU)", out, cpuGrad.out);
+    CHECK_PARITY(v + " dIn (vs CPU)", din, cpuGrad.dIn);
     if (variant == 0) {
       out0 = out;
       din0 = din;
@@ -262,18 +166,14 @@ int bench() {
   std::printf("%-14s %-12s %9s %9s\n", "shape", "kernel", "fwd", "dIn");
   for (const Case& c : cases) {
     const ConvGeometry g = geometryOf(c);
-    const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-    const size_t wSize = size_t(g.F) * size_t(g.colRows());
-    DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
-        bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
-    DeviceVector<float> out(outSize), dIn(inSize);
+    ConvBenchTensors d(c, g);
     for (const Variant& v : variants) {
       cuda::conv2d_tc_set_mode(v.mode, v.variant);
       auto fwd = [&] {
-        cuda::conv2d_forward(stream, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+        cuda::conv2d_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
       };
       auto di = [&] {
-        cuda::conv2d_backward_input(stream, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+        cuda::conv2d_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU, 0);
       };
       const float tf = timeLaunches(fwd, stream, true), ti = timeLaunches(di, stream, true);
       std::printf("%-14s %-12s %9.1f %9.1f\n", c.name.c_str(), v.name, tf, ti);
@@ -288,16 +188,12 @@ int bench() {
 int profile() {
   const Case c{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'};
   const ConvGeometry g = geometryOf(c);
-  const size_t inSize = size_t(c.N) * g.C * g.H * g.W, outSize = size_t(c.N) * g.F * g.OH * g.OW;
-  const size_t wSize = size_t(g.F) * size_t(g.colRows());
-  DeviceVector<float> in(randomVector(inSize, 1, 1.0f)), weight(randomVector(wSize, 2, 0.3f)),
-      bias(randomVector(size_t(g.F), 3, 0.1f)), dOut(randomVector(outSize, 4, 1.0f));
-  DeviceVector<float> out(outSize), dIn(inSize);
+  ConvBenchTensors d(c, g);
   const ConvTcMode modes[] = {ConvTcMode::Off, ConvTcMode::Always, ConvTcMode::Fast};
   for (ConvTcMode m : modes) {
     cuda::conv2d_tc_set_mode(m);
-    cuda::conv2d_forward(nullptr, out.ptr, in.ptr, weight.ptr, bias.ptr, c.N, g, ActivationFn::ReLU, 0);
-    cuda::conv2d_backward_input(nullptr, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, c.N, g, ActivationFn::ReLU, 0);
+    cuda::conv2d_forward(nullptr, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
+    cuda::conv2d_backward_input(nullptr, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU, 0);
   }
   cudaOk(cudaDeviceSynchronize(), "profile");
   return 0;
@@ -312,7 +208,7 @@ bool deviceHasTf32() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!nnstudio::test::haveCudaDevice()) {
+  if (!haveCudaDevice()) {
     std::printf("skipped: no CUDA device\n");
     return 0;
   }

@@ -25,27 +25,21 @@
 #include "cuda/gemm_detail.h"
 #include "cuda/kernels.h"
 #include "cuda_test_util.h"
+#include "spec/model.h"
 #include "test_util.h"
 
 using namespace nnstudio;
 using nnstudio::test::DeviceVector;
+using nnstudio::test::sameBits;
 
 namespace {
 
 const ActivationFn kActs[] = {ActivationFn::Linear,  ActivationFn::ReLU,     ActivationFn::LeakyReLU,
                               ActivationFn::Sigmoid, ActivationFn::Tanh,     ActivationFn::Softplus,
                               ActivationFn::Softmax};
-const char* actName(ActivationFn a) {
-  switch (a) {
-    case ActivationFn::Linear: return "linear";
-    case ActivationFn::ReLU: return "relu";
-    case ActivationFn::LeakyReLU: return "leaky_relu";
-    case ActivationFn::Sigmoid: return "sigmoid";
-    case ActivationFn::Tanh: return "tanh";
-    case ActivationFn::Softplus: return "softplus";
-    case ActivationFn::Softmax: return "softmax(as linear)";
-  }
-  return "?";
+// the engine's name; Softmax is run as Linear here (a row operation, never fused)
+std::string actName(ActivationFn a) {
+  return std::string(activationName(a)) + (a == ActivationFn::Softmax ? "(as linear)" : "");
 }
 // what the kernels apply for an activation: Softmax is a row operation, never fused (Linear)
 ActivationFn fused(ActivationFn a) { return a == ActivationFn::Softmax ? ActivationFn::Linear : a; }
@@ -156,7 +150,7 @@ void checkGemm(cudaStream_t stream, bool tA, bool tB, GemmCase c, size_t pad = 0
   std::snprintf(what, sizeof what, "gemm %s%s M=%d N=%d K=%d%s%s%s%s%s [%s]", tA ? "T" : "N", tB ? "T" : "N", c.M, c.N,
                 c.K, pad ? " misaligned" : "", useBias ? " +bias" : "",
                 act != ActivationFn::Linear ? (std::string(" act ") + actName(act)).c_str() : "",
-                useGate ? " gate " : "", useGate ? actName(gateAct) : "",
+                useGate ? " gate " : "", useGate ? actName(gateAct).c_str() : "",
                 cuda::detail::gemmPlanName(c.M, c.N, c.K).c_str());
   EXPECT_CLOSE(what, got, guard + pad, ref);
   CHECK_MSG(guardsIntact(got, guard + pad, size_t(c.M) * c.N), std::string("  nothing written outside C: ") + what);
@@ -232,14 +226,11 @@ void checkDeterminism(cudaStream_t stream, DenseCase c) {
   cuda::dense_forward(stream, o2.ptr, dInp.ptr, dWt.ptr, dBias.ptr, c.N, c.inputs, c.units, ActivationFn::Tanh, 0.0f);
   cuda::dense_backward_weights(stream, w1.ptr, b1.ptr, dDOut.ptr, dInp.ptr, c.N, c.inputs, c.units, nullptr);
   cuda::dense_backward_weights(stream, w2.ptr, b2.ptr, dDOut.ptr, dInp.ptr, c.N, c.inputs, c.units, nullptr);
-  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-  };
   char tag[128];
   std::snprintf(tag, sizeof tag, "N=%d %d->%d", c.N, c.inputs, c.units);
-  CHECK_MSG(same(o1.download(), o2.download()), std::string("deterministic forward ") + tag + " [" +
+  CHECK_MSG(sameBits(o1.download(), o2.download()), std::string("deterministic forward ") + tag + " [" +
                                                     cuda::detail::gemmPlanName(c.N, c.units, c.inputs) + "]");
-  CHECK_MSG(same(w1.download(), w2.download()) && same(b1.download(), b2.download()),
+  CHECK_MSG(sameBits(w1.download(), w2.download()) && sameBits(b1.download(), b2.download()),
             std::string("deterministic dWeight/dBias ") + tag + " [" +
                 cuda::detail::gemmPlanName(c.units, c.inputs, c.N) + "]");
 }
@@ -274,8 +265,7 @@ void checkGraphCapture(cudaStream_t stream, DenseCase c) {
   cudaOk(cudaGraphLaunch(exec, stream), "graph launch");
   cudaOk(cudaStreamSynchronize(stream), "sync");
   auto same = [](const DeviceVector<float>& a, const DeviceVector<float>& b) {
-    const auto x = a.download(), y = b.download();
-    return std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+    return sameBits(a.download(), b.download());
   };
   CHECK_MSG(same(direct.out, graphed.out) && same(direct.dW, graphed.dW) && same(direct.dB, graphed.dB) &&
                 same(direct.dIn, graphed.dIn),

@@ -29,6 +29,7 @@ using namespace nnstudio;
 using nnstudio::test::DeviceVector;
 using nnstudio::test::randomVector;
 using nnstudio::test::relError;
+using nnstudio::test::sameBits;
 
 namespace {
 
@@ -127,9 +128,6 @@ HeadResult runHead(const HeadCase& c, bool fused, const std::vector<float>& x, c
   return r;
 }
 
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
-}
 
 void checkHead(const HeadCase& c, cudaStream_t stream) {
   const std::string name = caseName(c);

@@ -17,9 +17,11 @@
 #include <climits>
 #include <cstdint>
 
+#include "cuda/activation_math.cuh"
 #include "cuda/check.h"
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_tc.h"
+#include "cuda/conv_gemm.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 
@@ -45,58 +47,18 @@ namespace nnstudio::cuda {
 
 namespace {
 
-constexpr int kReLU = int(ActivationFn::ReLU);
-constexpr int kLeaky = int(ActivationFn::LeakyReLU);
-constexpr int kSigmoid = int(ActivationFn::Sigmoid);
-constexpr int kTanh = int(ActivationFn::Tanh);
-constexpr int kSoftplus = int(ActivationFn::Softplus);
-
-// y = f(x), as cpu/activation.cpp
-__device__ __forceinline__ float activate(float x, int act, float alpha) {
+// v * f'(x) with f' taken from the activation's output y, as cpu::activation_backward. Not
+// activation_math.cuh's gateGradient: its sigmoid multiplies in another order (other bits).
+__device__ __forceinline__ float gateBy(float v, float y, ActivationFn act, float alpha) {
   switch (act) {
-    case kReLU: return x > 0.0f ? x : 0.0f;
-    case kLeaky: return x > 0.0f ? x : alpha * x;
-    case kSigmoid:
-      if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-      else {
-        const float e = expf(x);
-        return e / (1.0f + e);
-      }
-    case kTanh: return tanhf(x);
-    case kSoftplus: return x > 20.0f ? x : log1pf(expf(x));
-    default: return x;
-  }
-}
-
-// v * f'(x) with f' taken from the activation's output y, as cpu::activation_backward
-__device__ __forceinline__ float gateBy(float v, float y, int act, float alpha) {
-  switch (act) {
-    case kReLU: return y > 0.0f ? v : 0.0f;
-    case kLeaky: return y > 0.0f ? v : alpha * v;
-    case kSigmoid: return v * y * (1.0f - y);
-    case kTanh: return v * (1.0f - y * y);
-    case kSoftplus: return v * -expm1f(-y);
+    case ActivationFn::ReLU: return y > 0.0f ? v : 0.0f;
+    case ActivationFn::LeakyReLU: return y > 0.0f ? v : alpha * v;
+    case ActivationFn::Sigmoid: return v * y * (1.0f - y);
+    case ActivationFn::Tanh: return v * (1.0f - y * y);
+    case ActivationFn::Softplus: return v * -expm1f(-y);
     default: return v;
   }
 }
-
-// n / d for 0 <= n < 2^31 by a multiply-high and a shift (Granlund-Montgomery, as CUTLASS's FastDivmod):
-// with p = 31 + ceil(log2 d) and mul = ceil(2^p / d), n / d = (n * mul) >> p exactly.
-struct FastDiv {
-  int d = 1;
-  unsigned mul = 0, shr = 0;
-  FastDiv() = default;
-  explicit FastDiv(int divisor) : d(std::max(divisor, 1)) {
-    if (d > 1) {
-      unsigned l = 0;
-      while ((1u << l) < unsigned(d)) ++l;
-      const unsigned p = 31 + l;
-      mul = unsigned(((uint64_t(1) << p) + unsigned(d) - 1) / unsigned(d));
-      shr = p - 32;
-    }
-  }
-  __device__ __forceinline__ int div(int n) const { return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shr); }
-};
 
 // T consecutive floats from shared memory (16- or 8-byte aligned by construction)
 template <int T>
@@ -120,35 +82,12 @@ __device__ __forceinline__ void loadFragment(float (&f)[T], const float* p) {
   }
 }
 
-// ---- forward and input gradient: one implicit-GEMM kernel ----
-
-enum GemmMode : int {
-  kForward = 0,      // rows = filters, columns = (n, oy, ox), reduction = (c, ky, kx) over the input
-  kInput = 1,        // rows = channels, columns = (n, iy, ix), reduction = (f, ky, kx) over dOut, stride 1
-  kInputStrided = 2  // the same, stride > 1: a tap counts only where it lands on an output position
-};
-
-struct GemmArgs {
-  const float* weight;  // (F, C, kh, kw)
-  const float* src;     // gathered: forward the input (N, C, H, W); input gradient dOut (N, F, OH, OW)
-  const float* bias;    // forward (F)
-  const float* gate;    // input gradient: `in` for inAct', or null
-  float* dst;           // (N, M, plane)
-  int M, K, J;          // GEMM rows, reduction length, columns (N * plane)
-  int plane, planeW;    // the output's plane size and width (forward OH*OW, OW; input gradient H*W, W)
-  int srcC, srcH, srcW; // the gathered tensor's sample shape
-  int C;                // the weight's channel count (input gradient: A's addressing)
-  int kh, kw, stride, padTop, padLeft;
-  int act;              // forward: the activation; input gradient: the gate's activation
-  float alpha;
-  bool vec;             // plane % 4 == 0 and dst/gate 16-byte aligned: float4 epilogue
-  FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
-};
+// ---- forward and input gradient: one implicit-GEMM kernel (conv_gemm.cuh: its arguments) ----
 
 // Block tile BM rows x BN columns, K step BK; THREADS threads as (BM/TM) x (THREADS*TM/BM) micro-tiles of
 // TM x TN; a warp covers 4 thread-rows x 8 thread-columns (few distinct shared-memory reads per step).
 template <int MODE, int BM, int TM, int TN, int THREADS, int BK>
-__global__ void __launch_bounds__(THREADS) convGemmKernel(const GemmArgs a) {
+__global__ void __launch_bounds__(THREADS) convGemmKernel(const ConvGemmArgs a) {
   startAfterPreviousKernel();
   constexpr int RG = BM / TM;          // thread rows
   constexpr int CG = THREADS / RG;     // thread columns
@@ -359,7 +298,7 @@ __global__ void __launch_bounds__(THREADS) convGemmKernel(const GemmArgs a) {
 }
 
 template <int MODE, int BM, int TM, int TN, int THREADS, int BK>
-void launchGemm(cudaStream_t stream, const GemmArgs& a) {
+void launchGemm(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr int BN = THREADS / (BM / TM) * TN;
   const dim3 grid(unsigned((int64_t(a.J) + BN - 1) / BN), unsigned((a.M + BM - 1) / BM));
   launchKernel("convGemmKernel", convGemmKernel<MODE, BM, TM, TN, THREADS, BK>, grid, THREADS, 0, stream, a);
@@ -368,7 +307,7 @@ void launchGemm(cudaStream_t stream, const GemmArgs& a) {
 
 // Column micro-tile TN (4, 2 or 1): the widest whose grid still has NNSTUDIO_CONV_MIN_BLOCKS blocks.
 template <int MODE, int BM, int TM, int THREADS, int BK>
-void launchGemmNarrowing(cudaStream_t stream, const GemmArgs& a) {
+void launchGemmNarrowing(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr int CG = THREADS / (BM / TM);
   const int64_t rowTiles = (a.M + BM - 1) / BM;
   auto blocks = [&](int tn) { return rowTiles * ((int64_t(a.J) + CG * tn - 1) / (CG * tn)); };
@@ -379,7 +318,7 @@ void launchGemmNarrowing(cudaStream_t stream, const GemmArgs& a) {
 
 // tile by row count: thin tiles for the small layers (4 filters, 6/8 channels ...)
 template <int MODE>
-void dispatchGemm(cudaStream_t stream, const GemmArgs& a) {
+void dispatchGemm(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr int SBK = NNSTUDIO_CONV_SMALL_BK;
   if (a.M <= 4) launchGemmNarrowing<MODE, 4, 1, 128, SBK>(stream, a);
   else if (a.M <= 8) launchGemmNarrowing<MODE, 8, 2, 128, SBK>(stream, a);
@@ -628,16 +567,6 @@ void checkElementwise(ActivationFn fn) {
     throw EngineError("conv2d on CUDA: softmax is not an elementwise activation");
 }
 
-void setDivisors(GemmArgs& a) {
-  a.divKhkw = FastDiv(a.kh * a.kw);
-  a.divKw = FastDiv(a.kw);
-  a.divPlane = FastDiv(a.plane);
-  a.divPlaneW = FastDiv(a.planeW);
-  a.divStride = FastDiv(a.stride);
-}
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 }  // namespace
 
 // ---- launchers ----
@@ -648,31 +577,8 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return;
   checkSizes(N, g);
   if (conv2d_direct_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // few channels: conv2d_direct.cu
-  GemmArgs a{};
-  a.weight = weight;
-  a.src = in;
-  a.bias = bias;
-  a.gate = nullptr;
-  a.dst = out;
-  a.M = g.F;
-  a.K = int(g.colRows());
-  a.J = N * g.OH * g.OW;
-  a.plane = g.OH * g.OW;
-  a.planeW = g.OW;
-  a.srcC = g.C;
-  a.srcH = g.H;
-  a.srcW = g.W;
-  a.C = g.C;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.stride = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
-  a.act = int(act);
-  a.alpha = alpha;
-  a.vec = a.plane % 4 == 0 && aligned16(out);
-  setDivisors(a);
   if (conv2d_tc_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // tensor cores, sm_80+
+  const ConvGemmArgs a = convForwardGemm(out, in, weight, bias, N, g, act, alpha, 4);  // float4 epilogue
   dispatchGemm<kForward>(stream, a);
 }
 
@@ -750,31 +656,8 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return;
   checkSizes(N, g);
   if (conv2d_direct_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // conv2d_direct.cu
-  GemmArgs a{};
-  a.weight = weight;
-  a.src = dOut;
-  a.bias = nullptr;
-  a.gate = inAct == ActivationFn::Linear ? nullptr : in;
-  a.dst = dIn;
-  a.M = g.C;
-  a.K = g.F * g.kh * g.kw;
-  a.J = N * g.H * g.W;
-  a.plane = g.H * g.W;
-  a.planeW = g.W;
-  a.srcC = g.F;
-  a.srcH = g.OH;
-  a.srcW = g.OW;
-  a.C = g.C;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.stride = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
-  a.act = int(inAct);
-  a.alpha = inAlpha;
-  a.vec = a.plane % 4 == 0 && aligned16(dIn) && (!a.gate || aligned16(a.gate));
-  setDivisors(a);
   if (conv2d_tc_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // tensor cores
+  const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 4);
   if (g.stride == 1) dispatchGemm<kInput>(stream, a);
   else dispatchGemm<kInputStrided>(stream, a);
 }

@@ -398,6 +398,22 @@ __global__ void __launch_bounds__(kReduceLanes * kReduceLanes)
 }
 
 
+// the conv's geometry, which FwdArgs and WgArgs both carry under these names
+template <class Args>
+void setConvGeometry(Args& a, const ConvGeometry& g) {
+  a.C = g.C;
+  a.H = g.H;
+  a.W = g.W;
+  a.F = g.F;
+  a.OH = g.OH;
+  a.OW = g.OW;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.cs = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+}
+
 }  // namespace
 
 bool conv2d_maxpool_supported(const ConvGeometry& g, const PoolGeometry& p) {
@@ -416,17 +432,7 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
   a.in = in;
   a.weight = weight;
   a.bias = bias;
-  a.C = g.C;
-  a.H = g.H;
-  a.W = g.W;
-  a.F = g.F;
-  a.OH = g.OH;
-  a.OW = g.OW;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.cs = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
+  setConvGeometry(a, g);
   a.PH = p.OH;
   a.PW = p.OW;
   a.ps = p.stride;
@@ -477,17 +483,7 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.argmax = argmax;
   a.in = in;
   a.N = N;
-  a.C = g.C;
-  a.H = g.H;
-  a.W = g.W;
-  a.F = g.F;
-  a.OH = g.OH;
-  a.OW = g.OW;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.cs = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
+  setConvGeometry(a, g);
   a.PQ = p.OH * p.OW;
   a.Hp = c.Hp;
   a.Wp = c.Wp;

@@ -34,6 +34,7 @@
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/conv_gemm.cuh"
 #include "cuda/launch.cuh"
 
 // The sm_75 pass of a fat build compiles the kernels empty (mma.sync TF32 needs sm_80), leaving the
@@ -66,58 +67,11 @@ ConvTcMode currentMode() {
 }
 
 // the current device has TF32 mma (compute capability 8.0+)
-bool deviceHasTf32() {
-  static std::atomic<int> cached[64];  // 0 unknown, 1 no, 2 yes (two threads may ask at once)
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  if (cached[device] == 0) {
-    int major = 0;
-    cached[device] = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                             major >= 8
-                         ? 2
-                         : 1;
-  }
-  return cached[device] == 2;
-}
+bool deviceHasTf32() { return computeCapabilityMajor() >= 8; }
 
 // ---- the kernel ----
 
-enum TcMode : int { kForward = 0, kInput = 1, kInputStrided = 2 };  // as conv2d.cu's GemmMode
-
-
-// n / d by a multiply-high and a shift (the same as conv2d.cu's FastDiv)
-struct FastDiv {
-  int d = 1;
-  unsigned mul = 0, shr = 0;
-  FastDiv() = default;
-  explicit FastDiv(int divisor) : d(divisor > 1 ? divisor : 1) {
-    if (d > 1) {
-      unsigned l = 0;
-      while ((1u << l) < unsigned(d)) ++l;
-      const unsigned p = 31 + l;
-      mul = unsigned(((uint64_t(1) << p) + unsigned(d) - 1) / unsigned(d));
-      shr = p - 32;
-    }
-  }
-  __device__ __forceinline__ int div(int n) const { return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shr); }
-};
-
-struct TcArgs {
-  const float* weight;  // (F, C, kh, kw)
-  const float* src;     // gathered: forward the input (N, C, H, W); input gradient dOut (N, F, OH, OW)
-  const float* bias;    // forward (F)
-  const float* gate;    // input gradient: `in` for inAct', or null
-  float* dst;           // (N, M, plane)
-  int M, K, J;          // GEMM rows, reduction length, columns (N * plane)
-  int plane, planeW;    // the output's plane size and width
-  int srcC, srcH, srcW; // the gathered tensor's sample shape
-  int C;                // the weight's channel count (input gradient: A's addressing)
-  int kh, kw, stride, padTop, padLeft;
-  ActivationFn act;     // forward: the activation; input gradient: the gate's activation
-  float alpha;
-  bool pair;            // plane even and dst/gate 8-byte aligned: float2 epilogue
-  FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
-};
+// the arguments and modes are conv2d.cu's (conv_gemm.cuh); `vec`: float2 stores in the epilogue
 
 // 4 bytes global -> shared (a shared-window address), where keep != 0; else zeros, src not read
 __device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_t keep) {
@@ -156,7 +110,7 @@ constexpr size_t tcSmemBytes() {
 }
 
 template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB>
-__global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const TcArgs a) {
+__global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const ConvGemmArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int WM = BM / 32;             // warps along M
@@ -384,7 +338,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
           v0 = activate(v0 + b, a.act, a.alpha);
           v1 = activate(v1 + b, a.act, a.alpha);
         }
-        if (a.pair && second) {  // j even, plane even: both in one plane, 8-byte aligned
+        if (a.vec && second) {  // j even, plane even: both in one plane, 8-byte aligned
           if (MODE != kForward && a.gate) {
             const float2 y = __ldg(reinterpret_cast<const float2*>(a.gate + i0));
             v0 = gateGradient(v0, y.x, a.act, a.alpha);
@@ -405,7 +359,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Tc
 }
 
 template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1>
-void launchTc(cudaStream_t stream, const TcArgs& a) {
+void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32;
   constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
   auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB>;
@@ -431,18 +385,7 @@ void launchTc(cudaStream_t stream, const TcArgs& a) {
 // Shared memory a block may opt into on the current device (227 KiB on an H100, 99 KiB on the RTX 30, 40
 // and 50 series): the default tiles must fit it.
 size_t maxSharedOptin() {
-  static std::atomic<int> cached[64];  // 0: not asked yet (two threads may ask at once)
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 48 * 1024;
-  if (cached[device] == 0) {
-    int bytes = 0;
-    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess || bytes <= 0) {
-      cudaGetLastError();
-      bytes = 48 * 1024;
-    }
-    cached[device] = bytes;
-  }
-  return size_t(cached[device]);
+  return size_t(currentDeviceAttribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024));
 }
 
 template <int BM, int WN, int BK, int STAGES>
@@ -451,7 +394,7 @@ bool tileFits() {
 }
 
 template <int MODE, int SPLIT>
-void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
+void dispatchSplit(cudaStream_t stream, const ConvGemmArgs& a, int variant) {
   if (a.M <= 32) {
     switch (variant) {
       case 1: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
@@ -484,7 +427,7 @@ void dispatchSplit(cudaStream_t stream, const TcArgs& a, int variant) {
 }
 
 template <int MODE>
-void dispatchTc(cudaStream_t stream, const TcArgs& a, ConvTcMode mode) {
+void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, ConvTcMode mode) {
   const int variant = gVariant.load(std::memory_order_relaxed);
   if (mode == ConvTcMode::Fast) dispatchSplit<MODE, 1>(stream, a, variant);
   else dispatchSplit<MODE, 3>(stream, a, variant);
@@ -502,16 +445,6 @@ ConvTcMode choose(int M, int K, int64_t J, const ConvGeometry& g) {
   return pays(M, K, J) ? mode : ConvTcMode::Off;
 }
 
-bool aligned8(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
-
-void setDivisors(TcArgs& a) {
-  a.divKhkw = FastDiv(a.kh * a.kw);
-  a.divKw = FastDiv(a.kw);
-  a.divPlane = FastDiv(a.plane);
-  a.divPlaneW = FastDiv(a.planeW);
-  a.divStride = FastDiv(a.stride);
-}
-
 }  // namespace
 
 void conv2d_tc_set_mode(ConvTcMode mode, int variant) {
@@ -526,30 +459,7 @@ bool conv2d_tc_forward(cudaStream_t stream, float* out, const float* in, const f
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
   const ConvTcMode mode = choose(g.F, int(g.colRows()), int64_t(N) * g.OH * g.OW, g);
   if (mode == ConvTcMode::Off) return false;
-  TcArgs a{};
-  a.weight = weight;
-  a.src = in;
-  a.bias = bias;
-  a.gate = nullptr;
-  a.dst = out;
-  a.M = g.F;
-  a.K = int(g.colRows());
-  a.J = N * g.OH * g.OW;
-  a.plane = g.OH * g.OW;
-  a.planeW = g.OW;
-  a.srcC = g.C;
-  a.srcH = g.H;
-  a.srcW = g.W;
-  a.C = g.C;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.stride = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
-  a.act = act;
-  a.alpha = alpha;
-  a.pair = a.plane % 2 == 0 && aligned8(out);
-  setDivisors(a);
+  const ConvGemmArgs a = convForwardGemm(out, in, weight, bias, N, g, act, alpha, 2);
   dispatchTc<kForward>(stream, a, mode);
   return true;
 }
@@ -559,30 +469,7 @@ bool conv2d_tc_backward_input(cudaStream_t stream, float* dIn, const float* dOut
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return false;
   const ConvTcMode mode = choose(g.C, g.F * g.kh * g.kw, int64_t(N) * g.H * g.W, g);
   if (mode == ConvTcMode::Off) return false;
-  TcArgs a{};
-  a.weight = weight;
-  a.src = dOut;
-  a.bias = nullptr;
-  a.gate = inAct == ActivationFn::Linear ? nullptr : in;
-  a.dst = dIn;
-  a.M = g.C;
-  a.K = g.F * g.kh * g.kw;
-  a.J = N * g.H * g.W;
-  a.plane = g.H * g.W;
-  a.planeW = g.W;
-  a.srcC = g.F;
-  a.srcH = g.OH;
-  a.srcW = g.OW;
-  a.C = g.C;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.stride = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
-  a.act = inAct;
-  a.alpha = inAlpha;
-  a.pair = a.plane % 2 == 0 && aligned8(dIn) && (!a.gate || aligned8(a.gate));
-  setDivisors(a);
+  const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 2);
   if (g.stride == 1) dispatchTc<kInput>(stream, a, mode);
   else dispatchTc<kInputStrided>(stream, a, mode);
   return true;

@@ -16,15 +16,25 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Where output element i sits: its (n, c) plane, n * C + c, and (oy, ox) in it.
+template <class Index>
+struct PoolOutputPosition {
+  Index plane;
+  int oy, ox;
+  __device__ PoolOutputPosition(Index i, const PoolGeometry& g) {
+    const Index rest = i / g.OW;
+    ox = int(i - rest * g.OW);
+    plane = rest / g.OH;
+    oy = int(rest - plane * g.OH);
+  }
+};
+
 template <class Index>
 __global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, Index total, PoolGeometry g) {
   startAfterPreviousKernel();
   const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const Index rest = i / g.OW;
-  const int ox = int(i - rest * g.OW);
-  const Index plane = rest / g.OH;  // n * C + c
-  const int oy = int(rest - plane * g.OH);
+  const auto [plane, oy, ox] = PoolOutputPosition<Index>(i, g);  // plane: n * C + c
   const Index n = plane / g.C;
   const int c = int(plane - n * g.C);
   const float* sample = in + int64_t(n) * g.C * g.H * g.W;
@@ -71,30 +81,12 @@ struct PoolInputPosition {
   }
 };
 
-template <class Index>
-__global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* in, Index total,
-                                PoolGeometry g, ActivationFn inAct, float inAlpha) {
-  startAfterPreviousKernel();
-  const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
-  if (i >= total) return;
-  const PoolInputPosition<Index> at(i, g);
-  const int32_t local = at.local;
-  int oy0, oy1, ox0, ox1;
-  coveringWindows(at.y, g.size, g.stride, g.OH, oy0, oy1);
-  coveringWindows(at.x, g.size, g.stride, g.OW, ox0, ox1);
-  const int64_t base = at.outPlane;
-  float sum = 0.0f;
-  for (int oy = oy0; oy <= oy1; ++oy)
-    for (int ox = ox0; ox <= ox1; ++ox) {
-      const int64_t o = base + int64_t(oy) * g.OW + ox;
-      if (argmax[o] == local) sum += dOut[o];
-    }
-  dIn[i] = inAct == ActivationFn::Linear ? sum : gateGradient(sum, in[i], inAct, inAlpha);
-}
-
-template <class Index>
-__global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const int32_t* argmax, const float* pooled,
-                                          Index total, PoolGeometry g, ActivationFn act, float alpha) {
+// One thread per INPUT pixel gathers from the windows that cover it (overlapping windows allowed): dOut
+// summed where it won, times the activation's slope at its value, which is gateSrc[i] (the input) when
+// GATE_FROM_INPUT, else the pooled output of a window it won (the same number).
+template <class Index, bool GATE_FROM_INPUT>
+__global__ void maxpoolBackward(float* dIn, const float* dOut, const int32_t* argmax, const float* gateSrc, Index total,
+                                PoolGeometry g, ActivationFn act, float alpha) {
   startAfterPreviousKernel();
   const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
@@ -110,10 +102,10 @@ __global__ void maxpoolBackwardFromOutput(float* dIn, const float* dOut, const i
       const int64_t o = base + int64_t(oy) * g.OW + ox;
       if (argmax[o] == local) {
         sum += dOut[o];
-        gate = pooled[o];  // the input's activated value, the same for every window it wins
+        if constexpr (!GATE_FROM_INPUT) gate = gateSrc[o];
       }
     }
-  dIn[i] = act == ActivationFn::Linear ? sum : gateGradient(sum, gate, act, alpha);
+  dIn[i] = act == ActivationFn::Linear ? sum : gateGradient(sum, GATE_FROM_INPUT ? gateSrc[i] : gate, act, alpha);
 }
 
 // Non-overlapping windows (stride == size), the usual case: one thread per OUTPUT writes its whole window
@@ -129,10 +121,7 @@ __global__ void maxpoolBackwardWindows(float* dIn, const float* dOut, const int3
   startAfterPreviousKernel();
   const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const Index rest = i / g.OW;
-  const int ox = int(i - rest * g.OW);
-  const Index plane = rest / g.OH;  // n * C + c
-  const int oy = int(rest - plane * g.OH);
+  const auto [plane, oy, ox] = PoolOutputPosition<Index>(i, g);  // plane: n * C + c
   const Index n = plane / g.C;
   const int64_t sampleBase = int64_t(n) * g.C * g.H * g.W;
   const int32_t planeOffset = int32_t(plane - n * g.C) * g.H * g.W;  // c * H * W: argmax counts from the sample
@@ -157,10 +146,7 @@ __global__ void avgpoolForward(float* out, const float* in, Index total, PoolGeo
   startAfterPreviousKernel();
   const Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
   if (i >= total) return;
-  const Index rest = i / g.OW;
-  const int ox = int(i - rest * g.OW);
-  const Index plane = rest / g.OH;  // n * C + c
-  const int oy = int(rest - plane * g.OH);
+  const auto [plane, oy, ox] = PoolOutputPosition<Index>(i, g);  // plane: n * C + c
   const float* p = in + int64_t(plane) * g.H * g.W;
   float sum = 0.0f;
   for (int ky = 0; ky < g.size; ++ky)
@@ -212,6 +198,24 @@ bool maxpoolBackwardByWindows(cudaStream_t stream, float* dIn, const float* dOut
   return true;
 }
 
+// any windows: the window path where it applies, else the gather
+void maxpoolBackwardAny(cudaStream_t stream, float* dIn, const float* dOut, const int32_t* argmax, const float* gateSrc,
+                        bool gateFromInput, int N, const PoolGeometry& g, ActivationFn act, float alpha) {
+  if (maxpoolBackwardByWindows(stream, dIn, dOut, argmax, gateSrc, gateFromInput, N, g, act, alpha)) return;
+  const int64_t total = int64_t(N) * g.C * g.H * g.W;
+  if (total == 0) return;
+  withIndexType(total, [&](auto index) {
+    using Index = decltype(index);
+    if (gateFromInput)
+      launchKernel("maxpoolBackward", maxpoolBackward<Index, true>, blocksFor(total, kThreads), kThreads, 0, stream,
+                   dIn, dOut, argmax, gateSrc, Index(total), g, act, alpha);
+    else
+      launchKernel("maxpoolBackwardFromOutput", maxpoolBackward<Index, false>, blocksFor(total, kThreads), kThreads,
+                   0, stream, dIn, dOut, argmax, gateSrc, Index(total), g, act, alpha);
+  });
+  checkLaunch("maxpool backward");
+}
+
 }  // namespace
 
 void maxpool_forward(cudaStream_t stream, float* out, int32_t* argmax, const float* in, int N, const PoolGeometry& g) {
@@ -227,28 +231,12 @@ void maxpool_forward(cudaStream_t stream, float* out, int32_t* argmax, const flo
 
 void maxpool_backward(cudaStream_t stream, float* dIn, const float* dOut, const int32_t* argmax, const float* in, int N,
                       const PoolGeometry& g, ActivationFn inAct, float inAlpha) {
-  if (maxpoolBackwardByWindows(stream, dIn, dOut, argmax, in, true, N, g, inAct, inAlpha)) return;
-  const int64_t total = int64_t(N) * g.C * g.H * g.W;
-  if (total == 0) return;
-  withIndexType(total, [&](auto index) {
-    using Index = decltype(index);
-    launchKernel("maxpoolBackward", maxpoolBackward<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
-                 dIn, dOut, argmax, in, Index(total), g, inAct, inAlpha);
-  });
-  checkLaunch("maxpool backward");
+  maxpoolBackwardAny(stream, dIn, dOut, argmax, in, true, N, g, inAct, inAlpha);
 }
 
 void maxpool_backward_from_output(cudaStream_t stream, float* dIn, const float* dOut, const int32_t* argmax,
                                   const float* pooled, int N, const PoolGeometry& g, ActivationFn act, float alpha) {
-  if (maxpoolBackwardByWindows(stream, dIn, dOut, argmax, pooled, false, N, g, act, alpha)) return;
-  const int64_t total = int64_t(N) * g.C * g.H * g.W;
-  if (total == 0) return;
-  withIndexType(total, [&](auto index) {
-    using Index = decltype(index);
-    launchKernel("maxpoolBackwardFromOutput", maxpoolBackwardFromOutput<Index>, blocksFor(total, kThreads), kThreads, 0, stream,
-                 dIn, dOut, argmax, pooled, Index(total), g, act, alpha);
-  });
-  checkLaunch("maxpool backward");
+  maxpoolBackwardAny(stream, dIn, dOut, argmax, pooled, false, N, g, act, alpha);
 }
 
 void avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, const PoolGeometry& g) {

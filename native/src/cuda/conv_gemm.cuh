@@ -1,0 +1,128 @@
+// conv2d's forward and input-gradient passes as implicit GEMMs: the arguments both kernels take, the SIMT
+// one (conv2d.cu) and the tensor-core one (conv2d_tc.cu), built once from the layer's geometry.
+//   forward  out (F, N*OH*OW) = W (F, K) . col (K, N*OH*OW),   K = C*kh*kw; epilogue + bias, activation
+//   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx)
+//            (stride > 1: only the taps that land on an output position); epilogue * inAct'(in)
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/kernels.h"
+
+namespace nnstudio::cuda {
+
+// n / d for 0 <= n < 2^31 by a multiply-high and a shift (Granlund-Montgomery, as CUTLASS's FastDivmod):
+// with p = 31 + ceil(log2 d) and mul = ceil(2^p / d), n / d = (n * mul) >> p exactly.
+struct FastDiv {
+  int d = 1;
+  unsigned mul = 0, shr = 0;
+  FastDiv() = default;
+  explicit FastDiv(int divisor) : d(std::max(divisor, 1)) {
+    if (d > 1) {
+      unsigned l = 0;
+      while ((1u << l) < unsigned(d)) ++l;
+      const unsigned p = 31 + l;
+      mul = unsigned(((uint64_t(1) << p) + unsigned(d) - 1) / unsigned(d));
+      shr = p - 32;
+    }
+  }
+  __device__ __forceinline__ int div(int n) const { return d == 1 ? n : int(__umulhi(unsigned(n), mul) >> shr); }
+};
+
+enum ConvGemmMode : int {
+  kForward = 0,      // rows = filters, columns = (n, oy, ox), reduction = (c, ky, kx) over the input
+  kInput = 1,        // rows = channels, columns = (n, iy, ix), reduction = (f, ky, kx) over dOut, stride 1
+  kInputStrided = 2  // the same, stride > 1: a tap counts only where it lands on an output position
+};
+
+struct ConvGemmArgs {
+  const float* weight;  // (F, C, kh, kw)
+  const float* src;     // gathered: forward the input (N, C, H, W); input gradient dOut (N, F, OH, OW)
+  const float* bias;    // forward (F)
+  const float* gate;    // input gradient: `in` for inAct', or null
+  float* dst;           // (N, M, plane)
+  int M, K, J;          // GEMM rows, reduction length, columns (N * plane)
+  int plane, planeW;    // the output's plane size and width (forward OH*OW, OW; input gradient H*W, W)
+  int srcC, srcH, srcW; // the gathered tensor's sample shape
+  int C;                // the weight's channel count (input gradient: A's addressing)
+  int kh, kw, stride, padTop, padLeft;
+  ActivationFn act;     // forward: the activation; input gradient: the gate's activation
+  float alpha;
+  bool vec;             // plane % V == 0 and dst (and gate) aligned to V floats: the epilogue stores V at a
+                        // time (V: the kernel's choice, 4 for the SIMT kernel, 2 for the tensor cores)
+  FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
+};
+
+namespace detail {
+
+inline bool alignedFloats(const void* p, int floats) {
+  return (reinterpret_cast<uintptr_t>(p) & uintptr_t(4 * floats - 1)) == 0;
+}
+
+// the geometry's fields, `vec` and the divisors, once the pass's own fields are set
+inline void finishConvGemm(ConvGemmArgs& a, const ConvGeometry& g, int vecFloats) {
+  a.C = g.C;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.stride = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.vec = a.plane % vecFloats == 0 && alignedFloats(a.dst, vecFloats) &&
+          (!a.gate || alignedFloats(a.gate, vecFloats));
+  a.divKhkw = FastDiv(a.kh * a.kw);
+  a.divKw = FastDiv(a.kw);
+  a.divPlane = FastDiv(a.plane);
+  a.divPlaneW = FastDiv(a.planeW);
+  a.divStride = FastDiv(a.stride);
+}
+
+}  // namespace detail
+
+// forward: rows the filters, the input gathered; `vecFloats` the epilogue's store width
+inline ConvGemmArgs convForwardGemm(float* out, const float* in, const float* weight, const float* bias, int N,
+                                    const ConvGeometry& g, ActivationFn act, float alpha, int vecFloats) {
+  ConvGemmArgs a{};
+  a.weight = weight;
+  a.src = in;
+  a.bias = bias;
+  a.gate = nullptr;
+  a.dst = out;
+  a.M = g.F;
+  a.K = int(g.colRows());
+  a.J = N * g.OH * g.OW;
+  a.plane = g.OH * g.OW;
+  a.planeW = g.OW;
+  a.srcC = g.C;
+  a.srcH = g.H;
+  a.srcW = g.W;
+  a.act = act;
+  a.alpha = alpha;
+  detail::finishConvGemm(a, g, vecFloats);
+  return a;
+}
+
+// input gradient: rows the channels, dOut gathered, gated by inAct'(in) unless Linear
+inline ConvGemmArgs convInputGemm(float* dIn, const float* dOut, const float* weight, const float* in, int N,
+                                  const ConvGeometry& g, ActivationFn inAct, float inAlpha, int vecFloats) {
+  ConvGemmArgs a{};
+  a.weight = weight;
+  a.src = dOut;
+  a.bias = nullptr;
+  a.gate = inAct == ActivationFn::Linear ? nullptr : in;
+  a.dst = dIn;
+  a.M = g.C;
+  a.K = g.F * g.kh * g.kw;
+  a.J = N * g.H * g.W;
+  a.plane = g.H * g.W;
+  a.planeW = g.W;
+  a.srcC = g.F;
+  a.srcH = g.OH;
+  a.srcW = g.OW;
+  a.act = inAct;
+  a.alpha = inAlpha;
+  detail::finishConvGemm(a, g, vecFloats);
+  return a;
+}
+
+}  // namespace nnstudio::cuda
