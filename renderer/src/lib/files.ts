@@ -12,7 +12,11 @@ export async function fileToBase64(file: File): Promise<string> {
 
 /** The first line of a CSV file: its column names (for the label column choice). */
 export async function csvHeader(file: File): Promise<string[]> {
-  const head = await file.slice(0, 64 * 1024).text();
+  return csvHeaderOf(await file.slice(0, 64 * 1024).text());
+}
+
+/** The column names in the first line of a CSV file's text (its delimiter guessed from that line). */
+export function csvHeaderOf(head: string): string[] {
   const line = head.split(/\r?\n/, 1)[0] ?? '';
   const delimiter = [',', ';', '\t'].reduce((best, candidate) => (line.split(candidate).length > line.split(best).length ? candidate : best), ',');
   return line.split(delimiter).map((name) => name.trim().replace(/^"(.*)"$/, '$1'));

@@ -21,7 +21,7 @@ import type {
   ClassificationReport,
 } from '../../../app/api/types';
 import { api, type ConnectionState } from './api';
-import { base64ToBytes, csvHeader, fileToBase64, saveBytes } from './files';
+import { browserFile, csvColumns, fileSource, pickFile, saveModelFile, type PickedFile } from './platform';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
 import { addPoint, emptySeries, type ThinSeries } from './series';
 
@@ -46,7 +46,8 @@ export interface ShownEvaluation {
 }
 
 export interface PendingCsv {
-  file: File;
+  /** A browser File, or (Electron) a path chosen in the native dialog. */
+  file: PickedFile;
   columns: string[];
   labelColumn: string;
 }
@@ -138,23 +139,29 @@ class Studio {
     this.mnistError = error;
   }
 
-  async chooseCsv(file: File): Promise<void> {
+  /** A dropped or picked File; without one (Electron), the native open dialog. */
+  async chooseCsv(file?: File): Promise<void> {
     this.csvError = undefined;
-    if (!/\.(csv|txt|tsv)$/i.test(file.name)) {
-      this.pendingCsv = undefined;
-      this.csvError = { message: `${file.name} is not a CSV file (.csv)` };
+    const picked = file ? browserFile(file) : await pickFile('dataset');
+    if (!picked) return;
+    if ('error' in picked) {
+      this.csvError = picked.error;
       return;
     }
-    const columns = await csvHeader(file);
-    this.pendingCsv = { file, columns, labelColumn: columns[columns.length - 1] ?? '' };
+    if (!/\.(csv|txt|tsv)$/i.test(picked.name)) {
+      this.pendingCsv = undefined;
+      this.csvError = { message: `${picked.name} is not a CSV file (.csv)` };
+      return;
+    }
+    const columns = await csvColumns(picked);
+    this.pendingCsv = { file: picked, columns, labelColumn: columns[columns.length - 1] ?? '' };
   }
 
   async openCsv(): Promise<void> {
     const pending = this.pendingCsv;
     if (!pending) return;
     this.csvError = undefined;
-    const base64 = await fileToBase64(pending.file);
-    const error = await this.open({ kind: 'upload', fileName: pending.file.name, base64, csv: { labelColumn: pending.labelColumn } });
+    const error = await this.open({ ...(await fileSource(pending.file)), csv: { labelColumn: pending.labelColumn } });
     this.csvError = error;
     if (!error) this.pendingCsv = undefined;
   }
@@ -371,15 +378,15 @@ class Studio {
     this.screen = 'evaluate';
   }
 
-  /** Saves a model file through the browser: models:download, then a Blob download named `<name>.safetensors`. */
+  /** Saves a model file: a native save dialog in Electron, a download named `<name>.safetensors` in a browser. */
   async downloadModel(modelId: string): Promise<void> {
     if (this.downloadingModelId) return;
     this.downloadError = undefined;
     this.downloadingModelId = modelId;
     try {
-      const answer = await api.invoke('models:download', { modelId });
-      if (answer.error) this.downloadError = { modelId, error: answer.error };
-      else saveBytes(answer.result.fileName, base64ToBytes(answer.result.base64));
+      const name = this.models.find((model) => model.id === modelId)?.name ?? modelId;
+      const error = await saveModelFile(modelId, name);
+      if (error) this.downloadError = { modelId, error };
     } catch (error) {
       this.downloadError = { modelId, error: { message: `cannot save the model file: ${(error as Error).message}` } };
     } finally {
@@ -387,9 +394,16 @@ class Studio {
     }
   }
 
-  async importModel(file: File): Promise<void> {
+  /** A picked File; without one (Electron), the native open dialog. */
+  async importModel(file?: File): Promise<void> {
     this.importError = undefined;
-    const answer = await api.invoke('models:import', { source: { kind: 'upload', fileName: file.name, base64: await fileToBase64(file) } });
+    const picked = file ? browserFile(file) : await pickFile('model');
+    if (!picked) return;
+    if ('error' in picked) {
+      this.importError = picked.error;
+      return;
+    }
+    const answer = await api.invoke('models:import', { source: await fileSource(picked) });
     if (answer.error) this.importError = answer.error;
     else this.models = [...this.models, answer.result];
   }
