@@ -114,7 +114,11 @@ class Studio {
       if (reconnected) void this.loadCatalog();
     });
     api.onEvent((event) => this.receive(event));
-    if (!api.onConnection) void this.loadCatalog();
+    // Electron's IPC has no connection to wait for.
+    if (!api.onConnection) {
+      this.connection = 'open';
+      void this.loadCatalog();
+    }
   }
 
   private async loadCatalog(): Promise<void> {
