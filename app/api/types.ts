@@ -278,6 +278,42 @@ export interface NnStudioApi {
   onEvent(listener: (event: ApiEvent) => void): () => void;
 }
 
+// ---- the desktop extension (Electron only) ----
+
+/** What a native open dialog is for: its title and file filters. */
+export type OpenFilePurpose = 'dataset' | 'model';
+
+export interface OpenFileRequest {
+  purpose: OpenFilePurpose;
+}
+
+export interface ChosenFile {
+  /** Absolute path; from now on path-based payloads may name it (datasets:open, models:import). */
+  path: string;
+  /** The file name, for display. */
+  name: string;
+  /** purpose 'dataset' only: the file's first 64 KiB as text, for the label column choice before opening. */
+  head?: string;
+}
+
+export interface SaveFileRequest {
+  purpose: 'model';
+  /** Suggested file name; made safe and given the .safetensors extension. */
+  defaultName: string;
+}
+
+/** Native file dialogs: `null` when the user cancelled. Paths reach the engine only through these. */
+export interface NnStudioDialogs {
+  openFile(request: OpenFileRequest): Promise<ApiResponse<ChosenFile | null>>;
+  /** The chosen path may then be given to models:save. */
+  saveFile(request: SaveFileRequest): Promise<ApiResponse<{ path: string } | null>>;
+}
+
+/** `window.nnstudio` in Electron: the API plus native dialogs (serve has no dialogs: uploads and downloads). */
+export interface NnStudioDesktopApi extends NnStudioApi {
+  dialogs: NnStudioDialogs;
+}
+
 // ---- the serve wire format ----
 
 /** A client's message over the WebSocket; `id` is echoed in the reply. */

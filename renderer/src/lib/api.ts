@@ -1,7 +1,24 @@
-// The renderer's one door to NN Studio: the UI API of app/api/types.ts. Under `nnstudio serve` it is a
-// WebSocket to /api on the page's own origin; in Electron the preload will expose the same interface as
-// `window.nnstudio`, and `api` below becomes that object (one line).
-import type { ApiError, ApiEvent, ApiResponse, Channel, NnStudioApi, PayloadOf, ResultOf, ServerMessage } from '../../../app/api/types';
+// The renderer's one door to NN Studio: the UI API of app/api/types.ts. In Electron the preload exposes
+// it as `window.nnstudio` (IPC to the main process); under `nnstudio serve` it is a WebSocket to /api on
+// the page's own origin.
+import type {
+  ApiError,
+  ApiEvent,
+  ApiResponse,
+  Channel,
+  NnStudioApi,
+  NnStudioDesktopApi,
+  PayloadOf,
+  ResultOf,
+  ServerMessage,
+} from '../../../app/api/types';
+
+declare global {
+  interface Window {
+    /** Set by Electron's preload (app/electron/preload.ts); absent in a browser. */
+    nnstudio?: NnStudioDesktopApi;
+  }
+}
 
 export type { NnStudioApi } from '../../../app/api/types';
 
@@ -116,5 +133,8 @@ export function createWebSocketClient(token = takeTokenFromUrl()): StudioClient 
   };
 }
 
-/** The client every screen uses. In Electron: `export const api: StudioClient = window.nnstudio;`. */
-export const api: StudioClient = createWebSocketClient();
+/** The desktop app's API with its native dialogs, or undefined in a browser. */
+export const desktop: NnStudioDesktopApi | undefined = window.nnstudio;
+
+/** The client every screen uses. */
+export const api: StudioClient = desktop ?? createWebSocketClient();

@@ -38,10 +38,13 @@ export function isNumberText(text: string): boolean {
 
 /** The file's first 64 KiB as text, without a byte order mark or a cut last line. */
 export async function readCsvHead(file: Blob): Promise<string> {
-  let text = await file.slice(0, headBytes).text();
+  return cleanCsvHead(await file.slice(0, headBytes).text(), file.size > headBytes);
+}
+
+/** A file's first bytes as text (a browser slice, or Electron's dialog `head`) without the BOM and, when cut, the last partial line. */
+export function cleanCsvHead(text: string, cut: boolean): string {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  if (file.size > headBytes) text = text.slice(0, Math.max(0, text.lastIndexOf('\n')));
-  return text;
+  return cut ? text.slice(0, Math.max(0, text.lastIndexOf('\n'))) : text;
 }
 
 function parseRows(text: string, delimiter: string, rows: number): string[][] {

@@ -2,7 +2,8 @@
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
 import type { PayloadOf } from '../../../app/api/types';
-import { guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from './csvSample';
+import { cleanCsvHead, guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from './csvSample';
+import type { PickedFile } from './platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
 
@@ -31,7 +32,8 @@ export function defaultRoles(columns: readonly SampledColumn[]): ColumnRole[] {
 }
 
 export class CsvSetup {
-  readonly file: File;
+  /** A browser File, or (Electron) a path chosen in the native dialog with its first bytes. */
+  readonly file: PickedFile;
   private readonly head: string;
   delimiter = $state(',');
   header = $state(true);
@@ -48,7 +50,7 @@ export class CsvSetup {
     return undefined;
   });
 
-  private constructor(file: File, head: string) {
+  private constructor(file: PickedFile, head: string) {
     this.file = file;
     this.head = head;
     this.delimiter = guessDelimiter(head);
@@ -57,8 +59,10 @@ export class CsvSetup {
   }
 
   /** Reads the file's first rows and proposes roles. */
-  static async read(file: File): Promise<CsvSetup> {
-    return new CsvSetup(file, await readCsvHead(file));
+  static async read(picked: PickedFile): Promise<CsvSetup> {
+    // Electron's dialog reads at most 64 KiB: a head that long was cut.
+    const head = picked.file ? await readCsvHead(picked.file) : cleanCsvHead(picked.head ?? '', (picked.head?.length ?? 0) >= 60_000);
+    return new CsvSetup(picked, head);
   }
 
   /** A new delimiter gives new columns: their roles start again from the defaults. */

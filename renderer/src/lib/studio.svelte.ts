@@ -23,7 +23,8 @@ import type {
 import { api, type ConnectionState } from './api';
 import { CsvSetup } from './csvSetup.svelte';
 import { dataSetup } from './dataSetup.svelte';
-import { base64ToBytes, fileToBase64, saveBytes } from './files';
+import { fileToBase64 } from './files';
+import { browserFile, fileSource, pickFile, saveModelFile } from './platform';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
 import { addPoint, emptySeries, type ThinSeries } from './series';
 
@@ -117,7 +118,11 @@ class Studio {
       if (reconnected) void this.loadCatalog();
     });
     api.onEvent((event) => this.receive(event));
-    if (!api.onConnection) void this.loadCatalog();
+    // Electron's IPC has no connection to wait for.
+    if (!api.onConnection) {
+      this.connection = 'open';
+      void this.loadCatalog();
+    }
   }
 
   private async loadCatalog(): Promise<void> {
@@ -142,22 +147,28 @@ class Studio {
     this.mnistError = error;
   }
 
-  async chooseCsv(file: File): Promise<void> {
+  /** A dropped or picked File; without one (Electron), the native open dialog. */
+  async chooseCsv(file?: File): Promise<void> {
     this.csvError = undefined;
-    if (!/\.(csv|txt|tsv)$/i.test(file.name)) {
-      this.pendingCsv = undefined;
-      this.csvError = { message: `${file.name} is not a CSV file (.csv)` };
+    const picked = file ? browserFile(file) : await pickFile('dataset');
+    if (!picked) return;
+    if ('error' in picked) {
+      this.csvError = picked.error;
       return;
     }
-    this.pendingCsv = await CsvSetup.read(file);
+    if (!/\.(csv|txt|tsv)$/i.test(picked.name)) {
+      this.pendingCsv = undefined;
+      this.csvError = { message: `${picked.name} is not a CSV file (.csv)` };
+      return;
+    }
+    this.pendingCsv = await CsvSetup.read(picked);
   }
 
   async openCsv(): Promise<void> {
     const pending = this.pendingCsv;
     if (!pending || pending.problem) return;
     this.csvError = undefined;
-    const base64 = await fileToBase64(pending.file);
-    const error = await this.open({ kind: 'upload', fileName: pending.file.name, base64, csv: pending.options() });
+    const error = await this.open({ ...(await fileSource(pending.file)), csv: pending.options() });
     this.csvError = error;
     if (!error) this.pendingCsv = undefined;
   }
@@ -390,15 +401,15 @@ class Studio {
     this.screen = 'evaluate';
   }
 
-  /** Saves a model file through the browser: models:download, then a Blob download named `<name>.safetensors`. */
+  /** Saves a model file: a native save dialog in Electron, a download named `<name>.safetensors` in a browser. */
   async downloadModel(modelId: string): Promise<void> {
     if (this.downloadingModelId) return;
     this.downloadError = undefined;
     this.downloadingModelId = modelId;
     try {
-      const answer = await api.invoke('models:download', { modelId });
-      if (answer.error) this.downloadError = { modelId, error: answer.error };
-      else saveBytes(answer.result.fileName, base64ToBytes(answer.result.base64));
+      const name = this.models.find((model) => model.id === modelId)?.name ?? modelId;
+      const error = await saveModelFile(modelId, name);
+      if (error) this.downloadError = { modelId, error };
     } catch (error) {
       this.downloadError = { modelId, error: { message: `cannot save the model file: ${(error as Error).message}` } };
     } finally {
@@ -406,9 +417,16 @@ class Studio {
     }
   }
 
-  async importModel(file: File): Promise<void> {
+  /** A picked File; without one (Electron), the native open dialog. */
+  async importModel(file?: File): Promise<void> {
     this.importError = undefined;
-    const answer = await api.invoke('models:import', { source: { kind: 'upload', fileName: file.name, base64: await fileToBase64(file) } });
+    const picked = file ? browserFile(file) : await pickFile('model');
+    if (!picked) return;
+    if ('error' in picked) {
+      this.importError = picked.error;
+      return;
+    }
+    const answer = await api.invoke('models:import', { source: await fileSource(picked) });
     if (answer.error) this.importError = answer.error;
     else this.models = [...this.models, answer.result];
   }

@@ -1,0 +1,227 @@
+// The IPC router (app/electron/ipc.ts) without Electron: the sender check, the dialogs' zod schemas, the
+// rule that paths come only from dialogs, and the wiring to ipcMain and the window's events.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createApi, type ApiEvent, type ApiResponse, type ChosenFile, type DatasetInfo } from '../../../app/api';
+import { createIpcRouter, ipcChannels, registerIpc, type DialogBackend } from '../../../app/electron/ipc';
+import { irisCsv, resultOf } from '../api/helpers';
+
+const page = { url: 'app://nnstudio/index.html', isMainFrame: true };
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-ipc-test-'));
+after(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+/** An api whose dispatch records its calls and answers { result: channel }. */
+function recordingApi() {
+  const calls: { channel: string; payload: unknown }[] = [];
+  return {
+    calls,
+    dispatch: async (channel: string, payload: unknown): Promise<ApiResponse<unknown>> => {
+      calls.push({ channel, payload });
+      return { result: channel };
+    },
+  };
+}
+
+/** Dialogs that answer with the next queued path (undefined: cancelled) and record what they were asked. */
+function fakeDialogs(answers: (string | undefined)[]) {
+  const asked: { kind: 'open' | 'save'; arg: string }[] = [];
+  const dialogs: DialogBackend = {
+    openFile: async (purpose) => {
+      asked.push({ kind: 'open', arg: purpose });
+      return answers.shift();
+    },
+    saveFile: async (fileName) => {
+      asked.push({ kind: 'save', arg: fileName });
+      return answers.shift();
+    },
+  };
+  return { asked, dialogs };
+}
+
+describe('the sender check', () => {
+  test('refuses iframes, other pages and missing frames before anything runs', async () => {
+    const api = recordingApi();
+    const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+    for (const sender of [{ ...page, isMainFrame: false }, { url: 'https://evil.example/', isMainFrame: true }, undefined, null]) {
+      const response = await router.handle(sender, 'devices:list', {});
+      assert.match(response.error?.message ?? '', /did not come from the NN Studio window/);
+    }
+    assert.equal(api.calls.length, 0);
+  });
+
+  test('passes our page on to dispatch, payload untouched', async () => {
+    const api = recordingApi();
+    const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+    assert.deepEqual(await router.handle(page, 'training:status', { runId: 'run-1' }), { result: 'training:status' });
+    assert.deepEqual(api.calls, [{ channel: 'training:status', payload: { runId: 'run-1' } }]);
+  });
+});
+
+describe('validation', () => {
+  test('a channel that is not a string is an error naming it', async () => {
+    const router = createIpcRouter(recordingApi(), fakeDialogs([]).dialogs);
+    const response = await router.handle(page, 42, {});
+    assert.equal(response.error?.field, 'channel');
+  });
+
+  test('dialog payloads are zod-validated, naming the field', async () => {
+    const { asked, dialogs } = fakeDialogs([]);
+    const router = createIpcRouter(recordingApi(), dialogs);
+    const badPurpose = await router.handle(page, 'dialog:openFile', { purpose: 'anything' });
+    assert.equal(badPurpose.error?.field, 'purpose');
+    assert.match(badPurpose.error?.message ?? '', /^dialog:openFile: purpose: /);
+    const extra = await router.handle(page, 'dialog:openFile', { purpose: 'model', defaultPath: '/etc' });
+    assert.equal(extra.error?.field, 'defaultPath');
+    const noName = await router.handle(page, 'dialog:saveFile', { purpose: 'model' });
+    assert.equal(noName.error?.field, 'defaultName');
+    const missing = await router.handle(page, 'dialog:saveFile', undefined);
+    assert.ok(missing.error);
+    assert.equal(asked.length, 0, 'no dialog opened for an invalid request');
+  });
+
+  test("an invalid API payload gets the API's own error", async () => {
+    const api = createApi();
+    try {
+      const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+      const response = await router.handle(page, 'datasets:open', { source: { kind: 'path', path: 42 } });
+      assert.equal(response.error?.field, 'source.path');
+      const unknown = await router.handle(page, 'fs:readFile', { path: '/etc/passwd' });
+      assert.match(unknown.error?.message ?? '', /unknown channel/);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('paths come only from dialogs', () => {
+  test('datasets:open, models:import and models:save refuse a path no dialog gave', async () => {
+    const api = recordingApi();
+    const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+    const open = await router.handle(page, 'datasets:open', { source: { kind: 'path', path: '/etc/passwd' } });
+    assert.equal(open.error?.field, 'source.path');
+    assert.match(open.error?.message ?? '', /must come from a file dialog/);
+    const imported = await router.handle(page, 'models:import', { source: { kind: 'path', path: '/tmp/x.safetensors' } });
+    assert.equal(imported.error?.field, 'source.path');
+    const saved = await router.handle(page, 'models:save', { modelId: 'model-1', path: '/home/user/.bashrc' });
+    assert.equal(saved.error?.field, 'path');
+    assert.equal(api.calls.length, 0);
+  });
+
+  test('uploads and MNIST need no dialog', async () => {
+    const api = recordingApi();
+    const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+    resultOf(await router.handle(page, 'datasets:open', { source: { kind: 'mnist', split: 'test', limit: 10 } }));
+    resultOf(await router.handle(page, 'models:import', { source: { kind: 'upload', fileName: 'm.safetensors', base64: '' } }));
+    assert.equal(api.calls.length, 2);
+  });
+
+  test('a file chosen in the open dialog may be opened, with its head for the column choice', async () => {
+    const api = createApi();
+    try {
+      const { asked, dialogs } = fakeDialogs([irisCsv]);
+      const router = createIpcRouter(api, dialogs);
+      const chosen = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
+      assert.deepEqual(asked, [{ kind: 'open', arg: 'dataset' }]);
+      assert.equal(chosen.path, path.resolve(irisCsv));
+      assert.equal(chosen.name, 'iris.csv');
+      assert.equal(chosen.head, fs.readFileSync(irisCsv, 'utf8').slice(0, chosen.head?.length));
+      assert.ok(router.wasChosen(irisCsv));
+      const info = resultOf(await router.handle(page, 'datasets:open', { source: { kind: 'path', path: chosen.path, csv: { labelColumn: 'species' } } })) as DatasetInfo;
+      assert.equal(info.name, 'iris.csv');
+      assert.equal(info.count, 150);
+      // The labels file of an IDX pair must have been chosen too.
+      const labels = await router.handle(page, 'datasets:open', { source: { kind: 'path', path: chosen.path, labelsPath: '/etc/hosts' } });
+      assert.equal(labels.error?.field, 'source.labelsPath');
+    } finally {
+      await api.close();
+    }
+  });
+
+  test('a model file chosen to import has no head; a cancelled dialog answers null and allows nothing', async () => {
+    const modelFile = path.join(scratch, 'chosen.safetensors');
+    fs.writeFileSync(modelFile, 'not really a model');
+    const api = recordingApi();
+    const router = createIpcRouter(api, fakeDialogs([undefined, modelFile]).dialogs);
+    assert.deepEqual(await router.handle(page, 'dialog:openFile', { purpose: 'model' }), { result: null });
+    const chosen = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'model' })) as ChosenFile;
+    assert.equal(chosen.head, undefined);
+    resultOf(await router.handle(page, 'models:import', { source: { kind: 'path', path: modelFile } }));
+    assert.deepEqual(api.calls, [{ channel: 'models:import', payload: { source: { kind: 'path', path: modelFile } } }]);
+  });
+
+  test('models:save writes only where the save dialog said, and the suggested name is made safe', async () => {
+    const target = path.join(scratch, 'out', 'iris.safetensors');
+    const api = recordingApi();
+    const { asked, dialogs } = fakeDialogs([undefined, target]);
+    const router = createIpcRouter(api, dialogs);
+    assert.deepEqual(await router.handle(page, 'dialog:saveFile', { purpose: 'model', defaultName: 'a/b: iris.csv (run-1)' }), { result: null });
+    assert.deepEqual(asked[0], { kind: 'save', arg: 'a_b_ iris.csv (run-1).safetensors' });
+    assert.deepEqual(await router.handle(page, 'dialog:saveFile', { purpose: 'model', defaultName: 'iris' }), { result: { path: target } });
+    resultOf(await router.handle(page, 'models:save', { modelId: 'model-1', path: target }));
+    // The same folder is not enough: the exact file.
+    const sibling = await router.handle(page, 'models:save', { modelId: 'model-1', path: path.join(scratch, 'out', 'other.safetensors') });
+    assert.equal(sibling.error?.field, 'path');
+    assert.equal(api.calls.length, 1);
+  });
+
+  test('a failing dialog is an error value, not a rejection', async () => {
+    const router = createIpcRouter(recordingApi(), {
+      openFile: async () => {
+        throw new Error('no display');
+      },
+      saveFile: async () => undefined,
+    });
+    assert.deepEqual(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' }), { error: { message: 'no display' } });
+  });
+});
+
+describe('registerIpc', () => {
+  test('handles the invoke channel with the sender frame, forwards events to open windows, and undoes both', async () => {
+    const handlers = new Map<string, (event: unknown, ...args: unknown[]) => unknown>();
+    const ipcMain = {
+      handle: (channel: string, listener: (event: never, ...args: unknown[]) => unknown) => void handlers.set(channel, listener as never),
+      removeHandler: (channel: string) => void handlers.delete(channel),
+    };
+    const listeners = new Set<(event: ApiEvent) => void>();
+    const api = {
+      ...recordingApi(),
+      subscribe: (listener: (event: ApiEvent) => void) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    const sent: unknown[][] = [];
+    const open = { webContents: { isDestroyed: () => false, send: (...args: unknown[]) => void sent.push(args) } };
+    const destroyed = { webContents: { isDestroyed: () => true, send: () => assert.fail('sent to a destroyed window') } };
+    const dispose = registerIpc({ ipcMain: ipcMain as never, api, dialogs: fakeDialogs([]).dialogs, windows: () => [open, destroyed] });
+
+    const handler = handlers.get(ipcChannels.invoke);
+    assert.ok(handler, 'nnstudio:invoke is handled');
+    assert.deepEqual([...handlers.keys()], ['nnstudio:invoke']);
+    const fromPage = { senderFrame: { url: 'app://nnstudio/index.html', parent: null } };
+    assert.deepEqual(await handler(fromPage, 'devices:list', {}), { result: 'devices:list' });
+    const fromIframe = { senderFrame: { url: 'app://nnstudio/index.html', parent: {} } };
+    assert.ok(((await handler(fromIframe, 'devices:list', {})) as ApiResponse<unknown>).error);
+    assert.ok(((await handler({ senderFrame: null }, 'devices:list', {})) as ApiResponse<unknown>).error);
+
+    const event: ApiEvent = { event: 'training:done', payload: { runId: 'run-1', status: 'completed', message: '', history: [] } };
+    for (const listener of listeners) listener(event);
+    assert.deepEqual(sent, [[ipcChannels.event, event]]);
+
+    dispose();
+    assert.equal(handlers.size, 0);
+    assert.equal(listeners.size, 0);
+  });
+});
+
+describe('ipc.ts and security.ts load without Electron', () => {
+  test('their compiled files require no electron at run time', () => {
+    for (const file of ['ipc.js', 'security.js']) {
+      const source = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'app', 'electron', file), 'utf8');
+      assert.doesNotMatch(source, /require\("electron"\)/, file);
+    }
+  });
+});

@@ -1,0 +1,173 @@
+// The compiled main process run against a fake `electron` module (no Electron binary here): the window's
+// webPreferences and preload, app:// serving the renderer with the CSP, navigation, new windows,
+// permissions and remote requests refused, the IPC handler registered, and trainings closed on quit.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import Module from 'node:module';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ipcChannels } from '../../../app/electron/ipc';
+import { appEntryUrl, contentSecurityPolicy, windowWebPreferences } from '../../../app/electron/security';
+
+const electronDir = path.join(__dirname, '..', '..', '..', 'app', 'electron');
+const mainFile = path.join(electronDir, 'main.js');
+const rendererIndex = path.join(__dirname, '..', '..', '..', 'renderer', 'index.html');
+
+type Listener = (...args: any[]) => any;
+
+class FakeWindow {
+  static all: FakeWindow[] = [];
+  static getAllWindows = (): FakeWindow[] => FakeWindow.all;
+  readonly loaded: string[] = [];
+  readonly events = new Map<string, Listener>();
+  readonly webContents = { isDestroyed: () => false, send: () => {} };
+  constructor(readonly options: { webPreferences: Record<string, unknown> }) {
+    FakeWindow.all.push(this);
+  }
+  once(name: string, listener: Listener) {
+    this.events.set(name, listener);
+  }
+  on(name: string, listener: Listener) {
+    this.events.set(name, listener);
+  }
+  loadURL(url: string) {
+    this.loaded.push(url);
+    return Promise.resolve();
+  }
+  isDestroyed = () => false;
+  show() {}
+}
+
+const seen = {
+  order: [] as string[],
+  privileged: [] as { scheme: string; privileges: Record<string, boolean> }[],
+  protocolHandlers: new Map<string, (request: { url: string }) => Promise<Response>>(),
+  appEvents: new Map<string, Listener>(),
+  ipcHandlers: new Map<string, Listener>(),
+  permissionRequest: undefined as Listener | undefined,
+  permissionCheck: undefined as Listener | undefined,
+  beforeRequest: undefined as { filter: { urls: string[] }; listener: Listener } | undefined,
+  quits: 0,
+};
+
+const fakeElectron = {
+  app: {
+    enableSandbox: () => seen.order.push('enableSandbox'),
+    requestSingleInstanceLock: () => true,
+    on: (name: string, listener: Listener) => seen.appEvents.set(name, listener),
+    whenReady: () => Promise.resolve(),
+    getPath: () => os.tmpdir(),
+    quit: () => {
+      seen.quits += 1;
+      seen.appEvents.get('before-quit')?.({ preventDefault: () => {} });
+    },
+  },
+  BrowserWindow: FakeWindow,
+  dialog: {},
+  ipcMain: {
+    handle: (channel: string, listener: Listener) => seen.ipcHandlers.set(channel, listener),
+    removeHandler: (channel: string) => seen.ipcHandlers.delete(channel),
+  },
+  protocol: {
+    registerSchemesAsPrivileged: (schemes: typeof seen.privileged) => {
+      seen.order.push('registerSchemesAsPrivileged');
+      seen.privileged.push(...schemes);
+    },
+    handle: (scheme: string, handler: (request: { url: string }) => Promise<Response>) => seen.protocolHandlers.set(scheme, handler),
+  },
+  session: {
+    defaultSession: {
+      setPermissionRequestHandler: (listener: Listener) => (seen.permissionRequest = listener),
+      setPermissionCheckHandler: (listener: Listener) => (seen.permissionCheck = listener),
+      webRequest: { onBeforeRequest: (filter: { urls: string[] }, listener: Listener) => (seen.beforeRequest = { filter, listener }) },
+    },
+  },
+};
+
+const moduleInternals = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
+const originalLoad = moduleInternals._load;
+
+before(async () => {
+  moduleInternals._load = function (request: string, ...rest: unknown[]) {
+    if (request === 'electron') return fakeElectron;
+    return originalLoad.call(this, request, ...rest);
+  };
+  require(mainFile);
+  await new Promise((resolve) => setImmediate(resolve));
+});
+after(() => {
+  moduleInternals._load = originalLoad;
+});
+
+describe('the main process', () => {
+  test('registers app:// as a privileged scheme and turns the sandbox on before the app is ready', () => {
+    assert.deepEqual(seen.order.slice(0, 2), ['registerSchemesAsPrivileged', 'enableSandbox']);
+    assert.deepEqual(seen.privileged, [{ scheme: 'app', privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
+  });
+
+  test('opens one window with the locked-down webPreferences and the compiled preload', () => {
+    assert.equal(FakeWindow.all.length, 1);
+    const [window] = FakeWindow.all;
+    assert.deepEqual(window.options.webPreferences, { ...windowWebPreferences, preload: path.join(electronDir, 'preload.js') });
+    assert.ok(fs.existsSync(window.options.webPreferences.preload as string));
+    assert.deepEqual(window.loaded, [appEntryUrl]);
+  });
+
+  test('serves the built renderer over app:// with the CSP, and nothing outside it', async (t) => {
+    const handler = seen.protocolHandlers.get('app');
+    assert.ok(handler);
+    const outside = await handler({ url: 'app://nnstudio/..%2f..%2fpackage.json' });
+    assert.equal(outside.status, 404);
+    assert.equal((await handler({ url: 'app://nnstudio/no-such-file.js' })).status, 404);
+    if (!fs.existsSync(rendererIndex)) return t.skip('dist/renderer is not built (npm run build:renderer)');
+    const page = await handler({ url: 'app://nnstudio/index.html' });
+    assert.equal(page.status, 200);
+    assert.equal(page.headers.get('content-security-policy'), contentSecurityPolicy);
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(await page.text(), /<title>NN Studio<\/title>/);
+  });
+
+  test('every web contents: navigation, redirects, webviews and new windows refused', () => {
+    const created = seen.appEvents.get('web-contents-created');
+    assert.ok(created);
+    const events = new Map<string, Listener>();
+    let openHandler: Listener | undefined;
+    created({}, { on: (name: string, listener: Listener) => events.set(name, listener), setWindowOpenHandler: (listener: Listener) => (openHandler = listener) });
+    for (const name of ['will-navigate', 'will-redirect', 'will-attach-webview']) {
+      let prevented = false;
+      events.get(name)?.({ preventDefault: () => (prevented = true) }, 'https://example.com/');
+      assert.ok(prevented, name);
+    }
+    assert.deepEqual(openHandler?.({ url: 'https://example.com/' }), { action: 'deny' });
+  });
+
+  test('no permissions and no request to the network', () => {
+    let granted: boolean | undefined;
+    seen.permissionRequest?.({}, 'media', (answer: boolean) => (granted = answer));
+    assert.equal(granted, false);
+    assert.equal(seen.permissionCheck?.({}, 'clipboard-read'), false);
+    assert.deepEqual(seen.beforeRequest?.filter.urls.slice(0, 4), ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*']);
+    let answer: unknown;
+    seen.beforeRequest?.listener({ url: 'https://example.com/' }, (response: unknown) => (answer = response));
+    assert.deepEqual(answer, { cancel: true });
+  });
+
+  test('handles the API on the one invoke channel, for our page only', async () => {
+    assert.deepEqual([...seen.ipcHandlers.keys()], [ipcChannels.invoke]);
+    const handler = seen.ipcHandlers.get(ipcChannels.invoke);
+    const fromPage = await handler?.({ senderFrame: { url: appEntryUrl, parent: null } }, 'models:presets', {});
+    assert.ok(Array.isArray(fromPage.result) && fromPage.result.length > 0, JSON.stringify(fromPage));
+    const fromElsewhere = await handler?.({ senderFrame: { url: 'https://example.com/', parent: null } }, 'models:presets', {});
+    assert.ok(fromElsewhere.error);
+  });
+
+  test('quitting waits for the session to close (trainings cancelled), then quits', async () => {
+    const beforeQuit = seen.appEvents.get('before-quit');
+    let prevented = false;
+    beforeQuit?.({ preventDefault: () => (prevented = true) });
+    assert.ok(prevented);
+    for (let i = 0; i < 100 && seen.quits === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(seen.quits, 1);
+  });
+});
