@@ -42,8 +42,13 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
 
   step('open a CSV with string labels and choose its label column', 20_000, async () => {
     await openCsv(page(), trainCsv, flowerLabelColumn);
-    const summary = await readTable(section(page(), 'Preview').getByRole('table'));
-    assert.equal(summary.columns.length, 5);
+    // The preview arrives after the summary: the file's first rows as written, label column included.
+    await eventually(async () => {
+      const preview = await readTable(section(page(), 'Preview').getByRole('table'));
+      assert.deepEqual(preview.columns, ['sepal_length', 'sepal_width', flowerLabelColumn, 'petal_length', 'petal_width']);
+      assert.equal(preview.rows.length, 20);
+      assert.deepEqual(preview.rows.slice(0, 3).map((row) => row[2]), [...flowerClasses]);
+    });
     const facts = await page().getByRole('term').allTextContents();
     const values = await page().getByRole('definition').allTextContents();
     const fact = (name: string) => values[facts.indexOf(name)]?.trim();

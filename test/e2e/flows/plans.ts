@@ -7,7 +7,7 @@ export const csvFlowPlan = {
   newRows: 300,
   hiddenUnits: 512,
   batchSize: 8,
-  epochs: 25,
+  epochs: 40,
 };
 
 export const mnistFlowPlan = {

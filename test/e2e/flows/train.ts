@@ -25,9 +25,10 @@ export async function readProgress(page: Page): Promise<Progress> {
   const [state, percent, counter] = await Promise.all([
     card.locator('strong').first().textContent(),
     bar.getAttribute('aria-valuenow'),
-    card.getByText(/^epoch \d+/).textContent().catch(() => ''),
+    // No waiting here: before the first step there is no counter.
+    card.getByText(/^epoch \d+/).allTextContents(),
   ]);
-  const numbers = /epoch (\d+) \/ (\d+) · step ([\d,]+) \/ ([\d,]+)/.exec(counter ?? '');
+  const numbers = /epoch (\d+) \/ (\d+) · step ([\d,]+) \/ ([\d,]+)/.exec(counter.join(' '));
   const int = (text: string | undefined) => (text === undefined ? undefined : Number(text.replace(/,/g, '')));
   return {
     state: (state ?? '').trim(),

@@ -29,8 +29,13 @@ export interface StudioOptions {
 
 export async function openStudio(options: StudioOptions = {}): Promise<Studio> {
   const closers: (() => Promise<unknown>)[] = [];
+  // Each part gets 10 s to close, so teardown itself cannot hang (npm's test:e2e adds --test-force-exit).
   const close = async () => {
-    for (const closer of closers.splice(0).reverse()) await closer().catch(() => undefined);
+    for (const closer of closers.splice(0).reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closer().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+      clearTimeout(timer);
+    }
   };
   try {
     // The browser first: without one there is no point starting the server (and the message says why).
