@@ -6,7 +6,7 @@ import { skipWithoutBrowser } from './support/browser';
 import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
 import { eventually, readTable, section } from './support/ui';
-import { openMnist } from './flows/data';
+import { openMnist, readDatasetSummary } from './flows/data';
 import { choosePreset, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
 import { readClassReport, readConfusion, readHeadline } from './flows/evaluate';
@@ -29,12 +29,10 @@ describe('MNIST flow: built-in digits, a CNN preset, one epoch, the confusion ma
 
   step('open the built-in MNIST, a subset of its training images', 30_000, async () => {
     await openMnist(page(), mnistFlowPlan.limit);
-    const facts = await page().getByRole('term').allTextContents();
-    const values = await page().getByRole('definition').allTextContents();
-    const fact = (name: string) => values[facts.indexOf(name)]?.trim();
-    assert.equal(fact('Examples'), mnistFlowPlan.limit.toLocaleString('en-US'));
-    assert.equal(fact('Image shape'), '1 × 28 × 28');
-    assert.equal(fact('Classes'), '10');
+    const summary = await readDatasetSummary(page());
+    assert.equal(summary['Examples'], mnistFlowPlan.limit.toLocaleString('en-US'));
+    assert.equal(summary['Image shape'], '1 × 28 × 28');
+    assert.equal(summary['Classes'], '10');
     // The preview is a grid of labelled digit images.
     await eventually(async () => assert.ok((await section(page(), 'Preview').getByLabel(/^an image labelled \d$/).count()) >= 10, 'a grid of digits'));
     const histogram = await page().getByRole('list', { name: 'Examples per class' }).getByRole('listitem').allTextContents();

@@ -29,6 +29,12 @@ export async function openMnist(page: Page, limit: number): Promise<void> {
   await datasetTab(page, 'MNIST (train)').and(page.locator('[aria-pressed="true"]')).waitFor({ timeout: 30_000 });
 }
 
+/** The open dataset's summary as shown: "Examples" → "1,500", "Features" → "4", … */
+export async function readDatasetSummary(page: Page): Promise<Record<string, string>> {
+  const [terms, values] = await Promise.all([page.getByRole('main').getByRole('term').allTextContents(), page.getByRole('main').getByRole('definition').allTextContents()]);
+  return Object.fromEntries(terms.map((term, index) => [term.trim(), (values[index] ?? '').trim()]));
+}
+
 export function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
