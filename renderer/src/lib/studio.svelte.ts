@@ -226,7 +226,11 @@ class Studio {
   /** The API's default model for the open data (or a preset, fitted to it), loaded into the editor. */
   async useDefaultModel(preset?: string): Promise<void> {
     if (!this.datasetId) return;
+    // This answer replaces the model: a check scheduled or in flight for the old layers must not land after it.
+    clearTimeout(this.checkTimer);
+    const serial = ++this.checkSerial;
     const checked = await api.invoke('models:check', { datasetId: this.datasetId, model: preset ? { preset } : {} });
+    if (serial !== this.checkSerial) return;
     if (checked.error) {
       this.checkError = checked.error;
       return;

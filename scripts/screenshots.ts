@@ -1,0 +1,103 @@
+// `npm run screenshots`: drives the end-to-end flows through `nnstudio serve` in headless Chromium and
+// writes docs/screenshots/<screen>-<theme>.png for every screen in the light and the dark theme, at
+// 1440 × 900. The session: the CSV flow's file and MLP (a first model), then MNIST with a CNN for a few
+// epochs, which the screens show. Needs the native engine (npm install builds it; or NNSTUDIO_NATIVE).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { openStudio, type Studio } from '../test/e2e/support/studio';
+import { repoRoot } from '../test/e2e/support/serve';
+import { flowerCsv, flowerLabelColumn, scratchDir, writeFile } from '../test/e2e/support/data';
+import { goTo, type ScreenTitle } from '../test/e2e/support/ui';
+import { openCsv, openMnist } from '../test/e2e/flows/data';
+import { choosePreset, removeLayer, setTrainingSettings, waitModelFits } from '../test/e2e/flows/model';
+import { startTraining, waitCompleted } from '../test/e2e/flows/train';
+import { readHeadline } from '../test/e2e/flows/evaluate';
+import { csvFlowPlan } from '../test/e2e/flows/plans';
+
+const outDir = path.join(repoRoot, 'docs', 'screenshots');
+const screens: ScreenTitle[] = ['Data', 'Model', 'Train', 'Evaluate', 'Models'];
+const themes = ['light', 'dark'] as const;
+/** The whole script's limit: it never hangs a terminal or a CI job. */
+const overallTimeoutMs = 8 * 60_000;
+
+/** The sizes of the pictured session: enough MNIST for readable curves over a few epochs. */
+const pictured = { csvEpochs: 8, mnistLimit: 6000, mnistPreset: 'lenet5', mnistEpochs: 6, mnistBatchSize: 64 };
+
+async function driveFlows(page: Page, dir: string): Promise<void> {
+  // The CSV flow's first steps: a tabular dataset and an MLP, trained: the Models screen's first model.
+  await openCsv(page, writeFile(dir, csvFlowPlan.trainFile, flowerCsv(csvFlowPlan.trainRows, 1)), flowerLabelColumn);
+  await choosePreset(page, 'mlp');
+  await waitModelFits(page, 'flatten,dense:128:relu,dense:3');
+  await removeLayer(page, 1);
+  await waitModelFits(page, 'dense:128:relu,dense:3');
+  await setTrainingSettings(page, { optimizer: 'Adam', learningRate: 0.001, batchSize: 32, epochs: pictured.csvEpochs, device: 'cpu' });
+  await startTraining(page);
+  await waitCompleted(page, 120_000);
+
+  // The MNIST flow, the one the screens show.
+  await openMnist(page, pictured.mnistLimit);
+  await choosePreset(page, pictured.mnistPreset);
+  await waitModelFits(page);
+  await setTrainingSettings(page, { epochs: pictured.mnistEpochs, batchSize: pictured.mnistBatchSize, device: 'cpu' });
+  await startTraining(page);
+  await waitCompleted(page, 5 * 60_000);
+  await goTo(page, 'Evaluate');
+  await readHeadline(page);
+}
+
+/** The evaluation pickers name the pictured model and data (the MNIST run), not the first ones opened. */
+async function pickShownModel(page: Page): Promise<void> {
+  const model = page.getByRole('combobox', { name: 'Model', exact: true });
+  const mnistModel = (await model.getByRole('option').allTextContents()).find((text) => text.startsWith('MNIST'));
+  if (mnistModel) await model.selectOption({ label: mnistModel });
+  const data = page.getByRole('combobox', { name: 'Data', exact: true });
+  const mnistData = (await data.getByRole('option').allTextContents()).find((text) => text.startsWith('MNIST'));
+  if (mnistData) await data.selectOption({ label: mnistData });
+}
+
+async function shoot(studio: Studio): Promise<string[]> {
+  const { page } = studio;
+  const written: string[] = [];
+  fs.mkdirSync(outDir, { recursive: true });
+  for (const screen of screens) {
+    await goTo(page, screen);
+    if (screen === 'Evaluate' || screen === 'Models') await pickShownModel(page);
+    for (const theme of themes) {
+      await page.emulateMedia({ colorScheme: theme });
+      // No hover or focus ring in the picture; let the charts redraw in the theme's colours.
+      await page.mouse.move(0, 0);
+      await page.evaluate('document.activeElement instanceof HTMLElement && document.activeElement.blur()');
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+      const file = path.join(outDir, `${screen.toLowerCase()}-${theme}.png`);
+      await page.screenshot({ path: file, animations: 'disabled' });
+      written.push(path.relative(repoRoot, file));
+    }
+  }
+  return written;
+}
+
+async function main(): Promise<void> {
+  const dir = scratchDir('screenshots');
+  let studio: Studio | undefined;
+  const timer = setTimeout(() => {
+    process.stderr.write(`screenshots: still running after ${overallTimeoutMs / 60_000} minutes; stopping\n`);
+    void studio?.close().finally(() => process.exit(1));
+  }, overallTimeoutMs);
+  try {
+    studio = await openStudio();
+    await driveFlows(studio.page, dir);
+    for (const file of await shoot(studio)) process.stdout.write(`wrote ${file}\n`);
+    if (studio.pageErrors.length) process.stderr.write(`page errors:\n${studio.pageErrors.join('\n')}\n`);
+  } catch (error) {
+    const where = await studio?.artifacts('screenshots').catch(() => undefined);
+    process.stderr.write(`screenshots: ${(error as Error).message}\n${where ? `the page and the server's log: ${where}.png, ${where}.log\n` : ''}`);
+    process.exitCode = 1;
+  } finally {
+    clearTimeout(timer);
+    await studio?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+void main();

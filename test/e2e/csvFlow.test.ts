@@ -1,0 +1,181 @@
+// The CSV flow end to end, through `nnstudio serve` in headless Chromium, as a user clicks through it:
+// open a CSV with string labels and choose its label column, build an MLP, train it on the CPU while the
+// page stays responsive, read the confusion matrix and per-class F1, save the model, import it again and
+// evaluate it on another CSV file.
+import { after, before, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { skipWithoutBrowser } from './support/browser';
+import { flowerClasses, flowerCsv, flowerLabelColumn, scratchDir, writeFile } from './support/data';
+import { readSafetensorsHeader } from './support/safetensors';
+import { sequentialSteps } from './support/steps';
+import { openStudio, type Studio } from './support/studio';
+import { eventually, goTo, readTable, section, timed } from './support/ui';
+import { openCsv, readDatasetSummary } from './flows/data';
+import { addLayer, choosePreset, moveLayerUp, removeLayer, setLayerActivation, setLayerField, setTrainingSettings, waitModelFits } from './flows/model';
+import { chartPixels, readProgress, startTraining, stepsDone, waitCompleted, waitTraining } from './flows/train';
+import { evaluateWith, readClassReport, readConfusion, readHeadline } from './flows/evaluate';
+import { importModel, saveModel } from './flows/models';
+import { csvFlowPlan } from './flows/plans';
+
+describe('CSV flow: string labels, an MLP, save, import, evaluate on another file', { skip: skipWithoutBrowser() }, () => {
+  let studio: Studio | undefined;
+  let dir: string;
+  let trainCsv: string;
+  let newCsv: string;
+  let savedModel: string;
+  const step = sequentialSteps(() => studio);
+  const page = () => studio!.page;
+  const trainedModel = `${csvFlowPlan.trainFile} (run-1)`;
+
+  before(async () => {
+    dir = scratchDir('csv');
+    trainCsv = writeFile(dir, csvFlowPlan.trainFile, flowerCsv(csvFlowPlan.trainRows, 1));
+    newCsv = writeFile(dir, csvFlowPlan.newFile, flowerCsv(csvFlowPlan.newRows, 2));
+    studio = await openStudio();
+  }, { timeout: 60_000 });
+
+  after(async () => {
+    await studio?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  step('open a CSV with string labels and choose its label column', 20_000, async () => {
+    await openCsv(page(), trainCsv, flowerLabelColumn);
+    // The preview arrives after the summary: the file's first rows as written, label column included.
+    await eventually(async () => {
+      const preview = await readTable(section(page(), 'Preview').getByRole('table'));
+      assert.deepEqual(preview.columns, ['sepal_length', 'sepal_width', flowerLabelColumn, 'petal_length', 'petal_width']);
+      assert.equal(preview.rows.length, 20);
+      assert.deepEqual(preview.rows.slice(0, 3).map((row) => row[2]), [...flowerClasses]);
+    });
+    const summary = await readDatasetSummary(page());
+    assert.equal(summary['Examples'], csvFlowPlan.trainRows.toLocaleString('en-US'));
+    assert.equal(summary['Features'], '4', 'the label column is not a feature');
+    assert.equal(summary['Classes'], '3');
+    const histogram = await page().getByRole('list', { name: 'Examples per class' }).getByRole('listitem').allTextContents();
+    assert.deepEqual(histogram.map((item) => item.trim().split(/\s+/)[0]), [...flowerClasses]);
+  });
+
+  // After the Data screen's column roles, split and normalisation land: mark a column "ignore" here and
+  // check the feature count, set the split fractions and the normalisation.
+
+  step('build an MLP from the mlp preset with the layer editor', 20_000, async () => {
+    await choosePreset(page(), 'mlp');
+    await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
+    // Table rows need no flatten: remove it. Widen the hidden layer, add a second one at the end and move it above the output layer.
+    await removeLayer(page(), 1);
+    await waitModelFits(page(), 'dense:128:relu,dense:3');
+    await setLayerField(page(), 1, 'units', csvFlowPlan.hiddenUnits);
+    await addLayer(page(), 'Dense');
+    await moveLayerUp(page(), 3);
+    await setLayerField(page(), 2, 'units', csvFlowPlan.hiddenUnits);
+    await setLayerActivation(page(), 2, 'relu');
+    await waitModelFits(page(), `dense:${csvFlowPlan.hiddenUnits}:relu,dense:${csvFlowPlan.hiddenUnits}:relu,dense:3`);
+    // The table follows with each layer's output shape (the input row first).
+    const units = csvFlowPlan.hiddenUnits;
+    await eventually(async () => {
+      const layers = await readTable(section(page(), 'Layers').getByRole('table'));
+      const outputs = layers.rows.map((row) => row[3]);
+      assert.deepEqual(outputs, ['4', String(units), String(units), '3']);
+    });
+    await setTrainingSettings(page(), { optimizer: 'Adam', learningRate: 0.001, batchSize: csvFlowPlan.batchSize, epochs: csvFlowPlan.epochs, device: 'cpu' });
+  });
+
+  step('train on the CPU: the progress and the chart move, and the page answers while it runs', 120_000, async (t) => {
+    await startTraining(page());
+    const first = await waitTraining(page());
+    const lossChart = await chartPixels(page(), 'Loss');
+    const second = await eventually(async () => {
+      const progress = await readProgress(page());
+      assert.equal(progress.state, 'Training', 'still running');
+      assert.ok(stepsDone(progress) > stepsDone(first), `the step counter moves: ${JSON.stringify(first)} then ${JSON.stringify(progress)}`);
+      return progress;
+    }, 5_000);
+    await eventually(async () => assert.notEqual(await chartPixels(page(), 'Loss'), lossChart, 'the loss chart is redrawn'), 5_000);
+
+    // A user working in the page while the run goes on: every answer within a second.
+    const answers: Record<string, number> = {};
+    answers['next frame'] = await timed(() => page().evaluate('new Promise((resolve) => requestAnimationFrame(resolve))'));
+    answers['switch to Data'] = await timed(() => goTo(page(), 'Data'));
+    answers['type in a field'] = await timed(async () => {
+      const limit = page().getByRole('spinbutton', { name: /^Limit/ });
+      await limit.fill('1234');
+      assert.equal(await limit.inputValue(), '1234');
+    });
+    answers['choose in a select'] = await timed(async () => {
+      const split = page().getByRole('combobox', { name: 'Split' });
+      await split.selectOption({ label: 'Test (10,000)' });
+      assert.equal(await split.inputValue(), 'test');
+    });
+    answers['switch to Model'] = await timed(() => goTo(page(), 'Model'));
+    answers['switch back to Train'] = await timed(() => goTo(page(), 'Train'));
+    const third = await readProgress(page());
+    t.diagnostic(`answers while training (ms): ${JSON.stringify(Object.fromEntries(Object.entries(answers).map(([key, ms]) => [key, Math.round(ms)])))}`);
+    assert.equal(third.state, 'Training', 'the run was still going while the page was used (raise csvFlowPlan.epochs if the machine is faster)');
+    assert.ok(stepsDone(third) > stepsDone(second), 'and kept going');
+    for (const [action, ms] of Object.entries(answers)) assert.ok(ms < 1_000, `${action} answered in ${Math.round(ms)} ms`);
+
+    const outcome = await waitCompleted(page(), 90_000);
+    assert.match(outcome, new RegExp(`after ${csvFlowPlan.epochs} epochs`));
+    assert.match(outcome, /test accuracy [\d.]+%/);
+  });
+
+  step('read the confusion matrix and the per-class F1 of the test split', 20_000, async () => {
+    await page().getByRole('button', { name: 'See the evaluation →' }).click();
+    const headline = await readHeadline(page());
+    assert.ok(headline.accuracy > 1 / 3, `better than chance: ${headline.accuracy}`);
+    const report = await readClassReport(page());
+    assert.deepEqual(report.rows.map((row) => row.label), [...flowerClasses], 'one row per class');
+    for (const row of report.rows) {
+      for (const value of [row.precision, row.recall, row.f1]) assert.ok(value >= 0 && value <= 1, `${row.label}: ${value} in [0, 1]`);
+      assert.ok(row.support > 0);
+    }
+    assert.deepEqual(report.footer.map((row) => row[0]), ['Macro average', 'Weighted average']);
+    const confusion = await readConfusion(page());
+    assert.deepEqual(confusion.labels, [...flowerClasses]);
+    assert.deepEqual(confusion.rowLabels, [...flowerClasses]);
+    confusion.counts.forEach((row, index) => assert.equal(row.reduce((sum, count) => sum + count, 0), report.rows[index].support, 'a row sums to its support'));
+    const total = confusion.counts.flat().reduce((sum, count) => sum + count, 0);
+    assert.equal(total, headline.examples);
+    const correct = confusion.counts.reduce((sum, row, index) => sum + row[index], 0);
+    assert.ok(Math.abs(correct / total - headline.accuracy) < 0.0001, 'the diagonal gives the accuracy');
+  });
+
+  // After the confusion-cell examples land: click an off-diagonal cell and read its rows, sorted by confidence.
+
+  step('save the model: the download is a safetensors file', 20_000, async () => {
+    await goTo(page(), 'Models');
+    savedModel = await saveModel(page(), trainedModel, dir);
+    assert.match(savedModel, /\.safetensors$/);
+    const header = readSafetensorsHeader(savedModel);
+    assert.ok(Object.keys(header.tensors).length >= 6, `three dense layers' weights and biases: ${Object.keys(header.tensors)}`);
+    assert.ok(Object.keys(header.metadata).length > 0, 'metadata (the model spec and preprocessing)');
+  });
+
+  step('import the saved model on the Models screen', 20_000, async () => {
+    await goTo(page(), 'Models');
+    await importModel(page(), savedModel);
+    const table = page().getByRole('table');
+    await eventually(async () => assert.equal((await readTable(table)).rows.length, 2, 'the trained and the imported model'));
+  });
+
+  step('evaluate the imported model on another CSV file', 30_000, async () => {
+    await openCsv(page(), newCsv, flowerLabelColumn);
+    await goTo(page(), 'Models');
+    const models = await readTable(page().getByRole('table'));
+    const imported = models.rows[1][0];
+    assert.notEqual(imported, trainedModel);
+    await evaluateWith(page(), imported, new RegExp(`^${csvFlowPlan.newFile.replace('.', '\\.')} `));
+    const headline = await eventually(async () => {
+      const shown = await readHeadline(page());
+      assert.equal(shown.title, `${imported} on ${csvFlowPlan.newFile}`);
+      return shown;
+    });
+    assert.equal(headline.examples, csvFlowPlan.newRows);
+    assert.ok(headline.accuracy > 1 / 3, `better than chance on new data: ${headline.accuracy}`);
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+  });
+
+  // After run comparison lands: train a second run (another seed) and compare the two on the Models screen.
+});

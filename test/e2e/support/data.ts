@@ -1,0 +1,51 @@
+// Data files the flows upload: a tabular CSV with string class labels, written to a scratch folder.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export const flowerClasses = ['setosa', 'versicolor', 'virginica'] as const;
+export const flowerColumns = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width', 'species'] as const;
+/** The label column: not the last one, so the test has to choose it. */
+export const flowerLabelColumn = 'species';
+
+/** A deterministic generator (mulberry32), so every run sees the same file. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(next: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
+}
+
+/**
+ * `rows` iris-like examples, the classes in turn, with overlapping clusters (so the confusion matrix has
+ * off-diagonal counts). The label is the middle column: the default (the last column) would be wrong.
+ */
+export function flowerCsv(rows: number, seed: number): string {
+  const next = random(seed);
+  const lines = [[flowerColumns[0], flowerColumns[1], flowerColumns[4], flowerColumns[2], flowerColumns[3]].join(',')];
+  for (let row = 0; row < rows; row += 1) {
+    const c = row % flowerClasses.length;
+    const features = [1 + c + 0.9 * gaussian(next), 3 - 0.5 * c + 0.8 * gaussian(next), 1.2 * c + gaussian(next), 0.6 * c + 0.6 * gaussian(next)];
+    const [a, b, d, e] = features.map((value) => value.toFixed(3));
+    lines.push([a, b, flowerClasses[c], d, e].join(','));
+  }
+  return lines.join('\n') + '\n';
+}
+
+export function scratchDir(name: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `nnstudio-e2e-${name}-`));
+}
+
+export function writeFile(dir: string, name: string, text: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  return file;
+}
