@@ -29,9 +29,10 @@ export function formatShape(shape: readonly number[] | undefined): string {
   return shape ? shape.join(' × ') : '–';
 }
 
-/** 75 -> "1 min 15 s". */
+/** 75 -> "1 min 15 s"; under 10 s with a tenth ("0.4 s"), so short runs still compare. */
 export function formatDuration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '–';
+  if (seconds < 9.95) return `${Math.max(0, seconds).toFixed(1)} s`;
   const whole = Math.max(0, Math.round(seconds));
   if (whole < 60) return `${whole} s`;
   const minutes = Math.floor(whole / 60);
