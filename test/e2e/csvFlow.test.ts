@@ -1,21 +1,22 @@
 // The CSV flow end to end, through `nnstudio serve` in headless Chromium, as a user clicks through it:
-// open a CSV with string labels and choose its label column, build an MLP, train it on the CPU while the
-// page stays responsive, read the confusion matrix and per-class F1, save the model, import it again and
-// evaluate it on another CSV file.
+// open a CSV with string labels, choose its label column and the other columns' roles, set the split shares
+// and the normalisation, build an MLP, train it on the CPU while the page stays responsive, read the
+// confusion matrix and per-class F1, open a cell's examples by confidence, save the model, import it again,
+// evaluate it on another CSV file, and compare it with a second run.
 import { after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { skipWithoutBrowser } from './support/browser';
-import { flowerClasses, flowerCsv, flowerLabelColumn, scratchDir, writeFile } from './support/data';
+import { flowerClasses, flowerCsv, flowerFeatureCount, flowerFileColumns, flowerIgnoredColumn, flowerLabelColumn, scratchDir, writeFile } from './support/data';
 import { readSafetensorsHeader } from './support/safetensors';
 import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
 import { eventually, goTo, readTable, section, timed } from './support/ui';
-import { openCsv, readDatasetSummary } from './flows/data';
+import { chooseCsv, datasetTab, openChosenCsv, openCsv, readColumnRoles, readDatasetSummary, readSplitCounts, setSplits } from './flows/data';
 import { addLayer, choosePreset, moveLayerUp, removeLayer, setLayerActivation, setLayerField, setTrainingSettings, waitModelFits } from './flows/model';
 import { chartPixels, readProgress, startTraining, stepsDone, waitCompleted, waitTraining } from './flows/train';
-import { evaluateWith, readClassReport, readConfusion, readHeadline } from './flows/evaluate';
-import { importModel, saveModel } from './flows/models';
+import { commonestMistake, evaluateWith, openCell, orderCell, readCellConfidences, readClassReport, readConfusion, readHeadline } from './flows/evaluate';
+import { compareRuns, importModel, modelsTable, saveModel } from './flows/models';
 import { csvFlowPlan } from './flows/plans';
 
 describe('CSV flow: string labels, an MLP, save, import, evaluate on another file', { skip: skipWithoutBrowser() }, () => {
@@ -27,6 +28,9 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
   const step = sequentialSteps(() => studio);
   const page = () => studio!.page;
   const trainedModel = `${csvFlowPlan.trainFile} (run-1)`;
+  const secondModel = `${csvFlowPlan.trainFile} (run-2)`;
+  /** Test examples, as the Data screen counts them from the test share; the evaluation must use as many. */
+  let testCount = 0;
 
   before(async () => {
     dir = scratchDir('csv');
@@ -40,25 +44,49 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  step('open a CSV with string labels and choose its label column', 20_000, async () => {
-    await openCsv(page(), trainCsv, flowerLabelColumn);
-    // The preview arrives after the summary: the file's first rows as written, label column included.
+  step('open a CSV with string labels, choose its label column and the other columns\' roles', 20_000, async () => {
+    await chooseCsv(page(), trainCsv);
+    // The roles proposed from the first rows: numbers are features, text is one-hot, "species" is the label.
+    assert.deepEqual(await readColumnRoles(page(), trainCsv), {
+      id: 'Feature (number)',
+      sepal_length: 'Feature (number)',
+      sepal_width: 'Feature (number)',
+      species: 'Label (class)',
+      petal_length: 'Feature (number)',
+      petal_width: 'Feature (number)',
+      garden: 'Categorical (one-hot)',
+    });
+    // The row id says nothing about the class: ignore it.
+    await openChosenCsv(page(), trainCsv, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
+    // The preview arrives after the summary: the file's first rows as written, every column.
     await eventually(async () => {
       const preview = await readTable(section(page(), 'Preview').getByRole('table'));
-      assert.deepEqual(preview.columns, ['sepal_length', 'sepal_width', flowerLabelColumn, 'petal_length', 'petal_width']);
+      assert.deepEqual(preview.columns, [...flowerFileColumns]);
       assert.equal(preview.rows.length, 20);
-      assert.deepEqual(preview.rows.slice(0, 3).map((row) => row[2]), [...flowerClasses]);
+      const label = preview.columns.indexOf(flowerLabelColumn);
+      assert.deepEqual(preview.rows.slice(0, 3).map((row) => row[label]), [...flowerClasses]);
     });
     const summary = await readDatasetSummary(page());
     assert.equal(summary['Examples'], csvFlowPlan.trainRows.toLocaleString('en-US'));
-    assert.equal(summary['Features'], '4', 'the label column is not a feature');
+    assert.equal(summary['Features'], String(flowerFeatureCount), 'four measurements and the garden one-hot; not the label, not the id');
     assert.equal(summary['Classes'], '3');
     const histogram = await page().getByRole('list', { name: 'Examples per class' }).getByRole('listitem').allTextContents();
     assert.deepEqual(histogram.map((item) => item.trim().split(/\s+/)[0]), [...flowerClasses]);
   });
 
-  // After the Data screen's column roles, split and normalisation land: mark a column "ignore" here and
-  // check the feature count, set the split fractions and the normalisation.
+  step('set the split shares and the normalisation: the counts follow', 20_000, async () => {
+    await setSplits(page(), { validation: csvFlowPlan.validationShare, test: csvFlowPlan.testShare, normalisation: 'Min-max' });
+    const counts = await eventually(async () => {
+      const shown = await readSplitCounts(page());
+      // Stratified by class (500 rows each): a quarter of each class is held out for the test.
+      assert.equal(shown['Test'], csvFlowPlan.trainRows * csvFlowPlan.testShare);
+      return shown;
+    });
+    assert.equal(counts['Training'] + counts['Validation'] + counts['Test'], csvFlowPlan.trainRows, `every row in one split: ${JSON.stringify(counts)}`);
+    assert.equal(counts['Validation'], csvFlowPlan.trainRows * csvFlowPlan.validationShare, `the validation share is of all rows: ${JSON.stringify(counts)}`);
+    assert.ok(await page().getByRole('radio', { name: 'Min-max', exact: true }).isChecked());
+    testCount = counts['Test'];
+  });
 
   step('build an MLP from the mlp preset with the layer editor', 20_000, async () => {
     await choosePreset(page(), 'mlp');
@@ -77,7 +105,7 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     await eventually(async () => {
       const layers = await readTable(section(page(), 'Layers').getByRole('table'));
       const outputs = layers.rows.map((row) => row[3]);
-      assert.deepEqual(outputs, ['4', String(units), String(units), '3']);
+      assert.deepEqual(outputs, [String(flowerFeatureCount), String(units), String(units), '3']);
     });
     await setTrainingSettings(page(), { optimizer: 'Adam', learningRate: 0.001, batchSize: csvFlowPlan.batchSize, epochs: csvFlowPlan.epochs, device: 'cpu' });
   });
@@ -138,11 +166,34 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     confusion.counts.forEach((row, index) => assert.equal(row.reduce((sum, count) => sum + count, 0), report.rows[index].support, 'a row sums to its support'));
     const total = confusion.counts.flat().reduce((sum, count) => sum + count, 0);
     assert.equal(total, headline.examples);
+    assert.equal(headline.examples, testCount, 'the test split the Data screen counted');
     const correct = confusion.counts.reduce((sum, row, index) => sum + row[index], 0);
     assert.ok(Math.abs(correct / total - headline.accuracy) < 0.0001, 'the diagonal gives the accuracy');
   });
 
-  // After the confusion-cell examples land: click an off-diagonal cell and read its rows, sorted by confidence.
+  step('open a confusion cell: its rows, sorted by confidence both ways', 20_000, async () => {
+    const confusion = await readConfusion(page());
+    const mistake = commonestMistake(confusion);
+    assert.ok(mistake.count > 0, 'the overlapping classes give some mistakes');
+    await openCell(page(), mistake.actual, mistake.predicted);
+    const shown = Math.min(mistake.count, 48);
+    const highest = await eventually(async () => {
+      const confidences = await readCellConfidences(page());
+      assert.equal(confidences.length, shown, 'one row per example of the cell (the first page)');
+      return confidences;
+    });
+    const descending = (values: number[]) => values.every((value, index) => index === 0 || values[index - 1] >= value);
+    assert.ok(descending(highest), `most confident first: ${highest}`);
+    for (const confidence of highest) assert.ok(confidence > 0 && confidence <= 1, `a probability: ${confidence}`);
+    await orderCell(page(), 'Least confident first');
+    const lowest = await eventually(async () => {
+      const confidences = await readCellConfidences(page());
+      assert.ok(descending([...confidences].reverse()) && confidences[0] <= highest[0], `least confident first: ${confidences}`);
+      return confidences;
+    });
+    if (mistake.count <= 48) assert.deepEqual([...lowest].reverse(), highest, 'the same examples, the other way round');
+    await page().getByRole('button', { name: 'Close examples' }).click();
+  });
 
   step('save the model: the download is a safetensors file', 20_000, async () => {
     await goTo(page(), 'Models');
@@ -151,19 +202,19 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     const header = readSafetensorsHeader(savedModel);
     assert.ok(Object.keys(header.tensors).length >= 6, `three dense layers' weights and biases: ${Object.keys(header.tensors)}`);
     assert.ok(Object.keys(header.metadata).length > 0, 'metadata (the model spec and preprocessing)');
+    assert.match(JSON.stringify(header.metadata), /min.?max/i, 'the normalisation chosen on the Data screen travels with the model');
   });
 
   step('import the saved model on the Models screen', 20_000, async () => {
     await goTo(page(), 'Models');
     await importModel(page(), savedModel);
-    const table = page().getByRole('table');
-    await eventually(async () => assert.equal((await readTable(table)).rows.length, 2, 'the trained and the imported model'));
+    await eventually(async () => assert.equal((await readTable(modelsTable(page()))).rows.length, 2, 'the trained and the imported model'));
   });
 
   step('evaluate the imported model on another CSV file', 30_000, async () => {
-    await openCsv(page(), newCsv, flowerLabelColumn);
+    await openCsv(page(), newCsv, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
     await goTo(page(), 'Models');
-    const models = await readTable(page().getByRole('table'));
+    const models = await readTable(modelsTable(page()));
     const imported = models.rows[1][0];
     assert.notEqual(imported, trainedModel);
     await evaluateWith(page(), imported, new RegExp(`^${csvFlowPlan.newFile.replace('.', '\\.')} `));
@@ -177,5 +228,26 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
   });
 
-  // After run comparison lands: train a second run (another seed) and compare the two on the Models screen.
+  step('train a second, shorter run and compare the two on the Models screen', 60_000, async () => {
+    await goTo(page(), 'Data');
+    await datasetTab(page(), csvFlowPlan.trainFile).click();
+    await datasetTab(page(), csvFlowPlan.trainFile).and(page().locator('[aria-pressed="true"]')).waitFor();
+    await goTo(page(), 'Model');
+    await waitModelFits(page(), `dense:${csvFlowPlan.hiddenUnits}:relu,dense:${csvFlowPlan.hiddenUnits}:relu,dense:3`);
+    await setTrainingSettings(page(), { epochs: csvFlowPlan.secondRunEpochs });
+    await startTraining(page());
+    await waitCompleted(page(), 50_000);
+    await goTo(page(), 'Models');
+    const metrics = await compareRuns(page(), trainedModel, secondModel);
+    assert.deepEqual(metrics['Epochs'].slice(0, 2), [String(csvFlowPlan.epochs), String(csvFlowPlan.secondRunEpochs)]);
+    assert.equal(metrics['Parameters'][0], metrics['Parameters'][1], 'the same network');
+    for (const name of ['Test accuracy', 'Test macro F1', 'Training time']) {
+      assert.ok(name in metrics, `${name} is compared: ${Object.keys(metrics)}`);
+      assert.notEqual(metrics[name][2], '', `${name} has a difference`);
+    }
+    // Both runs' curves overlaid: two charts.
+    const card = section(page(), 'Compare two runs');
+    assert.equal(await card.locator('canvas').count(), 2, 'loss and accuracy per epoch');
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+  });
 });

@@ -9,7 +9,8 @@ import { eventually, readTable, section } from './support/ui';
 import { openMnist, readDatasetSummary } from './flows/data';
 import { choosePreset, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
-import { readClassReport, readConfusion, readHeadline } from './flows/evaluate';
+import { commonestMistake, openCell, readCellConfidences, readClassReport, readConfusion, readHeadline } from './flows/evaluate';
+import { drawStrokes, readDigitPrediction, strokesOfOne } from './flows/digit';
 import { mnistFlowPlan } from './flows/plans';
 
 const digits = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'];
@@ -72,6 +73,38 @@ describe('MNIST flow: built-in digits, a CNN preset, one epoch, the confusion ma
     assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
   });
 
-  // NOT YET COVERED (the digit canvas has not landed): draw a digit on the canvas for 28 × 28 models
-  // (page.mouse strokes) and read the live class probabilities. Add it here as the flow's last step.
+  step('open a confusion cell: its digit images, most confident first', 20_000, async () => {
+    const mistake = commonestMistake(await readConfusion(page()));
+    await openCell(page(), mistake.actual, mistake.predicted);
+    const confidences = await eventually(async () => {
+      const shown = await readCellConfidences(page());
+      assert.equal(shown.length, Math.min(mistake.count, 48), 'the first page of the cell');
+      return shown;
+    });
+    assert.ok(confidences.every((value, index) => index === 0 || confidences[index - 1] >= value), `sorted: ${confidences}`);
+    const images = page().getByRole('list', { name: 'Examples, most confident first' }).getByLabel(/^an image/);
+    assert.equal(await images.count(), confidences.length, 'an image per example');
+    await page().getByRole('button', { name: 'Close examples' }).click();
+  });
+
+  step('draw a digit: the class probabilities follow the drawing', 20_000, async () => {
+    const card = section(page(), 'Draw a digit');
+    await card.waitFor();
+    await drawStrokes(page(), strokesOfOne);
+    const drawn = await eventually(async () => {
+      const shown = await readDigitPrediction(page());
+      assert.match(shown.verdict, /^Prediction: \d \([\d.]+%\)$/);
+      assert.deepEqual(Object.keys(shown.probabilities), digits, 'a bar per class');
+      return shown;
+    });
+    const total = Object.values(drawn.probabilities).reduce((sum, p) => sum + p, 0);
+    assert.ok(Math.abs(total - 1) < 0.02, `the probabilities add up to 1 (shown rounded): ${total}`);
+    const [best] = Object.entries(drawn.probabilities).sort((a, b) => b[1] - a[1])[0];
+    assert.match(drawn.verdict, new RegExp(`^Prediction: ${best} `), 'the verdict is the most probable class');
+    assert.equal(best, '1', `a drawn 1 is read as a 1: ${JSON.stringify(drawn.probabilities)}`);
+    // Clearing forgets the drawing and its prediction.
+    await card.getByRole('button', { name: 'Clear drawing' }).click();
+    await page().getByText('Draw a digit to see what the model thinks it is.').waitFor();
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+  });
 });

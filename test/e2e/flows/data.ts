@@ -8,16 +8,61 @@ export function datasetTab(page: Page, name: string): Locator {
   return page.getByRole('group', { name: 'Open datasets' }).getByRole('button', { name: new RegExp(`^${escape(name)} [\\d,]+ examples$`) });
 }
 
-/** Picks `file` with "Choose a file…" (the browser's file chooser), chooses the label column and opens it. */
-export async function openCsv(page: Page, file: string, labelColumn: string): Promise<void> {
+/** The role choices of the column roles table, as the selects show them. */
+export type RoleTitle = 'Feature (number)' | 'Categorical (one-hot)' | 'Label (class)' | 'Ignore';
+
+/** Picks `file` with "Choose a file…" (the browser's file chooser) and waits for its column roles table. */
+export async function chooseCsv(page: Page, file: string): Promise<void> {
   await goTo(page, 'Data');
   const chooser = page.waitForEvent('filechooser');
   await page.getByRole('button', { name: 'Choose a file…' }).click();
   await (await chooser).setFiles(file);
+  await page.getByRole('table', { name: `Column roles of ${path.basename(file)}` }).waitFor();
+}
+
+/** The role each column has now, by column name. */
+export async function readColumnRoles(page: Page, file: string): Promise<Record<string, string>> {
+  const table = page.getByRole('table', { name: `Column roles of ${path.basename(file)}` });
+  const names = (await table.locator('tbody th[scope="row"]').allTextContents()).map((name) => name.trim());
+  const roles: Record<string, string> = {};
+  for (const name of names) {
+    const select = page.getByRole('combobox', { name: `Role of column ${name}`, exact: true });
+    roles[name] = ((await select.locator('option:checked').textContent()) ?? '').trim();
+  }
+  return roles;
+}
+
+/** Chooses the label column, sets other columns' roles, and opens the chosen CSV. */
+export async function openChosenCsv(page: Page, file: string, labelColumn: string, roles: Record<string, RoleTitle> = {}): Promise<void> {
   const name = path.basename(file);
   await page.getByRole('combobox', { name: 'Label column' }).selectOption(labelColumn);
+  for (const [column, role] of Object.entries(roles)) {
+    await page.getByRole('combobox', { name: `Role of column ${column}`, exact: true }).selectOption({ label: role });
+  }
   await page.getByRole('button', { name: `Open ${name}` }).click();
   await datasetTab(page, name).and(page.locator('[aria-pressed="true"]')).waitFor();
+}
+
+/** Picks `file`, chooses the label column (and other roles) and opens it. */
+export async function openCsv(page: Page, file: string, labelColumn: string, roles: Record<string, RoleTitle> = {}): Promise<void> {
+  await chooseCsv(page, file);
+  await openChosenCsv(page, file, labelColumn, roles);
+}
+
+export type NormalisationTitle = 'None' | 'Min-max' | 'Z-score';
+
+/** Sets the open dataset's validation and test shares and its normalisation (the Data screen's "Splits and normalisation"). */
+export async function setSplits(page: Page, settings: { validation?: number; test?: number; normalisation?: NormalisationTitle }): Promise<void> {
+  if (settings.validation !== undefined) await page.getByRole('spinbutton', { name: 'Validation share' }).first().fill(String(settings.validation));
+  if (settings.test !== undefined) await page.getByRole('spinbutton', { name: 'Test share' }).fill(String(settings.test));
+  if (settings.normalisation !== undefined) await page.getByRole('radio', { name: settings.normalisation, exact: true }).check();
+}
+
+/** The live counts under the shares: "Training" → 900, "Validation" → 225, "Test" → 375. */
+export async function readSplitCounts(page: Page): Promise<Record<string, number>> {
+  const list = page.getByLabel('Examples per split');
+  const [terms, values] = await Promise.all([list.getByRole('term').allTextContents(), list.getByRole('definition').allTextContents()]);
+  return Object.fromEntries(terms.map((term, index) => [term.trim(), Number((values[index] ?? '').replace(/,/g, ''))]));
 }
 
 /** Opens the built-in MNIST training images, the first `limit` of them. */

@@ -59,3 +59,38 @@ export async function evaluateWith(page: Page, model: string, dataset: RegExp): 
   await data.selectOption({ label });
   await page.getByRole('button', { name: 'Evaluate', exact: true }).click();
 }
+
+/** The confusion matrix's off-diagonal cell with the most examples (the model's commonest mistake). */
+export function commonestMistake(confusion: { labels: string[]; counts: number[][] }): { actual: string; predicted: string; count: number } {
+  let best = { actual: '', predicted: '', count: -1 };
+  confusion.counts.forEach((row, actual) =>
+    row.forEach((count, predicted) => {
+      if (actual !== predicted && count > best.count) best = { actual: confusion.labels[actual], predicted: confusion.labels[predicted], count };
+    }),
+  );
+  return best;
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Clicks a confusion-matrix cell and waits for its examples card ("True a, predicted p"). */
+export async function openCell(page: Page, actual: string, predicted: string): Promise<void> {
+  await page.getByRole('button', { name: new RegExp(`^Examples: true ${escapeRegExp(actual)}, predicted ${escapeRegExp(predicted)} \\(`) }).click();
+  await page.getByRole('heading', { level: 2, name: `True ${actual}, predicted ${predicted}`, exact: true }).waitFor();
+}
+
+/** The confidences (0–1) of the shown examples of the open cell, in the order shown: table rows or image tiles. */
+export async function readCellConfidences(page: Page): Promise<number[]> {
+  const percent = (text: string) => Number(/([\d.]+)\s*%/.exec(text)?.[1]) / 100;
+  const card = page.getByRole('region', { name: /^True .+, predicted / });
+  const table = card.getByRole('table', { name: 'Examples of the chosen cell' });
+  if ((await table.count()) > 0) return (await readTable(table)).rows.map((row) => percent(row[row.length - 1]));
+  return (await card.getByRole('list', { name: /^Examples, / }).locator('.confidence').allTextContents()).map(percent);
+}
+
+/** Shows the open cell's examples least (or most) confident first. */
+export async function orderCell(page: Page, order: 'Most confident first' | 'Least confident first'): Promise<void> {
+  const button = page.getByRole('group', { name: 'Order of the examples' }).getByRole('button', { name: order });
+  await button.click();
+  await button.and(page.locator('[aria-pressed="true"]')).waitFor();
+}

@@ -18,3 +18,23 @@ export async function importModel(page: Page, file: string): Promise<void> {
   await page.getByRole('button', { name: 'Import a model file…' }).click();
   await (await chooser).setFiles(file);
 }
+
+/** The Models screen's table of the session's models (name first). */
+export function modelsTable(page: Page) {
+  return page.getByRole('table', { name: 'Models of this session' });
+}
+
+/** Picks two runs in "Compare two runs"; returns the metrics table: metric → [first, second, Δ] as shown. */
+export async function compareRuns(page: Page, first: string, second: string): Promise<Record<string, string[]>> {
+  await page.getByRole('combobox', { name: 'First run' }).selectOption({ label: first });
+  await page.getByRole('combobox', { name: 'Second run' }).selectOption({ label: second });
+  const table = page.getByRole('table', { name: 'Metrics of the two runs' });
+  await table.waitFor();
+  const rows = await table.locator('tbody > tr').all();
+  const metrics: Record<string, string[]> = {};
+  for (const row of rows) {
+    const cells = (await row.locator(':scope > th, :scope > td').allTextContents()).map((text) => text.trim());
+    metrics[cells[0]] = cells.slice(1);
+  }
+  return metrics;
+}

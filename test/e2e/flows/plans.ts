@@ -8,6 +8,9 @@ export const csvFlowPlan = {
   hiddenUnits: 512,
   batchSize: 8,
   epochs: 40,
+  validationShare: 0.2,
+  testShare: 0.25,
+  secondRunEpochs: 3,
 };
 
 export const mnistFlowPlan = {

@@ -4,9 +4,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 export const flowerClasses = ['setosa', 'versicolor', 'virginica'] as const;
-export const flowerColumns = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width', 'species'] as const;
+/** The file's columns as written: a row id (to ignore), four measurements, the label in the middle, a text column. */
+export const flowerFileColumns = ['id', 'sepal_length', 'sepal_width', 'species', 'petal_length', 'petal_width', 'garden'] as const;
 /** The label column: not the last one, so the test has to choose it. */
 export const flowerLabelColumn = 'species';
+/** A row number: a feature by default (it is numeric), which the flow sets to Ignore. */
+export const flowerIgnoredColumn = 'id';
+/** A text column: categorical (one-hot) by default, two values, so two features. */
+export const flowerGardens = ['north', 'south'] as const;
+/** What the network sees: four measurements and the garden one-hot encoded. */
+export const flowerFeatureCount = 4 + flowerGardens.length;
 
 /** A deterministic generator (mulberry32), so every run sees the same file. */
 function random(seed: number): () => number {
@@ -26,16 +33,17 @@ function gaussian(next: () => number): number {
 
 /**
  * `rows` iris-like examples, the classes in turn, with overlapping clusters (so the confusion matrix has
- * off-diagonal counts). The label is the middle column: the default (the last column) would be wrong.
+ * off-diagonal counts). The label is a middle column, the first column a row id and the last a text column.
  */
 export function flowerCsv(rows: number, seed: number): string {
   const next = random(seed);
-  const lines = [[flowerColumns[0], flowerColumns[1], flowerColumns[4], flowerColumns[2], flowerColumns[3]].join(',')];
+  const lines = [flowerFileColumns.join(',')];
   for (let row = 0; row < rows; row += 1) {
     const c = row % flowerClasses.length;
     const features = [1 + c + 0.9 * gaussian(next), 3 - 0.5 * c + 0.8 * gaussian(next), 1.2 * c + gaussian(next), 0.6 * c + 0.6 * gaussian(next)];
     const [a, b, d, e] = features.map((value) => value.toFixed(3));
-    lines.push([a, b, flowerClasses[c], d, e].join(','));
+    const garden = flowerGardens[next() < 0.5 ? 0 : 1];
+    lines.push([String(row + 1), a, b, flowerClasses[c], d, e, garden].join(','));
   }
   return lines.join('\n') + '\n';
 }
