@@ -7,12 +7,14 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { openStudio, type Studio } from '../test/e2e/support/studio';
 import { repoRoot } from '../test/e2e/support/serve';
-import { flowerCsv, flowerLabelColumn, scratchDir, writeFile } from '../test/e2e/support/data';
+import { flowerCsv, flowerIgnoredColumn, flowerLabelColumn, scratchDir, writeFile } from '../test/e2e/support/data';
 import { goTo, type ScreenTitle } from '../test/e2e/support/ui';
-import { openCsv, openMnist } from '../test/e2e/flows/data';
+import { chooseCsv, openCsv, openMnist, setSplits } from '../test/e2e/flows/data';
 import { choosePreset, removeLayer, setTrainingSettings, waitModelFits } from '../test/e2e/flows/model';
 import { startTraining, waitCompleted } from '../test/e2e/flows/train';
-import { readHeadline } from '../test/e2e/flows/evaluate';
+import { commonestMistake, openCell, readConfusion, readHeadline } from '../test/e2e/flows/evaluate';
+import { drawStrokes, strokesOfOne } from '../test/e2e/flows/digit';
+import { compareRuns } from '../test/e2e/flows/models';
 import { csvFlowPlan } from '../test/e2e/flows/plans';
 
 const outDir = path.join(repoRoot, 'docs', 'screenshots');
@@ -22,11 +24,11 @@ const themes = ['light', 'dark'] as const;
 const overallTimeoutMs = 8 * 60_000;
 
 /** The sizes of the pictured session: enough MNIST for readable curves over a few epochs. */
-const pictured = { csvEpochs: 8, mnistLimit: 6000, mnistPreset: 'lenet5', mnistEpochs: 6, mnistBatchSize: 64 };
+const pictured = { csvEpochs: 8, mnistLimit: 6000, mnistPreset: 'lenet5', mnistEpochs: 6, mnistBatchSize: 64, otherPreset: 'mlp', otherEpochs: 4 };
 
 async function driveFlows(page: Page, dir: string): Promise<void> {
   // The CSV flow's first steps: a tabular dataset and an MLP, trained: the Models screen's first model.
-  await openCsv(page, writeFile(dir, csvFlowPlan.trainFile, flowerCsv(csvFlowPlan.trainRows, 1)), flowerLabelColumn);
+  await openCsv(page, writeFile(dir, csvFlowPlan.trainFile, flowerCsv(csvFlowPlan.trainRows, 1)), flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
   await choosePreset(page, 'mlp');
   await waitModelFits(page, 'flatten,dense:128:relu,dense:3');
   await removeLayer(page, 1);
@@ -35,8 +37,14 @@ async function driveFlows(page: Page, dir: string): Promise<void> {
   await startTraining(page);
   await waitCompleted(page, 120_000);
 
-  // The MNIST flow, the one the screens show.
+  // The MNIST flow, the one the screens show: an MLP first (the run compared on Models), then the CNN.
   await openMnist(page, pictured.mnistLimit);
+  await setSplits(page, { validation: 0.1 });
+  await choosePreset(page, pictured.otherPreset);
+  await waitModelFits(page);
+  await setTrainingSettings(page, { epochs: pictured.otherEpochs, batchSize: pictured.mnistBatchSize, device: 'cpu' });
+  await startTraining(page);
+  await waitCompleted(page, 5 * 60_000);
   await choosePreset(page, pictured.mnistPreset);
   await waitModelFits(page);
   await setTrainingSettings(page, { epochs: pictured.mnistEpochs, batchSize: pictured.mnistBatchSize, device: 'cpu' });
@@ -46,30 +54,70 @@ async function driveFlows(page: Page, dir: string): Promise<void> {
   await readHeadline(page);
 }
 
+/** The names of the two MNIST runs (MLP first, CNN second), as the model pickers list them. */
+async function mnistRuns(page: Page): Promise<string[]> {
+  const model = page.getByRole('combobox', { name: 'Model', exact: true });
+  return (await model.getByRole('option').allTextContents()).map((text) => text.trim()).filter((text) => text.startsWith('MNIST'));
+}
+
+/** Each shot's state: a confusion cell's examples and a drawn digit; two runs compared; a CSV's column roles. */
+async function stage(page: Page, name: string, csvFile: string): Promise<void> {
+  if (name === 'evaluate-examples') {
+    await openCell(page, ...cellOf(commonestMistake(await readConfusion(page))));
+    await drawStrokes(page, strokesOfOne);
+    await page.getByText(/^Prediction: /).waitFor();
+    await scrollToHeading(page, /^True .+, predicted /);
+  }
+  if (name === 'models') {
+    const runs = await mnistRuns(page);
+    if (runs.length >= 2) await compareRuns(page, runs[0], runs[1]);
+    await scrollToHeading(page, 'Compare two runs');
+  }
+  if (name === 'data-columns') {
+    await chooseCsv(page, csvFile);
+    await scrollToHeading(page, /^Columns of /);
+  }
+}
+
+/** Brings a card's heading to the top of the screen (the screens scroll inside their own area). */
+async function scrollToHeading(page: Page, name: string | RegExp): Promise<void> {
+  await page.getByRole('heading', { level: 2, name }).evaluate((heading) => heading.scrollIntoView({ block: 'start' }));
+}
+
+const cellOf = (cell: { actual: string; predicted: string }): [string, string] => [cell.actual, cell.predicted];
+
 /** The evaluation pickers name the pictured model and data (the MNIST run), not the first ones opened. */
 async function pickShownModel(page: Page): Promise<void> {
   const model = page.getByRole('combobox', { name: 'Model', exact: true });
-  const mnistModel = (await model.getByRole('option').allTextContents()).find((text) => text.startsWith('MNIST'));
+  // The last MNIST model: the CNN.
+  const mnistModel = (await model.getByRole('option').allTextContents()).filter((text) => text.startsWith('MNIST')).pop();
   if (mnistModel) await model.selectOption({ label: mnistModel });
   const data = page.getByRole('combobox', { name: 'Data', exact: true });
   const mnistData = (await data.getByRole('option').allTextContents()).find((text) => text.startsWith('MNIST'));
   if (mnistData) await data.selectOption({ label: mnistData });
 }
 
-async function shoot(studio: Studio): Promise<string[]> {
+async function shoot(studio: Studio, csvFile: string): Promise<string[]> {
   const { page } = studio;
   const written: string[] = [];
   fs.mkdirSync(outDir, { recursive: true });
-  for (const screen of screens) {
+  // The five screens, then the Data screen with a CSV's column roles ("data-columns").
+  const shots: { screen: ScreenTitle; name: string }[] = [
+    ...screens.map((screen) => ({ screen, name: screen.toLowerCase() })),
+    { screen: 'Evaluate', name: 'evaluate-examples' },
+    { screen: 'Data', name: 'data-columns' },
+  ];
+  for (const { screen, name } of shots) {
     await goTo(page, screen);
     if (screen === 'Evaluate' || screen === 'Models') await pickShownModel(page);
+    await stage(page, name, csvFile);
     for (const theme of themes) {
       await page.emulateMedia({ colorScheme: theme });
       // No hover or focus ring in the picture; let the charts redraw in the theme's colours.
       await page.mouse.move(0, 0);
       await page.evaluate('document.activeElement instanceof HTMLElement && document.activeElement.blur()');
       await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
-      const file = path.join(outDir, `${screen.toLowerCase()}-${theme}.png`);
+      const file = path.join(outDir, `${name}-${theme}.png`);
       await page.screenshot({ path: file, animations: 'disabled' });
       written.push(path.relative(repoRoot, file));
     }
@@ -87,7 +135,7 @@ async function main(): Promise<void> {
   try {
     studio = await openStudio();
     await driveFlows(studio.page, dir);
-    for (const file of await shoot(studio)) process.stdout.write(`wrote ${file}\n`);
+    for (const file of await shoot(studio, path.join(dir, csvFlowPlan.trainFile))) process.stdout.write(`wrote ${file}\n`);
     if (studio.pageErrors.length) process.stderr.write(`page errors:\n${studio.pageErrors.join('\n')}\n`);
   } catch (error) {
     const where = await studio?.artifacts('screenshots').catch(() => undefined);
