@@ -71,6 +71,9 @@ class Studio {
   preview = $state.raw<DatasetPreview | undefined>();
   opening = $state(false);
   mnistError = $state<ApiError | undefined>();
+  /** The MNIST opener's choices, kept while the user moves between screens. */
+  mnistSplit = $state<'train' | 'test'>('train');
+  mnistLimit = $state<number | null>(5000);
   csvError = $state<ApiError | undefined>();
   pendingCsv = $state<PendingCsv | undefined>();
   idxError = $state<ApiError | undefined>();
