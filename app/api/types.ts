@@ -3,6 +3,7 @@
 // everything in it is plain JSON (NaN and Infinity arrive as null over the WebSocket).
 import type { ClassificationReport } from '../core/metrics/classification';
 import type { LayerKind, ModelSpec } from '../core/model/spec';
+import type { CellExample, CellExamples } from '../services/examples';
 import type { Channel, PayloadOf } from './schemas';
 
 export type { Channel, PayloadOf } from './schemas';
@@ -200,33 +201,8 @@ export interface EvaluationResult {
 
 // ---- examples of a confusion cell, predictions ----
 
-export interface CellExample {
-  /** The example's row in the evaluated data. */
-  index: number;
-  /** The predicted class's probability. */
-  confidence: number;
-  probabilities: number[];
-  /** Images: C*H*W values 0-255 in CHW order. */
-  pixels?: number[];
-  /** Tables: the feature values as read (after categorical encoding). */
-  values?: number[];
-}
-
-export interface CellExamples {
-  actual: number;
-  predicted: number;
-  order: 'highest' | 'lowest';
-  /** Examples in the cell; `examples` is the page from `offset`. */
-  total: number;
-  offset: number;
-  kind: 'images' | 'table';
-  /** [C,H,W] for images, [F] for tables. */
-  shape: number[];
-  /** Names of a table row's values (empty for images). */
-  featureNames: string[];
-  classLabels: string[];
-  examples: CellExample[];
-}
+// One definition for the service and the renderer (a type-only import: nothing of Node reaches the page).
+export type { CellExample, CellExamples };
 
 export interface PredictionResult {
   /** (rows, classes): each row sums to 1. */

@@ -3,6 +3,7 @@
 // from, which file an app:// URL may read, and which frames may call the API.
 import * as path from 'node:path';
 import type { WebPreferences } from 'electron';
+import { contentTypeFor } from '../core/files/contentTypes';
 
 /** The page is served from app://nnstudio/ (a privileged standard scheme): a real origin for 'self' in the CSP. */
 export const appScheme = 'app';
@@ -48,6 +49,8 @@ export const contentSecurityPolicy = [
 ].join('; ');
 
 /** Headers on every app:// response. */
+export { contentTypeFor };
+
 export function responseHeaders(file: string): Record<string, string> {
   return {
     'Content-Type': contentTypeFor(file),
@@ -58,24 +61,7 @@ export function responseHeaders(file: string): Record<string, string> {
   };
 }
 
-const contentTypes: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.txt': 'text/plain; charset=utf-8',
-};
-
 /** Module scripts need a JavaScript MIME type; unknown files are served as bytes. */
-export function contentTypeFor(file: string): string {
-  return contentTypes[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
-}
-
 /**
  * The file under `rendererDir` that an app:// URL names, or undefined when the URL is not ours or would
  * leave the folder ("/" is index.html).

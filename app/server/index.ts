@@ -11,6 +11,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { createApi, type Api } from '../api/session';
 import type { ServerMessage } from '../api/types';
+import { contentTypeFor } from '../core/files/contentTypes';
 
 export interface ServerOptions {
   /** Default 127.0.0.1: only this machine can connect. */
@@ -64,20 +65,6 @@ const securityHeaders: Record<string, string> = {
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cache-Control': 'no-store',
-};
-
-const contentTypes: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.txt': 'text/plain; charset=utf-8',
 };
 
 const clientMessageSchema = z.strictObject({
@@ -174,7 +161,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       how === 'query' ? { 'Set-Cookie': `${tokenCookie}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` } : {};
     const file = staticRoot && (await resolveStatic(staticRoot, url.pathname));
     if (!file) return sendText(response, 404, 'not found\n', cookie);
-    const type = contentTypes[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+    const type = contentTypeFor(file);
     const stat = await fs.promises.stat(file);
     response.writeHead(200, { ...securityHeaders, ...cookie, 'Content-Type': type, 'Content-Length': String(stat.size) });
     if (request.method === 'HEAD') return void response.end();
