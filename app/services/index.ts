@@ -6,7 +6,10 @@ import { dataSourceFromArgument, describeDataSource, loadDataSource } from './da
 import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictRows, predictWithModel } from './evaluation';
 import { cellExamples } from './examples';
-import { encodeModelFile, formatLayerTable, layerTable, loadModelFile, saveModelFile } from './models';
+import {
+  encodeModelAs, encodeModelFile, exportCourseModel, exportOnnx, formatLayerTable, importCourseModel, layerTable, loadModelFile,
+  parseCourseModelText, saveModelAs, saveModelFile,
+} from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
 import { planSplit, trainModel, TrainingControl } from './training';
 
@@ -27,6 +30,12 @@ export const services = {
     load: loadModelFile,
     save: saveModelFile,
     encode: encodeModelFile,
+    exportOnnx,
+    exportCourseModel,
+    encodeAs: encodeModelAs,
+    saveAs: saveModelAs,
+    importCourseModel,
+    parseCourseModel: parseCourseModelText,
   },
   training: { train: trainModel, control: () => new TrainingControl(), planSplit },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples },
@@ -41,4 +50,4 @@ export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetView
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';
 export type { CellExamples, CellQuery, PredictionSet } from './examples';
-export type { TrainedModel } from './models';
+export type { ExportFormat, TrainedModel } from './models';

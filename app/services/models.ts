@@ -1,14 +1,109 @@
 // Model files and their description: load with full validation, save atomically, summarise as a layer
-// table (like Keras' summary()).
+// table (like Keras' summary()); export to ONNX and to the C course tool's model.m, import a model.m.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { parsePreprocessing, preprocessingSchema, type Preprocessing } from '../core/data/preprocess';
-import { encodeModel, loadModel, saveModel, type Model } from '../core/model/modelFile';
+import { describeFsError, FileWriteError, writeFileAtomic } from '../core/files/atomic';
+import { courseNetworkToModel, formatCourseModel, parseCourseModel, type CourseImportOptions } from '../core/interop/courseModel';
+import { encodeOnnxModel } from '../core/interop/onnxExport';
+import { encodeModel, loadModel, ModelFileError, saveModel, type Model } from '../core/model/modelFile';
 import { formatShape, inferShapes, parameterCount, type LayerInfo } from '../core/model/shapes';
 import type { ModelSpec } from '../core/model/spec';
 
 export type TrainedModel = Model<Preprocessing>;
 
+/**
+ * Reads a model file: an NN Studio safetensors file, or the C course tool's model.m (by its `.m`
+ * extension, or by content: plain text starting with an integer, where a safetensors file starts with
+ * a little-endian length whose high bytes are zero).
+ */
 export async function loadModelFile(filePath: string): Promise<TrainedModel> {
+  if (await isCourseModelFile(filePath)) return importCourseModel(filePath);
   return loadModel(filePath, { preprocessingSchema });
+}
+
+async function isCourseModelFile(filePath: string): Promise<boolean> {
+  if (path.extname(filePath).toLowerCase() === '.m') return true;
+  let head: Buffer;
+  try {
+    const handle = await fsp.open(filePath, 'r');
+    try {
+      const buffer = Buffer.alloc(64);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      head = buffer.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return false; // loadModel reports the file's problem
+  }
+  if (head.length < 8 || head.subarray(0, 8).includes(0)) return false;
+  return /^\s*\d+\s/.test(head.toString('latin1'));
+}
+
+async function readText(filePath: string): Promise<string> {
+  try {
+    return await fsp.readFile(filePath, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ModelFileError(filePath, `${filePath}: cannot read: ${code === 'ENOENT' ? 'no such file' : describeFsError(error, filePath)}`);
+  }
+}
+
+/** A model.m of the C course tool as an NN Studio model (docs/FILE_FORMAT.md); errors name the file and line. */
+export async function importCourseModel(filePath: string, options: CourseImportOptions = {}): Promise<TrainedModel> {
+  const text = await readText(filePath);
+  return parseCourseModelText(text, filePath, options);
+}
+
+/** The same from the file's text; `file` names it in errors. */
+export function parseCourseModelText(text: string, file: string, options: CourseImportOptions = {}): TrainedModel {
+  return courseNetworkToModel(parseCourseModel(text, file), file, options);
+}
+
+/** The model as a model.m (dense sigmoid MLPs without preprocessing only; the error says why not). */
+export function exportCourseModel(model: TrainedModel): string {
+  return formatCourseModel(model);
+}
+
+const packageVersion = (): string => {
+  try {
+    return String(require('../../../package.json').version);
+  } catch {
+    return '';
+  }
+};
+
+/** The model as ONNX bytes (opset 13, preprocessing as graph nodes; docs/FILE_FORMAT.md). */
+export function exportOnnx(model: TrainedModel): Buffer {
+  parsePreprocessing(model.preprocessing);
+  return Buffer.from(encodeOnnxModel(model, { producerVersion: packageVersion() }));
+}
+
+export type ExportFormat = 'safetensors' | 'onnx' | 'course';
+
+/** The bytes of `model` in `format`. */
+export function encodeModelAs(model: TrainedModel, format: ExportFormat): Buffer {
+  if (format === 'onnx') return exportOnnx(model);
+  if (format === 'course') return Buffer.from(exportCourseModel(model), 'utf8');
+  return encodeModelFile(model);
+}
+
+/** Writes `model` in `format` atomically; errors name the path. */
+export async function saveModelAs(filePath: string, model: TrainedModel, format: ExportFormat): Promise<void> {
+  if (format === 'safetensors') return saveModelFile(filePath, model);
+  let bytes: Buffer;
+  try {
+    bytes = encodeModelAs(model, format);
+  } catch (error) {
+    throw new ModelFileError(filePath, `cannot export ${format === 'onnx' ? 'ONNX' : 'model.m'} to ${filePath}: ${(error as Error).message}`);
+  }
+  try {
+    await writeFileAtomic(filePath, bytes);
+  } catch (error) {
+    const reason = error instanceof FileWriteError ? error.reason : (error as Error).message;
+    throw new ModelFileError(filePath, `cannot save ${filePath}: ${reason}`);
+  }
 }
 
 export async function saveModelFile(filePath: string, model: TrainedModel): Promise<void> {
