@@ -3,6 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { benchCommand } from './commands/bench';
 import { devicesCommand } from './commands/devices';
 import { evalCommand } from './commands/evaluate';
+import { exportCommand } from './commands/export';
+import { importCommand } from './commands/import';
 import { inspectCommand } from './commands/inspect';
 import { predictCommand } from './commands/predict';
 import { serveCommand } from './commands/serve';
@@ -15,7 +17,9 @@ export function buildProgram(): Command {
     .version(require('../../../package.json').version)
     .showSuggestionAfterError()
     .exitOverride();
-  for (const command of [trainCommand(), evalCommand(), predictCommand(), inspectCommand(), devicesCommand(), serveCommand(), benchCommand()]) {
+  for (const command of [
+    trainCommand(), evalCommand(), predictCommand(), inspectCommand(), exportCommand(), importCommand(), devicesCommand(), serveCommand(), benchCommand(),
+  ]) {
     program.addCommand(command.exitOverride());
   }
   return program;

@@ -3,6 +3,7 @@
 // layer widths, then the biases of layers 1..L-1, then their weights, each layer's as n_l rows of
 // n_(l-1) values (row j: the weights into unit j, the (units, inputs) layout of our dense layers).
 // Line breaks carry no meaning; they are only counted, so that an error names the line at fault.
+import type { Preprocessing } from '../data/preprocess';
 import type { Model } from '../model/modelFile';
 import type { LayerSpec, ModelSpec } from '../model/spec';
 
@@ -146,7 +147,7 @@ export function courseNetworkToModel(network: CourseNetwork, file: string, optio
   for (let i = 0; i < parameters.length; i++) {
     if (!Number.isFinite(parameters[i])) throw new CourseModelError(file, `a value is too large for 32-bit floats (${parameters.length} parameters, index ${i})`);
   }
-  const model: Model<{ kind: 'none'; featureCount: number }> = {
+  const model: Model<Preprocessing> = {
     spec,
     parameters,
     labels,
@@ -158,7 +159,7 @@ export function courseNetworkToModel(network: CourseNetwork, file: string, optio
 }
 
 /** Why a model cannot be written as a model.m, or undefined when it can. */
-export function courseIncompatibility(model: Model<{ kind: string; pixelScale?: number }>): string | undefined {
+export function courseIncompatibility(model: Model<Preprocessing>): string | undefined {
   const { spec } = model;
   if (spec.input.length !== 1) return `model.m holds flat inputs only, this model takes ${spec.input.join('x')} images`;
   const bad = spec.layers.findIndex((layer) => layer.kind !== 'dense' || layer.activation !== 'sigmoid');
@@ -182,7 +183,7 @@ function formatFloat(value: number): string {
 }
 
 /** A model.m text of a dense sigmoid MLP (see courseIncompatibility), one layer's values per line. */
-export function formatCourseModel(model: Model<{ kind: string; pixelScale?: number }>): string {
+export function formatCourseModel(model: Model<Preprocessing>): string {
   const problem = courseIncompatibility(model);
   if (problem) throw new Error(problem);
   const widths = [model.spec.input[0], ...model.spec.layers.map((layer) => (layer as { units: number }).units)];
