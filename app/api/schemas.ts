@@ -83,9 +83,13 @@ export const payloadSchemas = {
       path: ['datasetId'],
     }),
   'models:list': none,
-  'models:save': z.strictObject({ modelId: id, path: z.string().min(1) }),
+  /** Writes the model to `path`: its .safetensors file (default), or ONNX (docs/FILE_FORMAT.md). */
+  'models:save': z.strictObject({ modelId: id, path: z.string().min(1), format: z.enum(['safetensors', 'onnx']).optional() }),
   /** The model file's bytes, for a browser to save (serve has no path on the client's machine). */
   'models:download': z.strictObject({ modelId: id }),
+  /** The model in another format (ONNX, opset 13), for a browser to save: base64 and a file name. */
+  'models:export': z.strictObject({ modelId: id, format: z.enum(['onnx']) }),
+  /** A .safetensors model file, or the C course tool's model.m (by its extension or content). */
   'models:import': z.strictObject({
     source: z.discriminatedUnion('kind', [z.strictObject({ kind: z.literal('path'), path: z.string().min(1) }), upload]),
   }),

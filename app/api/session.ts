@@ -109,15 +109,21 @@ function showUploadNames(error: unknown, uploads: readonly { file: string; name:
   }
 }
 
-/** `<name>.safetensors` from a model's name, safe as a file name on every system ("iris.csv (run-1)" stays readable). */
-export function downloadFileName(name: string): string {
+/**
+ * `<name>.safetensors` (or `<name><extension>`) from a model's name, safe as a file name on every system
+ * ("iris.csv (run-1)" stays readable); a model file's own extension (.safetensors, .onnx, .m) is dropped.
+ */
+export function downloadFileName(name: string, extension = '.safetensors'): string {
   const base = name
-    .replace(/\.safetensors$/i, '')
+    .replace(/\.(safetensors|onnx|m)$/i, '')
     .replace(/[\\/:*?"<>|\u0000-\u001f\u007f]/g, '_')
     .replace(/^[\s.]+|[\s.]+$/g, '')
     .slice(0, 200);
-  return `${base || 'model'}.safetensors`;
+  return `${base || 'model'}${extension}`;
 }
+
+/** The file extension of each models:export format. */
+export const exportExtensions = { onnx: '.onnx' } as const;
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -390,10 +396,10 @@ export function createApi(options: ApiOptions = {}): Api {
 
     'models:list': () => [...models.entries()].map(([id, record]) => modelInfo(id, record)),
 
-    'models:save': async ({ modelId, path: target }) => {
+    'models:save': async ({ modelId, path: target, format }) => {
       const record = getModel(modelId);
       const file = path.resolve(target);
-      await services.models.save(file, record.model);
+      await services.models.saveAs(file, record.model, format ?? 'safetensors');
       return { path: file, bytes: (await fs.promises.stat(file)).size };
     },
 
@@ -401,6 +407,12 @@ export function createApi(options: ApiOptions = {}): Api {
       const record = getModel(modelId);
       const bytes = services.models.encode(record.model);
       return { fileName: downloadFileName(record.name), base64: bytes.toString('base64') };
+    },
+
+    'models:export': ({ modelId, format }) => {
+      const record = getModel(modelId);
+      const bytes = services.models.encodeAs(record.model, format);
+      return { fileName: downloadFileName(record.name, exportExtensions[format]), base64: bytes.toString('base64') };
     },
 
     'models:import': async ({ source }) => {

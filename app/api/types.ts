@@ -227,6 +227,8 @@ interface Results {
   'models:save': { path: string; bytes: number };
   /** The safetensors file models:save would write, as base64, with a suggested `<name>.safetensors`. */
   'models:download': { fileName: string; base64: string };
+  /** The model as ONNX, as base64, with a suggested `<name>.onnx`. */
+  'models:export': { fileName: string; base64: string };
   'models:import': ModelInfo;
   'training:start': { runId: string };
   'training:pause': RunInfo;
@@ -272,9 +274,12 @@ export interface ChosenFile {
   head?: string;
 }
 
+/** What a native save dialog saves: a model file (.safetensors) or its ONNX export (.onnx). */
+export type SaveFilePurpose = 'model' | 'onnx';
+
 export interface SaveFileRequest {
-  purpose: 'model';
-  /** Suggested file name; made safe and given the .safetensors extension. */
+  purpose: SaveFilePurpose;
+  /** Suggested file name; made safe and given the purpose's extension (.safetensors or .onnx). */
   defaultName: string;
 }
 

@@ -9,7 +9,7 @@ import type { BrowserWindow, Dialog, IpcMain, IpcMainInvokeEvent, OpenDialogOpti
 import { z } from 'zod';
 import { downloadFileName, type Api } from '../api/session';
 import { isChannel, payloadSchemas, type ParsedPayloadOf } from '../api/schemas';
-import type { ApiError, ApiEvent, ApiResponse, ChosenFile, OpenFilePurpose } from '../api/types';
+import type { ApiError, ApiEvent, ApiResponse, ChosenFile, OpenFilePurpose, SaveFilePurpose } from '../api/types';
 import { isTrustedSender, type SenderFrame } from './security';
 
 /** The IPC channel names (the preload repeats them as literals, checked against these types). */
@@ -18,7 +18,7 @@ export const ipcChannels = { invoke: 'nnstudio:invoke', event: 'nnstudio:event' 
 /** The Electron-only channels, each with its zod schema like every API channel. */
 export const dialogSchemas = {
   'dialog:openFile': z.strictObject({ purpose: z.enum(['dataset', 'model']) }),
-  'dialog:saveFile': z.strictObject({ purpose: z.literal('model'), defaultName: z.string().min(1).max(255) }),
+  'dialog:saveFile': z.strictObject({ purpose: z.enum(['model', 'onnx']), defaultName: z.string().min(1).max(255) }),
 } as const;
 
 type DialogChannel = keyof typeof dialogSchemas;
@@ -33,7 +33,7 @@ export interface DialogBackend {
   /** The chosen file's path, or undefined when cancelled. */
   openFile(purpose: OpenFilePurpose): Promise<string | undefined>;
   /** The chosen destination, or undefined when cancelled. */
-  saveFile(fileName: string): Promise<string | undefined>;
+  saveFile(fileName: string, purpose: SaveFilePurpose): Promise<string | undefined>;
 }
 
 export interface IpcRouter {
@@ -100,8 +100,8 @@ export function createIpcRouter(api: Pick<Api, 'dispatch'>, dialogs: DialogBacke
       if (purpose === 'dataset') result.head = await readHead(resolved);
       return { result };
     }
-    const { defaultName } = parsed.data as z.output<(typeof dialogSchemas)['dialog:saveFile']>;
-    const file = await dialogs.saveFile(downloadFileName(defaultName));
+    const { defaultName, purpose } = parsed.data as z.output<(typeof dialogSchemas)['dialog:saveFile']>;
+    const file = await dialogs.saveFile(downloadFileName(defaultName, saveFilters[purpose].extension), purpose);
     return { result: file === undefined ? null : { path: remember(file) } };
   }
 
@@ -145,10 +145,15 @@ const openFilters: Record<OpenFilePurpose, { title: string; filters: OpenDialogO
   model: {
     title: 'Import a model file',
     filters: [
-      { name: 'Model files', extensions: ['safetensors'] },
+      { name: 'Model files', extensions: ['safetensors', 'm'] },
       { name: 'All files', extensions: ['*'] },
     ],
   },
+};
+
+const saveFilters: Record<SaveFilePurpose, { title: string; extension: string; filter: { name: string; extensions: string[] } }> = {
+  model: { title: 'Save the model file', extension: '.safetensors', filter: { name: 'Model files', extensions: ['safetensors'] } },
+  onnx: { title: 'Export the model as ONNX', extension: '.onnx', filter: { name: 'ONNX models', extensions: ['onnx'] } },
 };
 
 /** Native dialogs attached to `window` (modal to it); save suggests `defaultFolder`. */
@@ -161,11 +166,12 @@ export function electronDialogs(dialog: Pick<Dialog, 'showOpenDialog' | 'showSav
       const answer = parent ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options);
       return answer.canceled ? undefined : answer.filePaths[0];
     },
-    async saveFile(fileName) {
+    async saveFile(fileName, purpose) {
+      const { title, filter } = saveFilters[purpose];
       const options = {
-        title: 'Save the model file',
+        title,
         defaultPath: path.join(defaultFolder(), fileName),
-        filters: [{ name: 'Model files', extensions: ['safetensors'] }],
+        filters: [filter],
         properties: ['createDirectory', 'showOverwriteConfirmation'] as ('createDirectory' | 'showOverwriteConfirmation')[],
       };
       const parent = window();

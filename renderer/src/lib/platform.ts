@@ -36,19 +36,25 @@ export async function fileSource(picked: PickedFile): Promise<FileSource> {
   return { kind: 'upload', fileName: picked.name, base64: await fileToBase64(picked.file) };
 }
 
+/** What a model can be saved as: its own .safetensors file, or an ONNX export. */
+export type ModelFileFormat = 'safetensors' | 'onnx';
+
 /**
- * Saves a model file. Electron: a native save dialog, then the engine writes there (models:save). A
- * browser: models:download, then a download named `<name>.safetensors`. Cancelling is not an error.
+ * Saves a model as a file of `format`. Electron: a native save dialog, then the engine writes there
+ * (models:save with the format). A browser: the bytes from models:download (.safetensors) or
+ * models:export (.onnx), then a download named `<name>.<extension>`. Cancelling is not an error.
  */
-export async function saveModelFile(modelId: string, name: string): Promise<ApiError | undefined> {
+export async function saveModelFile(modelId: string, name: string, format: ModelFileFormat = 'safetensors'): Promise<ApiError | undefined> {
   if (desktop) {
-    const chosen = await desktop.dialogs.saveFile({ purpose: 'model', defaultName: name });
+    const chosen = await desktop.dialogs.saveFile({ purpose: format === 'onnx' ? 'onnx' : 'model', defaultName: name });
     if (chosen.error) return chosen.error;
     if (!chosen.result) return undefined;
-    const saved = await api.invoke('models:save', { modelId, path: chosen.result.path });
+    const saved = await api.invoke('models:save', { modelId, path: chosen.result.path, format });
     return saved.error;
   }
-  const answer = await api.invoke('models:download', { modelId });
+  const answer = format === 'onnx'
+    ? await api.invoke('models:export', { modelId, format })
+    : await api.invoke('models:download', { modelId });
   if (answer.error) return answer.error;
   saveBytes(answer.result.fileName, base64ToBytes(answer.result.base64));
   return undefined;

@@ -24,7 +24,7 @@ import { api, type ConnectionState } from './api';
 import { CsvSetup } from './csvSetup.svelte';
 import { dataSetup } from './dataSetup.svelte';
 import { fileToBase64 } from './files';
-import { browserFile, fileSource, pickFile, saveModelFile } from './platform';
+import { browserFile, fileSource, pickFile, saveModelFile, type ModelFileFormat } from './platform';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from './layers';
 import { addPoint, emptySeries, type ThinSeries } from './series';
 
@@ -108,6 +108,8 @@ class Studio {
   importError = $state<ApiError | undefined>();
   /** The model being downloaded (one at a time) and the last download's error, by model id. */
   downloadingModelId = $state<string | undefined>();
+  /** The format of the save in progress (the button that shows "Saving…"). */
+  downloadingFormat = $state<ModelFileFormat | undefined>();
   downloadError = $state<{ modelId: string; error: ApiError } | undefined>();
 
   private earlyEvents: ApiEvent[] = [];
@@ -408,19 +410,25 @@ class Studio {
     this.screen = 'evaluate';
   }
 
-  /** Saves a model file: a native save dialog in Electron, a download named `<name>.safetensors` in a browser. */
-  async downloadModel(modelId: string): Promise<void> {
+  /**
+   * Saves a model file (.safetensors) or its ONNX export: a native save dialog in Electron, a download
+   * named `<name>.safetensors` / `<name>.onnx` in a browser.
+   */
+  async downloadModel(modelId: string, format: ModelFileFormat = 'safetensors'): Promise<void> {
     if (this.downloadingModelId) return;
     this.downloadError = undefined;
     this.downloadingModelId = modelId;
+    this.downloadingFormat = format;
     try {
       const name = this.models.find((model) => model.id === modelId)?.name ?? modelId;
-      const error = await saveModelFile(modelId, name);
+      const error = await saveModelFile(modelId, name, format);
       if (error) this.downloadError = { modelId, error };
     } catch (error) {
-      this.downloadError = { modelId, error: { message: `cannot save the model file: ${(error as Error).message}` } };
+      const what = format === 'onnx' ? 'export the model as ONNX' : 'save the model file';
+      this.downloadError = { modelId, error: { message: `cannot ${what}: ${(error as Error).message}` } };
     } finally {
       this.downloadingModelId = undefined;
+      this.downloadingFormat = undefined;
     }
   }
 

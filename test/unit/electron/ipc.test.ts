@@ -167,6 +167,21 @@ describe('paths come only from dialogs', () => {
     assert.equal(api.calls.length, 1);
   });
 
+  test('the ONNX export goes through the save dialog too: .onnx suggested, models:save with format onnx at that path', async () => {
+    const target = path.join(scratch, 'out', 'iris.onnx');
+    const api = recordingApi();
+    const { asked, dialogs } = fakeDialogs([target]);
+    const router = createIpcRouter(api, dialogs);
+    assert.deepEqual(await router.handle(page, 'dialog:saveFile', { purpose: 'onnx', defaultName: 'iris.safetensors' }), { result: { path: target } });
+    assert.deepEqual(asked[0], { kind: 'save', arg: 'iris.onnx' });
+    resultOf(await router.handle(page, 'models:save', { modelId: 'model-1', path: target, format: 'onnx' }));
+    assert.deepEqual(api.calls, [{ channel: 'models:save', payload: { modelId: 'model-1', path: target, format: 'onnx' } }]);
+    const elsewhere = await router.handle(page, 'models:save', { modelId: 'model-1', path: path.join(scratch, 'x.onnx'), format: 'onnx' });
+    assert.equal(elsewhere.error?.field, 'path');
+    const badPurpose = await router.handle(page, 'dialog:saveFile', { purpose: 'pmml', defaultName: 'iris' });
+    assert.equal(badPurpose.error?.field, 'purpose');
+  });
+
   test('a failing dialog is an error value, not a rejection', async () => {
     const router = createIpcRouter(recordingApi(), {
       openFile: async () => {
