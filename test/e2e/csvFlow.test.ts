@@ -6,6 +6,8 @@
 import { after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import { onnx } from 'onnx-proto';
+import * as ort from 'onnxruntime-node';
 import { skipWithoutBrowser } from './support/browser';
 import { flowerClasses, flowerCsv, flowerFeatureCount, flowerFileColumns, flowerIgnoredColumn, flowerLabelColumn, scratchDir, writeFile } from './support/data';
 import { readSafetensorsHeader } from './support/safetensors';
@@ -16,7 +18,7 @@ import { chooseCsv, datasetTab, openChosenCsv, openCsv, readColumnRoles, readDat
 import { addLayer, choosePreset, moveLayerUp, removeLayer, setLayerActivation, setLayerField, setTrainingSettings, waitModelFits } from './flows/model';
 import { chartPixels, readProgress, startTraining, stepsDone, waitCompleted, waitTraining } from './flows/train';
 import { commonestMistake, evaluateWith, openCell, orderCell, readCellConfidences, readClassReport, readConfusion, readHeadline } from './flows/evaluate';
-import { compareRuns, importModel, modelsTable, saveModel } from './flows/models';
+import { compareRuns, exportOnnx, importModel, modelsTable, saveModel } from './flows/models';
 import { csvFlowPlan } from './flows/plans';
 
 describe('CSV flow: string labels, an MLP, save, import, evaluate on another file', { skip: skipWithoutBrowser() }, () => {
@@ -203,6 +205,23 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
     assert.ok(Object.keys(header.tensors).length >= 6, `three dense layers' weights and biases: ${Object.keys(header.tensors)}`);
     assert.ok(Object.keys(header.metadata).length > 0, 'metadata (the model spec and preprocessing)');
     assert.match(JSON.stringify(header.metadata), /min.?max/i, 'the normalisation chosen on the Data screen travels with the model');
+  });
+
+  step('export the model as ONNX: the download is an opset-13 graph that onnxruntime runs', 20_000, async () => {
+    await goTo(page(), 'Models');
+    const exported = await exportOnnx(page(), trainedModel, dir);
+    assert.match(exported, /\.onnx$/);
+    const decoded = onnx.ModelProto.decode(fs.readFileSync(exported));
+    assert.deepEqual(decoded.opsetImport.map((opset) => Number(opset.version)), [13]);
+    const metadata = Object.fromEntries(decoded.metadataProps.map((entry) => [entry.key, entry.value]));
+    assert.equal(JSON.parse(metadata.class_labels).length, 3);
+    assert.match(metadata.preprocessing, /min-max/, 'the normalisation chosen on the Data screen is in the graph');
+    const width = JSON.parse(metadata.input_shape)[0] as number;
+    const session = await ort.InferenceSession.create(exported);
+    const output = await session.run({ input: new ort.Tensor('float32', new Float32Array(width).fill(1), [1, width]) });
+    await session.release();
+    const probabilities = Array.from(output.probabilities.data as Float32Array);
+    assert.ok(Math.abs(probabilities.reduce((a, b) => a + b, 0) - 1) < 1e-5, `probabilities: ${probabilities}`);
   });
 
   step('import the saved model on the Models screen', 20_000, async () => {

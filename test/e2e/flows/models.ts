@@ -3,9 +3,18 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 /** Clicks "Save <model>" (on the current screen) and keeps the download in `dir`; returns its path. */
-export async function saveModel(page: Page, modelName: string, dir: string): Promise<string> {
+export function saveModel(page: Page, modelName: string, dir: string): Promise<string> {
+  return downloadFrom(page, `Save ${modelName}`, dir);
+}
+
+/** Clicks "Export <model> as ONNX" (the Models screen) and keeps the download in `dir`; returns its path. */
+export function exportOnnx(page: Page, modelName: string, dir: string): Promise<string> {
+  return downloadFrom(page, `Export ${modelName} as ONNX`, dir);
+}
+
+async function downloadFrom(page: Page, buttonName: string, dir: string): Promise<string> {
   const download = page.waitForEvent('download');
-  await page.getByRole('button', { name: `Save ${modelName}`, exact: true }).first().click();
+  await page.getByRole('button', { name: buttonName, exact: true }).first().click();
   const file = await download;
   const target = path.join(dir, file.suggestedFilename());
   await file.saveAs(target);
