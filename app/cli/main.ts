@@ -5,6 +5,7 @@ import { devicesCommand } from './commands/devices';
 import { evalCommand } from './commands/evaluate';
 import { inspectCommand } from './commands/inspect';
 import { predictCommand } from './commands/predict';
+import { runsCommand } from './commands/runs';
 import { serveCommand } from './commands/serve';
 import { trainCommand } from './commands/train';
 import { translateCourseArgs } from './courseFlags';
@@ -15,7 +16,7 @@ export function buildProgram(): Command {
     .version(require('../../../package.json').version)
     .showSuggestionAfterError()
     .exitOverride();
-  for (const command of [trainCommand(), evalCommand(), predictCommand(), inspectCommand(), devicesCommand(), serveCommand(), benchCommand()]) {
+  for (const command of [trainCommand(), evalCommand(), predictCommand(), inspectCommand(), runsCommand(), devicesCommand(), serveCommand(), benchCommand()]) {
     program.addCommand(command.exitOverride());
   }
   return program;
