@@ -158,12 +158,9 @@ export class RunStore {
   async loadModel(record: RunRecord): Promise<TrainedModel> {
     const file = this.modelPath(record);
     if (!file) throw new Error(`run ${record.id} kept no model file`);
-    try {
-      return await loadModelFile(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`run ${record.id}: its model file ${file} is missing`);
-      throw error;
-    }
+    const present = await fsp.access(file).then(() => true, () => false);
+    if (!present) throw new Error(`run ${record.id}: its model file ${file} is missing`);
+    return loadModelFile(file);
   }
 
   /** Writes the model file (when given) and then the run file, each atomically: a listed run always has its model. */
