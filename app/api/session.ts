@@ -537,7 +537,9 @@ export function createApi(options: ApiOptions = {}): Api {
     if (known && existing) return modelInfo(known, existing);
     const model = await runStore.loadModel(record);
     const id = nextId('model');
-    const opened: ModelRecord = { name: record.name, model, savedRunId: record.id };
+    // Two runs of one file started in the same second share a name; the comparison's pickers need two.
+    const taken = [...models.values()].some((entry) => entry.name === record.name);
+    const opened: ModelRecord = { name: taken ? `${record.name} (${record.id})` : record.name, model, savedRunId: record.id };
     models.set(id, opened);
     openedRuns.set(record.id, id);
     return modelInfo(id, opened);

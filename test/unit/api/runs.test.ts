@@ -99,6 +99,11 @@ describe('run history through the API', () => {
 
     const again = resultOf(await api.dispatch('runs:open', { runId: first.savedRunId! })) as ModelInfo;
     assert.equal(again.id, opened.id);
+    // Another run of the same file from the same second gets its id in the name, so pickers tell them apart.
+    const other = resultOf(await api.dispatch('runs:open', { runId: second.savedRunId! })) as ModelInfo;
+    assert.notEqual(other.name, opened.name);
+    const names = (resultOf(await api.dispatch('models:list', {})) as ModelInfo[]).map((model) => model.name);
+    assert.equal(new Set(names).size, names.length, `model names are distinct: ${names.join(' | ')}`);
   });
 
   test('runs:delete removes the files; the run is then an error value, the opened model stays', async () => {
