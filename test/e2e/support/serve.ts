@@ -25,6 +25,7 @@ process.on('exit', () => {
 
 export async function startServeProcess(startTimeoutMs = 30_000): Promise<ServeProcess> {
   // The run history goes to a temporary folder: each server starts with none, and the user's stays untouched.
+  const ownDataDir = !process.env.NNSTUDIO_DATA_DIR;
   const dataDir = process.env.NNSTUDIO_DATA_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-e2e-data-'));
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
     cwd: repoRoot,
@@ -34,7 +35,10 @@ export async function startServeProcess(startTimeoutMs = 30_000): Promise<ServeP
   children.add(child);
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void exited.then(() => children.delete(child));
+  void exited.then(() => {
+    children.delete(child);
+    if (ownDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
 
   const close = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;

@@ -5,7 +5,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ApiResponse } from '../../../app/api';
 
-if (!process.env.NNSTUDIO_DATA_DIR) process.env.NNSTUDIO_DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+if (!process.env.NNSTUDIO_DATA_DIR) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+  process.env.NNSTUDIO_DATA_DIR = dataDir;
+  process.on('exit', () => fs.rmSync(dataDir, { recursive: true, force: true }));
+}
 
 export const repoRoot = path.resolve(__dirname, '..', '..', '..', '..');
 export const irisCsv = path.join(repoRoot, 'resources', 'samples', 'iris.csv');

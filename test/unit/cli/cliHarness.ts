@@ -14,7 +14,13 @@ export interface CliResult {
 }
 
 /** The run history of every command these tests run: a temporary folder, never the user's data folder. */
-export const testDataDir = process.env.NNSTUDIO_DATA_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+export const testDataDir = process.env.NNSTUDIO_DATA_DIR || ownDataDir();
+
+function ownDataDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 export function runCli(args: string[], cwd: string, timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
