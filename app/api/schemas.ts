@@ -2,10 +2,13 @@
 // before it passed here. Objects are strict, so a misspelt field is an error naming it, not a silent default.
 import { z } from 'zod';
 import { lossNames } from '../core/model/spec';
+import { runIdPattern } from '../core/runs/runFile';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
 const fraction = z.number().min(0).lt(1);
+/** A saved run's id (its file name in the runs folder): never a path. */
+const savedRunId = z.string().regex(runIdPattern, 'must be a run id (letters, digits, "-" and "_")');
 const columnRef = z.union([z.string().min(1), z.number().int()]);
 
 /** Uploads travel as base64 in one WebSocket message; 256 MiB of base64 is 192 MiB of file. */
@@ -136,6 +139,13 @@ export const payloadSchemas = {
     inputs: z.array(z.array(z.number().finite()).min(1).max(1_000_000)).min(1).max(64),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
   }),
+
+  // ---- run history: the runs saved in the user's data folder ----
+  'runs:list': none,
+  'runs:get': z.strictObject({ runId: savedRunId }),
+  'runs:delete': z.strictObject({ runId: savedRunId }),
+  /** Loads the run's model into the session's models (evaluate, save, export, compare, the digit canvas). */
+  'runs:open': z.strictObject({ runId: savedRunId }),
 } as const;
 
 export type PayloadSchemas = typeof payloadSchemas;

@@ -13,6 +13,7 @@ import type { DataSource } from '../services/dataSources';
 import type { PredictionSet } from '../services/examples';
 import { TrainingControl, type TrainEvent, type TrainOutcome } from '../services/training';
 import type { TrainedModel } from '../services/models';
+import { defaultRunStore, recordRun, RunStore, type RunContext } from '../services/runs';
 import { isChannel, payloadSchemas, type Channel, type ParsedPayloadOf } from './schemas';
 import type {
   ApiError,
@@ -31,6 +32,11 @@ import type {
 export interface ApiOptions {
   /** Where uploads are written (default: a new folder under the OS temp dir, removed by close()). */
   uploadDir?: string;
+  /**
+   * Where finished runs are recorded and runs:* read (default: the user's data folder, or NNSTUDIO_DATA_DIR);
+   * false records nothing (runs:* still read the default store).
+   */
+  runHistory?: RunStore | false;
 }
 
 export interface Api {
@@ -62,6 +68,8 @@ interface RunRecord {
 interface ModelRecord {
   name: string;
   model: TrainedModel;
+  /** The saved run it was opened from. */
+  savedRunId?: string;
 }
 
 /** An evaluation's per-example outputs, for evaluation:examples; only the last few are kept (MNIST's test set is 31 MB). */
@@ -134,6 +142,10 @@ export function createApi(options: ApiOptions = {}): Api {
   const evaluations = new Map<string, EvaluationRecord>();
   const listeners = new Set<(event: ApiEvent) => void>();
   const counters = new Map<string, number>();
+  const runStore = options.runHistory || defaultRunStore;
+  const recordsRuns = options.runHistory !== false;
+  /** Saved run id -> the model runs:open made of it, so opening a run twice gives the same model. */
+  const openedRuns = new Map<string, string>();
   let uploadDir: string | undefined = options.uploadDir;
   let ownsUploadDir = false;
   let closed = false;
@@ -219,6 +231,7 @@ export function createApi(options: ApiOptions = {}): Api {
         seconds: model.training.seconds,
       },
       metrics: model.metrics,
+      ...(record.savedRunId ? { savedRunId: record.savedRunId } : {}),
     };
   }
 
@@ -235,6 +248,7 @@ export function createApi(options: ApiOptions = {}): Api {
     if (!check.ok) throw new Error(check.error?.message ?? 'invalid model');
 
     const runId = nextId('run');
+    const startedAt = new Date();
     const control = new TrainingControl();
     const info: RunInfo = { runId, datasetId: payload.datasetId, state: 'starting', epochs: [] };
     const onEvent = (event: TrainEvent): void => {
@@ -266,7 +280,23 @@ export function createApi(options: ApiOptions = {}): Api {
       info.outcome = done;
       emit({ event: 'training:done', payload: done });
     };
-    const succeeded = (outcome: TrainOutcome): void => {
+    // An upload's path is a temporary file: the run history names it as the user does.
+    const context: RunContext = {
+      startedAt,
+      request,
+      ...(data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {}),
+      ...(testData ? { testDataDescription: testData.info.description } : {}),
+    };
+    const record = async (outcome: TrainOutcome): Promise<Pick<TrainingDone, 'savedRunId' | 'savedRunError'>> => {
+      if (!recordsRuns) return {};
+      try {
+        return { savedRunId: (await recordRun(outcome, context, runStore)).id };
+      } catch (error) {
+        return { savedRunError: `the run was not recorded in the run history: ${errorValue(error).message}` };
+      }
+    };
+    const succeeded = async (outcome: TrainOutcome): Promise<void> => {
+      const saved = await record(outcome);
       const modelId = nextId('model');
       models.set(modelId, { name: `${data.info.name} (${runId})`, model: outcome.model });
       const tested = outcome.testPredictions;
@@ -284,12 +314,13 @@ export function createApi(options: ApiOptions = {}): Api {
         plan: outcome.plan as TrainPlan,
         seconds: outcome.model.training?.seconds,
         ...(evaluationId ? { evaluationId } : {}),
+        ...saved,
       });
     };
     const failed = (error: unknown): void => {
       finish({ runId, status: 'failed', message: errorValue(error).message, history: [], plan: info.plan });
     };
-    const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed);
+    const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed).catch(failed);
     runs.set(runId, { info, control, finished });
     return { runId };
   }
@@ -496,7 +527,35 @@ export function createApi(options: ApiOptions = {}): Api {
         classLabels: [...model.labels],
       };
     },
+
+    // ---- run history ----
+
+    'runs:list': async () => ({ directory: runStore.directory, ...(await runStore.list()) }),
+    'runs:get': async ({ runId }) => {
+      const record = await runStore.get(runId);
+      const modelPath = runStore.modelPath(record);
+      return { ...record, ...(modelPath ? { modelPath } : {}) };
+    },
+    'runs:delete': async ({ runId }) => ({ deleted: await runStore.delete(runId) }),
+    'runs:open': ({ runId }) => openSavedRun(runId),
   };
+
+  // ---- run history ----
+
+  async function openSavedRun(savedRunId: string): Promise<ModelInfo> {
+    const record = await runStore.get(savedRunId);
+    const known = openedRuns.get(record.id);
+    const existing = known && models.get(known);
+    if (known && existing) return modelInfo(known, existing);
+    const model = await runStore.loadModel(record);
+    const id = nextId('model');
+    // Two runs of one file started in the same second share a name; the comparison's pickers need two.
+    const taken = [...models.values()].some((entry) => entry.name === record.name);
+    const opened: ModelRecord = { name: taken ? `${record.name} (${record.id})` : record.name, model, savedRunId: record.id };
+    models.set(id, opened);
+    openedRuns.set(record.id, id);
+    return modelInfo(id, opened);
+  }
 
   // ---- the gate ----
 

@@ -4,11 +4,13 @@
 import type { ClassificationReport } from '../core/metrics/classification';
 import type { LayerKind, ModelSpec } from '../core/model/spec';
 import type { CellExample, CellExamples } from '../services/examples';
+import type { RunRecord, RunSummary } from '../core/runs/runFile';
 import type { Channel, PayloadOf } from './schemas';
 
 export type { Channel, PayloadOf } from './schemas';
 export type { ClassificationReport } from '../core/metrics/classification';
 export type { ModelSpec } from '../core/model/spec';
+export type { RunRecord, RunStatus as SavedRunStatus, RunSummary } from '../core/runs/runFile';
 
 // ---- errors ----
 
@@ -116,6 +118,8 @@ export interface ModelInfo {
   parameterCount: number;
   training?: { options: Record<string, unknown>; history: EpochRecord[]; device: string; seconds: number };
   metrics?: Record<string, unknown>;
+  /** The saved run this model was opened from (runs:open). */
+  savedRunId?: string;
 }
 
 export interface TrainPlan {
@@ -172,6 +176,10 @@ export interface TrainingDone {
   seconds?: number;
   /** The test set's evaluation kept in the session, for evaluation:examples (absent without a test set). */
   evaluationId?: string;
+  /** The run as recorded in the run history (runs:get), unless the session records none ... */
+  savedRunId?: string;
+  /** ... or why recording it failed (the run itself is fine). */
+  savedRunError?: string;
 }
 
 export interface RunInfo {
@@ -212,6 +220,20 @@ export interface PredictionResult {
   classLabels: string[];
 }
 
+// ---- run history ----
+
+/** runs:list: the runs saved in `directory`, newest first, and the files there that could not be read. */
+export interface SavedRunList {
+  directory: string;
+  runs: RunSummary[];
+  problems: { file: string; message: string }[];
+}
+
+/** runs:get: the run file's record, and where its model file is (absent when it kept none). */
+export interface SavedRun extends RunRecord {
+  modelPath?: string;
+}
+
 // ---- channels ----
 
 interface Results {
@@ -238,6 +260,11 @@ interface Results {
   'evaluation:evaluate': EvaluationResult;
   'evaluation:examples': CellExamples;
   'models:predict': PredictionResult;
+  'runs:list': SavedRunList;
+  'runs:get': SavedRun;
+  'runs:delete': { deleted: string };
+  /** The model of the run, added to the session's models (the same one when it is opened again). */
+  'runs:open': ModelInfo;
 }
 
 /** The whole API: channel -> { payload, result }. */

@@ -7,6 +7,7 @@ import { exportCommand } from './commands/export';
 import { importCommand } from './commands/import';
 import { inspectCommand } from './commands/inspect';
 import { predictCommand } from './commands/predict';
+import { runsCommand } from './commands/runs';
 import { serveCommand } from './commands/serve';
 import { trainCommand } from './commands/train';
 import { translateCourseArgs } from './courseFlags';
@@ -18,7 +19,7 @@ export function buildProgram(): Command {
     .showSuggestionAfterError()
     .exitOverride();
   for (const command of [
-    trainCommand(), evalCommand(), predictCommand(), inspectCommand(), exportCommand(), importCommand(), devicesCommand(), serveCommand(), benchCommand(),
+    trainCommand(), evalCommand(), predictCommand(), inspectCommand(), exportCommand(), importCommand(), runsCommand(), devicesCommand(), serveCommand(), benchCommand(),
   ]) {
     program.addCommand(command.exitOverride());
   }

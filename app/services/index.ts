@@ -1,5 +1,6 @@
 // The one API of DESIGN §5: every face (CLI, `serve`, the Electron window) calls these and nothing else.
 import { listPresets } from '../core/model/presets';
+import type { RunRecord } from '../core/runs/runFile';
 import * as engine from '../engine';
 import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
@@ -11,7 +12,8 @@ import {
   parseCourseModelText, saveModelAs, saveModelFile,
 } from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
-import { planSplit, trainModel, TrainingControl } from './training';
+import { defaultRunStore, recordRun, type RunContext } from './runs';
+import { planSplit, trainModel, TrainingControl, type TrainOutcome } from './training';
 
 export const services = {
   datasets: {
@@ -38,6 +40,16 @@ export const services = {
     parseCourseModel: parseCourseModelText,
   },
   training: { train: trainModel, control: () => new TrainingControl(), planSplit },
+  /** Run history in the user's data folder (NNSTUDIO_DATA_DIR overrides it). */
+  runs: {
+    directory: () => defaultRunStore.directory,
+    list: () => defaultRunStore.list(),
+    get: (idOrPrefix: string) => defaultRunStore.get(idOrPrefix),
+    delete: (idOrPrefix: string) => defaultRunStore.delete(idOrPrefix),
+    loadModel: (idOrPrefix: string) => defaultRunStore.get(idOrPrefix).then((record) => defaultRunStore.loadModel(record)),
+    modelPath: (record: RunRecord) => defaultRunStore.modelPath(record),
+    record: (outcome: TrainOutcome, context: RunContext) => recordRun(outcome, context, defaultRunStore),
+  },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
   bench: { presets: benchPresets, loadData: loadBenchData, run: runBenchmark },
@@ -51,3 +63,5 @@ export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';
 export type { CellExamples, CellQuery, PredictionSet } from './examples';
 export type { ExportFormat, TrainedModel } from './models';
+export { RunStore, type RunContext, type RunListing, type RunProblem } from './runs';
+export type { RunRecord, RunStatus, RunSummary } from '../core/runs/runFile';

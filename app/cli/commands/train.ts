@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
 import { lossNames } from '../../core/model/spec';
 import type { ModelChoice } from '../../services/modelSpecs';
-import { services, type TrainEvent, type TrainOutcome } from '../../services';
+import { services, type RunContext, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { addDataOptions, dataSourceFrom, fraction, nonNegativeInteger, positiveInteger, positiveNumber, type DataOptions } from '../options';
 import { formatReport } from '../report';
@@ -23,6 +23,8 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   out: string;
   json?: boolean;
   verbose?: boolean;
+  /** false with --no-history: the run is not recorded in the run history. */
+  history: boolean;
 }
 
 export function trainCommand(): Command {
@@ -47,6 +49,7 @@ export function trainCommand(): Command {
     .option('--out <file>', 'where to save the model', 'model.safetensors')
     .option('--json', 'print one JSON object with the result instead of text')
     .option('--verbose', 'print a line per epoch even on a terminal')
+    .option('--no-history', 'do not record the run in the run history (nnstudio runs)')
     .action(async (options: TrainCommandOptions) => runTrain(options));
 }
 
@@ -104,46 +107,56 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
     abort.abort();
   };
   process.on('SIGINT', onInterrupt);
+  const request: TrainRequest = {
+    data,
+    testData,
+    model: {
+      layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
+      lr: options.lr, momentum: options.momentum,
+    },
+    normalize: options.normalize,
+    epochs: options.epochs,
+    batchSize: options.batchSize,
+    valSplit: options.valSplit,
+    testSplit: options.testSplit,
+    seed: options.seed,
+    device: options.device,
+    threads: options.threads,
+  };
+  const startedAt = new Date();
   let outcome: TrainOutcome;
   try {
-    outcome = await services.training.train(
-      {
-        data,
-        testData,
-        model: {
-          layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
-          lr: options.lr, momentum: options.momentum,
-        },
-        normalize: options.normalize,
-        epochs: options.epochs,
-        batchSize: options.batchSize,
-        valSplit: options.valSplit,
-        testSplit: options.testSplit,
-        seed: options.seed,
-        device: options.device,
-        threads: options.threads,
-      },
-      (event) => reporter.onEvent(event),
-      abort.signal,
-    );
+    outcome = await services.training.train(request, (event) => reporter.onEvent(event), abort.signal);
   } finally {
     reporter.done();
     process.off('SIGINT', onInterrupt);
   }
 
   await services.models.save(options.out, outcome.model);
-  report(outcome, options);
+  const runId = options.history ? await recordInHistory(outcome, { startedAt, request }, options) : undefined;
+  report(outcome, options, runId);
   if (outcome.status === 'diverged') process.exitCode = 3;
   else if (outcome.status === 'cancelled') process.exitCode = 130;
 }
 
-function report(outcome: TrainOutcome, options: TrainCommandOptions): void {
+/** The run history is a convenience: failing to write it warns and leaves the exit code alone. */
+async function recordInHistory(outcome: TrainOutcome, context: RunContext, options: TrainCommandOptions): Promise<string | undefined> {
+  try {
+    return (await services.runs.record(outcome, context)).id;
+  } catch (error) {
+    process.stderr.write(`warning: the run was not recorded in the run history: ${(error as Error).message}${options.json ? '' : ' (--no-history skips it)'}\n`);
+    return undefined;
+  }
+}
+
+function report(outcome: TrainOutcome, options: TrainCommandOptions, runId: string | undefined): void {
   const training = outcome.model.training!;
   if (options.json) {
     process.stdout.write(`${JSON.stringify({
       status: outcome.status,
       message: outcome.message,
       model: path.resolve(options.out),
+      runId: runId ?? null,
       device: training.device,
       seconds: training.seconds,
       epochs: outcome.plan.epochs,
@@ -157,5 +170,6 @@ function report(outcome: TrainOutcome, options: TrainCommandOptions): void {
   const lines = [`trained for ${formatDuration(training.seconds)} on ${training.device}`];
   if (outcome.test) lines.push('', `test set (${outcome.plan.testCount} examples):`, formatReport(outcome.test.report, outcome.test.loss));
   lines.push('', `saved ${outcome.status === 'diverged' ? 'the last good weights' : 'the model'} to ${options.out}`);
+  if (runId) lines.push(`recorded as run ${runId} (nnstudio runs show ${runId})`);
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -2,6 +2,8 @@
 // the browser opens. Its output is kept for the failure report; close() always ends it, by SIGKILL if
 // SIGTERM is not enough.
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 export const repoRoot = path.resolve(__dirname, '..', '..', '..', '..');
@@ -22,11 +24,21 @@ process.on('exit', () => {
 });
 
 export async function startServeProcess(startTimeoutMs = 30_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The run history goes to a temporary folder: each server starts with none, and the user's stays untouched.
+  const ownDataDir = !process.env.NNSTUDIO_DATA_DIR;
+  const dataDir = process.env.NNSTUDIO_DATA_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-e2e-data-'));
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NNSTUDIO_DATA_DIR: dataDir },
+  });
   children.add(child);
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void exited.then(() => children.delete(child));
+  void exited.then(() => {
+    children.delete(child);
+    if (ownDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
 
   const close = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;

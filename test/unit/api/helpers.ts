@@ -1,6 +1,15 @@
-// Shared by the API and server tests: the repository's sample files and bounded waits.
+// Shared by the API and server tests: the repository's sample files and bounded waits. Importing it points
+// the run history (NNSTUDIO_DATA_DIR) at a temporary folder, so tests never write to the user's data folder.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ApiResponse } from '../../../app/api';
+
+if (!process.env.NNSTUDIO_DATA_DIR) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+  process.env.NNSTUDIO_DATA_DIR = dataDir;
+  process.on('exit', () => fs.rmSync(dataDir, { recursive: true, force: true }));
+}
 
 export const repoRoot = path.resolve(__dirname, '..', '..', '..', '..');
 export const irisCsv = path.join(repoRoot, 'resources', 'samples', 'iris.csv');

@@ -13,9 +13,18 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], cwd: string, timeoutMs = 120_000): Promise<CliResult> {
+/** The run history of every command these tests run: a temporary folder, never the user's data folder. */
+export const testDataDir = process.env.NNSTUDIO_DATA_DIR || ownDataDir();
+
+function ownDataDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-data-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function runCli(args: string[], cwd: string, timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, env: { ...process.env, NNSTUDIO_DEBUG: '' } });
+    const child = spawn(process.execPath, [bin, ...args], { cwd, env: { ...process.env, NNSTUDIO_DEBUG: '', NNSTUDIO_DATA_DIR: testDataDir, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
