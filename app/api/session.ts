@@ -354,7 +354,8 @@ export function createApi(options: ApiOptions = {}): Api {
   function setLearningRate(runId: string, lr: number): RunInfo {
     const record = getRun(runId);
     const { info, control } = record;
-    if (info.state !== 'running' && info.state !== 'paused') {
+    // 'starting' (data loading) counts as running: the control applies the rate when the engine starts
+    if (info.state !== 'running' && info.state !== 'paused' && info.state !== 'starting') {
       throw new Error(`training run ${runId} is ${info.state}: the learning rate can change only while it runs or is paused`);
     }
     control.setLearningRate(lr);

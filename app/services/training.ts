@@ -392,11 +392,26 @@ async function runTraining(
     },
   });
 
-  // ---- checkpoints: written one after another; the first failure stops the run and is thrown ----
+  // ---- checkpoints: one write at a time, the newest waiting one next (epochs faster than the disk
+  // skip a file, never an epoch's consistency); the first failure stops the run and is thrown ----
   const checkpointPath = request.checkpointPath;
   let writing: Promise<void> = Promise.resolve();
+  let waiting: { checkpoint: Checkpoint; epoch: number } | undefined;
   let writeError: Error | undefined;
   let lastCheckpoint: string | undefined;
+  const writeWaiting = async (): Promise<void> => {
+    const next = waiting;
+    waiting = undefined;
+    if (!next || writeError || !checkpointPath) return;
+    try {
+      await saveCheckpoint(checkpointPath, next.checkpoint);
+      lastCheckpoint = checkpointPath;
+      onEvent({ type: 'checkpoint', epoch: next.epoch, path: checkpointPath });
+    } catch (error) {
+      writeError = error as Error;
+      run?.cancel();
+    }
+  };
   let run: engine.TrainingRun | undefined;
   const onProgress = (event: engine.TrainProgress) => {
     if (event.type !== 'checkpoint') {
@@ -415,17 +430,9 @@ async function runTraining(
       },
       run: record as unknown as Record<string, unknown>,
     };
-    writing = writing.then(async () => {
-      if (writeError) return;
-      try {
-        await saveCheckpoint(checkpointPath, checkpoint);
-        lastCheckpoint = checkpointPath;
-        onEvent({ type: 'checkpoint', epoch: state.epoch, path: checkpointPath });
-      } catch (error) {
-        writeError = error as Error;
-        run?.cancel();
-      }
-    });
+    const queued = waiting !== undefined;
+    waiting = { checkpoint, epoch: state.epoch };
+    if (!queued) writing = writing.then(writeWaiting);
   };
 
   const resume = resumption?.checkpoint.state;
