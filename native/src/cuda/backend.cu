@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -244,8 +245,10 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
   bool progressPending = false;
   int64_t launched = 0;
   double trainingSeconds = 0;
-  StepState epochBase{};       // totals at the start of the epoch
-  StepState reported{};        // totals at the last step event
+  // The loss totals restart at every epoch (zeroed on the device with the epoch's step count): an epoch's
+  // loss is then its own sum, not a difference of run totals whose rounding would depend on where the
+  // run started, so a resumed run reports the uninterrupted run's history bit for bit.
+  StepState reported{};        // totals at the last step event of this epoch
   auto lastEvent = Clock::now();
 
   auto readState = [&]() -> StepState {
@@ -311,6 +314,10 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
                           stream),
           "uploading the epoch's order");
     check(cudaMemsetAsync(&state.get()->epochStep, 0, sizeof(long long), stream), "starting the epoch");
+    check(cudaMemsetAsync(&state.get()->sampleLossSum, 0, offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum),
+                          stream),
+          "starting the epoch");
+    reported = StepState{};
     gather_batch(stream, batchFeatures.get(), batchLabels.get(), trainData.features.get(), trainData.labels.get(),
                  order.get(), featureSize, batch, batch, state.get());
     const auto epochStart = Clock::now();
@@ -375,11 +382,10 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     trainingSeconds += stats.seconds;
     if (s.diverged) return diverged(s);
     emitStep(s, epoch, trainingSeconds);
-    const double seen = double(s.samples - epochBase.samples);
-    stats.trainLoss = (s.sampleLossSum - epochBase.sampleLossSum) / seen;
-    stats.trainAccuracy = double(s.correct - epochBase.correct) / seen;
+    const double seen = double(s.samples);
+    stats.trainLoss = s.sampleLossSum / seen;
+    stats.trainAccuracy = double(s.correct) / seen;
     stats.learningRate = stepLearningRate(lrPlan, baseLr, s.globalStep - 1);
-    epochBase = s;
     if (validData) {
       check(cudaMemsetAsync(validState.get(), 0, sizeof(StepState), stream), "validation");
       for (int64_t first = 0; first < validation->count; first += batch) {

@@ -16,7 +16,8 @@ struct StepState {
   long long divergedAt = 0;    // the 1-based global step whose loss was not finite
   double baseLr = 0;           // the base learning rate (0: the schedule's initial one); the host sets it
                                // between launches (TrainControl::setLearningRate), the optimizer reads it
-  // running totals since the start of the run (the host takes differences)
+  // running totals since the start of the epoch (zeroed with epochStep; the host takes differences
+  // between step events). Kept contiguous, from sampleLossSum to blocksDone: the host zeroes them as one.
   double sampleLossSum = 0;    // sum over samples of each sample's loss
   long long correct = 0;       // right predictions
   long long samples = 0;
