@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
+import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
@@ -110,8 +111,21 @@ export const payloadSchemas = {
     seed: z.number().int().nonnegative().optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
     threads: z.number().int().nonnegative().optional(),
+    lrSchedule: lrScheduleSchema.optional(),
+    earlyStopping: earlyStoppingSchema.optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),
+  /** A new base learning rate (the schedule scales with it) from the next step; only while running or paused. */
+  'training:setLearningRate': z.strictObject({ runId: id, lr: z.number().positive().max(1e6) }),
+  /**
+   * Continues a finished run (cancelled, failed, or completed and wanting more epochs) from its last
+   * checkpoint, exactly, as a new run; `epochs` is the new total (default: the run's).
+   */
+  'training:continue': z.strictObject({
+    runId: id,
+    epochs: z.number().int().min(1).max(1_000_000).optional(),
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+  }),
   'training:resume': z.strictObject({ runId: id }),
   'training:cancel': z.strictObject({ runId: id }),
   'training:status': z.strictObject({ runId: id }),

@@ -11,7 +11,7 @@ import { parameterCount } from '../core/model/shapes';
 import { services } from '../services';
 import type { DataSource } from '../services/dataSources';
 import type { PredictionSet } from '../services/examples';
-import { TrainingControl, type TrainEvent, type TrainOutcome } from '../services/training';
+import { TrainingControl, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../services/training';
 import type { TrainedModel } from '../services/models';
 import { defaultRunStore, recordRun, RunStore, type RunContext } from '../services/runs';
 import { isChannel, payloadSchemas, type Channel, type ParsedPayloadOf } from './schemas';
@@ -63,6 +63,10 @@ interface RunRecord {
   control: TrainingControl;
   /** Settles (never rejects) when the run is finished and training:done was sent. */
   finished: Promise<void>;
+  /** Where the run writes its checkpoint every epoch (in the session's folder). */
+  checkpointPath: string;
+  /** The dataset's display name, for the model's name. */
+  datasetName: string;
 }
 
 interface ModelRecord {
@@ -201,13 +205,9 @@ export function createApi(options: ApiOptions = {}): Api {
 
   /** Writes uploaded bytes under the session's upload folder; the name keeps its extension for the loaders. */
   async function writeUpload(fileName: string, base64: string): Promise<string> {
-    if (!uploadDir) {
-      uploadDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'nnstudio-uploads-'));
-      ownsUploadDir = true;
-    }
-    await fs.promises.mkdir(uploadDir, { recursive: true });
+    const folder = await sessionFolder();
     const safeName = path.basename(fileName).replace(/[^A-Za-z0-9._-]/g, '_');
-    const file = path.join(uploadDir, `${randomBytes(6).toString('hex')}-${safeName}`);
+    const file = path.join(folder, `${randomBytes(6).toString('hex')}-${safeName}`);
     await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
     return file;
   }
@@ -239,30 +239,36 @@ export function createApi(options: ApiOptions = {}): Api {
 
   // ---- training ----
 
-  function startRun(payload: ParsedPayloadOf<'training:start'>): { runId: string } {
+  /** The session's own folder (uploads, checkpoints), made on first use and removed by close(). */
+  async function sessionFolder(): Promise<string> {
+    if (!uploadDir) {
+      uploadDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'nnstudio-uploads-'));
+      ownsUploadDir = true;
+    }
+    await fs.promises.mkdir(uploadDir, { recursive: true });
+    return uploadDir;
+  }
+
+  async function checkpointFile(runId: string): Promise<string> {
+    const folder = path.join(await sessionFolder(), 'checkpoints');
+    await fs.promises.mkdir(folder, { recursive: true });
+    return path.join(folder, `${runId}.checkpoint.safetensors`);
+  }
+
+  async function startRun(payload: ParsedPayloadOf<'training:start'>): Promise<{ runId: string }> {
     const data = getDataset(payload.datasetId);
     const testData = payload.testDatasetId !== undefined ? getDataset(payload.testDatasetId) : undefined;
     const model = payload.model ?? {};
     // The model's errors are known now: answer them at once rather than in training:done.
     const check = services.models.check(model, data.dataset.featureShape, data.dataset.classLabels.length);
     if (!check.ok) throw new Error(check.error?.message ?? 'invalid model');
+    if (payload.earlyStopping && payload.earlyStopping.monitor !== 'trainLoss' && payload.valSplit === 0) {
+      throw new Error(`early stopping on ${payload.earlyStopping.monitor} needs a validation split above 0`);
+    }
 
     const runId = nextId('run');
-    const startedAt = new Date();
-    const control = new TrainingControl();
-    const info: RunInfo = { runId, datasetId: payload.datasetId, state: 'starting', epochs: [] };
-    const onEvent = (event: TrainEvent): void => {
-      if (event.type === 'plan') {
-        info.plan = event.plan as TrainPlan;
-        if (info.state === 'starting') info.state = control.paused ? 'paused' : 'running';
-      } else if (event.type === 'step') {
-        info.lastStep = event as StepProgress;
-      } else {
-        info.epochs.push(event as EpochProgress);
-      }
-      emit({ event: 'training:progress', payload: { runId, ...event } });
-    };
-    const request = {
+    const checkpointPath = await checkpointFile(runId);
+    const request: TrainRequest = {
       data: data.source,
       testData: testData?.source,
       model,
@@ -274,23 +280,78 @@ export function createApi(options: ApiOptions = {}): Api {
       seed: payload.seed,
       device: payload.device,
       threads: payload.threads,
+      lrSchedule: payload.lrSchedule,
+      earlyStopping: payload.earlyStopping,
+      checkpointPath,
+    };
+    // An upload's path is a temporary file: the run history names it as the user does.
+    const context: RunContext = {
+      startedAt: new Date(),
+      request,
+      ...(data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {}),
+      ...(testData ? { testDataDescription: testData.info.description } : {}),
+    };
+    launchRun(runId, payload.datasetId, data.info.name, checkpointPath, request, { history: context });
+    return { runId };
+  }
+
+  async function continueRun(payload: ParsedPayloadOf<'training:continue'>): Promise<{ runId: string }> {
+    const previous = getRun(payload.runId);
+    const { info } = previous;
+    if (info.state !== 'finished') throw new Error(`training run ${payload.runId} is still going: pause or cancel it first`);
+    if (info.checkpointEpoch === undefined) {
+      throw new Error(`training run ${payload.runId} has no checkpoint to continue from (it ended before its first epoch did)`);
+    }
+    const runId = nextId('run');
+    const checkpointPath = await checkpointFile(runId);
+    const request: ResumeRequest = {
+      resumeFrom: previous.checkpointPath,
+      epochs: payload.epochs,
+      device: payload.device,
+      checkpointPath,
+    };
+    // A continued run is not recorded in the run history: its record would need the first run's data request.
+    launchRun(runId, info.datasetId, previous.datasetName, checkpointPath, request, { continuedFrom: payload.runId });
+    return { runId };
+  }
+
+  function launchRun(
+    runId: string,
+    datasetId: string,
+    datasetName: string,
+    checkpointPath: string,
+    request: TrainRequest | ResumeRequest,
+    { continuedFrom, history }: { continuedFrom?: string; history?: RunContext } = {},
+  ): void {
+    const control = new TrainingControl();
+    const info: RunInfo = { runId, datasetId, state: 'starting', epochs: [], ...(continuedFrom ? { continuedFrom } : {}) };
+    const onEvent = (event: TrainEvent): void => {
+      if (event.type === 'plan') {
+        const { resumedFrom, ...plan } = event.plan;
+        info.plan = { ...(plan as TrainPlan), ...(resumedFrom ? { resumedFrom: { epoch: resumedFrom.epoch } } : {}) };
+        if (info.state === 'starting') info.state = control.paused ? 'paused' : 'running';
+        emit({ event: 'training:progress', payload: { runId, type: 'plan', plan: info.plan } });
+        return;
+      }
+      if (event.type === 'checkpoint') {
+        // the file stays in the session: faces see the epoch only
+        info.checkpointEpoch = event.epoch;
+        emit({ event: 'training:progress', payload: { runId, type: 'checkpoint', epoch: event.epoch } });
+        return;
+      }
+      if (event.type === 'step') info.lastStep = event as StepProgress;
+      else info.epochs.push(event as EpochProgress);
+      emit({ event: 'training:progress', payload: { runId, ...event } });
     };
     const finish = (done: TrainingDone): void => {
       info.state = 'finished';
       info.outcome = done;
       emit({ event: 'training:done', payload: done });
     };
-    // An upload's path is a temporary file: the run history names it as the user does.
-    const context: RunContext = {
-      startedAt,
-      request,
-      ...(data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {}),
-      ...(testData ? { testDataDescription: testData.info.description } : {}),
-    };
     const record = async (outcome: TrainOutcome): Promise<Pick<TrainingDone, 'savedRunId' | 'savedRunError'>> => {
-      if (!recordsRuns) return {};
+      if (!recordsRuns || !history) return {};
       try {
-        return { savedRunId: (await recordRun(outcome, context, runStore)).id };
+        return { savedRunId: (await recordRun(outcome, history, runStore)).id };
       } catch (error) {
         return { savedRunError: `the run was not recorded in the run history: ${errorValue(error).message}` };
       }
@@ -298,12 +359,13 @@ export function createApi(options: ApiOptions = {}): Api {
     const succeeded = async (outcome: TrainOutcome): Promise<void> => {
       const saved = await record(outcome);
       const modelId = nextId('model');
-      models.set(modelId, { name: `${data.info.name} (${runId})`, model: outcome.model });
+      models.set(modelId, { name: `${datasetName} (${runId})`, model: outcome.model });
       const tested = outcome.testPredictions;
       const evaluationId = tested && keepEvaluation({
         modelId,
         predictions: { classLabels: outcome.model.labels, inputShape: outcome.model.inputShape, ...tested },
       });
+      const { resumedFrom, ...plan } = outcome.plan;
       finish({
         runId,
         status: outcome.status,
@@ -311,9 +373,11 @@ export function createApi(options: ApiOptions = {}): Api {
         modelId,
         history: outcome.model.training?.history ?? [],
         test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report },
-        plan: outcome.plan as TrainPlan,
+        plan: { ...(plan as TrainPlan), ...(resumedFrom ? { resumedFrom: { epoch: resumedFrom.epoch } } : {}) },
         seconds: outcome.model.training?.seconds,
         ...(evaluationId ? { evaluationId } : {}),
+        ...(outcome.stoppedEarly ? { stoppedEarly: true } : {}),
+        ...(outcome.bestEpoch !== undefined ? { bestEpoch: outcome.bestEpoch } : {}),
         ...saved,
       });
     };
@@ -321,8 +385,18 @@ export function createApi(options: ApiOptions = {}): Api {
       finish({ runId, status: 'failed', message: errorValue(error).message, history: [], plan: info.plan });
     };
     const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed).catch(failed);
-    runs.set(runId, { info, control, finished });
-    return { runId };
+    runs.set(runId, { info, control, finished, checkpointPath, datasetName });
+  }
+
+  function setLearningRate(runId: string, lr: number): RunInfo {
+    const record = getRun(runId);
+    const { info, control } = record;
+    // 'starting' (data loading) counts as running: the control applies the rate when the engine starts
+    if (info.state !== 'running' && info.state !== 'paused' && info.state !== 'starting') {
+      throw new Error(`training run ${runId} is ${info.state}: the learning rate can change only while it runs or is paused`);
+    }
+    control.setLearningRate(lr);
+    return runInfo(record);
   }
 
   function controlRun(runId: string, action: 'pause' | 'resume' | 'cancel'): RunInfo {
@@ -472,6 +546,8 @@ export function createApi(options: ApiOptions = {}): Api {
 
     'training:start': (payload) => startRun(payload),
     'training:pause': ({ runId }) => controlRun(runId, 'pause'),
+    'training:setLearningRate': ({ runId, lr }) => setLearningRate(runId, lr),
+    'training:continue': (payload) => continueRun(payload),
     'training:resume': ({ runId }) => controlRun(runId, 'resume'),
     'training:cancel': ({ runId }) => controlRun(runId, 'cancel'),
     'training:status': ({ runId }) => runInfo(getRun(runId)),
@@ -587,7 +663,10 @@ export function createApi(options: ApiOptions = {}): Api {
     await Promise.race([Promise.all([...runs.values()].map((run) => run.finished)), wait(10_000)]);
     listeners.clear();
     if (ownsUploadDir && uploadDir) await fs.promises.rm(uploadDir, { recursive: true, force: true });
-    else await Promise.all([...datasets.values()].map((record) => removeFiles(record.uploadedFiles)));
+    else {
+      await Promise.all([...datasets.values()].map((record) => removeFiles(record.uploadedFiles)));
+      await Promise.all([...runs.values()].map((run) => removeFile(run.checkpointPath)));
+    }
     datasets.clear();
     models.clear();
     evaluations.clear();

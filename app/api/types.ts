@@ -3,6 +3,7 @@
 // everything in it is plain JSON (NaN and Infinity arrive as null over the WebSocket).
 import type { ClassificationReport } from '../core/metrics/classification';
 import type { LayerKind, ModelSpec } from '../core/model/spec';
+import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 import type { CellExample, CellExamples } from '../services/examples';
 import type { RunRecord, RunSummary } from '../core/runs/runFile';
 import type { Channel, PayloadOf } from './schemas';
@@ -11,6 +12,7 @@ export type { Channel, PayloadOf } from './schemas';
 export type { ClassificationReport } from '../core/metrics/classification';
 export type { ModelSpec } from '../core/model/spec';
 export type { RunRecord, RunStatus as SavedRunStatus, RunSummary } from '../core/runs/runFile';
+export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 
 // ---- errors ----
 
@@ -107,6 +109,7 @@ export interface EpochRecord {
   validationLoss?: number | null;
   validationAccuracy?: number | null;
   seconds: number;
+  learningRate?: number;
 }
 
 export interface ModelInfo {
@@ -132,6 +135,10 @@ export interface TrainPlan {
   testCount: number;
   classLabels: string[];
   dataDescription: string;
+  /** A continued run: the checkpoint's completed epochs (the path stays in the session). */
+  resumedFrom?: { epoch: number };
+  lrSchedule?: LrSchedule;
+  earlyStopping?: EarlyStopping;
 }
 
 export interface StepProgress {
@@ -144,6 +151,8 @@ export interface StepProgress {
   loss: number;
   samplesPerSecond: number;
   etaSeconds: number;
+  /** Of the latest step. */
+  learningRate: number;
 }
 
 export interface EpochProgress {
@@ -154,10 +163,18 @@ export interface EpochProgress {
   validationLoss?: number;
   validationAccuracy?: number;
   seconds: number;
+  /** Of the epoch's last step. */
+  learningRate: number;
 }
 
-/** The payload of `training:progress`: the plan once, then the engine's step (<= 20/s) and epoch events. */
-export type TrainingProgress = { runId: string } & ({ type: 'plan'; plan: TrainPlan } | StepProgress | EpochProgress);
+/** A checkpoint of the run was written after this epoch (training:continue can start from it). */
+export interface CheckpointProgress {
+  type: 'checkpoint';
+  epoch: number;
+}
+
+/** The payload of `training:progress`: the plan once, then the engine's step (<= 20/s), epoch and checkpoint events. */
+export type TrainingProgress = { runId: string } & ({ type: 'plan'; plan: TrainPlan } | StepProgress | EpochProgress | CheckpointProgress);
 
 /** 'failed': the run could not start or the engine failed; message says why. */
 export type RunStatus = 'completed' | 'cancelled' | 'diverged' | 'failed';
@@ -180,6 +197,10 @@ export interface TrainingDone {
   savedRunId?: string;
   /** ... or why recording it failed (the run itself is fine). */
   savedRunError?: string;
+  /** Early stopping ended the run (status 'completed'; message says why). */
+  stoppedEarly?: boolean;
+  /** With early stopping: the best epoch (with restoreBest the model holds its weights). */
+  bestEpoch?: number;
 }
 
 export interface RunInfo {
@@ -191,6 +212,10 @@ export interface RunInfo {
   lastStep?: StepProgress;
   epochs: EpochProgress[];
   outcome?: TrainingDone;
+  /** The epochs of the last checkpoint the session keeps for this run (training:continue starts there). */
+  checkpointEpoch?: number;
+  /** training:continue made this run from that one. */
+  continuedFrom?: string;
 }
 
 export interface EvaluationResult {
@@ -254,6 +279,8 @@ interface Results {
   'models:import': ModelInfo;
   'training:start': { runId: string };
   'training:pause': RunInfo;
+  'training:setLearningRate': RunInfo;
+  'training:continue': { runId: string };
   'training:resume': RunInfo;
   'training:cancel': RunInfo;
   'training:status': RunInfo;

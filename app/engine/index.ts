@@ -6,6 +6,8 @@ import type { ModelSpec } from '../core/model/spec';
 import {
   native,
   type NativeTrainingHandle,
+  type NativeCheckpointEvent,
+  type NativeTrainState,
   type NativeDataset,
   type NativeDevice,
   type NativeEpochEvent,
@@ -44,11 +46,23 @@ export interface TrainOptions {
   progressIntervalSeconds?: number;
   /** Start from these weights (e.g. fine-tuning) instead of the spec's seeded init. */
   initialParameters?: Float32Array;
+  /** Default constant. */
+  lrSchedule?: LrSchedule;
+  earlyStopping?: EarlyStopping;
+  /** Continue this state exactly (same spec, data, batch size, shuffle and seed); `epochs` counts all epochs. */
+  resume?: TrainState;
+  /** Emit a 'checkpoint' event with the TrainState at every epoch end. */
+  checkpoints?: boolean;
 }
+
+export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
+import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
+export type TrainState = NativeTrainState;
+export type CheckpointEvent = NativeCheckpointEvent;
 
 export type StepEvent = NativeStepEvent;
 export type EpochEvent = NativeEpochEvent;
-export type TrainProgress = StepEvent | EpochEvent;
+export type TrainProgress = StepEvent | EpochEvent | CheckpointEvent;
 export type EpochStats = NativeEpochStats;
 export type TrainStatus = NativeTrainResult['status'];
 export type TrainResult = NativeTrainResult;
@@ -63,6 +77,8 @@ export interface TrainingRun {
   /** Holds the training thread between steps until resume() or cancel(). */
   pause(): void;
   resume(): void;
+  /** A new base learning rate (the schedule scales with it) from the next step; RangeError unless in (0, 1e6]. */
+  setLearningRate(lr: number): void;
 }
 
 export interface EvaluateOptions {
@@ -163,6 +179,10 @@ export function train(
       threads: options.threads,
       device,
       progressIntervalSeconds: options.progressIntervalSeconds,
+      lrSchedule: options.lrSchedule,
+      earlyStopping: options.earlyStopping,
+      resume: options.resume,
+      checkpoints: options.checkpoints,
     },
     options.initialParameters ?? null,
     // Always a listener: a failed delivery is also how the addon notices an environment teardown.
@@ -174,6 +194,7 @@ export function train(
     cancel: () => handle.cancel(),
     pause: () => handle.pause(),
     resume: () => handle.resume(),
+    setLearningRate: (lr: number) => handle.setLearningRate(lr),
   };
 }
 

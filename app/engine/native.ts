@@ -35,6 +35,27 @@ export interface NativeDataset {
   labels: Int32Array;
 }
 
+import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
+export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
+
+/** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState). */
+export interface NativeTrainState {
+  /** Completed epochs. */
+  epoch: number;
+  /** Optimizer steps done over the whole run. */
+  step: number;
+  /** The run's data-order/dropout seed as a decimal string (64 bits). */
+  seed: string;
+  /** The base learning rate in force. */
+  learningRate: number;
+  parameters: Float32Array;
+  /** SGD: velocity (P); Adam: m (P) then v (P). */
+  optimizerState: Float32Array;
+  history: NativeEpochStats[];
+  /** Early stopping with restoreBest: the best epoch's weights. */
+  bestParameters?: Float32Array;
+}
+
 export interface NativeTrainOptions {
   epochs?: number;
   batchSize?: number;
@@ -43,6 +64,12 @@ export interface NativeTrainOptions {
   threads?: number;
   device?: 'cpu' | 'cuda';
   progressIntervalSeconds?: number;
+  lrSchedule?: LrSchedule;
+  earlyStopping?: EarlyStopping;
+  /** Continue this state; `epochs` is the run's total. */
+  resume?: NativeTrainState;
+  /** Send a 'checkpoint' event with the TrainState after every epoch. */
+  checkpoints?: boolean;
 }
 
 export interface NativeStepEvent {
@@ -55,6 +82,8 @@ export interface NativeStepEvent {
   loss: number;
   samplesPerSecond: number;
   etaSeconds: number;
+  /** Of the latest step. */
+  learningRate: number;
 }
 
 export interface NativeEpochStats {
@@ -64,13 +93,19 @@ export interface NativeEpochStats {
   validationLoss?: number;
   validationAccuracy?: number;
   seconds: number;
+  /** Of the epoch's last step. */
+  learningRate: number;
 }
 
 export interface NativeEpochEvent extends NativeEpochStats {
   type: 'epoch';
 }
 
-export type NativeTrainEvent = NativeStepEvent | NativeEpochEvent;
+export interface NativeCheckpointEvent extends NativeTrainState {
+  type: 'checkpoint';
+}
+
+export type NativeTrainEvent = NativeStepEvent | NativeEpochEvent | NativeCheckpointEvent;
 
 export interface NativeTrainResult {
   status: 'completed' | 'cancelled' | 'diverged';
@@ -80,6 +115,12 @@ export interface NativeTrainResult {
   seconds: number;
   steps: number;
   device: string;
+  /** Early stopping ended the run (status 'completed', message says why). */
+  stoppedEarly: boolean;
+  /** With early stopping: the best epoch (1-based), else 0. */
+  bestEpoch: number;
+  /** `parameters` are the best epoch's. */
+  restoredBest: boolean;
 }
 
 export interface NativeTrainingHandle {
@@ -87,6 +128,8 @@ export interface NativeTrainingHandle {
   cancel(): void;
   pause(): void;
   resume(): void;
+  /** A new base learning rate from the next step; throws RangeError unless in (0, 1e6]. */
+  setLearningRate(lr: number): void;
 }
 
 export interface NativeEvaluateOptions {

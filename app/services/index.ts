@@ -57,7 +57,7 @@ export const services = {
 
 export type Services = typeof services;
 export type { DataSource } from './dataSources';
-export type { SplitPlan, TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
+export type { ResumeRequest, SplitPlan, TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
 export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';

@@ -1,7 +1,9 @@
 // The training service: data → split → normalisation → spec → engine run → test metrics → a Model ready
-// to save. The CLI, `serve` and the desktop window all train through `trainModel`.
+// to save. The CLI, `serve` and the desktop window all train through `trainModel`. With `checkpointPath`
+// a checkpoint (app/core/model/checkpointFile.ts) is written atomically after every epoch; `resumeFrom`
+// rebuilds the same run from one (same data, split, normalisation, seed) and continues it exactly.
 import type { Dataset } from '../core/data/dataset';
-import { applyNormalization, fitNormalization, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
+import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratifiedSplit, subset } from '../core/data/split';
 import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
@@ -9,8 +11,10 @@ import { defaultTraining } from '../core/model/defaults';
 import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
 import * as engine from '../engine';
+import { loadCheckpoint, saveCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
 import { describeDataSource, knownData, loadDataSource, loadDataSourceFor, type DataSource } from './dataSources';
 import { buildModelSpec, type ModelChoice } from './modelSpecs';
+import { datasetDigest, parseRunRecord, type RunRecord } from './runRecord';
 
 export interface TrainRequest {
   data: DataSource;
@@ -28,6 +32,25 @@ export interface TrainRequest {
   seed?: number;
   device?: engine.DeviceChoice;
   threads?: number;
+  /** Default constant. */
+  lrSchedule?: engine.LrSchedule;
+  earlyStopping?: engine.EarlyStopping;
+  /** Write a checkpoint here (atomically) after every epoch. */
+  checkpointPath?: string;
+}
+
+/**
+ * Continue the run of a checkpoint: its data, split, normalisation, spec, seed, batch size, schedule and
+ * early stopping; `epochs` is the new total (default: the run's), device and threads may change (the CPU
+ * gives the same bits with the same thread count).
+ */
+export interface ResumeRequest {
+  resumeFrom: string;
+  epochs?: number;
+  device?: engine.DeviceChoice;
+  threads?: number;
+  /** Default: keep writing to `resumeFrom`. */
+  checkpointPath?: string;
 }
 
 /** Everything a face shows before the first step. */
@@ -41,14 +64,31 @@ export interface TrainPlan {
   testCount: number;
   classLabels: string[];
   dataDescription: string;
+  /** The checkpoint a resumed run continues, and its completed epochs. */
+  resumedFrom?: { path: string; epoch: number };
+  lrSchedule?: engine.LrSchedule;
+  earlyStopping?: engine.EarlyStopping;
 }
 
-export type TrainEvent = { type: 'plan'; plan: TrainPlan } | engine.TrainProgress;
+/** A checkpoint written (the engine's full state stays in the file, not in the event). */
+export interface CheckpointWritten {
+  type: 'checkpoint';
+  epoch: number;
+  path: string;
+}
+
+export type TrainEvent = { type: 'plan'; plan: TrainPlan } | engine.StepEvent | engine.EpochEvent | CheckpointWritten;
 
 export interface TrainOutcome {
   status: engine.TrainStatus;
-  /** Why the run stopped early (cancelled, diverged); empty when it completed. */
+  /** Why the run stopped early (cancelled, diverged, early stopping); empty when it completed normally. */
   message: string;
+  /** Early stopping ended the run (status 'completed'). */
+  stoppedEarly: boolean;
+  /** With early stopping: the best epoch; with restoreBest the model holds its weights. */
+  bestEpoch?: number;
+  /** The last checkpoint written, if any. */
+  checkpointPath?: string;
   model: Model<Preprocessing>;
   test?: { loss: number; report: ClassificationReport };
   /** The test examples as read (before normalisation) with the model's outputs, for browsing them. */
@@ -64,6 +104,7 @@ export class TrainingControl {
   private run: engine.TrainingRun | undefined;
   private pausedNow = false;
   private cancelledNow = false;
+  private pendingLearningRate: number | undefined;
 
   get paused(): boolean {
     return this.pausedNow;
@@ -93,10 +134,19 @@ export class TrainingControl {
     this.run?.cancel();
   }
 
+  /** A new base learning rate from the next step (throws RangeError unless in (0, 1e6]). */
+  setLearningRate(lr: number): void {
+    if (!(Number.isFinite(lr) && lr > 0 && lr <= 1e6)) throw new RangeError('learning rate must be a number in (0, 1e6]');
+    if (this.run) this.run.setLearningRate(lr);
+    else this.pendingLearningRate = lr;
+  }
+
   /** Called by trainModel when the engine run starts and ends. */
   attach(run: engine.TrainingRun | undefined): void {
     this.run = run;
     if (!run) return;
+    if (this.pendingLearningRate !== undefined) run.setLearningRate(this.pendingLearningRate);
+    this.pendingLearningRate = undefined;
     if (this.cancelledNow) run.cancel();
     else if (this.pausedNow) run.pause();
   }
@@ -170,17 +220,85 @@ function epochRecords(history: engine.EpochStats[]): EpochRecord[] {
     validationLoss: finite(epoch.validationLoss),
     validationAccuracy: finite(epoch.validationAccuracy),
     seconds: epoch.seconds,
+    learningRate: epoch.learningRate,
   }));
+}
+
+/** A request as the run record a checkpoint keeps. */
+function runRecordOf(request: TrainRequest, prepared: { epochs: number; batchSize: number; normalize: NormalizationKind; valSplit: number; testSplit: number; seed: number; digest: string; counts: RunRecord['counts'] }): RunRecord {
+  return {
+    data: request.data,
+    ...(request.testData ? { testData: request.testData } : {}),
+    normalize: prepared.normalize,
+    valSplit: prepared.valSplit,
+    testSplit: prepared.testSplit,
+    seed: prepared.seed,
+    epochs: prepared.epochs,
+    batchSize: prepared.batchSize,
+    threads: request.threads ?? 0,
+    ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+    ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+    trainDigest: prepared.digest,
+    counts: prepared.counts,
+  };
 }
 
 /**
  * Trains as requested. `signal` cancels (the outcome then has status 'cancelled' and the weights so far);
- * divergence ends with status 'diverged' and the last weights whose loss was finite. `control` adds pause and
- * resume (and cancel) for interactive faces.
+ * divergence ends with status 'diverged' and the last weights whose loss was finite. `control` adds pause,
+ * resume, cancel and a new learning rate for interactive faces. A ResumeRequest continues a checkpoint.
  */
 export async function trainModel(
-  request: TrainRequest,
+  request: TrainRequest | ResumeRequest,
   onEvent: (event: TrainEvent) => void = () => {},
+  signal?: AbortSignal,
+  control?: TrainingControl,
+): Promise<TrainOutcome> {
+  if ('resumeFrom' in request) return resumeModel(request, onEvent, signal, control);
+  return runTraining(request, undefined, onEvent, signal, control);
+}
+
+async function resumeModel(
+  request: ResumeRequest,
+  onEvent: (event: TrainEvent) => void,
+  signal?: AbortSignal,
+  control?: TrainingControl,
+): Promise<TrainOutcome> {
+  const checkpoint = await loadCheckpoint(request.resumeFrom, { preprocessingSchema });
+  const record = parseRunRecord(checkpoint.run, request.resumeFrom);
+  const epochs = request.epochs ?? record.epochs;
+  if (epochs <= checkpoint.state.epoch) {
+    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${epochs} epochs; ask for more epochs`);
+  }
+  const trainRequest: TrainRequest = {
+    data: record.data,
+    testData: record.testData,
+    model: {},
+    normalize: record.normalize,
+    epochs,
+    batchSize: record.batchSize,
+    valSplit: record.valSplit,
+    testSplit: record.testSplit,
+    seed: record.seed,
+    device: request.device,
+    threads: request.threads ?? record.threads,
+    lrSchedule: record.lrSchedule,
+    earlyStopping: record.earlyStopping,
+    checkpointPath: request.checkpointPath ?? request.resumeFrom,
+  };
+  return runTraining(trainRequest, { checkpoint, record, path: request.resumeFrom }, onEvent, signal, control);
+}
+
+interface Resumption {
+  checkpoint: Checkpoint<Preprocessing>;
+  record: RunRecord;
+  path: string;
+}
+
+async function runTraining(
+  request: TrainRequest,
+  resumption: Resumption | undefined,
+  onEvent: (event: TrainEvent) => void,
   signal?: AbortSignal,
   control?: TrainingControl,
 ): Promise<TrainOutcome> {
@@ -196,24 +314,48 @@ export async function trainModel(
   const testRaw = testSource ? await loadDataSourceFor(testSource, knownData(all)) : undefined;
   const parts = splitData(all, testRaw, valSplit, testSplit, seed);
   if (parts.train.count === 0) throw new Error('no training examples left after the validation and test splits');
+  const digest = datasetDigest(parts.train);
+  const counts = { train: parts.train.count, validation: parts.validation?.count ?? 0, test: parts.test?.count ?? 0 };
 
   const classes = all.classLabels.length;
-  const built = buildModelSpec({ ...request.model, seed: request.model.seed ?? seed }, all.featureShape, classes);
-  const defaults = defaultTraining(all.featureShape, parts.train.count);
-  const epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
-  const batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
+  let spec: ModelSpec;
+  let epochs: number;
+  let batchSize: number;
+  if (resumption) {
+    // the same run: the checkpoint's spec, and data that splits into the very same training set
+    const { checkpoint, record, path } = resumption;
+    if (digest !== record.trainDigest || counts.train !== record.counts.train || counts.validation !== record.counts.validation) {
+      throw new Error(
+        `${path}: the data of the run (${describeDataSource(request.data)}) has changed since the checkpoint: ` +
+          `its training split no longer matches (${counts.train} examples now, ${record.counts.train} then)`,
+      );
+    }
+    if (checkpoint.model.labels.join('\u0000') !== all.classLabels.join('\u0000')) {
+      throw new Error(`${path}: the data's classes differ from the checkpoint's`);
+    }
+    spec = checkpoint.model.spec;
+    epochs = request.epochs ?? record.epochs;
+    batchSize = record.batchSize;
+  } else {
+    const built = buildModelSpec({ ...request.model, seed: request.model.seed ?? seed }, all.featureShape, classes);
+    spec = built.spec;
+    const defaults = defaultTraining(all.featureShape, parts.train.count);
+    epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
+    batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
+  }
   if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`--epochs must be a positive integer, got ${epochs}`);
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`--batch-size must be a positive integer, got ${batchSize}`);
 
   const normalize = request.normalize ?? (isImage(all) ? 'none' : 'zscore');
-  const preprocessing = fitNormalization(normalize, parts.train);
+  // a resumed run takes the checkpoint's statistics (the same numbers, fitted on the same split)
+  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitNormalization(normalize, parts.train);
   const trainSet = applyNormalization(preprocessing, parts.train);
   const validationSet = parts.validation && applyNormalization(preprocessing, parts.validation);
   const testSet = parts.test && applyNormalization(preprocessing, parts.test);
 
   const device = engine.resolveDevice(request.device ?? 'auto');
   const plan: TrainPlan = {
-    spec: built.spec,
+    spec,
     device,
     epochs,
     batchSize,
@@ -222,12 +364,86 @@ export async function trainModel(
     testCount: testSet?.count ?? 0,
     classLabels: all.classLabels,
     dataDescription: describeDataSource(request.data),
+    ...(resumption ? { resumedFrom: { path: resumption.path, epoch: resumption.checkpoint.state.epoch } } : {}),
+    ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+    ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
   };
   onEvent({ type: 'plan', plan });
 
-  const options = { epochs, batchSize, seed, device, threads: request.threads ?? 0 };
-  const run = engine.train(built.spec, trainSet, validationSet, options, onEvent);
-  const cancel = () => run.cancel();
+  const threads = request.threads ?? 0;
+  const options = { epochs, batchSize, seed, device, threads };
+  const record = runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: testRaw ? 0 : testSplit, seed, digest, counts });
+  const modelOf = (parameters: Float32Array, history: engine.EpochStats[], status: string, seconds: number, deviceName: string): Model<Preprocessing> => ({
+    spec,
+    parameters,
+    labels: all.classLabels,
+    featureNames: all.featureNames,
+    inputShape: [...spec.input],
+    preprocessing,
+    training: {
+      options: {
+        ...options, normalize, valSplit, testSplit: testRaw ? 0 : testSplit, data: plan.dataDescription, status,
+        ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+        ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+      },
+      history: epochRecords(history),
+      device: deviceName,
+      seconds,
+    },
+  });
+
+  // ---- checkpoints: one write at a time, the newest waiting one next (epochs faster than the disk
+  // skip a file, never an epoch's consistency); the first failure stops the run and is thrown ----
+  const checkpointPath = request.checkpointPath;
+  let writing: Promise<void> = Promise.resolve();
+  let waiting: { checkpoint: Checkpoint; epoch: number } | undefined;
+  let writeError: Error | undefined;
+  let lastCheckpoint: string | undefined;
+  const writeWaiting = async (): Promise<void> => {
+    const next = waiting;
+    waiting = undefined;
+    if (!next || writeError || !checkpointPath) return;
+    try {
+      await saveCheckpoint(checkpointPath, next.checkpoint);
+      lastCheckpoint = checkpointPath;
+      onEvent({ type: 'checkpoint', epoch: next.epoch, path: checkpointPath });
+    } catch (error) {
+      writeError = error as Error;
+      run?.cancel();
+    }
+  };
+  let run: engine.TrainingRun | undefined;
+  const onProgress = (event: engine.TrainProgress) => {
+    if (event.type !== 'checkpoint') {
+      onEvent(event);
+      return;
+    }
+    if (!checkpointPath || writeError) return;
+    const state = event;
+    const seconds = state.history.reduce((sum, epoch) => sum + epoch.seconds, 0);
+    const checkpoint: Checkpoint = {
+      model: modelOf(state.parameters, state.history, 'checkpoint', seconds, device),
+      state: {
+        epoch: state.epoch, step: state.step, seed: state.seed, learningRate: state.learningRate,
+        parameters: state.parameters, optimizerState: state.optimizerState, history: state.history,
+        ...(state.bestParameters ? { bestParameters: state.bestParameters } : {}),
+      },
+      run: record as unknown as Record<string, unknown>,
+    };
+    const queued = waiting !== undefined;
+    waiting = { checkpoint, epoch: state.epoch };
+    if (!queued) writing = writing.then(writeWaiting);
+  };
+
+  const resume = resumption?.checkpoint.state;
+  run = engine.train(spec, trainSet, validationSet, {
+    ...options,
+    lrSchedule: request.lrSchedule,
+    earlyStopping: request.earlyStopping,
+    checkpoints: checkpointPath !== undefined,
+    ...(resume ? { resume } : {}),
+  }, onProgress);
+  const cancel = () => run?.cancel();
   signal?.addEventListener('abort', cancel, { once: true });
   if (signal?.aborted) run.cancel();
   control?.attach(run);
@@ -237,30 +453,30 @@ export async function trainModel(
   } finally {
     signal?.removeEventListener('abort', cancel);
     control?.attach(undefined);
+    await writing;
   }
+  if (writeError) throw writeError;
 
   let test: TrainOutcome['test'];
   let testPredictions: TrainOutcome['testPredictions'];
   if (parts.test && testSet && testSet.count > 0) {
-    const evaluation = await engine.evaluate(built.spec, result.parameters, testSet, { device, threads: request.threads ?? 0 });
+    const evaluation = await engine.evaluate(spec, result.parameters, testSet, { device, threads });
     test = { loss: evaluation.loss, report: classificationReport(testSet.labels, evaluation.predictions, classes, all.classLabels) };
     testPredictions = { data: parts.test, predictions: evaluation.predictions, probabilities: evaluation.probabilities };
   }
 
-  const model: Model<Preprocessing> = {
-    spec: built.spec,
-    parameters: result.parameters,
-    labels: all.classLabels,
-    featureNames: all.featureNames,
-    inputShape: [...built.spec.input],
-    preprocessing,
-    training: {
-      options: { ...options, normalize, valSplit, testSplit: testRaw ? 0 : testSplit, data: plan.dataDescription, status: result.status },
-      history: epochRecords(result.history),
-      device: result.device,
-      seconds: result.seconds,
-    },
-    metrics: test ? { test: test.report, testLoss: test.loss } : undefined,
+  const model = modelOf(result.parameters, result.history, result.status, result.seconds, result.device);
+  if (test) model.metrics = { test: test.report, testLoss: test.loss };
+  if (result.stoppedEarly || result.restoredBest) model.training!.options.bestEpoch = result.bestEpoch;
+  return {
+    status: result.status,
+    message: result.message,
+    stoppedEarly: result.stoppedEarly,
+    ...(result.bestEpoch > 0 ? { bestEpoch: result.bestEpoch } : {}),
+    ...(lastCheckpoint ? { checkpointPath: lastCheckpoint } : {}),
+    model,
+    test,
+    testPredictions,
+    plan,
   };
-  return { status: result.status, message: result.message, model, test, testPredictions, plan };
 }

@@ -6,7 +6,9 @@
 //   - evaluation (predictions, probabilities, loss, confusion matrix) against the CPU's;
 //   - the run's behaviour: progress events, cancel, pause, divergence keeping the last finite
 //     weights, clear messages for bad input and for a model too large for the GPU (after which the
-//     GPU still trains).
+//     GPU still trains);
+//   - training control (train_control_checks.h): resume from a TrainState gives the uninterrupted
+//     run's bits, early stopping, a learning rate changed between epochs.
 // Without a CUDA device it prints "skipped: no CUDA device" and passes.
 #ifdef NNSTUDIO_WITH_CUDA
 #include <atomic>
@@ -23,6 +25,7 @@
 #include "nnstudio/engine.h"
 #include "spec/rng.h"
 #include "test_util.h"
+#include "train_control_checks.h"
 
 using namespace nnstudio;
 using nnstudio::test::DeviceVector;
@@ -364,6 +367,8 @@ int main() {
     unsetenv("NNSTUDIO_CUDA_FUSION");
     testWholeRuns();
     testRunBehaviour();
+    auto gpu = createBackend(DeviceKind::CUDA);
+    nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);
   } catch (const std::exception& e) {
     std::printf("  FAIL  unexpected exception: %s\n", e.what());
     ++nnstudio_test::failed();

@@ -1,4 +1,5 @@
 // `nnstudio train`: load data, build the model, train with a progress bar, report test metrics, save.
+// With --checkpoint a checkpoint is written after every epoch; --resume continues one exactly.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
@@ -9,6 +10,8 @@ import { services, type RunContext, type TrainEvent, type TrainOutcome, type Tra
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { addDataOptions, dataSourceFrom, fraction, nonNegativeInteger, positiveInteger, positiveNumber, type DataOptions } from '../options';
 import { formatReport } from '../report';
+import type { EarlyStopping, LrSchedule } from '../../engine';
+import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   testData?: string;
@@ -23,6 +26,11 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   out: string;
   json?: boolean;
   verbose?: boolean;
+  checkpoint?: string;
+  resume?: string;
+  lrSchedule?: LrSchedule;
+  earlyStop?: EarlyStopping;
+  restoreBest?: boolean;
   /** false with --no-history: the run is not recorded in the run history. */
   history: boolean;
 }
@@ -46,6 +54,11 @@ export function trainCommand(): Command {
     .addOption(new Option('--normalize <kind>', 'feature normalisation (default: none for images, zscore otherwise)').choices(normalizationKinds))
     .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--lr-schedule <schedule>', 'constant, step:<everyEpochs>:<gamma>, cosine[:<minLr>] or onecycle[:<maxLr>[:<pctStart>]]', parseLrSchedule)
+    .option('--early-stop <monitor>', 'stop when val_loss, val_accuracy or train_loss stops improving: <monitor>[:patience[:minDelta]] (patience 3)', parseEarlyStop)
+    .option('--restore-best', 'with --early-stop: keep the best epoch\'s weights')
+    .option('--checkpoint <file>', 'write a checkpoint (model + optimizer state + training state) here after every epoch')
+    .option('--resume <file>', 'continue the run of a checkpoint exactly (its data, model and settings); --epochs is the new total')
     .option('--out <file>', 'where to save the model', 'model.safetensors')
     .option('--json', 'print one JSON object with the result instead of text')
     .option('--verbose', 'print a line per epoch even on a terminal')
@@ -55,10 +68,10 @@ export function trainCommand(): Command {
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
-function checkOutputPath(file: string): void {
+function checkOutputPath(file: string, flag = '--out'): void {
   const folder = path.dirname(path.resolve(file));
-  if (!fs.existsSync(folder)) throw new Error(`--out ${file}: the folder ${folder} does not exist`);
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`--out ${file}: is a folder`);
+  if (!fs.existsSync(folder)) throw new Error(`${flag} ${file}: the folder ${folder} does not exist`);
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`${flag} ${file}: is a folder`);
 }
 
 /** Progress on stderr: a redrawn bar on a terminal, a line per epoch otherwise, nothing with --json. */
@@ -76,13 +89,14 @@ function progressReporter(options: TrainCommandOptions) {
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
             `${plan.testCount} test), ${plan.classLabels.length} classes, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
         );
+        if (plan.resumedFrom) stream.write(`resuming ${plan.resumedFrom.path} after epoch ${plan.resumedFrom.epoch}\n`);
       } else if (event.type === 'step' && terminal) {
         terminal.update(renderProgressBar({ ...event, epochs }));
       } else if (event.type === 'epoch') {
         const validation = event.validationLoss !== undefined
           ? `  val loss ${event.validationLoss.toFixed(4)}  val acc ${((event.validationAccuracy ?? 0) * 100).toFixed(2)} %`
           : '';
-        const line = `epoch ${event.epoch}/${epochs}  loss ${event.trainLoss.toFixed(4)}  acc ${(event.trainAccuracy * 100).toFixed(2)} %${validation}  ${event.seconds.toFixed(1)} s`;
+        const line = `epoch ${event.epoch}/${epochs}  lr ${event.learningRate.toPrecision(3)}  loss ${event.trainLoss.toFixed(4)}  acc ${(event.trainAccuracy * 100).toFixed(2)} %${validation}  ${event.seconds.toFixed(1)} s`;
         if (terminal) terminal.log(line);
         else stream.write(`${line}\n`);
       }
@@ -93,10 +107,25 @@ function progressReporter(options: TrainCommandOptions) {
   };
 }
 
+// What --resume takes from the checkpoint instead: giving it again would be ignored, so it is an error.
+const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
+  ['data', '--data'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
+  ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
+  ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
+  ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'],
+];
+
 async function runTrain(options: TrainCommandOptions): Promise<void> {
   checkOutputPath(options.out);
-  const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
-  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  if (options.checkpoint !== undefined) checkOutputPath(options.checkpoint, '--checkpoint');
+  if (options.restoreBest && !options.earlyStop && !options.resume) throw new Error('--restore-best needs --early-stop');
+  if (options.resume !== undefined) {
+    const given = fixedByCheckpoint.filter(([key]) => options[key] !== undefined).map(([, flag]) => flag);
+    if (given.length > 0) throw new Error(`--resume continues the checkpoint's run as it was: leave out ${given.join(', ')}`);
+  }
+  const startedAt = new Date();
+  // The data is read before the progress display starts (a bad file is reported on a clean line).
+  const newRun = options.resume === undefined ? await newRunRequest(options) : undefined;
   const reporter = progressReporter(options);
 
   // First Ctrl-C stops training and still saves the weights so far; a second one quits at once.
@@ -107,7 +136,27 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
     abort.abort();
   };
   process.on('SIGINT', onInterrupt);
-  const request: TrainRequest = {
+  let outcome: TrainOutcome;
+  try {
+    const request = newRun ?? { resumeFrom: options.resume!, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint };
+    outcome = await services.training.train(request, (event) => reporter.onEvent(event), abort.signal);
+  } finally {
+    reporter.done();
+    process.off('SIGINT', onInterrupt);
+  }
+
+  await services.models.save(options.out, outcome.model);
+  // A continued run (--resume) is not recorded: its record would need the original run's data request.
+  const runId = options.history && newRun ? await recordInHistory(outcome, { startedAt, request: newRun }, options) : undefined;
+  report(outcome, options, runId);
+  if (outcome.status === 'diverged') process.exitCode = 3;
+  else if (outcome.status === 'cancelled') process.exitCode = 130;
+}
+
+async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {
+  const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
+  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  return {
     data,
     testData,
     model: {
@@ -122,21 +171,10 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
     seed: options.seed,
     device: options.device,
     threads: options.threads,
+    lrSchedule: options.lrSchedule,
+    earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
+    checkpointPath: options.checkpoint,
   };
-  const startedAt = new Date();
-  let outcome: TrainOutcome;
-  try {
-    outcome = await services.training.train(request, (event) => reporter.onEvent(event), abort.signal);
-  } finally {
-    reporter.done();
-    process.off('SIGINT', onInterrupt);
-  }
-
-  await services.models.save(options.out, outcome.model);
-  const runId = options.history ? await recordInHistory(outcome, { startedAt, request }, options) : undefined;
-  report(outcome, options, runId);
-  if (outcome.status === 'diverged') process.exitCode = 3;
-  else if (outcome.status === 'cancelled') process.exitCode = 130;
 }
 
 /** The run history is a convenience: failing to write it warns and leaves the exit code alone. */
@@ -162,11 +200,14 @@ function report(outcome: TrainOutcome, options: TrainCommandOptions, runId: stri
       epochs: outcome.plan.epochs,
       batchSize: outcome.plan.batchSize,
       history: training.history,
+      stoppedEarly: outcome.stoppedEarly,
+      bestEpoch: outcome.bestEpoch ?? null,
+      checkpoint: outcome.checkpointPath ? path.resolve(outcome.checkpointPath) : null,
       test: outcome.test ? { loss: outcome.test.loss, ...outcome.test.report } : null,
     })}\n`);
     return;
   }
-  if (outcome.status !== 'completed') process.stderr.write(`${outcome.message}\n`);
+  if (outcome.message) process.stderr.write(`${outcome.message}\n`);
   const lines = [`trained for ${formatDuration(training.seconds)} on ${training.device}`];
   if (outcome.test) lines.push('', `test set (${outcome.plan.testCount} examples):`, formatReport(outcome.test.report, outcome.test.loss));
   lines.push('', `saved ${outcome.status === 'diverged' ? 'the last good weights' : 'the model'} to ${options.out}`);

@@ -60,6 +60,26 @@ export interface DecodeOptions<Preprocessing> {
   preprocessingSchema?: z.ZodType<Preprocessing>;
 }
 
+/** A tensor stored after the model's own (a checkpoint's optimizer state), F32. */
+export interface ExtraTensor {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+}
+
+/** What a file must hold beyond the model: tensors by name and shape, and __metadata__ keys. */
+export interface ExtraLayout {
+  tensors: { name: string; shape: number[] }[];
+}
+
+export interface DecodedFile<Preprocessing> {
+  model: Model<Preprocessing>;
+  /** The extra tensors asked for, by name. */
+  tensors: Map<string, Float32Array>;
+  /** The whole __metadata__ (string values), "nnstudio" included. */
+  metadata: Record<string, string>;
+}
+
 /** A model file that cannot be read or written; the message starts with the file's name. */
 export class ModelFileError extends Error {
   readonly file: string;
@@ -139,8 +159,11 @@ function checkModel(model: Model, table: ParamTensor[]): void {
   }
 }
 
-/** The model as safetensors bytes. Throws (naming the problem) for a model that would not load back. */
-export function encodeModel(model: Model): Buffer {
+/**
+ * The model as safetensors bytes. Throws (naming the problem) for a model that would not load back.
+ * `extra` tensors follow the model's in the data section; `extraMetadata` joins "nnstudio" in __metadata__.
+ */
+export function encodeModel(model: Model, extra: ExtraTensor[] = [], extraMetadata: Record<string, string> = {}): Buffer {
   const spec = parseModelSpec(model.spec);
   const table = parameterTable(spec);
   checkModel(model, table);
@@ -156,23 +179,36 @@ export function encodeModel(model: Model): Buffer {
   if (model.training !== undefined) metadata.training = model.training;
   if (model.metrics !== undefined) metadata.metrics = model.metrics;
 
-  const header: Record<string, unknown> = { __metadata__: { nnstudio: JSON.stringify(metadata) } };
+  const header: Record<string, unknown> = { __metadata__: { ...extraMetadata, nnstudio: JSON.stringify(metadata) } };
   for (const tensor of table) {
     header[tensor.name] = { dtype: 'F32', shape: tensor.shape, data_offsets: [tensor.offset * 4, (tensor.offset + tensor.size) * 4] };
+  }
+  const blocks: Float32Array[] = [model.parameters];
+  let offset = model.parameters.length * 4;
+  for (const tensor of extra) {
+    if (has(header, tensor.name)) throw new Error(`tensor ${tensor.name} is written twice`);
+    if (tensor.data.length !== elementCount(tensor.shape)) {
+      throw new Error(`tensor ${tensor.name} has ${tensor.data.length} values for shape ${shapeText(tensor.shape)}`);
+    }
+    header[tensor.name] = { dtype: 'F32', shape: tensor.shape, data_offsets: [offset, offset + tensor.data.length * 4] };
+    offset += tensor.data.length * 4;
+    blocks.push(tensor.data);
   }
   const headerBytes = Buffer.from(JSON.stringify(header), 'utf8');
   // Pad with spaces so the tensors start on an 8-byte boundary (8 + headerLength is a multiple of 8).
   const headerLength = headerBytes.length + ((8 - (headerBytes.length % 8)) % 8);
-  const dataBytes = model.parameters.length * 4;
 
-  const file = Buffer.alloc(8 + headerLength + dataBytes, 0x20);
+  const file = Buffer.alloc(8 + headerLength + offset, 0x20);
   file.writeBigUInt64LE(BigInt(headerLength), 0);
   headerBytes.copy(file, 8);
-  const dataStart = 8 + headerLength;
-  if (littleEndianHost) {
-    file.set(new Uint8Array(model.parameters.buffer, model.parameters.byteOffset, dataBytes), dataStart);
-  } else {
-    for (let i = 0; i < model.parameters.length; i++) file.writeFloatLE(model.parameters[i], dataStart + 4 * i);
+  let at = 8 + headerLength;
+  for (const block of blocks) {
+    if (littleEndianHost) {
+      file.set(new Uint8Array(block.buffer, block.byteOffset, block.length * 4), at);
+    } else {
+      for (let i = 0; i < block.length; i++) file.writeFloatLE(block[i], at + 4 * i);
+    }
+    at += block.length * 4;
   }
   return file;
 }
@@ -189,6 +225,21 @@ export function decodeModel<Preprocessing = unknown>(
   fileName: string,
   options: DecodeOptions<Preprocessing> = {},
 ): Model<Preprocessing> {
+  return decodeModelFile(bytes, fileName, options, { tensors: [] }).model;
+}
+
+/**
+ * decodeModel for a file that holds `extra` tensors too (each checked like the model's, all finite).
+ * `allowUnknownTensors` reads the model and metadata of a file whose other tensors are not yet known
+ * (a checkpoint's metadata says which it holds).
+ */
+export function decodeModelFile<Preprocessing = unknown>(
+  bytes: Uint8Array,
+  fileName: string,
+  options: DecodeOptions<Preprocessing>,
+  extra: ExtraLayout,
+  { allowUnknownTensors = false }: { allowUnknownTensors?: boolean } = {},
+): DecodedFile<Preprocessing> {
   const fail = (problem: string): never => {
     throw new ModelFileError(fileName, `${fileName}: ${problem}`);
   };
@@ -276,7 +327,8 @@ export function decodeModel<Preprocessing = unknown>(
   const dataStart = 8 + headerLength;
   const dataLength = buffer.length - dataStart;
   const ranges: { name: string; begin: number; end: number }[] = [];
-  for (const tensor of table) {
+  const extraTable = extra.tensors.map((tensor) => ({ name: tensor.name, shape: tensor.shape, size: elementCount(tensor.shape) }));
+  for (const tensor of [...table, ...extraTable]) {
     const name = tensor.name;
     if (!has(header, name)) fail(`tensor ${name} is missing`);
     const entry = header[name];
@@ -307,21 +359,22 @@ export function decodeModel<Preprocessing = unknown>(
     }
     ranges.push({ name, begin, end });
   }
-  const expectedNames = new Set(table.map((tensor) => tensor.name));
+  const expectedNames = new Set([...table, ...extraTable].map((tensor) => tensor.name));
   for (const key of Object.keys(header)) {
-    if (key !== '__metadata__' && !expectedNames.has(key)) fail(`unexpected tensor ${key}: the spec has no such parameter`);
+    if (key !== '__metadata__' && !expectedNames.has(key) && !allowUnknownTensors) fail(`unexpected tensor ${key}: the spec has no such parameter`);
   }
   const sorted = [...ranges].sort((a, b) => a.begin - b.begin);
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i].begin < sorted[i - 1].end) fail(`tensors ${sorted[i - 1].name} and ${sorted[i].name} overlap`);
   }
-  const needed = table.reduce((sum, tensor) => sum + tensor.size, 0) * 4;
-  if (dataLength !== needed) {
+  const modelBytes = table.reduce((sum, tensor) => sum + tensor.size, 0) * 4;
+  const needed = modelBytes + extraTable.reduce((sum, tensor) => sum + tensor.size, 0) * 4;
+  if (allowUnknownTensors ? dataLength < needed : dataLength !== needed) {
     const why = dataLength > needed ? 'extra bytes after the tensors' : 'file truncated?';
     fail(`data section has ${dataLength} bytes, the tensors need ${needed} (${why})`);
   }
 
-  const parameters = new Float32Array(needed / 4);
+  const parameters = new Float32Array(modelBytes / 4);
   for (const tensor of table) {
     const range = ranges.find((candidate) => candidate.name === tensor.name)!;
     const source = buffer.subarray(dataStart + range.begin, dataStart + range.end);
@@ -336,6 +389,18 @@ export function decodeModel<Preprocessing = unknown>(
     }
   }
 
+  const tensors = new Map<string, Float32Array>();
+  for (const tensor of extraTable) {
+    const range = ranges.find((candidate) => candidate.name === tensor.name)!;
+    const source = buffer.subarray(dataStart + range.begin, dataStart + range.end);
+    const values = new Float32Array(tensor.size);
+    for (let i = 0; i < tensor.size; i++) {
+      values[i] = source.readFloatLE(4 * i);
+      if (!Number.isFinite(values[i])) fail(`tensor ${tensor.name} holds ${values[i]} at element ${i}`);
+    }
+    tensors.set(tensor.name, values);
+  }
+
   const model: Model<Preprocessing> = {
     spec,
     parameters,
@@ -346,7 +411,7 @@ export function decodeModel<Preprocessing = unknown>(
   };
   if (training !== undefined) model.training = training as TrainingRecord;
   if (metrics !== undefined) model.metrics = metrics;
-  return model;
+  return { model, tensors, metadata: fileMetadata as Record<string, string> };
 }
 
 // ---- files ----

@@ -110,13 +110,37 @@ struct DatasetView {
 };
 
 // ---- training ----
-struct TrainOptions {
-  int epochs = 1;
-  int batchSize = 32;
-  bool shuffle = true;
-  uint64_t seed = 0;                  // data order and dropout; weights use spec.seed
-  int threads = 0;                    // 0: one per hardware thread
-  double progressIntervalSeconds = 0.05;  // step events at most 20/s
+// Learning-rate schedules, computed per optimizer step t (0-based, counted over the whole run) from the
+// base learning rate (spec.optimizer.lr, or the last TrainControl::setLearningRate) and the run's total
+// steps (stepsPerEpoch * options.epochs). Every schedule is the base LR times a factor (1 for constant),
+// so a new base LR scales the whole schedule from the next step on.
+enum class LrScheduleKind { Constant, Step, Cosine, OneCycle };
+struct LrSchedule {
+  LrScheduleKind kind = LrScheduleKind::Constant;
+  int everyEpochs = 1;          // step: multiply by gamma every `everyEpochs` epochs
+  double gamma = 0.1;           // step
+  double minLr = 0;             // cosine: from the base LR at t = 0 down to minLr at t = totalSteps
+  // onecycle (PyTorch's OneCycleLR, cos annealing, two phases, momentum not cycled): from maxLr /
+  // divFactor up to maxLr at step pctStart * totalSteps - 1, then down to maxLr / divFactor /
+  // finalDivFactor at the last step. maxLr 0: the base LR.
+  double maxLr = 0;
+  double pctStart = 0.3, divFactor = 25, finalDivFactor = 1e4;
+};
+// The learning rate of step t (0-based) for a base LR of `baseLr`, as both backends compute it.
+double scheduledLearningRate(const LrSchedule& schedule, double baseLr, int64_t t, int64_t stepsPerEpoch,
+                             int64_t totalSteps);
+
+// Early stopping (after Keras' EarlyStopping): after each epoch the monitored value improves when it
+// beats the best so far by more than minDelta (lower loss, higher accuracy); after `patience` epochs
+// without improvement the run ends with status Completed, stoppedEarly and a message. With restoreBest
+// the result's weights are the best epoch's (also when all epochs ran).
+enum class MonitorKind { ValidationLoss, ValidationAccuracy, TrainLoss };
+struct EarlyStopping {
+  bool enabled = false;
+  MonitorKind monitor = MonitorKind::ValidationLoss;
+  int patience = 3;             // epochs
+  double minDelta = 0;
+  bool restoreBest = false;
 };
 
 struct EpochStats {
@@ -125,6 +149,35 @@ struct EpochStats {
   bool hasValidation = false;
   double validationLoss = 0, validationAccuracy = 0;
   double seconds = 0;                 // wall time of this epoch's training steps
+  double learningRate = 0;            // of the epoch's last step
+};
+
+// Everything a run needs to continue exactly where it stopped, at an epoch boundary. The random
+// streams are counter-based: the data order of epoch e is a function of (seed, e) and the dropout
+// masks of step t of (seed, t), so (seed, epoch, step) is the whole RNG state and the data order is
+// recomputed, never stored.
+struct TrainState {
+  int epoch = 0;                      // completed epochs
+  int64_t step = 0;                   // optimizer steps done (Adam's t of the last update)
+  uint64_t seed = 0;                  // TrainOptions::seed of the run
+  double learningRate = 0;            // the base learning rate in force
+  std::vector<float> parameters;      // (parameterCount)
+  std::vector<float> optimizerState;  // SGD: velocity (P); Adam: m (P) then v (P)
+  std::vector<EpochStats> history;    // epochs 1..epoch
+  std::vector<float> bestParameters;  // early stopping with restoreBest: the best epoch's weights, else empty
+};
+
+struct TrainOptions {
+  int epochs = 1;                     // total epochs of the run, counting those of `resume`
+  int batchSize = 32;
+  bool shuffle = true;
+  uint64_t seed = 0;                  // data order and dropout; weights use spec.seed
+  int threads = 0;                    // 0: one per hardware thread
+  double progressIntervalSeconds = 0.05;  // step events at most 20/s
+  LrSchedule lrSchedule;
+  EarlyStopping earlyStopping;
+  // Continue from this state (same spec, data, batch size, shuffle and seed); it replaces `start`.
+  const TrainState* resume = nullptr;
 };
 
 struct StepProgress {
@@ -135,6 +188,7 @@ struct StepProgress {
   double loss = 0;                    // mean over the steps since the last event
   double samplesPerSecond = 0;
   double etaSeconds = 0;
+  double learningRate = 0;            // of the latest step
 };
 
 // Receives events on the training thread; implementations must be cheap and thread-safe.
@@ -142,13 +196,20 @@ struct ProgressSink {
   virtual ~ProgressSink() = default;
   virtual void onStep(const StepProgress&) {}
   virtual void onEpoch(const EpochStats&) {}
+  // After onEpoch, at every epoch end, when wantsCheckpoints(): the state to write a checkpoint from
+  // (the CUDA backend downloads weights and moments for it, so it asks first).
+  virtual bool wantsCheckpoints() const { return false; }
+  virtual void onCheckpoint(const TrainState&) {}
 };
 
 // Read every step: cancel stops the run (status Cancelled, weights as of the last completed step);
-// pause blocks the training thread between steps until cleared or cancelled.
+// pause blocks the training thread between steps until cleared or cancelled; a learning rate set here
+// becomes the base learning rate from the next step launched (while paused: the very next step).
 struct TrainControl {
   std::atomic<bool> cancel{false};
   std::atomic<bool> pause{false};
+  std::atomic<float> newLearningRate{0.0f};  // > 0: taken (and reset to 0) by the trainer
+  void setLearningRate(float lr) { newLearningRate.store(lr); }
 };
 
 enum class TrainStatus { Completed, Cancelled, Diverged };
@@ -157,10 +218,13 @@ struct TrainResult {
   TrainStatus status = TrainStatus::Completed;
   std::string message;                // why it stopped early, for the user
   std::vector<float> parameters;      // final weights; after divergence, the last weights whose loss was finite
-  std::vector<EpochStats> history;
+  std::vector<EpochStats> history;    // every epoch of the run, those of a resumed state included
   double seconds = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;                  // global optimizer steps (a resumed run counts from its state)
   std::string device;                 // "cpu (2 threads)", "NVIDIA H100 80GB HBM3"
+  bool stoppedEarly = false;          // early stopping ended the run
+  int bestEpoch = 0;                  // with early stopping: the best epoch (1-based), else 0
+  bool restoredBest = false;          // `parameters` are the best epoch's
 };
 
 struct EvalResult {
@@ -188,8 +252,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual DeviceInfo device() const = 0;
-  // Trains from initialParameters (or from `start` when given, e.g. fine-tuning). Never throws for
-  // divergence or cancellation: those are statuses. Throws EngineError for invalid input.
+  // Trains from initialParameters (or from `start` when given, e.g. fine-tuning; or continues
+  // options.resume). Never throws for divergence or cancellation: those are statuses. Throws
+  // EngineError for invalid input (a resume state that does not fit the spec, data or options included).
   virtual TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
                             const TrainOptions& options, ProgressSink* progress, TrainControl* control,
                             const std::vector<float>* start = nullptr) = 0;

@@ -1,5 +1,6 @@
 // JS <-> C++ conversion with validation; see convert.h.
 #include "addon/convert.h"
+#include "addon/train_state.h"
 
 #include <cmath>
 #include <cstdio>
@@ -122,6 +123,8 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   result.threads = intOption(options, "threads", result.threads, 0, 4096, "options");
   result.progressIntervalSeconds =
       numberOption(options, "progressIntervalSeconds", result.progressIntervalSeconds, 0.0, 3600.0, "options");
+  result.lrSchedule = lrScheduleValue(env, options.Get("lrSchedule"));
+  result.earlyStopping = earlyStoppingValue(env, options.Get("earlyStopping"));
   return result;
 }
 
@@ -241,6 +244,7 @@ Napi::Object stepEventObject(Napi::Env env, const StepProgress& step) {
   object.Set("loss", step.loss);
   object.Set("samplesPerSecond", step.samplesPerSecond);
   object.Set("etaSeconds", step.etaSeconds);
+  object.Set("learningRate", step.learningRate);
   return object;
 }
 
@@ -254,6 +258,7 @@ Napi::Object epochStatsObject(Napi::Env env, const EpochStats& epoch) {
     object.Set("validationAccuracy", epoch.validationAccuracy);
   }
   object.Set("seconds", epoch.seconds);
+  object.Set("learningRate", epoch.learningRate);
   return object;
 }
 

@@ -57,6 +57,7 @@ int intOption(const Napi::Object& options, const char* key, int fallback, int mi
 double numberOption(const Napi::Object& options, const char* key, double fallback, double min, double max,
                     const char* where);
 bool boolOption(const Napi::Object& options, const char* key, bool fallback, const char* where);
+// All but options.resume (which needs the spec: train_state.h).
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 
 // Features and labels as a view over the caller's typed arrays. The references keep both arrays

@@ -1,8 +1,10 @@
 // startTraining: runs Backend::train on a libuv worker thread and streams every epoch event (and the
-// engine's throttled step events) back to JS through an AsyncProgressQueueWorker. Execute() never
+// engine's throttled step events, and with options.checkpoints every epoch's TrainState) back to JS
+// through an AsyncProgressQueueWorker. Execute() never
 // touches N-API: it reads only plain C++ state prepared on the JS thread before Queue().
 #include <napi.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "addon/convert.h"
+#include "addon/train_state.h"
 #include "addon/workers.h"
 
 namespace nnstudio::addon {
@@ -20,8 +23,9 @@ namespace {
 // One queued event; the queue copies it, so it stays plain data.
 struct TrainEvent {
   bool isEpoch = false;
-  StepProgress step;   // when !isEpoch
+  StepProgress step;   // when !isEpoch && !checkpoint
   EpochStats epoch;    // when isEpoch
+  std::shared_ptr<const TrainState> checkpoint;  // a checkpoint event (shared: the queue copies events)
 };
 
 using TrainQueueWorker = Napi::AsyncProgressQueueWorker<TrainEvent>;
@@ -29,7 +33,14 @@ using TrainQueueWorker = Napi::AsyncProgressQueueWorker<TrainEvent>;
 // The engine's progress callbacks, on the training thread: copy into the queue and return.
 class QueueSink final : public ProgressSink {
  public:
-  explicit QueueSink(const TrainQueueWorker::ExecutionProgress& progress) : progress_(progress) {}
+  QueueSink(const TrainQueueWorker::ExecutionProgress& progress, bool checkpoints)
+      : progress_(progress), checkpoints_(checkpoints) {}
+  bool wantsCheckpoints() const override { return checkpoints_; }
+  void onCheckpoint(const TrainState& state) override {
+    TrainEvent event;
+    event.checkpoint = std::make_shared<const TrainState>(state);
+    progress_.Send(&event, 1);
+  }
   void onStep(const StepProgress& step) override {
     TrainEvent event;
     event.step = step;
@@ -44,6 +55,7 @@ class QueueSink final : public ProgressSink {
 
  private:
   const TrainQueueWorker::ExecutionProgress& progress_;
+  bool checkpoints_;
 };
 
 struct TrainJob {
@@ -53,6 +65,8 @@ struct TrainJob {
   TrainOptions options;
   DeviceKind device = DeviceKind::CPU;
   std::optional<std::vector<float>> start;  // initial parameters, else the spec's seeded init
+  std::optional<TrainState> resume;         // options.resume points here once the job has its place
+  bool checkpoints = false;                 // options.checkpoints: send a checkpoint event every epoch
 };
 
 class TrainWorker final : public TrainQueueWorker {
@@ -72,7 +86,8 @@ class TrainWorker final : public TrainQueueWorker {
   // ---- training thread ----
   void Execute(const ExecutionProgress& progress) override {
     try {
-      QueueSink sink(progress);
+      QueueSink sink(progress, job_.checkpoints);
+      job_.options.resume = job_.resume ? &*job_.resume : nullptr;
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.options.threads);
       result_ = backend->train(job_.spec, job_.train.view, job_.validation ? &job_.validation->view : nullptr,
                                job_.options, &sink, control_.get(), job_.start ? &*job_.start : nullptr);
@@ -97,7 +112,9 @@ class TrainWorker final : public TrainQueueWorker {
       Napi::HandleScope handles(env);
       for (size_t i = 0; i < count; ++i) {
         const TrainEvent& event = events[i];
-        const Napi::Object object = event.isEpoch ? epochEventObject(env, event.epoch) : stepEventObject(env, event.step);
+        const Napi::Object object = event.checkpoint ? checkpointEventObject(env, *event.checkpoint)
+                                    : event.isEpoch  ? epochEventObject(env, event.epoch)
+                                                     : stepEventObject(env, event.step);
         try {
           onEvent_.MakeCallback(env.Global(), {object}, context_);
         } catch (const Napi::Error& error) {
@@ -126,6 +143,9 @@ class TrainWorker final : public TrainQueueWorker {
       result.Set("seconds", result_.seconds);
       result.Set("steps", static_cast<double>(result_.steps));
       result.Set("device", result_.device);
+      result.Set("stoppedEarly", result_.stoppedEarly);
+      result.Set("bestEpoch", result_.bestEpoch);
+      result.Set("restoredBest", result_.restoredBest);
       return result;
     }, nullptr);
   }
@@ -200,6 +220,9 @@ Napi::Value StartTraining(const Napi::CallbackInfo& info) {
     job.options = trainOptions(env, options);
     const Napi::Value device = options.Get("device");
     job.device = device.IsUndefined() ? DeviceKind::CPU : deviceValue(env, device, "options.device");
+    const Napi::Value resume = options.Get("resume");
+    if (!resume.IsUndefined() && !resume.IsNull()) job.resume = trainStateValue(env, resume, job.spec);
+    job.checkpoints = boolOption(options, "checkpoints", false, "options");
     if (!info[4].IsUndefined() && !info[4].IsNull()) {
       job.start = parametersValue(env, info[4], parameterCount(job.spec), "initialParameters");
     }
@@ -216,6 +239,17 @@ Napi::Value StartTraining(const Napi::CallbackInfo& info) {
     handle.Set("cancel", controlFunction(env, "cancel", control, [](TrainControl& c) { c.cancel.store(true); }));
     handle.Set("pause", controlFunction(env, "pause", control, [](TrainControl& c) { c.pause.store(true); }));
     handle.Set("resume", controlFunction(env, "resume", control, [](TrainControl& c) { c.pause.store(false); }));
+    handle.Set("setLearningRate", Napi::Function::New(
+                                      env, [control](const Napi::CallbackInfo& call) -> Napi::Value {
+                                        const Napi::Value lr = call[0];
+                                        const double value = lr.IsNumber() ? lr.As<Napi::Number>().DoubleValue() : 0;
+                                        if (!(std::isfinite(value) && value > 0 && value <= 1e6))
+                                          throw Napi::RangeError::New(call.Env(),
+                                                                      "learning rate must be a number in (0, 1e6]");
+                                        control->setLearningRate(static_cast<float>(value));
+                                        return call.Env().Undefined();
+                                      },
+                                      "setLearningRate"));
     worker.release()->Queue();  // from here on the worker deletes itself when done
     return handle;
   });

@@ -1,6 +1,8 @@
 // The CPU training loop: per epoch shuffle (seeded by options.seed and the epoch), mini-batches (the
-// last partial batch included), forward, loss, backward, optimizer step. Checks TrainControl every
-// step, throttles step events, keeps the last weights with a finite loss for divergence.
+// last partial batch included), forward, loss, backward, optimizer step at the scheduled learning rate.
+// Checks TrainControl every step, throttles step events, keeps the last weights with a finite loss for
+// divergence; at each epoch end: early stopping and the TrainState for a checkpoint. A resumed run
+// starts from a TrainState at the epoch after it, with every counter as it was.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +11,8 @@
 
 #include "cpu/backend.h"
 #include "cpu/network.h"
+#include "cpu/run_control.h"
+#include "spec/lr_schedule.h"
 #include "spec/rng.h"
 
 namespace nnstudio::cpu {
@@ -37,30 +41,49 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
   if (validation) checkDataset(plan, classes, *validation, "validation data", true);
   if (start) checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
+  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
+  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
+  const int64_t totalSteps = stepsPerEpoch * options.epochs;
+  const TrainState* resume = options.resume;
+  if (resume) checkResumeState(*resume, spec, options, plan.parameterCount, stepsPerEpoch);
+  const LrPlan lrPlan = makeLrPlan(options.lrSchedule, spec.optimizer.lr, stepsPerEpoch, totalSteps);
+  EarlyStopTracker stopper(options.earlyStopping, validation != nullptr);
+  const bool keepBest = stopper.enabled() && options.earlyStopping.restoreBest;
 
   const int threads = options.threads > 0 ? options.threads : threads_;
   FlushDenormals flush;  // this thread; the pool's workers flush too
   ThreadPool pool(threads);
-  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
   Network net(spec, batch, pool);
   const size_t P = plan.parameterCount;
   const int64_t featureSize = data.featureSize;
 
   TrainResult result;
   result.device = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
-  result.parameters = start ? *start : initialParameters(spec, spec.seed);
+  result.parameters = resume ? resume->parameters : start ? *start : initialParameters(spec, spec.seed);
   std::vector<float>& params = result.parameters;
   std::vector<float> grads(P, 0.0f);
   std::vector<float> lastFinite = params;  // weights whose loss was finite, for divergence
   const bool adam = spec.optimizer.kind == OptimizerKind::Adam;
-  std::vector<float> state(adam ? 2 * P : P, 0.0f);
+  std::vector<float> state = resume ? resume->optimizerState : std::vector<float>(optimizerStateSize(spec, P), 0.0f);
+  double baseLr = resume ? resume->learningRate : double(spec.optimizer.lr);
+  float lr = 0;  // of the latest step
+  std::vector<float> bestParams;  // early stopping's best epoch (restoreBest)
+  int firstEpoch = 1;
+  int64_t globalStep = 0;
+  if (resume) {
+    firstEpoch = resume->epoch + 1;
+    globalStep = resume->step;
+    result.history = resume->history;
+    // the tracker picks up where it was; without the best weights (restoreBest newly asked) it starts over
+    if (!keepBest || !resume->bestParameters.empty())
+      for (const EpochStats& stats : resume->history) stopper.observe(stats);
+    bestParams = resume->bestParameters;
+  }
+  const int64_t firstStep = globalStep;
   std::vector<float> batchFeatures(size_t(batch) * size_t(featureSize));
   std::vector<int32_t> batchLabels(static_cast<size_t>(batch));
   std::vector<uint32_t> order(size_t(data.count));
 
-  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
-  const int64_t totalSteps = stepsPerEpoch * options.epochs;
-  int64_t globalStep = 0;
   double trainingSeconds = 0;  // steps only: no validation, no pauses
 
   // ---- progress throttling ----
@@ -68,7 +91,7 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
   double eventLossSum = 0;
   int64_t eventSteps = 0, eventSamples = 0;
 
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  for (int epoch = firstEpoch; epoch <= options.epochs; ++epoch) {
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     if (options.shuffle) {
       Rng rng(mixSeed(options.seed, uint64_t(epoch), 0x5EED));
@@ -94,6 +117,8 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
           result.seconds = secondsSince(runStart);
           return result;
         }
+        const float newLr = control->newLearningRate.exchange(0.0f);
+        if (newLr > 0) baseLr = newLr;
       }
       // ---- batch ----
       const int64_t first = (step - 1) * batch;
@@ -127,12 +152,13 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
       std::memcpy(lastFinite.data(), params.data(), sizeof(float) * P);
       // ---- backward, update ----
       net.backward(params.data(), grads.data(), n);
+      lr = stepLearningRate(lrPlan, baseLr, globalStep);
       ++globalStep;
       if (adam)
-        adam_step(&pool, params.data(), grads.data(), state.data(), state.data() + P, P, spec.optimizer.lr,
-                  spec.optimizer.beta1, spec.optimizer.beta2, spec.optimizer.eps, globalStep);
+        adam_step(&pool, params.data(), grads.data(), state.data(), state.data() + P, P, lr, spec.optimizer.beta1,
+                  spec.optimizer.beta2, spec.optimizer.eps, globalStep);
       else
-        sgd_step(&pool, params.data(), grads.data(), state.data(), P, spec.optimizer.lr, spec.optimizer.momentum);
+        sgd_step(&pool, params.data(), grads.data(), state.data(), P, lr, spec.optimizer.momentum);
       lossSum += loss * n;
       seen += n;
       result.steps = globalStep;
@@ -153,7 +179,8 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
           sp.totalSteps = totalSteps;
           sp.loss = eventLossSum / double(eventSteps);
           sp.samplesPerSecond = sinceEvent > 0 ? double(eventSamples) / sinceEvent : 0;
-          sp.etaSeconds = double(totalSteps - globalStep) * elapsed / double(globalStep);
+          sp.etaSeconds = double(totalSteps - globalStep) * elapsed / double(globalStep - firstStep);
+          sp.learningRate = lr;
           progress->onStep(sp);
           lastEvent = Clock::now();
           eventLossSum = 0;
@@ -169,6 +196,7 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
     trainingSeconds += stats.seconds;
     stats.trainLoss = lossSum / double(seen);
     stats.trainAccuracy = double(correct) / double(seen);
+    stats.learningRate = lr;
     if (validation) {
       double vLoss = 0;
       int64_t vCorrect = 0;
@@ -183,8 +211,34 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
     }
     result.history.push_back(stats);
     if (progress) progress->onEpoch(stats);
+    // ---- early stopping, checkpoint ----
+    if (stopper.observe(stats) && keepBest) bestParams = params;
+    if (progress && progress->wantsCheckpoints()) {
+      TrainState checkpoint;
+      checkpoint.epoch = epoch;
+      checkpoint.step = globalStep;
+      checkpoint.seed = options.seed;
+      checkpoint.learningRate = baseLr;
+      checkpoint.parameters = params;
+      checkpoint.optimizerState = state;
+      checkpoint.history = result.history;
+      if (keepBest) checkpoint.bestParameters = bestParams;
+      progress->onCheckpoint(checkpoint);
+    }
+    if (stopper.shouldStop()) {
+      result.stoppedEarly = true;
+      result.message = stopper.message();
+      break;
+    }
   }
   result.status = TrainStatus::Completed;
+  result.bestEpoch = stopper.bestEpoch();
+  if (keepBest && !bestParams.empty()) {
+    params = bestParams;
+    result.restoredBest = true;
+    if (!result.message.empty()) result.message += "; ";
+    result.message += "kept the weights of epoch " + std::to_string(result.bestEpoch);
+  }
   result.seconds = secondsSince(runStart);
   return result;
 }

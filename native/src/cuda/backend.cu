@@ -4,12 +4,15 @@
 // so both backends see the same batches), gathers its first batch and replays the graph once per batch.
 // The host never waits inside an epoch except to keep at most kAhead steps queued (so cancel and pause
 // act within milliseconds) and reads the device-side StepState asynchronously for throttled progress
-// and divergence.
+// and divergence. The learning rate of each step is computed on the device from the schedule and the
+// StepState (a new base LR is written there between launches); a resumed run uploads its TrainState
+// (weights, moments, step count) and goes on from the next epoch.
 #include "cuda/backend.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -17,6 +20,8 @@
 #include "cpu/backend.h"
 #include "cuda/buffer.h"
 #include "cuda/network.h"
+#include "cpu/run_control.h"
+#include "spec/lr_schedule.h"
 #include "spec/rng.h"
 
 namespace nnstudio::cuda {
@@ -129,22 +134,41 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
   if (validation) cpu::checkDataset(plan, classes, *validation, "validation data", true);
   if (start) cpu::checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
+  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
+  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
+  const int64_t totalSteps = stepsPerEpoch * options.epochs;
+  const TrainState* resume = options.resume;
+  if (resume) checkResumeState(*resume, spec, options, plan.parameterCount, stepsPerEpoch);
+  const LrPlan lrPlan = makeLrPlan(options.lrSchedule, spec.optimizer.lr, stepsPerEpoch, totalSteps);
+  EarlyStopTracker stopper(options.earlyStopping, validation != nullptr);
+  const bool keepBest = stopper.enabled() && options.earlyStopping.restoreBest;
 
   check(cudaSetDevice(deviceIndex_), "selecting the GPU");
   Stream stream;
-  const int batch = int(std::min<int64_t>(options.batchSize, data.count));
   const int64_t featureSize = data.featureSize;
   const size_t P = plan.parameterCount;
   const bool adam = spec.optimizer.kind == OptimizerKind::Adam;
 
   TrainResult result;
   result.device = info_.name;
-  result.parameters = start ? *start : initialParameters(spec, spec.seed);
+  result.parameters = resume ? resume->parameters : start ? *start : initialParameters(spec, spec.seed);
+  double baseLr = resume ? resume->learningRate : double(spec.optimizer.lr);
+  const int64_t firstStep = resume ? resume->step : 0;
+  const int firstEpoch = resume ? resume->epoch + 1 : 1;
+  if (resume) {
+    result.history = resume->history;
+    // the tracker picks up where it was; without the best weights (restoreBest newly asked) it starts over
+    if (!keepBest || !resume->bestParameters.empty())
+      for (const EpochStats& stats : resume->history) stopper.observe(stats);
+  }
 
   // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
   Network net(spec, batch);
   DeviceBuffer<float> params(std::max<size_t>(P, 1)), grads(std::max<size_t>(P, 1)), backup(std::max<size_t>(P, 1));
-  DeviceBuffer<float> moments(std::max<size_t>(adam ? 2 * P : P, 1));
+  const size_t momentCount = optimizerStateSize(spec, P);
+  DeviceBuffer<float> moments(std::max<size_t>(momentCount, 1));
+  DeviceBuffer<float> best(keepBest ? std::max<size_t>(P, 1) : 0);  // early stopping's best epoch
+  bool haveBest = false;
   DeviceBuffer<StepState> state(1);
   const size_t paramBytes = sizeof(float) * P;
   check(cudaMemcpyAsync(params.get(), result.parameters.data(), paramBytes, cudaMemcpyHostToDevice, stream),
@@ -153,6 +177,21 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
   check(cudaMemsetAsync(grads.get(), 0, grads.bytes(), stream), "clearing gradients");
   check(cudaMemsetAsync(moments.get(), 0, moments.bytes(), stream), "clearing optimizer state");
   check(cudaMemsetAsync(state.get(), 0, sizeof(StepState), stream), "clearing the step state");
+  StepState initialState{};  // pageable: cudaMemcpyAsync has read it when it returns
+  initialState.globalStep = firstStep;
+  initialState.baseLr = baseLr;
+  check(cudaMemcpyAsync(state.get(), &initialState, sizeof(StepState), cudaMemcpyHostToDevice, stream),
+        "setting the step state");
+  if (resume) {
+    check(cudaMemcpyAsync(moments.get(), resume->optimizerState.data(), sizeof(float) * momentCount,
+                          cudaMemcpyHostToDevice, stream),
+          "uploading the optimizer state");
+    if (keepBest && !resume->bestParameters.empty()) {
+      check(cudaMemcpyAsync(best.get(), resume->bestParameters.data(), paramBytes, cudaMemcpyHostToDevice, stream),
+            "uploading the best weights");
+      haveBest = true;
+    }
+  }
 
   // ---- the data, resident for the whole run ----
   ResidentData trainData(data, stream, "uploading the training data");
@@ -183,14 +222,13 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     net.loss(stream, batchLabels.get(), n, state.get());
     net.backward(stream, params.get(), grads.get(), n);
     if (adam)
-      adam_step(stream, params.get(), grads.get(), moments.get(), moments.get() + P, backup.get(), P, opt.lr, opt.beta1,
+      adam_step(stream, params.get(), grads.get(), moments.get(), moments.get() + P, backup.get(), P, lrPlan, opt.beta1,
                 opt.beta2, opt.eps, state.get(), &nextBatch);
     else
-      sgd_step(stream, params.get(), grads.get(), moments.get(), backup.get(), P, opt.lr, opt.momentum, state.get(),
+      sgd_step(stream, params.get(), grads.get(), moments.get(), backup.get(), P, lrPlan, opt.momentum, state.get(),
                &nextBatch);
   };
   const int tailBatch = int(data.count % batch);
-  const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
   const int64_t fullSteps = data.count / batch;
   const int group = int(std::min<int64_t>(stepsPerGraph(), std::max<int64_t>(fullSteps, 1)));
   GraphExec fullStep, groupSteps, tailStep;
@@ -201,15 +239,16 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     });
   if (tailBatch) tailStep.capture(stream, [&] { enqueueStep(tailBatch); });
 
-  const int64_t totalSteps = stepsPerEpoch * options.epochs;
   std::vector<std::unique_ptr<Event>> windows;
   for (int i = 0; i < kWindows; ++i) windows.push_back(std::make_unique<Event>());
   Event progressEvent;
   bool progressPending = false;
   int64_t launched = 0;
   double trainingSeconds = 0;
-  StepState epochBase{};       // totals at the start of the epoch
-  StepState reported{};        // totals at the last step event
+  // The loss totals restart at every epoch (zeroed on the device with the epoch's step count): an epoch's
+  // loss is then its own sum, not a difference of run totals whose rounding would depend on where the
+  // run started, so a resumed run reports the uninterrupted run's history bit for bit.
+  StepState reported{};        // totals at the last step event of this epoch
   auto lastEvent = Clock::now();
 
   auto readState = [&]() -> StepState {
@@ -251,19 +290,34 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     sp.totalSteps = totalSteps;
     sp.loss = (s.batchLossSum - reported.batchLossSum) / double(steps);
     sp.samplesPerSecond = since > 0 ? double(s.samples - reported.samples) / since : 0;
-    sp.etaSeconds = s.globalStep > 0 ? double(totalSteps - s.globalStep) * elapsed / double(s.globalStep) : 0;
+    sp.etaSeconds =
+        s.globalStep > firstStep ? double(totalSteps - s.globalStep) * elapsed / double(s.globalStep - firstStep) : 0;
+    sp.learningRate = stepLearningRate(lrPlan, baseLr, s.globalStep - 1);
     progress->onStep(sp);
     reported = s;
     lastEvent = Clock::now();
   };
 
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  auto takeNewLearningRate = [&] {
+    const float newLr = control ? control->newLearningRate.exchange(0.0f) : 0.0f;
+    if (newLr <= 0) return;
+    baseLr = newLr;
+    // pageable source: the copy has read it on return, and it lands between the launches around it
+    check(cudaMemcpyAsync(&state.get()->baseLr, &baseLr, sizeof(double), cudaMemcpyHostToDevice, stream),
+          "setting the learning rate");
+  };
+
+  for (int epoch = firstEpoch; epoch <= options.epochs; ++epoch) {
     // the GPU is idle here (the last epoch ended with a synchronise): the pinned order can be rewritten
     epochOrder(hostOrder.get(), size_t(data.count), options.shuffle, options.seed, epoch);
     check(cudaMemcpyAsync(order.get(), hostOrder.get(), sizeof(uint32_t) * size_t(data.count), cudaMemcpyHostToDevice,
                           stream),
           "uploading the epoch's order");
     check(cudaMemsetAsync(&state.get()->epochStep, 0, sizeof(long long), stream), "starting the epoch");
+    check(cudaMemsetAsync(&state.get()->sampleLossSum, 0, offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum),
+                          stream),
+          "starting the epoch");
+    reported = StepState{};
     gather_batch(stream, batchFeatures.get(), batchLabels.get(), trainData.features.get(), trainData.labels.get(),
                  order.get(), featureSize, batch, batch, state.get());
     const auto epochStart = Clock::now();
@@ -288,6 +342,7 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
                                 "; kept the weights of the last completed step",
                             s.globalStep, params);
         }
+        takeNewLearningRate();
       }
       // ---- the step (or a group of full steps) ----
       int64_t steps = 1;
@@ -327,10 +382,10 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     trainingSeconds += stats.seconds;
     if (s.diverged) return diverged(s);
     emitStep(s, epoch, trainingSeconds);
-    const double seen = double(s.samples - epochBase.samples);
-    stats.trainLoss = (s.sampleLossSum - epochBase.sampleLossSum) / seen;
-    stats.trainAccuracy = double(s.correct - epochBase.correct) / seen;
-    epochBase = s;
+    const double seen = double(s.samples);
+    stats.trainLoss = s.sampleLossSum / seen;
+    stats.trainAccuracy = double(s.correct) / seen;
+    stats.learningRate = stepLearningRate(lrPlan, baseLr, s.globalStep - 1);
     if (validData) {
       check(cudaMemsetAsync(validState.get(), 0, sizeof(StepState), stream), "validation");
       for (int64_t first = 0; first < validation->count; first += batch) {
@@ -349,9 +404,38 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
     }
     result.history.push_back(stats);
     if (progress) progress->onEpoch(stats);
+    // ---- early stopping, checkpoint ----
+    if (stopper.observe(stats) && keepBest) {
+      check(cudaMemcpyAsync(best.get(), params.get(), paramBytes, cudaMemcpyDeviceToDevice, stream),
+            "keeping the best weights");
+      haveBest = true;
+    }
+    if (progress && progress->wantsCheckpoints()) {
+      TrainState checkpoint;
+      checkpoint.epoch = epoch;
+      checkpoint.step = s.globalStep;
+      checkpoint.seed = options.seed;
+      checkpoint.learningRate = baseLr;
+      checkpoint.parameters = download(params, P, stream, "downloading the weights for a checkpoint");
+      checkpoint.optimizerState = download(moments, momentCount, stream, "downloading the optimizer state");
+      checkpoint.history = result.history;
+      if (haveBest) checkpoint.bestParameters = download(best, P, stream, "downloading the best weights");
+      progress->onCheckpoint(checkpoint);
+    }
+    if (stopper.shouldStop()) {
+      result.stoppedEarly = true;
+      break;
+    }
   }
   const StepState s = readState();
-  return finishWith(TrainStatus::Completed, "", s.globalStep, params);
+  result.bestEpoch = stopper.bestEpoch();
+  std::string message = result.stoppedEarly ? stopper.message() : "";
+  if (haveBest) {
+    result.restoredBest = true;
+    message += std::string(message.empty() ? "" : "; ") + "kept the weights of epoch " + std::to_string(result.bestEpoch);
+    return finishWith(TrainStatus::Completed, message, s.globalStep, best);
+  }
+  return finishWith(TrainStatus::Completed, message, s.globalStep, params);
 }
 
 // ---- evaluation ----

@@ -19,6 +19,7 @@
 #include "cpu/layers.h"  // ConvGeometry, PoolGeometry
 #include "cuda/step_state.h"
 #include "nnstudio/engine.h"
+#include "spec/lr_schedule.h"
 
 namespace nnstudio::cuda {
 
@@ -180,9 +181,18 @@ void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabel
 // state->globalStep and state->epochStep: this ends the step. With `next`, the kernel also gathers the
 // next step's batch of the epoch (nothing after the epoch's last step), which saves the step a launch:
 // the epoch's first batch then comes from gather_batch.
+// The learning rate is computed on the device for each step: stepLearningRate(schedule, state->baseLr,
+// state->globalStep) (spec/lr_schedule.h), so a graph captured once follows the schedule and picks up a
+// base LR the host writes into the state between launches.
+void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
+              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next = nullptr);
+// Adam with t = state->globalStep + 1 (bias corrections computed on the device).
+void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
+               const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state,
+               const BatchGather* next = nullptr);
+// A constant learning rate `lr` (for tests).
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               float lr, float momentum, StepState* state, const BatchGather* next = nullptr);
-// Adam with t = state->globalStep + 1 (bias corrections computed on the device).
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr);
 

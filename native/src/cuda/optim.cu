@@ -1,6 +1,7 @@
 // SGD with momentum and Adam over the whole flat parameter vector in one kernel each, exactly as
-// cpu/optim.cpp (PyTorch's update rules). Adam's step count lives on the device (state->globalStep),
-// so the launch replays from a CUDA graph. Each update first saves the old value to `backup` (the
+// cpu/optim.cpp (PyTorch's update rules). Adam's step count and the base learning rate live on the
+// device (state->globalStep, state->baseLr) and the schedule is a kernel argument, so the launch
+// replays from a CUDA graph with the learning rate of each step. Each update first saves the old value to `backup` (the
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
 // the loss kernel has flagged divergence. Then the kernel gathers the next step's batch when given one
 // (every kernel of this step that reads the batch has run by now). The last block to finish ends the step.
@@ -8,6 +9,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
+#include "spec/lr_schedule.h"
 
 namespace nnstudio::cuda {
 
@@ -35,10 +37,11 @@ __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepSt
     copyNextBatch(next, state, blockIdx.x * int64_t(blockDim.x) + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
-__global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, float lr,
+__global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
                           float momentum, StepState* state, BatchGather next) {
   startAfterPreviousKernel();
   if (!state->diverged) {
+    const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float p = params[i];
       backup[i] = p;
@@ -55,10 +58,11 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
   finishStep(state);
 }
 
-__global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n, float lr,
-                           float beta1, float beta2, float eps, StepState* state, BatchGather next) {
+__global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n,
+                           LrPlan schedule, float beta1, float beta2, float eps, StepState* state, BatchGather next) {
   startAfterPreviousKernel();
   if (!state->diverged) {
+    const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     const double t = double(state->globalStep + 1);
     const float stepSize = float(double(lr) / (1.0 - pow(double(beta1), t)));
     const float bias2Sqrt = float(sqrt(1.0 - pow(double(beta2), t)));
@@ -92,17 +96,35 @@ unsigned gridFor(size_t n) {
 }  // namespace
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state, const BatchGather* next) {
+              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next) {
   launchKernel("sgdKernel", sgdKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, velocity, backup, n, lr, momentum, state, next ? *next : BatchGather());
+               params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather());
   checkLaunch("sgd step");
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
+               const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
   launchKernel("adamKernel", adamKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, m, v, backup, n, lr, beta1, beta2, eps, state, next ? *next : BatchGather());
+               params, grads, m, v, backup, n, schedule, beta1, beta2, eps, state, next ? *next : BatchGather());
   checkLaunch("adam step");
+}
+
+namespace {
+LrPlan constantPlan(float lr) {
+  LrPlan plan;
+  plan.initialLr = lr;
+  return plan;
+}
+}  // namespace
+
+void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
+              float lr, float momentum, StepState* state, const BatchGather* next) {
+  sgd_step(stream, params, grads, velocity, backup, n, constantPlan(lr), momentum, state, next);
+}
+
+void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
+               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
+  adam_step(stream, params, grads, m, v, backup, n, constantPlan(lr), beta1, beta2, eps, state, next);
 }
 
 }  // namespace nnstudio::cuda

@@ -14,7 +14,10 @@ struct StepState {
   int diverged = 0;            // 1 once a batch loss was not finite; later losses and updates are skipped
   int divergedNaN = 0;         // the loss was NaN (else infinite)
   long long divergedAt = 0;    // the 1-based global step whose loss was not finite
-  // running totals since the start of the run (the host takes differences)
+  double baseLr = 0;           // the base learning rate (0: the schedule's initial one); the host sets it
+                               // between launches (TrainControl::setLearningRate), the optimizer reads it
+  // running totals since the start of the epoch (zeroed with epochStep; the host takes differences
+  // between step events). Kept contiguous, from sampleLossSum to blocksDone: the host zeroes them as one.
   double sampleLossSum = 0;    // sum over samples of each sample's loss
   long long correct = 0;       // right predictions
   long long samples = 0;

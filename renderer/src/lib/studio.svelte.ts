@@ -7,7 +7,10 @@ import type {
   DatasetInfo,
   DatasetPreview,
   DeviceInfo,
+  EarlyStopping,
+  EarlyStoppingMonitor,
   EpochProgress,
+  LrSchedule,
   EvaluationResult,
   ModelCheck,
   ModelInfo,
@@ -39,7 +42,11 @@ export interface RunView {
   /** The per-step training loss, thinned to a few hundred points; x in epochs. */
   stepLoss: ThinSeries;
   done?: TrainingDone;
+  /** The epochs of the run's last checkpoint: "Continue training" starts there. */
+  checkpointEpoch?: number;
 }
+
+export type LrScheduleKind = LrSchedule['kind'];
 
 export interface ShownEvaluation {
   title: string;
@@ -99,6 +106,19 @@ class Studio {
   starting = $state(false);
   trainError = $state<ApiError | undefined>();
   controlError = $state<ApiError | undefined>();
+  // learning-rate schedule and early stopping (the Model screen's settings)
+  lrScheduleKind = $state<LrScheduleKind>('constant');
+  stepEveryEpochs = $state<number | null>(10);
+  stepGamma = $state<number | null>(0.5);
+  cosineMinLr = $state<number | null>(0);
+  /** Empty: the learning rate above is the peak. */
+  oneCycleMaxLr = $state<number | null>(null);
+  earlyStopMonitor = $state<'off' | EarlyStoppingMonitor>('off');
+  earlyStopPatience = $state<number | null>(3);
+  earlyStopMinDelta = $state<number | null>(0);
+  earlyStopRestoreBest = $state(false);
+  /** The learning rate typed while paused, for "Apply". */
+  pausedLearningRate = $state<number | null>(null);
 
   // ---- evaluation and models ----
   models = $state.raw<ModelInfo[]>([]);
@@ -340,6 +360,8 @@ class Studio {
       ...dataSetup.trainingOptions(this.dataset),
       ...(this.seed !== null ? { seed: this.seed } : {}),
       device: this.device,
+      lrSchedule: this.lrScheduleChoice(),
+      ...(this.earlyStopMonitor !== 'off' ? { earlyStopping: this.earlyStoppingChoice(this.earlyStopMonitor) } : {}),
     });
     this.starting = false;
     if (started.error) {
@@ -347,6 +369,66 @@ class Studio {
       return;
     }
     this.run = { runId: started.result.runId, state: 'starting', epochs: [], stepLoss: emptySeries() };
+    for (const event of this.earlyEvents.splice(0)) this.receive(event);
+  }
+
+  lrScheduleChoice(): LrSchedule {
+    switch (this.lrScheduleKind) {
+      case 'step':
+        return { kind: 'step', ...(this.stepEveryEpochs !== null ? { everyEpochs: this.stepEveryEpochs } : {}), ...(this.stepGamma !== null ? { gamma: this.stepGamma } : {}) };
+      case 'cosine':
+        return { kind: 'cosine', ...(this.cosineMinLr !== null ? { minLr: this.cosineMinLr } : {}) };
+      case 'onecycle':
+        return { kind: 'onecycle', ...(this.oneCycleMaxLr !== null ? { maxLr: this.oneCycleMaxLr } : {}) };
+      default:
+        return { kind: 'constant' };
+    }
+  }
+
+  earlyStoppingChoice(monitor: EarlyStoppingMonitor): EarlyStopping {
+    return {
+      monitor,
+      ...(this.earlyStopPatience !== null ? { patience: this.earlyStopPatience } : {}),
+      ...(this.earlyStopMinDelta !== null ? { minDelta: this.earlyStopMinDelta } : {}),
+      restoreBest: this.earlyStopRestoreBest,
+    };
+  }
+
+  /** While paused: the base learning rate from the next step. */
+  async applyLearningRate(): Promise<void> {
+    const run = this.run;
+    if (!run || this.pausedLearningRate === null) return;
+    this.controlError = undefined;
+    const answer = await api.invoke('training:setLearningRate', { runId: run.runId, lr: this.pausedLearningRate });
+    if (answer.error) this.controlError = answer.error;
+  }
+
+  /** A finished run with a checkpoint goes on from it, to the Epochs setting's total. */
+  canContinue = $derived(this.run !== undefined && this.run.state === 'finished' && this.run.checkpointEpoch !== undefined);
+
+  async continueTraining(): Promise<void> {
+    const previous = this.run;
+    if (!previous || previous.checkpointEpoch === undefined || this.starting) return;
+    this.controlError = undefined;
+    this.starting = true;
+    this.earlyEvents = [];
+    const answer = await api.invoke('training:continue', {
+      runId: previous.runId,
+      ...(this.epochs !== null ? { epochs: this.epochs } : {}),
+      device: this.device,
+    });
+    this.starting = false;
+    if (answer.error) {
+      this.controlError = answer.error;
+      return;
+    }
+    const kept = previous.checkpointEpoch;
+    this.run = {
+      runId: answer.result.runId,
+      state: 'starting',
+      epochs: previous.epochs.filter((epoch) => epoch.epoch <= kept),
+      stepLoss: emptySeries(),
+    };
     for (const event of this.earlyEvents.splice(0)) this.receive(event);
   }
 
@@ -385,6 +467,9 @@ class Studio {
       run.lastStep = progress;
       const x = progress.epoch - 1 + progress.step / progress.stepsPerEpoch;
       run.stepLoss = addPoint(run.stepLoss, { x, y: progress.loss });
+      if (run.state === 'running') this.pausedLearningRate = Number(progress.learningRate.toPrecision(6));
+    } else if (progress.type === 'checkpoint') {
+      run.checkpointEpoch = progress.epoch;
     } else {
       run.epochs.push(progress);
     }

@@ -1,0 +1,70 @@
+// What a checkpoint keeps about its run so that `resumeFrom` rebuilds the very same run: the data
+// source(s), split, normalisation kind, seed, batch size, epochs, schedule and early stopping, plus a
+// digest and the counts of the training split so that changed data is refused with a clear message.
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Dataset } from '../core/data/dataset';
+import { normalizationKinds } from '../core/data/preprocess';
+import { earlyStoppingSchema, lrScheduleSchema, type EarlyStopping, type LrSchedule } from '../core/model/trainingControl';
+import type { DataSource } from './dataSources';
+
+export interface RunRecord {
+  data: DataSource;
+  testData?: DataSource;
+  normalize: (typeof normalizationKinds)[number];
+  valSplit: number;
+  testSplit: number;
+  seed: number;
+  epochs: number;
+  batchSize: number;
+  threads: number;
+  lrSchedule?: LrSchedule;
+  earlyStopping?: EarlyStopping;
+  /** sha256 of the training split's features and labels (before normalisation). */
+  trainDigest: string;
+  counts: { train: number; validation: number; test: number };
+}
+
+const columnRef = z.union([z.string(), z.number().int()]);
+const dataSourceSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']), limit: z.number().int().positive().optional() }),
+  z.strictObject({
+    kind: z.literal('idx'), imagesPath: z.string().min(1), labelsPath: z.string().min(1).optional(),
+    limit: z.number().int().positive().optional(),
+  }),
+  // CSV options are checked again by the loader; here only their outline
+  z.strictObject({ kind: z.literal('csv'), path: z.string().min(1), options: z.looseObject({ labelColumn: columnRef.optional() }).optional() }),
+]);
+
+const runRecordSchema = z.strictObject({
+  data: dataSourceSchema,
+  testData: dataSourceSchema.optional(),
+  normalize: z.enum(normalizationKinds),
+  valSplit: z.number().min(0).lt(1),
+  testSplit: z.number().min(0).lt(1),
+  seed: z.number().int().nonnegative(),
+  epochs: z.number().int().positive(),
+  batchSize: z.number().int().positive(),
+  threads: z.number().int().nonnegative(),
+  lrSchedule: lrScheduleSchema.optional(),
+  earlyStopping: earlyStoppingSchema.optional(),
+  trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
+  counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
+});
+
+/** Validates a checkpoint's run record; errors name the file and the field. */
+export function parseRunRecord(value: unknown, fileName: string): RunRecord {
+  const parsed = runRecordSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`${fileName}: metadata ${['nnstudio_checkpoint', 'run', ...issue.path].join('.')}: ${issue.message}`);
+  }
+  return parsed.data as RunRecord;
+}
+
+export function datasetDigest(dataset: Dataset): string {
+  const hash = createHash('sha256');
+  hash.update(new Uint8Array(dataset.features.buffer, dataset.features.byteOffset, dataset.features.byteLength));
+  hash.update(new Uint8Array(dataset.labels.buffer, dataset.labels.byteOffset, dataset.labels.byteLength));
+  return hash.digest('hex');
+}
