@@ -11,7 +11,13 @@ mean of epochs 2..N (epoch 1 is the warm-up). --graph (cuda) captures the whole 
 loss, backward, optimizer step) in one CUDA graph, as the PyTorch docs show for whole-network capture.
 
 Usage: /usr/bin/python3 scripts/bench_pytorch.py [--data DIR] [--presets DIR] [--device cpu|cuda]
-           [--graph] [--configs seed000,mlp] [--epochs 3] [--threads N] [--init engine|torch]
+           [--graph] [--configs seed000,mlp] [--epochs 3] [--threads N] [--init engine|torch] [--seed N]
+           [--one-cycle MAXLR,PCT,DIV,FINALDIV[,cos|linear]]
+
+--seed overrides the preset's weight seed and the data order's seed (as nnstudio_bench --seed).
+--one-cycle (eager only) runs torch.optim.lr_scheduler.OneCycleLR over all the run's steps: the learning
+rate rises from MAXLR/DIV to MAXLR over the first PCT of the steps, then falls to MAXLR/DIV/FINALDIV
+(cosine by default), momentum (Adam's beta1) not cycled; a step of the schedule after every train step.
 """
 import argparse
 import json
@@ -193,7 +199,9 @@ def sync(device):
 
 
 def bench_config(name, preset, data, args):
-    spec, batch = preset["spec"], preset["training"]["batchSize"]
+    spec, batch = dict(preset["spec"]), preset["training"]["batchSize"]
+    if args.seed is not None:
+        spec["seed"] = args.seed
     device = args.device
     train_x, train_y, test_x, test_y = data
     torch.manual_seed(spec.get("seed", 0))
@@ -206,13 +214,21 @@ def bench_config(name, preset, data, args):
     loss_fn = make_loss(spec, classes)
     optimizer = make_optimizer(spec, model.parameters(), capturable=args.graph)
     count = train_x.shape[0]
-    order_generator = torch.Generator(device=device).manual_seed(0)
+    order_generator = torch.Generator(device=device).manual_seed(args.seed or 0)
+    scheduler = None
+    if args.one_cycle:
+        max_lr, pct, div, final_div = args.one_cycle[:4]
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=max_lr, total_steps=args.epochs * -(-count // batch), pct_start=pct,
+            anneal_strategy=args.one_cycle_anneal, cycle_momentum=False, div_factor=div, final_div_factor=final_div)
 
     def eager_step(x, y):
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
         return loss
 
     step_graph = None
@@ -280,7 +296,8 @@ def bench_config(name, preset, data, args):
         "deviceName": device_name, "torch": torch.__version__, "epochs": args.epochs, "batchSize": batch,
         "secondsPerEpoch": round(sum(tail) / len(tail), 6), "epochSeconds": [round(s, 6) for s in epoch_seconds],
         "testAccuracy1": round(accuracy1, 4), "testAccuracyN": round(accuracy_n, 4),
-        "threads": torch.get_num_threads() if device == "cpu" else 0, "init": args.init,
+        "threads": torch.get_num_threads() if device == "cpu" else 0, "init": args.init, "seed": spec.get("seed", 0),
+        **({"oneCycle": args.one_cycle_text} if args.one_cycle else {}),
     }
 
 
@@ -297,7 +314,21 @@ def main():
     parser.add_argument("--init", choices=["torch", "engine"], default="torch",
                         help="torch: PyTorch's default init (as for DESIGN §8's figures); "
                              "engine: He/Glorot-uniform with zero biases, NN Studio's scheme")
+    parser.add_argument("--seed", type=int, default=None, help="weight and data-order seed (default: the preset's)")
+    parser.add_argument("--one-cycle", default="", help="MAXLR,PCT,DIV,FINALDIV[,cos|linear] (eager only)")
     args = parser.parse_args()
+    args.one_cycle_text = args.one_cycle
+    if args.one_cycle:
+        fields = args.one_cycle.split(",")
+        try:
+            args.one_cycle_anneal = fields[4] if len(fields) > 4 else "cos"
+            args.one_cycle = [float(f) for f in fields[:4]]
+            if len(fields) not in (4, 5) or args.one_cycle_anneal not in ("cos", "linear"):
+                raise ValueError
+        except ValueError:
+            parser.error("--one-cycle expects MAXLR,PCT,DIV,FINALDIV[,cos|linear]")
+        if args.graph:
+            parser.error("--one-cycle runs eagerly only (not with --graph)")
     if args.epochs < 1:
         parser.error("--epochs must be >= 1")
     if args.graph and args.device != "cuda":

@@ -135,17 +135,19 @@ struct Options {
   std::vector<std::string> configs;
   int epochs = 3;
   int threads = 0;
+  int64_t seed = -1;  // >= 0: overrides the preset's weight seed and the data order's seed (0)
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
-               "                      [--epochs N] [--threads N]\n"
+               "                      [--epochs N] [--threads N] [--seed N]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
                "  --epochs   epochs of the timed run (default 3); seconds/epoch = mean of epochs 2..N\n"
                "  --threads  CPU threads (default: one per hardware thread)\n"
+               "  --seed     weight init and data-order seed (default: the preset's seed, order seed 0)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -182,6 +184,7 @@ Options parseArgs(int argc, char** argv) {
     else if (flag == "--configs") options.configs = splitList(value);
     else if (flag == "--epochs") options.epochs = parseInt(flag, value, 1);
     else if (flag == "--threads") options.threads = parseInt(flag, value, 0);
+    else if (flag == "--seed") options.seed = parseInt(flag, value, 0);
     else throw std::invalid_argument("unknown flag: " + flag);
   }
   if (options.device != "cpu" && options.device != "cuda")
@@ -211,7 +214,8 @@ void checkCompleted(const nnstudio::TrainResult& result, const std::string& conf
 }
 
 std::string benchConfig(nnstudio::Backend& backend, const Options& options, const Preset& preset, const Mnist& mnist) {
-  const nnstudio::ModelSpec spec = nnstudio::parseModelSpec(preset.specJson);
+  nnstudio::ModelSpec spec = nnstudio::parseModelSpec(preset.specJson);
+  if (options.seed >= 0) spec.seed = uint64_t(options.seed);
   int64_t inputSize = 1;
   for (const int d : spec.input) inputSize *= d;
   const nnstudio::DatasetView train = view(mnist.trainImages, mnist.trainLabels);
@@ -223,7 +227,7 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   nnstudio::TrainOptions trainOptions;
   trainOptions.batchSize = preset.batchSize;
   trainOptions.shuffle = true;
-  trainOptions.seed = 0;
+  trainOptions.seed = options.seed >= 0 ? uint64_t(options.seed) : 0;
   trainOptions.threads = options.threads;
   trainOptions.progressIntervalSeconds = 1.0;
 
@@ -262,7 +266,8 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   std::string line = "{\"framework\":\"nnstudio\",\"config\":" + jsonString(preset.name) +
                      ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(deviceName) +
                      ",\"epochs\":" + std::to_string(options.epochs) +
-                     ",\"batchSize\":" + std::to_string(preset.batchSize) +
+                     ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"seed\":" +
+                     std::to_string(spec.seed) +
                      ",\"secondsPerEpoch\":" + number(secondsPerEpoch) + ",\"epochSeconds\":[";
   for (size_t i = 0; i < epochSeconds.size(); ++i) line += (i ? "," : "") + number(epochSeconds[i]);
   line += "],\"epoch1Seconds\":" + number(epoch1Seconds) + ",\"testAccuracy1\":" + number(accuracy1, "%.4f") +

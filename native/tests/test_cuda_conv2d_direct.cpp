@@ -185,6 +185,8 @@ int bench() {
       {{"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'}, true, true},
       {{"C16 F16 3x3", 32, 16, 28, 28, 16, 3, 3, 1, 's'}, true, true},
       {{"C32 F8 3x3", 32, 32, 14, 14, 8, 3, 3, 1, 's'}, true, true},
+      {{"fast conv1", 256, 1, 28, 28, 24, 5, 5, 1, 'v'}, true, false},
+      {{"fast conv1 128", 128, 1, 28, 28, 24, 5, 5, 1, 'v'}, true, false},
   };
   cudaStream_t stream;
   cudaOk(cudaStreamCreate(&stream), "stream");

@@ -145,6 +145,9 @@ int bench() {
       {{"seed002 conv2 s", 32, 8, 28, 28, 8, 5, 5, 1, 's'}, 2, 2, R},
       {{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'}, 2, 2, R},
       {{"lenet conv2 max", 128, 6, 14, 14, 16, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast conv1", 256, 1, 28, 28, 24, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast conv1 128", 128, 1, 28, 28, 24, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast conv2", 256, 24, 12, 12, 32, 5, 5, 1, 'v'}, 2, 2, R},
   };
   cudaStream_t stream;
   cudaOk(cudaStreamCreate(&stream), "stream");
@@ -216,6 +219,8 @@ int main(int argc, char** argv) {
       {{"seed002 conv2 same", 32, 8, 28, 28, 8, 5, 5, 1, 's'}, 2, 2, L},
       {{"keras conv2", 32, 32, 26, 26, 64, 3, 3, 1, 'v'}, 2, 2, R},
       {{"lenet conv2 (max)", 16, 6, 14, 14, 16, 5, 5, 1, 'v'}, 2, 2, T},
+      {{"fast_mnist conv1", 16, 1, 28, 28, 24, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast_mnist conv2", 8, 24, 12, 12, 32, 5, 5, 1, 'v'}, 2, 2, R},
       // odd geometries
       {{"pool 3/2 overlap C=3", 4, 3, 11, 11, 5, 3, 3, 1, 'v'}, 3, 2, S},
       {{"pool 2/1 overlap", 3, 2, 8, 8, 6, 3, 3, 1, 's'}, 2, 1, LR},

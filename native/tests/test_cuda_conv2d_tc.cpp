@@ -144,6 +144,8 @@ int bench() {
       {"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'},
       {"C64 F64 s 3x3", 128, 64, 14, 14, 64, 3, 3, 1, 's'},
       {"C32 F64 s2", 128, 32, 26, 26, 64, 3, 3, 2, 's'},
+      {"fast conv2", 256, 24, 12, 12, 32, 5, 5, 1, 'v'},
+      {"fast conv2 128", 128, 24, 12, 12, 32, 5, 5, 1, 'v'},
   };
   cudaStream_t stream;
   cudaOk(cudaStreamCreate(&stream), "stream");
@@ -233,6 +235,7 @@ int main(int argc, char** argv) {
       {"1x1 C=64", 4, 64, 9, 9, 48, 1, 1, 1, 'v'},
       {"small M=4 C=3", 2, 3, 8, 8, 4, 3, 3, 1, 's'},
       {"N=1 OH=1", 1, 16, 5, 5, 40, 5, 5, 1, 'v'},
+      {"fast_mnist conv2 (dIn M=24)", 8, 24, 12, 12, 32, 5, 5, 1, 'v'},
   };
   uint64_t seed = 101;
   for (const Case& c : cases) runCase(pool, c, seed++);
@@ -240,6 +243,7 @@ int main(int argc, char** argv) {
       {"keras conv2", 8, 32, 26, 26, 64, 3, 3, 1, 'v'},
       {"same 5x5 (odd J)", 3, 35, 9, 11, 70, 5, 5, 1, 's'},
       {"stride 2 same", 6, 32, 13, 15, 40, 3, 3, 2, 's'},
+      {"fast_mnist conv2 (dIn M=24)", 8, 24, 12, 12, 32, 5, 5, 1, 'v'},
   };
   for (const Case& c : variantCases) runVariants(pool, c, seed++);
   return nnstudio_test::summary();

@@ -393,6 +393,8 @@ bool tileFits() {
   return tcSmemBytes<BM, WN, BK, STAGES>() <= maxSharedOptin();
 }
 
+int smCount() { return currentDeviceAttribute<cudaDevAttrMultiProcessorCount>(132); }
+
 template <int MODE, int SPLIT>
 void dispatchSplit(cudaStream_t stream, const ConvGemmArgs& a, int variant) {
   if (a.M <= 32) {
@@ -403,11 +405,17 @@ void dispatchSplit(cudaStream_t stream, const ConvGemmArgs& a, int variant) {
       case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
       case 5: launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a); break;
       case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
-      default:  // 32 x 256 needs 112.5 KiB: GPUs with 99 KiB take 32 x 128 (64.5 KiB), else BK 16 (33 KiB)
-        if (tileFits<32, 8, 32, 3>()) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
+      default: {
+        // 32 x 256 needs 112.5 KiB: GPUs with 99 KiB take 32 x 128 (64.5 KiB), else BK 16 (33 KiB). Small
+        // GEMMs would leave SMs idle with 32 x 256 tiles: below two blocks per SM, 32 x 128 with BK 32
+        // (fast_mnist conv2 at batch 256, J = 16384: 36 against 43 us; its input gradient at batch 128,
+        // J = 18432: 52 against 67 us; 32 x 64 was slower on both).
+        const bool wideFills = (int64_t(a.J) + 255) / 256 >= 2 * int64_t(smCount());
+        if (wideFills && tileFits<32, 8, 32, 3>()) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
         else if (tileFits<32, 4, 32, 3>()) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
         else launchTc<MODE, 32, 4, SPLIT>(stream, a);
         break;
+      }
     }
   } else {
     switch (variant) {
@@ -433,9 +441,11 @@ void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, ConvTcMode mode) {
   else dispatchSplit<MODE, 3>(stream, a, variant);
 }
 
-// Where the tensor cores pay (H100, test_cuda_conv2d_tc --bench): 32+ GEMM rows and a reduction long
-// enough that the products, not the output's stores, bound the time.
-bool pays(int M, int K, int64_t J) { return M >= 32 && K >= 64 && J >= 4096; }
+// Where the tensor cores pay (H100, test_cuda_conv2d_tc --bench): 16+ GEMM rows (a 32-row tile half
+// used still beats the SIMT kernel: fast_mnist conv2's input gradient, 32 -> 24 channels) and a reduction
+// long enough that the products, not the output's stores, bound the time. The direct kernel
+// (conv2d_direct.cu) is asked first and keeps the few-channel passes.
+bool pays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
 
 // the mode to run this GEMM with, or Off (kernels of more than 32 taps: the tap masks are 32 bits)
 ConvTcMode choose(int M, int K, int64_t J, const ConvGeometry& g) {

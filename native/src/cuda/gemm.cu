@@ -452,11 +452,25 @@ struct Plan {
 // 341 -> 50 us at batch 128).
 constexpr int kMinSplitDepth = 96;
 
+// Tuning override for measurements, read once: NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16 plans every GEMM
+// with that tile only (the K split is still chosen); unset or unknown = the choice by shape.
+int forcedTile() {
+  static const int forced = [] {
+    const char* v = std::getenv("NNSTUDIO_GEMM_TILE");
+    for (int c = 0; v && c < kCfgCount; ++c)
+      if (std::strcmp(v, kShapes[c].name) == 0) return c;
+    return -1;
+  }();
+  return forced;
+}
+
 Plan plan(int M, int N, int K, const DeviceTraits& dev) {
   // tiles whose rows or columns would be mostly empty are skipped
   Cfg order[3];
   int count = 0;
-  if (N <= 16) {
+  if (forcedTile() >= 0) {
+    order[count++] = Cfg(forcedTile());
+  } else if (N <= 16) {
     order[count++] = kSmall;
   } else if (M <= 16) {
     order[count++] = kWide;

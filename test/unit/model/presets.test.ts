@@ -8,7 +8,7 @@ import { SpecError, inferShapes, parameterCount } from '../../../app/core/model/
 import { defaultLayers, defaultSpec, defaultTraining } from '../../../app/core/model/defaults';
 import { formatLayers } from '../../../app/core/model/layerSyntax';
 
-const allNames = ['keras_cnn', 'lenet5', 'mlp', 'seed000', 'seed001', 'seed001_256', 'seed002'];
+const allNames = ['fast_mnist', 'keras_cnn', 'lenet5', 'mlp', 'seed000', 'seed001', 'seed001_256', 'seed002'];
 
 describe('presets', () => {
   test('found by walking up from the compiled file, sorted by name, all valid', () => {
