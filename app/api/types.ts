@@ -79,7 +79,7 @@ export interface PresetInfo {
   name: string;
   description: string;
   spec: ModelSpec;
-  training: { batchSize: number; epochs: number };
+  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
   gpuOnly?: boolean;
 }
 

@@ -53,6 +53,8 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
   const run = engine.train(preset.spec, data.train, data.test, {
     epochs,
     batchSize: preset.training.batchSize,
+    // the preset's recipe (fast_mnist: one-cycle), over the run's epochs
+    ...(preset.training.lrSchedule ? { lrSchedule: preset.training.lrSchedule } : {}),
     seed: 0,
     device,
     threads: options.threads ?? 0,

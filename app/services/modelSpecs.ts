@@ -2,7 +2,7 @@
 // validated ModelSpec for a dataset's shape and classes. One place, so every face builds models alike.
 import { defaultSpec } from '../core/model/defaults';
 import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
-import { getPreset, presetForData } from '../core/model/presets';
+import { getPreset, presetForData, type Preset } from '../core/model/presets';
 import { classCount as specClassCount, inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
 import { adamDefaults, parseModelSpec, type LayerSpec, type LossName, type ModelSpec, type OptimizerSpec } from '../core/model/spec';
 
@@ -20,7 +20,7 @@ export interface ModelChoice {
 export interface BuiltModel {
   spec: ModelSpec;
   /** The preset's batch size and epochs, when a preset was chosen. */
-  presetTraining?: { batchSize: number; epochs: number };
+  presetTraining?: Preset['training'];
   /** The course tool's form implies SGD on the quadratic cost. */
   courseForm: boolean;
 }

@@ -342,6 +342,9 @@ async function runTraining(
     const defaults = defaultTraining(all.featureShape, parts.train.count);
     epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
     batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
+    // A preset's recipe (fast_mnist's one-cycle) applies unless the request chose a schedule.
+    const presetSchedule = built.presetTraining?.lrSchedule;
+    if (request.lrSchedule === undefined && presetSchedule) request = { ...request, lrSchedule: presetSchedule };
   }
   if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`--epochs must be a positive integer, got ${epochs}`);
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`--batch-size must be a positive integer, got ${batchSize}`);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -38,7 +39,27 @@ struct Preset {
   std::string specJson;  // the "spec" member, raw
   int batchSize = 32;
   bool gpuOnly = false;
+  nnstudio::LrSchedule lrSchedule;  // the preset's recipe ("training.lrSchedule"); default constant
 };
+
+// A preset's "lrSchedule": constant, or onecycle with maxLr, pctStart, divFactor, finalDivFactor (as the app's presets).
+nnstudio::LrSchedule presetSchedule(const nnstudio::json::Value& value, const std::string& file) {
+  nnstudio::LrSchedule schedule;
+  const nnstudio::json::Value* kind = value.find("kind");
+  const std::string name = kind && kind->isString() ? kind->string : "";
+  if (name == "constant") return schedule;
+  if (name != "onecycle") throw std::runtime_error("preset " + file + ": the bench knows lrSchedule kinds constant and onecycle, got '" + name + "'");
+  schedule.kind = nnstudio::LrScheduleKind::OneCycle;
+  const auto number = [&](const char* key, double& field) {
+    const nnstudio::json::Value* member = value.find(key);
+    if (member && member->isNumber()) field = member->number;
+  };
+  number("maxLr", schedule.maxLr);
+  number("pctStart", schedule.pctStart);
+  number("divFactor", schedule.divFactor);
+  number("finalDivFactor", schedule.finalDivFactor);
+  return schedule;
+}
 
 std::string readTextFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,6 +84,8 @@ Preset loadPreset(const fs::path& path) {
     const nnstudio::json::Value* training = top.find("training");
     const nnstudio::json::Value* batch = training ? training->find("batchSize") : nullptr;
     if (batch && batch->isNumber()) preset.batchSize = int(batch->number);
+    const nnstudio::json::Value* schedule = training ? training->find("lrSchedule") : nullptr;
+    if (schedule) preset.lrSchedule = presetSchedule(*schedule, path.string());
   } catch (const std::exception& error) {
     throw std::runtime_error("preset " + path.string() + ": " + error.what());
   }
@@ -136,18 +159,20 @@ struct Options {
   int epochs = 3;
   int threads = 0;
   int64_t seed = -1;  // >= 0: overrides the preset's weight seed and the data order's seed (0)
+  std::optional<nnstudio::LrSchedule> lrSchedule;  // overrides the preset's; spans each run's own epochs
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
-               "                      [--epochs N] [--threads N] [--seed N]\n"
+               "                      [--epochs N] [--threads N] [--seed N] [--lr-schedule onecycle:MAX:PCT:DIV:FINALDIV]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
                "  --epochs   epochs of the timed run (default 3); seconds/epoch = mean of epochs 2..N\n"
                "  --threads  CPU threads (default: one per hardware thread)\n"
                "  --seed     weight init and data-order seed (default: the preset's seed, order seed 0)\n"
+               "  --lr-schedule  one-cycle over each run (the 1-epoch run: over its one epoch); default constant\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -168,6 +193,23 @@ int parseInt(const std::string& flag, const std::string& value, int minimum) {
   return int(parsed);
 }
 
+// "onecycle:MAX:PCT:DIV:FINALDIV" (PyTorch's OneCycleLR with cosine annealing, momentum not cycled).
+nnstudio::LrSchedule parseOneCycle(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = text.find(':', start)) != std::string::npos; start = colon + 1) parts.push_back(text.substr(start, colon - start));
+  parts.push_back(text.substr(start));
+  if (parts.size() != 5 || parts[0] != "onecycle")
+    throw std::invalid_argument("--lr-schedule must be onecycle:MAX:PCT:DIV:FINALDIV, got '" + text + "'");
+  nnstudio::LrSchedule schedule;
+  schedule.kind = nnstudio::LrScheduleKind::OneCycle;
+  schedule.maxLr = std::stod(parts[1]);
+  schedule.pctStart = std::stod(parts[2]);
+  schedule.divFactor = std::stod(parts[3]);
+  schedule.finalDivFactor = std::stod(parts[4]);
+  return schedule;
+}
+
 Options parseArgs(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -185,6 +227,7 @@ Options parseArgs(int argc, char** argv) {
     else if (flag == "--epochs") options.epochs = parseInt(flag, value, 1);
     else if (flag == "--threads") options.threads = parseInt(flag, value, 0);
     else if (flag == "--seed") options.seed = parseInt(flag, value, 0);
+    else if (flag == "--lr-schedule") options.lrSchedule = parseOneCycle(value);
     else throw std::invalid_argument("unknown flag: " + flag);
   }
   if (options.device != "cpu" && options.device != "cuda")
@@ -230,6 +273,7 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   trainOptions.seed = options.seed >= 0 ? uint64_t(options.seed) : 0;
   trainOptions.threads = options.threads;
   trainOptions.progressIntervalSeconds = 1.0;
+  trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
 
   // Run A: one epoch from the seeded init.
   trainOptions.epochs = 1;

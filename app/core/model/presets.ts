@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseModelSpec } from './spec';
+import { lrScheduleSchema, type LrSchedule } from './trainingControl';
 import type { ModelSpec } from './spec';
 import { SpecError, formatShape, inferShapes } from './shapes';
 
@@ -10,7 +11,8 @@ export interface Preset {
   name: string;
   description: string;
   spec: ModelSpec;
-  training: { batchSize: number; epochs: number };
+  /** The preset's recipe: batch size, epochs and (fast_mnist) a learning-rate schedule. */
+  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
   /** Too slow on a CPU: the bench runs it on CUDA only. */
   gpuOnly?: boolean;
 }
@@ -22,6 +24,7 @@ const presetFileSchema = z.strictObject({
   training: z.strictObject({
     batchSize: z.number().int().positive(),
     epochs: z.number().int().positive(),
+    lrSchedule: lrScheduleSchema.optional(),
   }),
   gpuOnly: z.boolean().optional(),
 });

@@ -113,6 +113,9 @@ class Studio {
   cosineMinLr = $state<number | null>(0);
   /** Empty: the learning rate above is the peak. */
   oneCycleMaxLr = $state<number | null>(null);
+  oneCyclePctStart = $state<number | null>(0.3);
+  oneCycleDivFactor = $state<number | null>(25);
+  oneCycleFinalDivFactor = $state<number | null>(1e4);
   earlyStopMonitor = $state<'off' | EarlyStoppingMonitor>('off');
   earlyStopPatience = $state<number | null>(3);
   earlyStopMinDelta = $state<number | null>(0);
@@ -266,6 +269,7 @@ class Studio {
     if (training) {
       this.batchSize = training.batchSize;
       this.epochs = training.epochs;
+      this.adoptSchedule(training.lrSchedule ?? { kind: 'constant' });
     }
     this.check = checked.result;
     this.checkError = undefined;
@@ -372,6 +376,22 @@ class Studio {
     for (const event of this.earlyEvents.splice(0)) this.receive(event);
   }
 
+  /** A preset's recipe fills the schedule settings (fields it leaves out keep their values). */
+  adoptSchedule(schedule: LrSchedule): void {
+    this.lrScheduleKind = schedule.kind;
+    if (schedule.kind === 'step') {
+      if (schedule.everyEpochs !== undefined) this.stepEveryEpochs = schedule.everyEpochs;
+      if (schedule.gamma !== undefined) this.stepGamma = schedule.gamma;
+    } else if (schedule.kind === 'cosine') {
+      if (schedule.minLr !== undefined) this.cosineMinLr = schedule.minLr;
+    } else if (schedule.kind === 'onecycle') {
+      this.oneCycleMaxLr = schedule.maxLr ?? null;
+      if (schedule.pctStart !== undefined) this.oneCyclePctStart = schedule.pctStart;
+      if (schedule.divFactor !== undefined) this.oneCycleDivFactor = schedule.divFactor;
+      if (schedule.finalDivFactor !== undefined) this.oneCycleFinalDivFactor = schedule.finalDivFactor;
+    }
+  }
+
   lrScheduleChoice(): LrSchedule {
     switch (this.lrScheduleKind) {
       case 'step':
@@ -379,7 +399,13 @@ class Studio {
       case 'cosine':
         return { kind: 'cosine', ...(this.cosineMinLr !== null ? { minLr: this.cosineMinLr } : {}) };
       case 'onecycle':
-        return { kind: 'onecycle', ...(this.oneCycleMaxLr !== null ? { maxLr: this.oneCycleMaxLr } : {}) };
+        return {
+          kind: 'onecycle',
+          ...(this.oneCycleMaxLr !== null ? { maxLr: this.oneCycleMaxLr } : {}),
+          ...(this.oneCyclePctStart !== null ? { pctStart: this.oneCyclePctStart } : {}),
+          ...(this.oneCycleDivFactor !== null ? { divFactor: this.oneCycleDivFactor } : {}),
+          ...(this.oneCycleFinalDivFactor !== null ? { finalDivFactor: this.oneCycleFinalDivFactor } : {}),
+        };
       default:
         return { kind: 'constant' };
     }

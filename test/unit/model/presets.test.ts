@@ -159,3 +159,28 @@ describe('defaults', () => {
     assert.throws(() => defaultSpec([4], 1), { message: 'the data has 1 class(es), at least 2 are needed' });
   });
 });
+
+describe('the fast_mnist recipe', () => {
+  test('carries its one-cycle schedule, batch 256 and one epoch', () => {
+    const preset = getPreset('fast_mnist');
+    assert.deepEqual(preset.training, {
+      batchSize: 256,
+      epochs: 1,
+      lrSchedule: { kind: 'onecycle', maxLr: 0.01, pctStart: 0.2, divFactor: 20, finalDivFactor: 100 },
+    });
+    assert.equal(preset.gpuOnly, true);
+  });
+
+  test('training with the preset uses its schedule unless the request picks one', async () => {
+    // Imported here: the services load the native engine.
+    const { services } = await import('../../../app/services');
+    const data = { kind: 'mnist', split: 'train', limit: 300 } as const;
+    const run = (lrSchedule?: { kind: 'constant' }) =>
+      services.training.train({ data, model: { preset: 'fast_mnist' }, epochs: 1, batchSize: 64, valSplit: 0, device: 'cpu', threads: 1, ...(lrSchedule ? { lrSchedule } : {}) });
+    const recipe = await run();
+    assert.deepEqual(recipe.model.training?.options.lrSchedule, getPreset('fast_mnist').training.lrSchedule);
+    const constant = await run({ kind: 'constant' });
+    assert.deepEqual(constant.model.training?.options.lrSchedule, { kind: 'constant' });
+    assert.notDeepEqual(Array.from(recipe.model.parameters.slice(0, 50)), Array.from(constant.model.parameters.slice(0, 50)), 'the schedule changed the steps');
+  });
+});
