@@ -89,3 +89,19 @@ export async function waitCompleted(page: Page, timeoutMs: number): Promise<stri
 export async function chartPixels(page: Page, name: 'Loss' | 'Accuracy'): Promise<string> {
   return page.getByRole('figure').filter({ hasText: name }).locator('canvas').evaluate((canvas) => (canvas as unknown as { toDataURL(): string }).toDataURL());
 }
+
+/** The progress card's figures ("Learning rate" → "0.0005", "Samples/s" → "12,345", …). */
+export async function readRunFigures(page: Page): Promise<Record<string, string>> {
+  const card = page.locator('section').filter({ has: progressBar(page) });
+  const [terms, values] = await Promise.all([card.getByRole('term').allTextContents(), card.getByRole('definition').allTextContents()]);
+  return Object.fromEntries(terms.map((term, index) => [term.trim(), (values[index] ?? '').trim()]));
+}
+
+/** Waits for the state line to read `state` ("Paused", "Training", "Finished: cancelled", …). */
+export async function waitState(page: Page, state: string, timeoutMs = 15_000): Promise<Progress> {
+  return eventually(async () => {
+    const progress = await readProgress(page);
+    assert.equal(progress.state, state);
+    return progress;
+  }, timeoutMs);
+}
