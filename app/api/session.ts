@@ -67,6 +67,8 @@ interface RunRecord {
   checkpointPath: string;
   /** The dataset's display name, for the model's name. */
   datasetName: string;
+  /** How the run history names the run's data; a continued run reuses it. */
+  history?: RunContext;
 }
 
 interface ModelRecord {
@@ -310,8 +312,9 @@ export function createApi(options: ApiOptions = {}): Api {
       device: payload.device,
       checkpointPath,
     };
-    // A continued run is not recorded in the run history: its record would need the first run's data request.
-    launchRun(runId, info.datasetId, previous.datasetName, checkpointPath, request, { continuedFrom: payload.runId });
+    // The run history records it like the first run (the same data, named the same way), from now.
+    const history = previous.history && { ...previous.history, startedAt: new Date() };
+    launchRun(runId, info.datasetId, previous.datasetName, checkpointPath, request, { continuedFrom: payload.runId, history });
     return { runId };
   }
 
@@ -351,7 +354,7 @@ export function createApi(options: ApiOptions = {}): Api {
     const record = async (outcome: TrainOutcome): Promise<Pick<TrainingDone, 'savedRunId' | 'savedRunError'>> => {
       if (!recordsRuns || !history) return {};
       try {
-        return { savedRunId: (await recordRun(outcome, history, runStore)).id };
+        return { savedRunId: (await recordRun(outcome, { ...history, request: outcome.request }, runStore)).id };
       } catch (error) {
         return { savedRunError: `the run was not recorded in the run history: ${errorValue(error).message}` };
       }
@@ -385,7 +388,7 @@ export function createApi(options: ApiOptions = {}): Api {
       finish({ runId, status: 'failed', message: errorValue(error).message, history: [], plan: info.plan });
     };
     const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed).catch(failed);
-    runs.set(runId, { info, control, finished, checkpointPath, datasetName });
+    runs.set(runId, { info, control, finished, checkpointPath, datasetName, ...(history ? { history } : {}) });
   }
 
   function setLearningRate(runId: string, lr: number): RunInfo {

@@ -94,6 +94,8 @@ export interface TrainOutcome {
   /** The test examples as read (before normalisation) with the model's outputs, for browsing them. */
   testPredictions?: { data: Dataset; predictions: Int32Array; probabilities: Float32Array };
   plan: TrainPlan;
+  /** The request that ran: for a resumed run, the one rebuilt from its checkpoint (the run history records it). */
+  request: TrainRequest;
 }
 
 /**
@@ -481,5 +483,6 @@ async function runTraining(
     test,
     testPredictions,
     plan,
+    request,
   };
 }

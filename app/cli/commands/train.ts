@@ -146,8 +146,8 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
   }
 
   await services.models.save(options.out, outcome.model);
-  // A continued run (--resume) is not recorded: its record would need the original run's data request.
-  const runId = options.history && newRun ? await recordInHistory(outcome, { startedAt, request: newRun }, options) : undefined;
+  // A continued run (--resume) is recorded with the request rebuilt from its checkpoint.
+  const runId = options.history ? await recordInHistory(outcome, { startedAt, request: outcome.request }, options) : undefined;
   report(outcome, options, runId);
   if (outcome.status === 'diverged') process.exitCode = 3;
   else if (outcome.status === 'cancelled') process.exitCode = 130;

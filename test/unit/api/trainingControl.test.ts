@@ -113,6 +113,11 @@ describe('training control', () => {
     assert.equal(continued.plan?.resumedFrom?.epoch, stopped.checkpointEpoch);
     const info = resultOf(await api.dispatch('training:status', { runId: next })) as RunInfo;
     assert.equal(info.continuedFrom, runId);
+    // The continued run is in the run history too, with all its epochs.
+    assert.ok(continued.savedRunId, continued.savedRunError);
+    const saved = resultOf(await api.dispatch('runs:get', { runId: continued.savedRunId })) as { status: string; history: unknown[] };
+    assert.equal(saved.status, 'completed');
+    assert.equal(saved.history.length, 4);
 
     const { runId: whole } = resultOf(await api.dispatch('training:start', settings)) as { runId: string };
     const uninterrupted = await watch(whole);
