@@ -4,10 +4,10 @@
 // in __metadata__, a JSON training-state block "nnstudio_checkpoint": epoch, step, seed, learning rate,
 // the exact history and the run's description (data, split, options) that the training service needs
 // to rebuild the same run. Loading validates everything and names the file; saving is atomic.
-import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
-import { describeFsError, FileWriteError, writeFileAtomic } from '../files/atomic';
-import { decodeModelFile, encodeModel, ModelFileError, type DecodeOptions, type ExtraTensor, type Model } from './modelFile';
+import {
+  decodeModelFile, encodeModel, ModelFileError, readModelFileBytes, writeEncodedFile, type DecodeOptions, type ExtraTensor, type Model,
+} from './modelFile';
 import { parameterTable } from './shapes';
 import { parseModelSpec } from './spec';
 
@@ -190,31 +190,12 @@ export function decodeCheckpoint<Preprocessing = unknown>(
 
 /** Writes atomically (temporary file + rename); errors name the path. */
 export async function saveCheckpoint(filePath: string, checkpoint: Checkpoint): Promise<void> {
-  let bytes: Buffer;
-  try {
-    bytes = encodeCheckpoint(checkpoint);
-  } catch (error) {
-    throw new ModelFileError(filePath, `cannot save checkpoint to ${filePath}: ${(error as Error).message}`);
-  }
-  try {
-    await writeFileAtomic(filePath, bytes);
-  } catch (error) {
-    const reason = error instanceof FileWriteError ? error.reason : (error as Error).message;
-    throw new ModelFileError(filePath, `cannot save checkpoint to ${filePath}: ${reason}`);
-  }
+  await writeEncodedFile(filePath, 'checkpoint', () => encodeCheckpoint(checkpoint));
 }
 
 export async function loadCheckpoint<Preprocessing = unknown>(
   filePath: string,
   options: DecodeOptions<Preprocessing> = {},
 ): Promise<Checkpoint<Preprocessing>> {
-  let bytes: Buffer;
-  try {
-    bytes = await fsp.readFile(filePath);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : describeFsError(error, filePath);
-    throw new ModelFileError(filePath, `${filePath}: cannot read: ${reason}`);
-  }
-  return decodeCheckpoint(bytes, filePath, options);
+  return decodeCheckpoint(await readModelFileBytes(filePath), filePath, options);
 }

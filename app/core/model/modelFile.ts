@@ -418,23 +418,39 @@ export function decodeModelFile<Preprocessing = unknown>(
 
 
 /**
- * Writes the model atomically: a temporary file beside the target (path + ".tmp-<pid>-<random>"),
- * fsync, then rename over the target. On any failure the temporary file is removed, the previous file
- * is left untouched and the error names the path.
+ * Encodes and writes atomically: a temporary file beside the target (path + ".tmp-<pid>-<random>"), fsync,
+ * then rename over the target. On any failure the temporary file is removed, the previous file is left
+ * untouched and the error (a ModelFileError) names the path. `what` names the file in messages.
  */
-export async function saveModel(filePath: string, model: Model): Promise<void> {
+export async function writeEncodedFile(filePath: string, what: string, encode: () => Buffer): Promise<void> {
   let bytes: Buffer;
   try {
-    bytes = encodeModel(model);
+    bytes = encode();
   } catch (error) {
-    throw new ModelFileError(filePath, `cannot save model to ${filePath}: ${(error as Error).message}`);
+    throw new ModelFileError(filePath, `cannot save ${what} to ${filePath}: ${(error as Error).message}`);
   }
   try {
     await writeFileAtomic(filePath, bytes);
   } catch (error) {
     const reason = error instanceof FileWriteError ? error.reason : (error as Error).message;
-    throw new ModelFileError(filePath, `cannot save model to ${filePath}: ${reason}`);
+    throw new ModelFileError(filePath, `cannot save ${what} to ${filePath}: ${reason}`);
   }
+}
+
+/** A model or checkpoint file's bytes; a read failure is a ModelFileError naming the path. */
+export async function readModelFileBytes(filePath: string): Promise<Buffer> {
+  try {
+    return await fsp.readFile(filePath);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : describeFsError(error, filePath);
+    throw new ModelFileError(filePath, `${filePath}: cannot read: ${reason}`);
+  }
+}
+
+/** Writes the model atomically (writeEncodedFile). */
+export async function saveModel(filePath: string, model: Model): Promise<void> {
+  await writeEncodedFile(filePath, 'model', () => encodeModel(model));
 }
 
 /** Reads and validates a model file; errors are ModelFileError naming `filePath`. */
@@ -442,13 +458,5 @@ export async function loadModel<Preprocessing = unknown>(
   filePath: string,
   options: DecodeOptions<Preprocessing> = {},
 ): Promise<Model<Preprocessing>> {
-  let bytes: Buffer;
-  try {
-    bytes = await fsp.readFile(filePath);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : describeFsError(error, filePath);
-    throw new ModelFileError(filePath, `${filePath}: cannot read: ${reason}`);
-  }
-  return decodeModel(bytes, filePath, options);
+  return decodeModel(await readModelFileBytes(filePath), filePath, options);
 }
