@@ -34,7 +34,8 @@ const uploadFileName = z
   .refine((name) => !/[\\/\0]/.test(name) && name !== '.' && name !== '..', 'must be a file name without folders');
 const base64 = z
   .string()
-  .max(maxUploadBase64Chars)
+  // abort: a string over the limit is not also scanned by the regex below.
+  .max(maxUploadBase64Chars, { message: `too large: an upload may be at most ${maxUploadBase64Chars / 1024 / 1024} MiB of base64 (a file of ${(maxUploadBase64Chars * 3) / 4 / 1024 / 1024} MiB)`, abort: true })
   .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
 const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileName, base64 });

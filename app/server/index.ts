@@ -1,8 +1,20 @@
 // `serve`: the UI in a browser. One HTTP server gives the built renderer's static files and one WebSocket
 // (/api) carries the UI API: { id, channel, payload } in, { id, result } / { id, error } and pushed events
-// out. Every request needs the session's token: `?token=` once (the server then sets an HttpOnly cookie
-// for the page's own requests), the cookie, or `Authorization: Bearer <token>`.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+// out.
+//
+// Who may talk to it (guards.ts holds the checks):
+// - Every HTTP request and every WebSocket handshake must name us in its Host header (a loopback name or
+//   the bound address, with our port, or an `allowHosts` entry: else 421), must not come from another
+//   origin (an `Origin` header, when there is one, must be this server: else 403), and must carry the
+//   session's token: `?token=` once (the server then sets an HttpOnly, SameSite=Strict cookie for the
+//   page's own requests), the cookie, or `Authorization: Bearer <token>` (else 401).
+// - A WebSocket message carries no token of its own: the socket is authenticated once, at the handshake,
+//   and a message is only ever read from a socket that passed it (ws never hands us unauthenticated
+//   sockets: the upgrade is refused before `handleUpgrade`). A browser cannot take over an open socket.
+// - Limits: a message is at most `maxMessageBytes` (ws closes the socket with 1009 beyond it, before
+//   buffering more), at most `maxInFlightPerSocket` requests wait for a reply per socket, and no HTTP
+//   request may have a body (413): the static files are GET/HEAD only.
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +24,7 @@ import { z } from 'zod';
 import { createApi, type Api } from '../api/session';
 import type { ServerMessage } from '../api/types';
 import { contentTypeFor } from '../core/files/contentTypes';
+import { allowedHosts, authenticate, digest, hostAllowed, originAllowed, type AllowedHosts } from './guards';
 
 export interface ServerOptions {
   /** Default 127.0.0.1: only this machine can connect. */
@@ -24,6 +37,13 @@ export interface ServerOptions {
   staticDir?: string;
   /** Default: a new session (closed with the server). */
   api?: Api;
+  /**
+   * More Host header values to answer besides loopback names and the bound address: "name" (with our
+   * port) or "name:port" (e.g. a tunnel on another local port, "localhost:9000").
+   */
+  allowHosts?: string[];
+  /** Default `maxMessageBytes`: the largest WebSocket message accepted. */
+  maxMessageBytes?: number;
 }
 
 export interface RunningServer {
@@ -36,13 +56,18 @@ export interface RunningServer {
   token: string;
   host: string;
   port: number;
+  /** The cookie the server sets for the page's own requests: `nnstudio_token_<port>`. */
+  cookieName: string;
   close(): Promise<void>;
 }
 
 export const apiPath = '/api';
-export const tokenCookie = 'nnstudio_token';
+/** Cookies are per host, not per port: the port in the name keeps two servers on one machine apart. */
+export const tokenCookieName = (port: number): string => `nnstudio_token_${port}`;
 /** One message may carry an upload (base64); the API limits uploads to 256 MiB of base64. */
-const maxMessageBytes = 260 * 1024 * 1024;
+export const maxMessageBytes = 260 * 1024 * 1024;
+/** Requests on one socket waiting for their reply; the renderer has a few at a time. */
+export const maxInFlightPerSocket = 32;
 
 /** No inline script or style, nothing from elsewhere; images may be data: or blob: URLs (the digit canvas). */
 export const contentSecurityPolicy = [
@@ -58,59 +83,23 @@ export const contentSecurityPolicy = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const securityHeaders: Record<string, string> = {
+export const securityHeaders: Readonly<Record<string, string>> = Object.freeze({
   'Content-Security-Policy': contentSecurityPolicy,
   'X-Content-Type-Options': 'nosniff',
+  // Old browsers that ignore frame-ancestors.
+  'X-Frame-Options': 'DENY',
   // The token is in the first URL: never send it on.
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
   'Cache-Control': 'no-store',
-};
+});
 
 const clientMessageSchema = z.strictObject({
   id: z.union([z.string().max(100), z.number().int()]),
   channel: z.string().max(100),
   payload: z.unknown().optional(),
 });
-
-// ---- the token ----
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
-/** Constant-time: compares digests, so neither length nor content leaks through timing. */
-function tokenMatches(given: string | undefined, expected: Buffer): boolean {
-  return given !== undefined && timingSafeEqual(digest(given), expected);
-}
-
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return decodeURIComponent(part.slice(at + 1).trim());
-  }
-  return undefined;
-}
-
-/** Which way the request carried a valid token, if any. */
-function authenticate(request: http.IncomingMessage, url: URL, expected: Buffer): 'query' | 'cookie' | 'header' | undefined {
-  if (tokenMatches(url.searchParams.get('token') ?? undefined, expected)) return 'query';
-  if (tokenMatches(cookieValue(request.headers.cookie, tokenCookie), expected)) return 'cookie';
-  const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-  if (tokenMatches(bearer, expected)) return 'header';
-  return undefined;
-}
-
-/** A browser page from another site may open a WebSocket here; only our own origin may. */
-function sameOrigin(request: http.IncomingMessage): boolean {
-  const origin = request.headers.origin;
-  if (origin === undefined) return true; // not a browser (CLI clients, tests)
-  try {
-    return new URL(origin).host === request.headers.host;
-  } catch {
-    return false;
-  }
-}
 
 // ---- static files ----
 
@@ -141,6 +130,48 @@ function sendText(response: http.ServerResponse, status: number, text: string, h
   response.end(text);
 }
 
+// ---- who may ask ----
+
+interface Refusal {
+  status: number;
+  reason: string;
+  text: string;
+}
+
+const statusReasons: Record<number, string> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Content Too Large',
+  421: 'Misdirected Request',
+  426: 'Upgrade Required',
+};
+
+function refusal(status: number, text: string): Refusal {
+  return { status, reason: statusReasons[status] ?? 'Error', text };
+}
+
+/** A body on a request to a GET/HEAD-only server: refused unread. */
+function hasBody(request: http.IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Host, Origin, body and token, in that order: the first check a request fails, or undefined. */
+function checkRequest(request: http.IncomingMessage, url: URL, gate: { allowed: AllowedHosts; port: number; expected: Buffer; cookieName: string }): Refusal | undefined {
+  if (!hostAllowed(request.headers.host, gate.allowed, gate.port)) {
+    const names = [...gate.allowed.names].map((name) => `${name}:${gate.port}`).concat([...gate.allowed.withPort]);
+    return refusal(421, `misdirected request: this server answers to ${names.join(', ')} only (serve --allow-host adds a name)\n`);
+  }
+  if (!originAllowed(request.headers.origin, request.headers.host)) return refusal(403, 'forbidden: a page of another origin may not use this server\n');
+  if (hasBody(request)) return refusal(413, 'request bodies are not accepted: the UI API goes over the WebSocket\n');
+  if (!authenticate(request, url, gate.expected, gate.cookieName)) {
+    return refusal(401, 'unauthorized: open the URL that `nnstudio serve` printed (it carries the token)\n');
+  }
+  return undefined;
+}
+
 // ---- the server ----
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -149,16 +180,21 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   if (token.length < 16) throw new Error('the server token must have at least 16 characters');
   const expected = digest(token);
   const staticRoot = options.staticDir ? await fs.promises.realpath(path.resolve(options.staticDir)) : undefined;
+  const allowed = allowedHosts(host, options.allowHosts);
   const api = options.api ?? createApi();
   const ownsApi = options.api === undefined;
+  // Known once listening (port 0 picks one); no request is handled before.
+  const gate = { allowed, port: 0, expected, cookieName: '' };
 
   async function serveStatic(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
-    const how = authenticate(request, url, expected);
-    if (!how) return sendText(response, 401, 'unauthorized: open the URL that `nnstudio serve` printed (it carries the token)\n');
+    const refused = checkRequest(request, url, gate);
+    // Connection: close, so that an unread body is not read through to the next request.
+    if (refused) return sendText(response, refused.status, refused.text, { Connection: 'close' });
     if (request.method !== 'GET' && request.method !== 'HEAD') return sendText(response, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     const cookie: Record<string, string> =
-      how === 'query' ? { 'Set-Cookie': `${tokenCookie}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` } : {};
+      url.searchParams.has('token') ? { 'Set-Cookie': `${gate.cookieName}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` } : {};
+    if (url.pathname === apiPath) return sendText(response, 426, 'the UI API is a WebSocket\n', { ...cookie, Upgrade: 'websocket' });
     const file = staticRoot && (await resolveStatic(staticRoot, url.pathname));
     if (!file) return sendText(response, 404, 'not found\n', cookie);
     const type = contentTypeFor(file);
@@ -175,16 +211,17 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     });
   });
 
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes });
+  // perMessageDeflate off (ws's server default, said aloud): no compressed message to inflate past the limit.
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes ?? maxMessageBytes, perMessageDeflate: false });
   server.on('upgrade', (request, socket, head) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
-    const refuse = (status: string) => {
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    const refuse = ({ status, reason, text }: Refusal) => {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
       socket.destroy();
     };
-    if (url.pathname !== apiPath) return refuse('404 Not Found');
-    if (!authenticate(request, url, expected)) return refuse('401 Unauthorized');
-    if (!sameOrigin(request)) return refuse('403 Forbidden');
+    const refused = checkRequest(request, url, gate);
+    if (refused) return refuse(refused);
+    if (url.pathname !== apiPath) return refuse(refusal(404, 'not found\n'));
     sockets.handleUpgrade(request, socket, head, (client) => sockets.emit('connection', client, request));
   });
 
@@ -193,6 +230,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       if (client.readyState === client.OPEN) client.send(JSON.stringify(message));
     };
     const unsubscribe = api.subscribe(send);
+    let inFlight = 0;
     client.on('close', unsubscribe);
     client.on('error', () => client.terminate());
     client.on('message', (data, isBinary) => {
@@ -212,7 +250,17 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         return send({ id, error: { message: `invalid message: ${field || 'message'}: ${issue.message}`, field: field || undefined } });
       }
       const { id, channel, payload } = parsed.data;
-      void api.dispatch(channel, payload).then((response) => send({ id, ...response } as ServerMessage));
+      if (inFlight >= maxInFlightPerSocket) {
+        return send({ id, error: { message: `too many requests at once: at most ${maxInFlightPerSocket} may wait for a reply on one connection` } });
+      }
+      inFlight += 1;
+      void api
+        .dispatch(channel, payload)
+        .catch((error: unknown) => ({ error: { message: error instanceof Error ? error.message : String(error) } }))
+        .then((response) => {
+          inFlight -= 1;
+          send({ id, ...response } as ServerMessage);
+        });
     });
   });
 
@@ -224,6 +272,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     });
   });
   const address = server.address() as AddressInfo;
+  gate.port = address.port;
+  gate.cookieName = tokenCookieName(address.port);
   const urlHost = address.address.includes(':') ? `[${address.address}]` : address.address;
   const url = `http://${urlHost}:${address.port}/`;
 
@@ -244,6 +294,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     token,
     host: address.address,
     port: address.port,
+    cookieName: gate.cookieName,
     close,
   };
 }

@@ -1,31 +1,50 @@
 // `nnstudio serve`: the desktop app's UI in a browser. Serves the built renderer (dist/renderer) and the UI
-// API over one WebSocket, behind a token printed in the URL; runs until Ctrl-C.
+// API over one WebSocket, behind a token printed in the URL; runs until Ctrl-C. It binds to 127.0.0.1
+// unless --host names another address, and then says aloud what that exposes.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { startServer, type RunningServer } from '../../server';
+import { isLoopback, isWildcard } from '../../server/guards';
 import { nonNegativeInteger } from '../options';
 
 /** dist/renderer, next to dist/app where this file runs from. */
 export const rendererDir = path.resolve(__dirname, '..', '..', '..', 'renderer');
 
+export const defaultHost = '127.0.0.1';
+
 interface ServeOptions {
   port: number;
   host: string;
+  allowHost: string[];
 }
 
 /** Starts the server on the built renderer; throws one line when it is not built. */
-export async function startServe(options: { port?: number; host?: string; staticDir?: string } = {}): Promise<RunningServer> {
+export async function startServe(options: { port?: number; host?: string; allowHosts?: string[]; staticDir?: string } = {}): Promise<RunningServer> {
   const staticDir = options.staticDir ?? rendererDir;
   if (!fs.existsSync(path.join(staticDir, 'index.html'))) {
     throw new Error(`the UI is not built (${path.relative(process.cwd(), staticDir) || staticDir} has no index.html): run npm install (or npm run build:renderer)`);
   }
   try {
-    return await startServer({ host: options.host ?? '127.0.0.1', port: options.port ?? 0, staticDir });
+    return await startServer({ host: options.host ?? defaultHost, port: options.port ?? 0, allowHosts: options.allowHosts, staticDir });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new Error(`port ${options.port} is in use: choose another with --port (0: any free port)`);
     throw error;
   }
+}
+
+/** What a bind beyond loopback exposes and how to avoid it, or undefined for a loopback bind. */
+export function exposureWarning(boundAddress: string, port: number): string | undefined {
+  if (isLoopback(boundAddress)) return undefined;
+  const where = isWildcard(boundAddress) ? `every network interface (${boundAddress})` : boundAddress;
+  return [
+    `warning: listening on ${where}, not only on this machine.`,
+    '  Anyone who can reach this port and has the URL (it carries the token) can use NN Studio as you: train,',
+    '  and read and write any file this user can (datasets and models are opened and saved by path).',
+    '  The connection is plain HTTP: the token and your data cross the network unencrypted.',
+    `  Prefer the default (127.0.0.1) with an SSH tunnel (ssh -L ${port}:127.0.0.1:${port} <this host>), or allow`,
+    '  only trusted machines to this port with a firewall.',
+  ].join('\n');
 }
 
 function port(value: string): number {
@@ -34,27 +53,48 @@ function port(value: string): number {
   return number;
 }
 
-export function serveCommand(): Command {
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** What tests replace: the folder served, where the lines go, and a stop other than Ctrl-C. */
+export interface ServeIo {
+  staticDir?: string;
+  out?: (text: string) => void;
+  err?: (text: string) => void;
+  stop?: AbortSignal;
+}
+
+export function serveCommand(io: ServeIo = {}): Command {
+  const out = io.out ?? ((text: string) => void process.stdout.write(text));
+  const err = io.err ?? ((text: string) => void process.stderr.write(text));
   return new Command('serve')
     .description('open the NN Studio UI in a browser (binds to this machine only unless --host says otherwise)')
     .option('--port <n>', 'port to listen on (0: any free port)', port, 7860)
-    .option('--host <address>', 'address to bind', '127.0.0.1')
+    .option('--host <address>', 'address to bind; anything but loopback exposes the app to the network (a warning says what)', defaultHost)
+    .option(
+      '--allow-host <host[:port]>',
+      'also answer requests addressed to this name (repeatable; with a port: e.g. localhost:9000 for a tunnel on another local port)',
+      collect,
+      [],
+    )
     .action(async (options: ServeOptions) => {
-      const server = await startServe(options);
-      process.stdout.write(`NN Studio is running: open ${server.browserUrl}\n`);
-      if (server.host !== '127.0.0.1' && server.host !== '::1') {
-        process.stdout.write('warning: listening beyond this machine; anyone with the URL (it carries the token) can use it\n');
-      }
-      process.stdout.write('press Ctrl-C to stop\n');
+      const server = await startServe({ port: options.port, host: options.host, allowHosts: options.allowHost, staticDir: io.staticDir });
+      out(`NN Studio is running: open ${server.browserUrl}\n`);
+      const warning = exposureWarning(server.host, server.port);
+      if (warning) err(`${warning}\n`);
+      out('press Ctrl-C to stop\n');
       await new Promise<void>((resolve) => {
         const stop = () => {
           process.off('SIGINT', stop);
           process.off('SIGTERM', stop);
-          process.stdout.write('stopping…\n');
+          io.stop?.removeEventListener('abort', stop);
+          out('stopping…\n');
           server.close().then(resolve, resolve);
         };
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);
+        io.stop?.addEventListener('abort', stop);
       });
     });
 }

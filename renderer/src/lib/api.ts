@@ -101,10 +101,16 @@ export function createWebSocketClient(token = takeTokenFromUrl()): StudioClient 
       pending.delete(parsed.id);
       call.resolve(parsed.error ? { error: parsed.error } : { result: parsed.result });
     };
-    ws.onclose = () => {
+    ws.onclose = (closed) => {
       if (socket !== ws) return;
       setState('closed');
-      fail({ message: 'the connection to NN Studio was lost; reconnecting…' });
+      // 1009: the server's message limit (app/server maxMessageBytes) closed the socket before reading on.
+      fail({
+        message:
+          closed.code === 1009
+            ? 'the request was too large for NN Studio\'s server (at most 260 MiB per message: a file of about 190 MiB); reconnecting…'
+            : 'the connection to NN Studio was lost; reconnecting…',
+      });
       setTimeout(connect, retryMs);
       retryMs = Math.min(retryMs * 2, 8000);
     };

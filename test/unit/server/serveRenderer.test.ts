@@ -30,7 +30,7 @@ describe('serve with the built renderer', { skip: built ? false : 'dist/renderer
     assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
     assert.equal(page.headers.get('content-security-policy'), contentSecurityPolicy);
     const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0];
-    assert.match(cookie, /^nnstudio_token=/);
+    assert.match(cookie, new RegExp(`^nnstudio_token_${server.port}=`));
     const html = await page.text();
     assert.match(html, /<title>NN Studio<\/title>/);
     assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/, 'no inline script (the CSP forbids it)');

@@ -125,7 +125,7 @@ describe('serve', () => {
     assert.equal(missing.status, 401);
     const wrong = await get(server, `/?token=${'x'.repeat(43)}`);
     assert.equal(wrong.status, 401);
-    const wrongCookie = await get(server, '/assets/app.js', { Cookie: 'nnstudio_token=nope' });
+    const wrongCookie = await get(server, '/assets/app.js', { Cookie: `${server.cookieName}=nope` });
     assert.equal(wrongCookie.status, 401);
   });
 
@@ -140,7 +140,7 @@ describe('serve', () => {
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
     assert.equal(page.headers['referrer-policy'], 'no-referrer');
     const cookie = (page.headers['set-cookie'] ?? [])[0] ?? '';
-    assert.match(cookie, /^nnstudio_token=.+; HttpOnly; SameSite=Strict/);
+    assert.match(cookie, new RegExp(`^${server.cookieName}=.+; HttpOnly; SameSite=Strict`));
 
     const script = await get(server, '/assets/app.js', { Cookie: cookie.split(';')[0] });
     assert.equal(script.status, 200);
