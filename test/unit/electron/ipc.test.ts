@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { z } from 'zod';
 import { createApi, type ApiEvent, type ApiResponse, type ChosenFile, type DatasetInfo } from '../../../app/api';
-import { createIpcRouter, ipcChannels, registerIpc, type DialogBackend } from '../../../app/electron/ipc';
+import { channels, payloadSchemas } from '../../../app/api/schemas';
+import { createIpcRouter, dialogSchemas, ipcChannels, registerIpc, type DialogBackend } from '../../../app/electron/ipc';
 import { irisCsv, resultOf } from '../api/helpers';
 
 const page = { url: 'app://nnstudio/index.html', isMainFrame: true };
@@ -93,6 +95,45 @@ describe('validation', () => {
     } finally {
       await api.close();
     }
+  });
+});
+
+describe('every channel the window can name is validated', () => {
+  const allChannels = [...channels, ...Object.keys(dialogSchemas)];
+
+  test('a payload of the wrong type, or an object with an unknown key, is an error value on every channel; no dialog opens', async () => {
+    const api = createApi();
+    const { asked, dialogs } = fakeDialogs([]);
+    try {
+      const router = createIpcRouter(api, dialogs);
+      assert.ok(allChannels.length >= 25, `${allChannels.length} channels`);
+      for (const channel of allChannels) {
+        const wrongType = await router.handle(page, channel, 42);
+        assert.ok(wrongType.error, `${channel} took 42`);
+        assert.match(wrongType.error.message, new RegExp(`^${channel}: `), `${channel}: ${wrongType.error.message}`);
+        const unknownKey = await router.handle(page, channel, { smuggled: '/etc/passwd' });
+        assert.ok(unknownKey.error, `${channel} took an unknown key`);
+      }
+      assert.equal(asked.length, 0);
+    } finally {
+      await api.close();
+    }
+  });
+
+  test('every payload field that names a file on disk is one the router checks against the dialogs', () => {
+    // Walks each channel's schema (as JSON Schema) for fields called *path: a new one must be added to
+    // payloadPaths in ipc.ts (and this list), or a page could name any file.
+    const found: string[] = [];
+    const walk = (schema: Record<string, unknown>, prefix: string, channel: string): void => {
+      for (const [key, value] of Object.entries((schema.properties ?? {}) as Record<string, Record<string, unknown>>)) {
+        if (/path$/i.test(key)) found.push(`${channel} ${prefix}${key}`);
+        walk(value, `${prefix}${key}.`, channel);
+      }
+      for (const branch of [...((schema.anyOf ?? []) as Record<string, unknown>[]), ...((schema.oneOf ?? []) as Record<string, unknown>[])]) walk(branch, prefix, channel);
+      if (schema.items && typeof schema.items === 'object') walk(schema.items as Record<string, unknown>, `${prefix}[].`, channel);
+    };
+    for (const channel of channels) walk(z.toJSONSchema(payloadSchemas[channel], { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>, '', channel);
+    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:save path']);
   });
 });
 

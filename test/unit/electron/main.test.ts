@@ -45,6 +45,7 @@ const seen = {
   protocolHandlers: new Map<string, (request: { url: string }) => Promise<Response>>(),
   appEvents: new Map<string, Listener>(),
   ipcHandlers: new Map<string, Listener>(),
+  otherIpc: [] as string[],
   permissionRequest: undefined as Listener | undefined,
   permissionCheck: undefined as Listener | undefined,
   beforeRequest: undefined as { filter: { urls: string[] }; listener: Listener } | undefined,
@@ -68,6 +69,11 @@ const fakeElectron = {
   ipcMain: {
     handle: (channel: string, listener: Listener) => seen.ipcHandlers.set(channel, listener),
     removeHandler: (channel: string) => seen.ipcHandlers.delete(channel),
+    // Any other way in (fire-and-forget messages, one-shot handlers) is recorded: there must be none.
+    on: (channel: string) => seen.otherIpc.push(`on ${channel}`),
+    once: (channel: string) => seen.otherIpc.push(`once ${channel}`),
+    handleOnce: (channel: string) => seen.otherIpc.push(`handleOnce ${channel}`),
+    addListener: (channel: string) => seen.otherIpc.push(`addListener ${channel}`),
   },
   protocol: {
     registerSchemesAsPrivileged: (schemes: typeof seen.privileged) => {
@@ -134,12 +140,15 @@ describe('the main process', () => {
     const events = new Map<string, Listener>();
     let openHandler: Listener | undefined;
     created({}, { on: (name: string, listener: Listener) => events.set(name, listener), setWindowOpenHandler: (listener: Listener) => (openHandler = listener) });
-    for (const name of ['will-navigate', 'will-redirect', 'will-attach-webview']) {
-      let prevented = false;
-      events.get(name)?.({ preventDefault: () => (prevented = true) }, 'https://example.com/');
-      assert.ok(prevented, name);
+    // Even our own origin and file: URLs: the app is one page, so no navigation is ever wanted.
+    for (const url of ['https://example.com/', 'app://nnstudio/index.html', 'file:///etc/passwd', 'javascript:alert(1)']) {
+      for (const name of ['will-navigate', 'will-redirect', 'will-attach-webview']) {
+        let prevented = false;
+        events.get(name)?.({ preventDefault: () => (prevented = true) }, url);
+        assert.ok(prevented, `${name} ${url}`);
+      }
+      assert.deepEqual(openHandler?.({ url }), { action: 'deny' }, url);
     }
-    assert.deepEqual(openHandler?.({ url: 'https://example.com/' }), { action: 'deny' });
   });
 
   test('no permissions and no request to the network', () => {
@@ -155,6 +164,7 @@ describe('the main process', () => {
 
   test('handles the API on the one invoke channel, for our page only', async () => {
     assert.deepEqual([...seen.ipcHandlers.keys()], [ipcChannels.invoke]);
+    assert.deepEqual(seen.otherIpc, [], 'no ipcMain.on/once/handleOnce: every message goes through the validating router');
     const handler = seen.ipcHandlers.get(ipcChannels.invoke);
     const fromPage = await handler?.({ senderFrame: { url: appEntryUrl, parent: null } }, 'models:presets', {});
     assert.ok(Array.isArray(fromPage.result) && fromPage.result.length > 0, JSON.stringify(fromPage));

@@ -21,21 +21,28 @@ interface Loaded {
 
 function loadPreload(): Loaded {
   const loaded: Loaded = { exposed: [], invoked: [], listeners: new Map(), answer: { next: async () => ({ result: 'ok' }) }, required: [] };
+  // Like Electron's, on and removeListener return ipcRenderer itself (EventEmitter chaining): a preload
+  // function that passed their result on would hand the page the IPC object.
+  const ipcRenderer = {
+    invoke: (...args: unknown[]) => {
+      loaded.invoked.push(args);
+      return loaded.answer.next();
+    },
+    on: (channel: string, listener: (...args: unknown[]) => void) => {
+      if (!loaded.listeners.has(channel)) loaded.listeners.set(channel, new Set());
+      loaded.listeners.get(channel)?.add(listener);
+      return ipcRenderer;
+    },
+    removeListener: (channel: string, listener: (...args: unknown[]) => void) => {
+      loaded.listeners.get(channel)?.delete(listener);
+      return ipcRenderer;
+    },
+  };
   const fakeElectron = {
     contextBridge: {
       exposeInMainWorld: (key: string, api: NnStudioDesktopApi) => loaded.exposed.push({ key, api }),
     },
-    ipcRenderer: {
-      invoke: (...args: unknown[]) => {
-        loaded.invoked.push(args);
-        return loaded.answer.next();
-      },
-      on: (channel: string, listener: (...args: unknown[]) => void) => {
-        if (!loaded.listeners.has(channel)) loaded.listeners.set(channel, new Set());
-        loaded.listeners.get(channel)?.add(listener);
-      },
-      removeListener: (channel: string, listener: (...args: unknown[]) => void) => loaded.listeners.get(channel)?.delete(listener),
-    },
+    ipcRenderer,
   };
   // Like Electron's preloadRequire: anything but the allowed modules is "module not found".
   const sandboxRequire = (name: string): unknown => {
@@ -106,5 +113,44 @@ describe('the preload', () => {
     assert.deepEqual(received, [[event]]);
     unsubscribe();
     assert.equal(listeners?.size, 0);
+  });
+  test('the source touches nothing of Node: no process, Buffer, global or eval', () => {
+    const source = fs.readFileSync(preloadFile, 'utf8');
+    // Code only: the comments' and the error message's words ("main process") are no use of `process`.
+    const code = source
+      .replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '')
+      .replace(/`[^`]*`/g, '""')
+      .replace(/'[^'\n]*'|"[^"\n]*"/g, '""');
+    assert.doesNotMatch(code, /\bprocess\b|\bBuffer\b|\bglobal(This)?\b|\beval\b|\bFunction\(/);
+    assert.match(source, /exposeInMainWorld\('nnstudio'/);
+  });
+
+  test('the functions hand back plain data only: invoke\'s answer, events\' payloads, nothing from IPC', async () => {
+    const loaded = loadPreload();
+    const { api } = loaded.exposed[0];
+    // Called detached, as the page gets them through contextBridge: no reliance on `this`.
+    const { invoke, onEvent } = api;
+    const { openFile } = api.dialogs;
+    assert.deepEqual(await invoke('devices:list', undefined as never), { result: 'ok' });
+    assert.deepEqual(await openFile({ purpose: 'model' }), { result: 'ok' });
+    // Only (channel, payload) cross: extra arguments from the page are dropped.
+    await (invoke as (...args: unknown[]) => Promise<unknown>)('devices:list', {}, 'extra', { sender: 'x' });
+    assert.deepEqual(loaded.invoked.at(-1), [ipcChannels.invoke, 'devices:list', {}]);
+
+    // A failure is a plain { error: { message } }, not an Error (no stack, no prototype of the preload's).
+    loaded.answer.next = () => Promise.reject(new Error('boom'));
+    const failed = (await invoke('devices:list', {} as never)) as unknown as { error: Record<string, unknown> };
+    assert.deepEqual(Object.keys(failed), ['error']);
+    assert.deepEqual(Object.keys(failed.error), ['message']);
+    assert.equal(Object.getPrototypeOf(failed.error), Object.prototype);
+    assert.equal(typeof failed.error.message, 'string');
+
+    // onEvent gives back an unsubscriber returning nothing (removeListener's result is ipcRenderer).
+    const received: unknown[][] = [];
+    const unsubscribe = onEvent((...args: unknown[]) => received.push(args));
+    assert.equal(typeof unsubscribe, 'function');
+    for (const listener of loaded.listeners.get(ipcChannels.event) ?? []) listener({ sender: {}, ports: [] }, { event: 'x', payload: 1 }, 'extra');
+    assert.deepEqual(received, [[{ event: 'x', payload: 1 }]], 'the payload alone, no IPC event, no extra arguments');
+    assert.equal(unsubscribe(), undefined);
   });
 });
