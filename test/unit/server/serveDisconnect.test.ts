@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import type { RunInfo, ServerMessage, TrainingDone } from '../../../app/api/types';
 import { startServer, type RunningServer } from '../../../app/server';
-import { irisCsv, within } from '../api/helpers';
+import { within } from '../api/helpers';
 
 /** A token-bearing WebSocket client: call() waits for its reply; events are kept. */
 class Client {
@@ -99,20 +99,24 @@ describe('serve: a client dropping mid-training', () => {
 
   test('a run paused by a client that dropped waits; a new client resumes it and gets its training:done', async () => {
     const first = await Client.open(server);
-    const { id: datasetId } = await first.call<{ id: string }>('datasets:open', { source: { kind: 'path', path: irisCsv } });
-    const { runId } = await first.call<{ runId: string }>('training:start', { datasetId, model: { layers: 'dense:8:relu,dense:3' }, epochs: 5, device: 'cpu', threads: 1 });
+    const { id: datasetId } = await first.call<{ id: string }>('datasets:open', { source: { kind: 'mnist', limit: 1000 } });
+    // long enough (20 epochs of ~60 ms steps) that the pause lands mid-run
+    const { runId } = await first.call<{ runId: string }>('training:start', { ...longRun(datasetId), epochs: 20, batchSize: 256 });
     await first.call<RunInfo>('training:pause', { runId });
     first.drop();
 
     await sleep(200);
     const second = await Client.open(server);
     const held = await second.call<RunInfo>('training:status', { runId });
-    assert.ok(held.state === 'paused' || held.state === 'starting', `state ${held.state}`);
-    assert.equal(held.outcome, undefined, 'the run has not ended');
+    assert.equal(held.state, 'paused');
+    await sleep(200);
+    const stillHeld = await second.call<RunInfo>('training:status', { runId });
+    assert.equal(stillHeld.state, 'paused');
+    assert.equal(stillHeld.lastStep?.globalStep, held.lastStep?.globalStep, 'a paused run does not train');
     await second.call<RunInfo>('training:resume', { runId });
     const done = await second.doneOf(runId);
     assert.equal(done.status, 'completed', done.message);
-    assert.equal(done.history.length, 5);
+    assert.equal(done.history.length, 20);
     second.drop();
   });
 
