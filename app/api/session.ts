@@ -11,7 +11,7 @@ import { parameterCount } from '../core/model/shapes';
 import { services } from '../services';
 import type { DataSource } from '../services/dataSources';
 import type { PredictionSet } from '../services/examples';
-import { TrainingControl, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../services/training';
+import { RunStoppedError, TrainingControl, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../services/training';
 import type { TrainedModel } from '../services/models';
 import { defaultRunStore, recordRun, RunStore, type RunContext } from '../services/runs';
 import { isChannel, payloadSchemas, type Channel, type ParsedPayloadOf } from './schemas';
@@ -359,7 +359,8 @@ export function createApi(options: ApiOptions = {}): Api {
         return { savedRunError: `the run was not recorded in the run history: ${errorValue(error).message}` };
       }
     };
-    const succeeded = async (outcome: TrainOutcome): Promise<void> => {
+    // `stopped`: a failure ended a run that had trained (a checkpoint not written): status failed, its model kept
+    const succeeded = async (outcome: TrainOutcome, stopped?: Error): Promise<void> => {
       const saved = await record(outcome);
       const modelId = nextId('model');
       models.set(modelId, { name: `${datasetName} (${runId})`, model: outcome.model });
@@ -371,8 +372,8 @@ export function createApi(options: ApiOptions = {}): Api {
       const { resumedFrom, ...plan } = outcome.plan;
       finish({
         runId,
-        status: outcome.status,
-        message: outcome.message,
+        status: stopped ? 'failed' : outcome.status,
+        message: stopped ? stopped.message : outcome.message,
         modelId,
         history: outcome.model.training?.history ?? [],
         test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report },
@@ -387,7 +388,12 @@ export function createApi(options: ApiOptions = {}): Api {
     const failed = (error: unknown): void => {
       finish({ runId, status: 'failed', message: errorValue(error).message, history: [], plan: info.plan });
     };
-    const finished = services.training.train(request, onEvent, undefined, control).then(succeeded, failed).catch(failed);
+    const stoppedOrFailed = (error: unknown): Promise<void> | void =>
+      error instanceof RunStoppedError ? succeeded(error.outcome, error) : failed(error);
+    const finished = services.training
+      .train(request, onEvent, undefined, control)
+      .then((outcome) => succeeded(outcome), stoppedOrFailed)
+      .catch(failed);
     runs.set(runId, { info, control, finished, checkpointPath, datasetName, ...(history ? { history } : {}) });
   }
 

@@ -185,7 +185,7 @@ export interface TrainingDone {
   status: RunStatus;
   /** Why the run stopped early or failed; empty when it completed. */
   message: string;
-  /** The trained model, kept in the session (absent when the run failed). */
+  /** The trained model, kept in the session (absent when the run failed before it trained). */
   modelId?: string;
   history: EpochRecord[];
   test?: { loss: number; report: ClassificationReport };

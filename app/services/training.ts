@@ -99,6 +99,18 @@ export interface TrainOutcome {
 }
 
 /**
+ * A run that trained but was stopped by a failure around it (a checkpoint that could not be written):
+ * the message says why, and `outcome` holds the weights of the last completed step, so a face can keep
+ * the model; callers that only catch errors still see a failure.
+ */
+export class RunStoppedError extends Error {
+  constructor(message: string, readonly outcome: TrainOutcome) {
+    super(message);
+    this.name = 'RunStoppedError';
+  }
+}
+
+/**
  * Pause, resume and cancel for one run, passed into `trainModel` (a value, not a global flag). Calls made
  * before the engine run exists (while the data loads) are remembered and applied when it starts.
  */
@@ -460,7 +472,6 @@ async function runTraining(
     control?.attach(undefined);
     await writing;
   }
-  if (writeError) throw writeError;
 
   let test: TrainOutcome['test'];
   let testPredictions: TrainOutcome['testPredictions'];
@@ -473,7 +484,7 @@ async function runTraining(
   const model = modelOf(result.parameters, result.history, result.status, result.seconds, result.device);
   if (test) model.metrics = { test: test.report, testLoss: test.loss };
   if (result.stoppedEarly || result.restoredBest) model.training!.options.bestEpoch = result.bestEpoch;
-  return {
+  const outcome: TrainOutcome = {
     status: result.status,
     message: result.message,
     stoppedEarly: result.stoppedEarly,
@@ -485,4 +496,13 @@ async function runTraining(
     plan,
     request,
   };
+  if (writeError) {
+    const epochs = result.history.length;
+    throw new RunStoppedError(
+      `${writeError.message}; training stopped after ${epochs} epoch${epochs === 1 ? '' : 's'} (step ${result.steps}), ` +
+        'and the model keeps the weights of the last completed step',
+      outcome,
+    );
+  }
+  return outcome;
 }

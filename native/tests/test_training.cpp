@@ -223,6 +223,37 @@ int main() {
               "cancelled before the first step: the initial weights");
   }
   {
+    // the faults of docs/RELIABILITY.md: a cancel during the first step stops after it (status Cancelled,
+    // the weights of that one step); a cancel during the last step comes too late to skip anything: the
+    // run completes (all epochs, validation, the uninterrupted run's weights)
+    ModelSpec spec = parseModelSpec(kBlobsSpec);
+    Data train = blobs(640, 4, 12);
+    DatasetView tv = train.view();
+    auto cancelAt = [&](int64_t globalStep) {
+      TrainControl control;
+      Recorder rec;
+      rec.onEachStep = [&](const StepProgress& s) {
+        if (s.globalStep == globalStep) control.cancel = true;
+      };
+      TrainOptions o = options(3, 32);
+      o.progressIntervalSeconds = 0;
+      return backend->train(spec, tv, &tv, o, &rec, &control);
+    };
+    const TrainResult first = cancelAt(1);
+    CHECK_MSG(first.status == TrainStatus::Cancelled && first.steps == 1 && first.history.empty() &&
+                  first.message.find("cancelled at epoch 1, step 2 of 20") != std::string::npos,
+              "a cancel during the first step stops after it: " + first.message);
+    CHECK_MSG(allFinite(first.parameters) && first.parameters != initialParameters(spec, spec.seed) &&
+                  cancelAt(1).parameters == first.parameters,
+              "the first step's weights, the same on every run");
+    const TrainResult last = cancelAt(60);
+    TrainOptions o = options(3, 32);
+    const TrainResult whole = backend->train(spec, tv, &tv, o, nullptr, nullptr);
+    CHECK_MSG(last.status == TrainStatus::Completed && last.steps == 60 && last.history.size() == 3 &&
+                  last.history[2].hasValidation && last.parameters == whole.parameters,
+              "a cancel during the last step: the run completes with the uninterrupted run's weights");
+  }
+  {
     // pause at step 2 for ~150 ms, then resume: the run completes and the pause is not counted in the epoch
     ModelSpec spec = parseModelSpec(kBlobsSpec);
     Data train = blobs(320, 4, 13);

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "cpu/backend.h"
@@ -102,6 +103,40 @@ std::vector<T> download(const DeviceBuffer<T>& buffer, size_t count, cudaStream_
 
 std::string lossWord(bool nan) { return nan ? "NaN" : "infinite"; }
 
+// A lower bound of the GPU memory a run takes: weights, gradients, the divergence backup, optimizer state
+// (and the best epoch's weights); each layer's stored output and gradient for one batch (a conv before a
+// max pool may be fused and store nothing); the gathered batch; the resident data and its order. A run
+// that needs more than the GPU has free is refused with the figures before anything is allocated (and
+// before the host builds the initial weights). NNSTUDIO_CUDA_MEMORY_CHECK=0 skips it (tests of the
+// allocation's own error); what it leaves out (workspaces, masks, graphs) still fails at its allocation.
+void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBest, int batch, const DatasetView& data,
+                    const DatasetView* validation, const std::string& device) {
+  const char* skip = std::getenv("NNSTUDIO_CUDA_MEMORY_CHECK");
+  if (skip && std::string(skip) == "0") return;
+  const double floatBytes = sizeof(float);
+  const double weights = floatBytes * (double(plan.parameterCount) * (keepBest ? 4 : 3) + double(optimizerFloats));
+  double activations = floatBytes * double(batch) * double(plan.inputSize);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& lp = plan.layers[i];
+    if (lp.kind == LayerKind::Flatten) continue;
+    if (lp.kind == LayerKind::Conv2D && i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
+      continue;
+    activations += 2 * floatBytes * double(batch) * double(lp.outSize);
+  }
+  auto resident = [&](const DatasetView& d) { return floatBytes * double(d.count) * double(d.featureSize + 2); };
+  const double dataBytes = resident(data) + (validation ? resident(*validation) : 0.0);
+  const double needed = weights + activations + dataBytes;
+  size_t freeBytes = 0, totalBytes = 0;
+  gpuMemory(freeBytes, totalBytes);
+  if (totalBytes == 0 || needed <= double(freeBytes)) return;
+  throw EngineError("too little free memory on " + device + " for this model and batch size: the run needs at least " +
+                    gibText(needed) + " (weights, gradients and optimizer state " + gibText(weights) +
+                    ", activations for a batch of " + std::to_string(batch) + " " + gibText(activations) + ", data " +
+                    gibText(dataBytes) + "), and the GPU has " + gibText(double(freeBytes)) + " free of " +
+                    gibText(double(totalBytes)) +
+                    ": lower the batch size, use a smaller model, close other GPU programs, or train on the CPU");
+}
+
 // The CPU backend's order for an epoch (same seed, same shuffle).
 void epochOrder(uint32_t* order, size_t count, bool shuffle, uint64_t seed, int epoch) {
   for (uint32_t i = 0; i < count; ++i) order[i] = i;
@@ -144,10 +179,11 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
   const bool keepBest = stopper.enabled() && options.earlyStopping.restoreBest;
 
   check(cudaSetDevice(deviceIndex_), "selecting the GPU");
-  Stream stream;
   const int64_t featureSize = data.featureSize;
   const size_t P = plan.parameterCount;
   const bool adam = spec.optimizer.kind == OptimizerKind::Adam;
+  checkFitsOnGpu(plan, optimizerStateSize(spec, P), keepBest, batch, data, validation, info_.name);
+  Stream stream;
 
   TrainResult result;
   result.device = info_.name;
@@ -164,10 +200,12 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
 
   // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
   Network net(spec, batch);
-  DeviceBuffer<float> params(std::max<size_t>(P, 1)), grads(std::max<size_t>(P, 1)), backup(std::max<size_t>(P, 1));
+  DeviceBuffer<float> params(std::max<size_t>(P, 1), "allocating the weights");
+  DeviceBuffer<float> grads(std::max<size_t>(P, 1), "allocating the gradients");
+  DeviceBuffer<float> backup(std::max<size_t>(P, 1), "allocating the weights' backup");
   const size_t momentCount = optimizerStateSize(spec, P);
-  DeviceBuffer<float> moments(std::max<size_t>(momentCount, 1));
-  DeviceBuffer<float> best(keepBest ? std::max<size_t>(P, 1) : 0);  // early stopping's best epoch
+  DeviceBuffer<float> moments(std::max<size_t>(momentCount, 1), "allocating the optimizer state");
+  DeviceBuffer<float> best(keepBest ? std::max<size_t>(P, 1) : 0, "allocating the best epoch's weights");
   bool haveBest = false;
   DeviceBuffer<StepState> state(1);
   const size_t paramBytes = sizeof(float) * P;
@@ -197,7 +235,7 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
   ResidentData trainData(data, stream, "uploading the training data");
   std::unique_ptr<ResidentData> validData;
   if (validation) validData = std::make_unique<ResidentData>(*validation, stream, "uploading the validation data");
-  DeviceBuffer<float> batchFeatures(size_t(batch) * size_t(featureSize));
+  DeviceBuffer<float> batchFeatures(size_t(batch) * size_t(featureSize), "allocating the batch");
   DeviceBuffer<int32_t> batchLabels{size_t(batch)};
   DeviceBuffer<uint32_t> order(size_t(data.count));
   PinnedBuffer<uint32_t> hostOrder(size_t(data.count));

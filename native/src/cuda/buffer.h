@@ -31,7 +31,11 @@ class DeviceBuffer {
   void allocate(size_t count, const char* what = "allocating GPU memory") {
     release();
     if (count == 0) return;
-    check(cudaMalloc(reinterpret_cast<void**>(&ptr_), sizeof(T) * count), what);
+    const cudaError_t error = cudaMalloc(reinterpret_cast<void**>(&ptr_), sizeof(T) * count);
+    if (error != cudaSuccess) {
+      ptr_ = nullptr;
+      throwAllocationError(error, what, sizeof(T) * count);
+    }
     count_ = count;
   }
   T* get() const { return ptr_; }
@@ -53,7 +57,13 @@ class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(size_t count) {
-    if (count) check(cudaMallocHost(reinterpret_cast<void**>(&ptr_), sizeof(T) * count), "allocating pinned memory");
+    if (count) {
+      const cudaError_t error = cudaMallocHost(reinterpret_cast<void**>(&ptr_), sizeof(T) * count);
+      if (error != cudaSuccess) {
+        ptr_ = nullptr;
+        throwAllocationError(error, "allocating pinned host memory", sizeof(T) * count);
+      }
+    }
     count_ = count;
   }
   PinnedBuffer(const PinnedBuffer&) = delete;

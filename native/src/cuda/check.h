@@ -13,6 +13,16 @@ namespace nnstudio::cuda {
 // Throws EngineError("CUDA error in <what>: <reason>"), with advice for out-of-memory.
 [[noreturn]] void throwCudaError(cudaError_t error, const char* what);
 
+// The same for a failed allocation of `bytes`; out of memory names the size asked for and what is free:
+// "CUDA error in allocating the weights: out of memory: 16.00 GiB asked for, 3.20 GiB free of 79.19 GiB (...)".
+[[noreturn]] void throwAllocationError(cudaError_t error, const char* what, size_t bytes);
+
+// Free and total memory of the current GPU (both 0 when the driver cannot tell).
+void gpuMemory(size_t& freeBytes, size_t& totalBytes);
+
+// "1.50 GiB"
+std::string gibText(double bytes);
+
 inline void check(cudaError_t error, const char* what) {
   if (error != cudaSuccess) throwCudaError(error, what);
 }

@@ -91,7 +91,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   size_t workspace = 0;
   storage_.reserve(2 * L);
   auto allocate = [&](size_t count) {
-    storage_.emplace_back(count);
+    storage_.emplace_back(count, "allocating the layers' activations");
     track(count * sizeof(float));
     return storage_.back().get();
   };
