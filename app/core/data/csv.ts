@@ -639,7 +639,7 @@ function featureName(names: readonly string[], index: number): string {
 }
 
 function columnTitle(names: readonly string[], index: number): string {
-  return names[index] !== '' ? `"${names[index]}" (${index + 1})` : `${index + 1}`;
+  return names[index] !== '' ? `${quoteCell(names[index], 40)} (${index + 1})` : `${index + 1}`;
 }
 
 /** A column by header name (exact, then case-insensitive) or 0-based index (negative from the end). */
