@@ -403,8 +403,10 @@ class CsvReader {
           lookup: makeLookup(encoded.categories), seen: new TextIds(), values: new IntBuffer(),
         };
     if (hasHeader && encoding.hasHeader) {
+      // By header name; a column with an empty header cell (a pandas index) is known by its feature name, col<N>.
       const position = new Map<string, number>();
       names.forEach((name, index) => { if (!position.has(name)) position.set(name, index); });
+      names.forEach((_, index) => { const name = featureName(names, index); if (!position.has(name)) position.set(name, index); });
       const find = (name: string, what: string): number => {
         const index = position.get(name);
         if (index === undefined) {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeFsError, FileWriteError, writeFileAtomic } from '../files/atomic';
-import { issueText, parseErrorText, valueText } from '../files/messages';
+import { issueText, oneLine, parseErrorText, valueText } from '../files/messages';
 import { parseModelSpec } from './spec';
 import type { ModelSpec } from './spec';
 import { classCount, elementCount, parameterTable } from './shapes';
@@ -335,7 +335,7 @@ export function decodeModelFile<Preprocessing = unknown>(
       fail(`tensor ${name} has a malformed shape ${valueText(shape)}`);
     }
     if (shapeText(shape as number[]) !== shapeText(tensor.shape)) {
-      fail(`tensor ${name} has shape ${shapeText(shape as number[])}, the spec needs ${shapeText(tensor.shape)}`);
+      fail(`tensor ${name} has shape ${oneLine(shapeText(shape as number[]), 60)}, the spec needs ${shapeText(tensor.shape)}`);
     }
     const offsets = entry.data_offsets;
     if (

@@ -176,6 +176,11 @@ export function decodeRun(text: string, file: string): RunRecord {
   const parsed = recordSchema.safeParse(value);
   if (!parsed.success) throw new RunFileError(file, issueText(parsed.error, '', 'record'));
   const record = parsed.data as unknown as RunRecord;
+  try {
+    parameterCount(record.spec); // the run list shows it: the layers must fit together
+  } catch (error) {
+    throw new RunFileError(file, `spec: ${(error as Error).message}`);
+  }
   const base = file.replace(/^.*[\\/]/, '');
   if (base.endsWith('.json') && base.slice(0, -'.json'.length) !== record.id) {
     throw new RunFileError(file, `id "${record.id}" does not match the file name (expected ${record.id}.json)`);

@@ -119,11 +119,46 @@ describe('model.m: sizes are checked against the values present before anything 
     assert.ok(largest < 1024, `${largest} bytes allocated`);
   });
 
+  test('a 70 000-digit token fails in linear time (the number pattern backtracked quadratically: a hang)', () => {
+    const began = process.hrtime.bigint();
+    assert.throws(() => parseCourseModel(`3\n2 2 1\n0.5 ${'1'.repeat(70_000)}x 1\n1 2 3 4 5 6\n`, 'slow.m'), {
+      message: `slow.m: line 3: bias 2 of 2 of layer 1 must be a finite number, got "${'1'.repeat(40)}…"`,
+    });
+    const milliseconds = Number(process.hrtime.bigint() - began) / 1e6;
+    assert.ok(milliseconds < 200, `${milliseconds.toFixed(0)} ms`);
+  });
+
   test('a 200 000-character token is cut in the message', () => {
     assert.throws(() => parseCourseModel(`3\n2 ${'x'.repeat(200_000)} 1\n`, 'long.m'), (error: unknown) => {
       assert.ok(error instanceof CourseModelError);
       assert.match(error.message, /^long\.m: line 2: the width of layer 1 \(size 2\) must be an integer from 1 to 16777216, got "x{40}…"$/);
       return true;
+    });
+  });
+});
+
+describe('files that load are valid everywhere they go', () => {
+  test('CSV: a column with an empty header cell (a pandas index) reads back through the encoding it trained with', async () => {
+    const file = write('indexed.csv', ',x,label\n0,1.5,a\n1,2.5,b\n2,0.5,a\n');
+    const training = await loadCsv(file);
+    assert.deepEqual(training.featureNames, ['col1', 'x']);
+    const again = await loadCsv(file, { encoding: training.encoding });
+    assert.deepEqual([...again.features], [...training.features]);
+    assert.deepEqual([...again.labels], [...training.labels]);
+  });
+
+  test('run files: a spec whose layers do not fit together is a RunFileError, not a SpecError from the run list', () => {
+    const record = JSON.parse(runSeeds[1].text);
+    record.spec.layers[0].filters = 2 ** 31;
+    assert.throws(() => decodeRun(JSON.stringify(record), `${record.id}.json`), (error: unknown) => {
+      assert.ok(error instanceof RunFileError);
+      assert.equal(error.message, `${record.id}.json: spec: conv2d #1: 21474836480 parameters is too many (2^31 or more in one layer)`);
+      return true;
+    });
+    record.spec.layers.splice(2, 1); // no flatten before the dense layer
+    record.spec.layers[0].filters = 2;
+    assert.throws(() => decodeRun(JSON.stringify(record), `${record.id}.json`), {
+      name: 'RunFileError', message: `${record.id}.json: spec: dense #1: needs a flat input, got 2x2x2 (add a flatten layer)`,
     });
   });
 });
@@ -153,10 +188,17 @@ describe('messages quote file content on one short line', () => {
   });
 
   test('model files: a 10 000-element shape is cut', () => {
-    const bytes = withSafetensorsHeader(modelSeeds[0], (header) => { header['layers.0.bias'].shape = [Array.from({ length: 10_000 }, (_, i) => i)]; });
-    assert.throws(() => decodeModel(bytes, 'm.safetensors'), (error: unknown) => {
+    const nested = withSafetensorsHeader(modelSeeds[0], (header) => { header['layers.0.bias'].shape = [Array.from({ length: 10_000 }, (_, i) => i)]; });
+    assert.throws(() => decodeModel(nested, 'm.safetensors'), (error: unknown) => {
       assert.ok(error instanceof ModelFileError);
       assert.match(error.message, /^m\.safetensors: tensor layers\.0\.bias has a malformed shape \[\[0,1,2,.*…$/);
+      assertShortOneLine(error.message);
+      return true;
+    });
+    const flat = withSafetensorsHeader(modelSeeds[0], (header) => { header['layers.0.weight'].shape = Array.from({ length: 10_000 }, (_, i) => i); });
+    assert.throws(() => decodeModel(flat, 'm.safetensors'), (error: unknown) => {
+      assert.ok(error instanceof ModelFileError);
+      assert.match(error.message, /^m\.safetensors: tensor layers\.0\.weight has shape \[0,1,2,.*…, the spec needs \[4,3\]$/);
       assertShortOneLine(error.message);
       return true;
     });

