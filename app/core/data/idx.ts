@@ -39,12 +39,12 @@ export interface IdxBytes {
 
 /**
  * The size an IDX file must have according to the header at its start, or undefined until enough of it is
- * known; a header that is no IDX header, or claims more than maxIdxValues, needs no more than the header
- * (parseIdx reports it).
+ * known; a header that is no IDX images or labels header, or claims more than maxIdxValues, needs no more
+ * than the header (parseIdx reports it).
  */
 function claimedIdxSize(head: Uint8Array): number | undefined {
   if (head.length < 4) return undefined;
-  if (head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType) return 4;
+  if (head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType || (head[3] !== 1 && head[3] !== 3)) return 4;
   const headerSize = 4 + 4 * head[3];
   if (head.length < headerSize) return undefined;
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
