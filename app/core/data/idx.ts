@@ -67,24 +67,32 @@ export async function readIdxBytes(file: string): Promise<IdxBytes> {
   }
   if (!(bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)) return { bytes, overflowed: false };
   const gunzip = zlib.createGunzip();
-  const chunks: Buffer[] = [];
+  // Into one buffer that grows with the data actually decompressed (never ahead of it: a header's claim
+  // allocates nothing), up to the header's size + 1 byte, which tells that there is more.
+  let output = Buffer.alloc(0);
   let total = 0;
   let limit: number | undefined;
   try {
     gunzip.end(bytes);
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      total += chunk.length;
-      if (limit === undefined) limit = claimedIdxSize(chunks.length === 1 ? chunk : Buffer.concat(chunks));
+      const cap = limit === undefined ? Infinity : limit + 1;
+      const wanted = Math.min(total + chunk.length, cap);
+      if (wanted > output.length) {
+        const grown = Buffer.allocUnsafe(Math.min(Math.max(wanted, 2 * output.length, 65536), cap));
+        output.copy(grown, 0, 0, total);
+        output = grown;
+      }
+      total += chunk.copy(output, total, 0, wanted - total);
+      if (limit === undefined) limit = claimedIdxSize(output.subarray(0, total));
       if (limit !== undefined && total > limit) {
         gunzip.destroy();
-        return { bytes: Buffer.concat(chunks).subarray(0, limit + 1), overflowed: true };
+        return { bytes: output.subarray(0, limit + 1), overflowed: true };
       }
     }
   } catch (error) {
     throw new DataError(file, `is not a valid gzip file (${(error as Error).message})`);
   }
-  return { bytes: Buffer.concat(chunks, total), overflowed: false };
+  return { bytes: output.subarray(0, total), overflowed: false };
 }
 
 /** Parses and checks one IDX file held in memory; `expectedMagic` picks images or labels. */

@@ -357,16 +357,17 @@ function mutateSafetensors(random: Random, seeds: readonly Uint8Array[], log: Lo
     if (choice <= 1) {
       // a metadata entry's own JSON (nnstudio, nnstudio_checkpoint)
       const outer = JSON.parse(header) as { __metadata__?: Record<string, string> };
-      const keys = Object.keys(outer.__metadata__ ?? {});
+      const metadata = outer.__metadata__;
+      const keys = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? Object.keys(metadata) : [];
       const key = keys.length > 0 ? random.pick(keys) : undefined;
       let inner: string | undefined;
       try {
-        inner = key === undefined ? undefined : JSON.stringify(JSON.parse(outer.__metadata__![key]));
+        inner = key === undefined ? undefined : JSON.stringify(JSON.parse(metadata![key]));
       } catch {
         inner = undefined;
       }
       if (key !== undefined && inner !== undefined) {
-        outer.__metadata__![key] = mutateJsonText(random, inner, log, key);
+        metadata![key] = mutateJsonText(random, inner, log, key);
         header = JSON.stringify(outer);
       } else {
         header = mutateJsonText(random, header, log, 'header');
