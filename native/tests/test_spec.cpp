@@ -43,6 +43,33 @@ void checkShape(const LayerInfo& info, std::vector<int> expected) {
 }  // namespace
 
 int main() {
+  // ---- sizes that overflow naive int arithmetic: refused with a SpecError, never wrapped (UBSan checks) ----
+  std::printf("hostile sizes\n");
+  {
+    const std::string big = "2147483647";
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[" + big + "," + big + "," + big + "]", "{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "input: 2147483647x2147483647x2147483647 is too large");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[1,8,8]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[" + big + "," + big +
+                                                                   "],\"padding\":\"full\"},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "conv2d #1: output is too large");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[1,8,8]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[" + big + ",3],\"stride\":" + big +
+                                                                   ",\"padding\":\"same\"},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "conv2d #1: ");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[3,8,8]", "{\"kind\":\"conv2d\",\"filters\":65536,\"kernel\":[65536,3],\"padding\":\"same\"},"
+                                                                   "{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "parameters is too many (2^31 or more in one layer)");
+    CHECK_THROWS(parameterCount(parseModelSpec(specWith("[65536]", "{\"kind\":\"dense\",\"units\":65536}"))), SpecError,
+                 "dense #1: 4295032832 parameters is too many");
+    // 2^31 - 1 values fit; a stride of 2^31 - 1 makes one window
+    CHECK(inferShapes(parseModelSpec(specWith("[1," + big + ",1]", "{\"kind\":\"maxpool2d\",\"size\":1,\"stride\":" + big +
+                                              "},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}")))[0].outputShape == std::vector<int>({1, 1, 1}));
+    // the largest sizes that fit still plan, in 64-bit arithmetic
+    const ModelSpec wide = parseModelSpec(specWith("[1,46340,46340]", "{\"kind\":\"conv2d\",\"filters\":1,\"kernel\":[46340,1],\"padding\":\"same\"},"
+                                                                      "{\"kind\":\"maxpool2d\",\"size\":46340},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"));
+    CHECK(inferShapes(wide)[0].outputShape == std::vector<int>({1, 46340, 46340}));
+    CHECK(inferShapes(wide)[1].outputShape == std::vector<int>({1, 1, 1}));
+  }
+
   // ---- JSON ----
   std::printf("json\n");
   {

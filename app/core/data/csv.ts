@@ -403,8 +403,10 @@ class CsvReader {
           lookup: makeLookup(encoded.categories), seen: new TextIds(), values: new IntBuffer(),
         };
     if (hasHeader && encoding.hasHeader) {
+      // By header name; a column with an empty header cell (a pandas index) is known by its feature name, col<N>.
       const position = new Map<string, number>();
       names.forEach((name, index) => { if (!position.has(name)) position.set(name, index); });
+      names.forEach((_, index) => { const name = featureName(names, index); if (!position.has(name)) position.set(name, index); });
       const find = (name: string, what: string): number => {
         const index = position.get(name);
         if (index === undefined) {
@@ -639,7 +641,7 @@ function featureName(names: readonly string[], index: number): string {
 }
 
 function columnTitle(names: readonly string[], index: number): string {
-  return names[index] !== '' ? `"${names[index]}" (${index + 1})` : `${index + 1}`;
+  return names[index] !== '' ? `${quoteCell(names[index], 40)} (${index + 1})` : `${index + 1}`;
 }
 
 /** A column by header name (exact, then case-insensitive) or 0-based index (negative from the end). */

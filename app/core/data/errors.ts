@@ -39,10 +39,15 @@ export function describePlace(place: DataErrorPlace): string {
   return text;
 }
 
-/** Shortens a list of values for a message: `a, b, c, … (40 in all)`. */
+/** Shortens a list of values for a message: `a, b, c, … (40 in all)`; odd or long values quoted and cut. */
 export function listForMessage(values: readonly string[], max = 10): string {
-  if (values.length <= max) return values.join(', ');
-  return `${values.slice(0, max).join(', ')}, … (${values.length} in all)`;
+  const shown = values.slice(0, max).map(nameForMessage).join(', ');
+  return values.length <= max ? shown : `${shown}, … (${values.length} in all)`;
+}
+
+/** A name from a file (a header cell, a class) for a message: as it is when short and plain, else quoted and cut. */
+export function nameForMessage(name: string): string {
+  return /^[^\u0000-\u001f"\u2028\u2029]{0,40}$/.test(name) ? name : quoteCell(name, 40);
 }
 
 /** A cell's text for a one-line message: JSON-quoted (line breaks escaped), long texts cut. */

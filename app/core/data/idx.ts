@@ -3,12 +3,9 @@
 // uint32 per dimension, then the values. Images: magic 0x00000803, [N, H, W]; labels: 0x00000801, [N].
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import type { Dataset } from './dataset';
 import { DataError, fileError, listForMessage } from './errors';
-
-const gunzip = promisify(zlib.gunzip);
 
 export const idxImagesMagic = 0x00000803;
 export const idxLabelsMagic = 0x00000801;
@@ -31,26 +28,75 @@ export interface IdxOptions {
   transpose?: boolean;
 }
 
-/** Reads a file, gunzipping it when it starts with the gzip magic 1f 8b. */
-export async function readMaybeGzip(file: string): Promise<Buffer> {
+/** The most values one IDX file may hold (2 GiB of bytes): a header claiming more is refused before reading on. */
+export const maxIdxValues = 2 ** 31 - 1;
+
+/** An IDX file's bytes; `overflowed` when a gzip file decompressed past the size its header claims (and was cut there). */
+export interface IdxBytes {
+  bytes: Uint8Array;
+  overflowed: boolean;
+}
+
+/**
+ * The size an IDX file must have according to the header at its start, or undefined until enough of it is
+ * known; a header that is no IDX images or labels header, or claims more than maxIdxValues, needs no more
+ * than the header (parseIdx reports it).
+ */
+function claimedIdxSize(head: Uint8Array): number | undefined {
+  if (head.length < 4) return undefined;
+  if (head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType || (head[3] !== 1 && head[3] !== 3)) return 4;
+  const headerSize = 4 + 4 * head[3];
+  if (head.length < headerSize) return undefined;
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  let values = 1;
+  for (let i = 0; i < head[3]; i++) values *= view.getUint32(4 + 4 * i, false);
+  return values > maxIdxValues ? headerSize : headerSize + values;
+}
+
+/**
+ * Reads an IDX file, gunzipping it when it starts with the gzip magic 1f 8b. A gzip file is decompressed
+ * only as far as its header says the file goes (plus one byte): a small file that expands to gigabytes
+ * (a "gzip bomb", or a damaged one) is cut there instead of filling the memory.
+ */
+export async function readIdxBytes(file: string): Promise<IdxBytes> {
   let bytes: Buffer;
   try {
     bytes = await fs.promises.readFile(file);
   } catch (error) {
     throw fileError(file, error);
   }
-  if (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
-    try {
-      return await gunzip(bytes);
-    } catch (error) {
-      throw new DataError(file, `is not a valid gzip file (${(error as Error).message})`);
+  if (!(bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)) return { bytes, overflowed: false };
+  const gunzip = zlib.createGunzip();
+  // Into one buffer that grows with the data actually decompressed (never ahead of it: a header's claim
+  // allocates nothing), up to the header's size + 1 byte, which tells that there is more.
+  let output = Buffer.alloc(0);
+  let total = 0;
+  let limit: number | undefined;
+  try {
+    gunzip.end(bytes);
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      const cap = limit === undefined ? Infinity : limit + 1;
+      const wanted = Math.min(total + chunk.length, cap);
+      if (wanted > output.length) {
+        const grown = Buffer.allocUnsafe(Math.min(Math.max(wanted, 2 * output.length, 65536), cap));
+        output.copy(grown, 0, 0, total);
+        output = grown;
+      }
+      total += chunk.copy(output, total, 0, wanted - total);
+      if (limit === undefined) limit = claimedIdxSize(output.subarray(0, total));
+      if (limit !== undefined && total > limit) {
+        gunzip.destroy();
+        return { bytes: output.subarray(0, limit + 1), overflowed: true };
+      }
     }
+  } catch (error) {
+    throw new DataError(file, `is not a valid gzip file (${(error as Error).message})`);
   }
-  return bytes;
+  return { bytes: output.subarray(0, total), overflowed: false };
 }
 
 /** Parses and checks one IDX file held in memory; `expectedMagic` picks images or labels. */
-export function parseIdx(bytes: Uint8Array, file: string, expectedMagic: number): IdxArray {
+export function parseIdx(bytes: Uint8Array, file: string, expectedMagic: number, overflowed = false): IdxArray {
   const what = expectedMagic === idxImagesMagic ? 'images' : 'labels';
   if (bytes.length < 4) throw new DataError(file, `is too short for an IDX header (${bytes.length} bytes)`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -73,6 +119,12 @@ export function parseIdx(bytes: Uint8Array, file: string, expectedMagic: number)
   const valueCount = dims.reduce((product, dim) => product * dim, 1);
   const expectedSize = headerSize + valueCount;
   const described = what === 'images' ? `${dims[0]} images of ${dims[1]}x${dims[2]}` : `${dims[0]} labels`;
+  if (valueCount > maxIdxValues) {
+    throw new DataError(file, `its header claims ${described} (${valueCount} values), more than NN Studio reads from one IDX file (${maxIdxValues}): a damaged header?`);
+  }
+  if (overflowed) {
+    throw new DataError(file, `decompresses to more than the ${expectedSize} bytes its header (${described}) accounts for`);
+  }
   if (bytes.length < expectedSize) {
     throw new DataError(file, `is truncated: ${bytes.length} bytes, but its header (${described}) needs ${expectedSize}`);
   }
@@ -123,9 +175,9 @@ export async function loadIdx(imagesFile: string, options: IdxOptions = {}): Pro
     throw new Error(`limit must be a positive integer, got ${options.limit}`);
   }
   const labelsFile = options.labelsPath ?? findLabelsFile(imagesFile);
-  const [imageBytes, labelBytes] = await Promise.all([readMaybeGzip(imagesFile), readMaybeGzip(labelsFile)]);
-  const images = parseIdx(imageBytes, imagesFile, idxImagesMagic);
-  const labelArray = parseIdx(labelBytes, labelsFile, idxLabelsMagic);
+  const [imageBytes, labelBytes] = await Promise.all([readIdxBytes(imagesFile), readIdxBytes(labelsFile)]);
+  const images = parseIdx(imageBytes.bytes, imagesFile, idxImagesMagic, imageBytes.overflowed);
+  const labelArray = parseIdx(labelBytes.bytes, labelsFile, idxLabelsMagic, labelBytes.overflowed);
   const [imageCount, height, width] = images.dims;
   if (imageCount === 0) throw new DataError(imagesFile, 'contains no images');
   if (labelArray.dims[0] !== imageCount) {

@@ -41,10 +41,31 @@ function tokenize(text: string): Token[] {
   return tokens;
 }
 
-// C's printf and strtod forms: 0.5, -1, 1e-05, .25, 3.; no hex, no inf or nan.
-const numberPattern = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/** A token for a message: quoted, control characters escaped, a long one cut. */
+function tokenForMessage(text: string): string {
+  return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
+}
+
+// C's printf and strtod forms: 0.5, -1, 1e-05, .25, 3.; no hex, no inf or nan. Unambiguous (each digit can
+// match one way only), so a 70 000-digit token fails in linear time, not quadratic.
+const numberPattern = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 const maxWidth = 1 << 24;
 const maxParameters = 1 << 28;
+
+/** The name of the value at `index` in the order of the file: the biases of layers 1..L-1, then their weights. */
+function valueName(widths: readonly number[], index: number): string {
+  let rest = index;
+  for (let l = 1; l < widths.length; l++) {
+    if (rest < widths[l]) return `bias ${rest + 1} of ${widths[l]} of layer ${l}`;
+    rest -= widths[l];
+  }
+  for (let l = 1; l < widths.length; l++) {
+    const inputs = widths[l - 1];
+    if (rest < widths[l] * inputs) return `weight ${(rest % inputs) + 1} of ${inputs} into unit ${Math.floor(rest / inputs) + 1} of layer ${l}`;
+    rest -= widths[l] * inputs;
+  }
+  return 'the end';
+}
 
 /** Parses a model.m text. Errors are CourseModelError naming `file` and, where one is at fault, the line. */
 export function parseCourseModel(text: string, file: string): CourseNetwork {
@@ -63,7 +84,7 @@ export function parseCourseModel(text: string, file: string): CourseNetwork {
     const token = next(what);
     const value = Number(token.text);
     if (!/^\+?\d+$/.test(token.text) || value < min || value > max) {
-      throw new CourseModelError(file, `${what} must be an integer from ${min} to ${max}, got "${token.text}"`, token.line);
+      throw new CourseModelError(file, `${what} must be an integer from ${min} to ${max}, got ${tokenForMessage(token.text)}`, token.line);
     }
     return value;
   };
@@ -71,7 +92,7 @@ export function parseCourseModel(text: string, file: string): CourseNetwork {
     const token = next(what);
     const value = Number(token.text);
     if (!numberPattern.test(token.text) || !Number.isFinite(value)) {
-      throw new CourseModelError(file, `${what} must be a finite number, got "${token.text}"`, token.line);
+      throw new CourseModelError(file, `${what} must be a finite number, got ${tokenForMessage(token.text)}`, token.line);
     }
     return value;
   };
@@ -84,6 +105,12 @@ export function parseCourseModel(text: string, file: string): CourseNetwork {
   let parameters = 0;
   for (let l = 1; l < layerCount; l++) parameters += widths[l] * (widths[l - 1] + 1);
   if (parameters > maxParameters) throw new CourseModelError(file, `${parameters} parameters is more than NN Studio reads from a model.m (${maxParameters})`);
+  // Before allocating anything the sizes imply: a damaged width must not reserve gigabytes for a short file.
+  const remaining = tokens.length - position;
+  if (remaining < parameters) {
+    const last = tokens.length > 0 ? tokens[tokens.length - 1].line : lastLine;
+    throw new CourseModelError(file, `the file ends before ${valueName(widths, remaining)}: file truncated?`, last);
+  }
 
   const biases: Float64Array[] = [];
   for (let l = 1; l < layerCount; l++) {
@@ -102,7 +129,7 @@ export function parseCourseModel(text: string, file: string): CourseNetwork {
   }
   if (position < tokens.length) {
     const extra = tokens[position];
-    throw new CourseModelError(file, `unexpected "${extra.text}" after the last weight (${tokens.length - position} extra values): the sizes do not match the numbers that follow`, extra.line);
+    throw new CourseModelError(file, `unexpected ${tokenForMessage(extra.text)} after the last weight (${tokens.length - position} extra values): the sizes do not match the numbers that follow`, extra.line);
   }
   return { widths, biases, weights };
 }

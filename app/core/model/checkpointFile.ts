@@ -8,6 +8,7 @@ import { z } from 'zod';
 import {
   decodeModelFile, encodeModel, ModelFileError, readModelFileBytes, writeEncodedFile, type DecodeOptions, type ExtraTensor, type Model,
 } from './modelFile';
+import { issueText, parseErrorText } from '../files/messages';
 import { parameterTable } from './shapes';
 import { parseModelSpec } from './spec';
 
@@ -139,12 +140,11 @@ export function decodeCheckpoint<Preprocessing = unknown>(
   try {
     json = JSON.parse(text);
   } catch (error) {
-    fail(`metadata "${checkpointMetadataKey}" is not valid JSON (${(error as Error).message})`);
+    fail(`metadata "${checkpointMetadataKey}" is not valid JSON (${parseErrorText(error)})`);
   }
   const parsed = stateSchema.safeParse(json);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return fail(`metadata ${[checkpointMetadataKey, ...issue.path].join('.')}: ${issue.message}`);
+    return fail(`metadata ${issueText(parsed.error, checkpointMetadataKey)}`);
   }
   const block = parsed.data;
   const spec = probe.model.spec;

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeFsError, FileWriteError, writeFileAtomic } from '../files/atomic';
+import { issueText, oneLine, parseErrorText, valueText } from '../files/messages';
 import { parseModelSpec } from './spec';
 import type { ModelSpec } from './spec';
 import { classCount, elementCount, parameterTable } from './shapes';
@@ -126,11 +127,6 @@ function has(object: object, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(object, key);
 }
 
-function issueText(error: z.ZodError, prefix: string): string {
-  const issue = error.issues[0];
-  const where = issue.path.length ? `${prefix}.${issue.path.join('.')}` : prefix;
-  return `${where}: ${issue.message}`;
-}
 
 function shapeText(shape: readonly unknown[]): string {
   return `[${shape.join(',')}]`;
@@ -267,7 +263,7 @@ export function decodeModelFile<Preprocessing = unknown>(
   try {
     header = JSON.parse(headerText);
   } catch (error) {
-    fail(`header is not valid JSON (${(error as Error).message}): not a safetensors file, or a damaged one`);
+    fail(`header is not valid JSON (${parseErrorText(error)}): not a safetensors file, or a damaged one`);
   }
   if (!isPlainObject(header)) return fail('header is not a JSON object: not a safetensors file');
 
@@ -285,7 +281,7 @@ export function decodeModelFile<Preprocessing = unknown>(
   try {
     metadata = JSON.parse(metadataText);
   } catch (error) {
-    fail(`metadata "nnstudio" is not valid JSON (${(error as Error).message})`);
+    fail(`metadata "nnstudio" is not valid JSON (${parseErrorText(error)})`);
   }
   if (!isPlainObject(metadata)) return fail('metadata "nnstudio" is not a JSON object');
 
@@ -293,7 +289,7 @@ export function decodeModelFile<Preprocessing = unknown>(
   if (version === undefined) fail('metadata has no formatVersion');
   if (version !== modelFormatVersion) {
     const newer = typeof version === 'number' && version > modelFormatVersion ? ' (written by a newer NN Studio)' : '';
-    fail(`format version ${JSON.stringify(version)} is not supported: this NN Studio reads version ${modelFormatVersion}${newer}`);
+    fail(`format version ${valueText(version)} is not supported: this NN Studio reads version ${modelFormatVersion}${newer}`);
   }
 
   let spec: ModelSpec = undefined as unknown as ModelSpec;
@@ -333,13 +329,13 @@ export function decodeModelFile<Preprocessing = unknown>(
     if (!has(header, name)) fail(`tensor ${name} is missing`);
     const entry = header[name];
     if (!isPlainObject(entry)) return fail(`tensor ${name}: its header entry is not an object`);
-    if (entry.dtype !== 'F32') fail(`tensor ${name} has dtype ${JSON.stringify(entry.dtype)}, NN Studio models hold F32`);
+    if (entry.dtype !== 'F32') fail(`tensor ${name} has dtype ${valueText(entry.dtype)}, NN Studio models hold F32`);
     const shape = entry.shape;
     if (!Array.isArray(shape) || shape.some((dim) => !Number.isSafeInteger(dim) || dim < 0)) {
-      fail(`tensor ${name} has a malformed shape ${JSON.stringify(shape)}`);
+      fail(`tensor ${name} has a malformed shape ${valueText(shape)}`);
     }
     if (shapeText(shape as number[]) !== shapeText(tensor.shape)) {
-      fail(`tensor ${name} has shape ${shapeText(shape as number[])}, the spec needs ${shapeText(tensor.shape)}`);
+      fail(`tensor ${name} has shape ${oneLine(shapeText(shape as number[]), 60)}, the spec needs ${shapeText(tensor.shape)}`);
     }
     const offsets = entry.data_offsets;
     if (
@@ -348,7 +344,7 @@ export function decodeModelFile<Preprocessing = unknown>(
       offsets.some((offset) => !Number.isSafeInteger(offset) || offset < 0) ||
       offsets[0] > offsets[1]
     ) {
-      return fail(`tensor ${name} has malformed data_offsets ${JSON.stringify(offsets)}`);
+      return fail(`tensor ${name} has malformed data_offsets ${valueText(offsets)}`);
     }
     const [begin, end] = offsets as [number, number];
     if (end - begin !== tensor.size * 4) {

@@ -84,7 +84,8 @@ function convOutputSize(input: number, kernel: number, stride: number, padding: 
 
 // ---- per layer ----
 
-// The engine refuses a layer output of 2^31 elements or more (per sample).
+// The engine refuses an input or a layer output of 2^31 elements or more (per sample), and a layer of 2^31
+// parameters or more.
 const maxLayerElements = 2 ** 31;
 
 function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo {
@@ -96,6 +97,7 @@ function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo
   if (softmax && info.outputShape.length !== 1) {
     fail(`softmax needs a flat input, got ${formatShape(info.outputShape)} (add a flatten layer first)`);
   }
+  if (info.parameters >= maxLayerElements) fail(`${info.parameters} parameters is too many (2^31 or more in one layer)`);
   if (elementCount(info.outputShape) >= maxLayerElements) fail(`output ${formatShape(info.outputShape)} is too large`);
   return info;
 }
@@ -158,6 +160,9 @@ export function inferShapesPartial(spec: ModelSpec): ShapeReport {
   const labels = layerLabels(spec.layers);
   const layers: LayerInfo[] = [];
   let shape: number[] = [...spec.input];
+  if (elementCount(shape) >= maxLayerElements) {
+    return { layers, error: new SpecError(`input: ${formatShape(shape)} is too large (2^31 values or more per sample)`) };
+  }
   for (let index = 0; index < spec.layers.length; index++) {
     try {
       const info = inferLayer(spec.layers[index], labels[index], shape);

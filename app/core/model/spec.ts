@@ -1,6 +1,7 @@
 // The model spec of DESIGN §2: the JSON both the TypeScript side and the C++ engine read.
 // This file is the one schema; every face validates specs through `parseModelSpec`.
 import { z } from 'zod';
+import { issueText } from '../files/messages';
 
 export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
 export type ActivationName = (typeof activationNames)[number];
@@ -85,9 +86,7 @@ export const adamDefaults = { beta1: 0.9, beta2: 0.999, eps: 1e-7 } as const;
 export function parseModelSpec(value: unknown): ModelSpec {
   const parsed = modelSpecSchema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.length ? issue.path.join('.') : 'spec';
-    throw new Error(`invalid model spec at ${where}: ${issue.message}`);
+    throw new Error(`invalid model spec at ${issueText(parsed.error, '', 'spec')}`);
   }
   return parsed.data;
 }

@@ -2,6 +2,7 @@
 // was trained (spec, options, data), how it went (per-epoch history, status) and how well (test metrics),
 // and the name of the model file saved beside it. Pure: no file system here (app/services/runs.ts stores).
 import { z } from 'zod';
+import { issueText, parseErrorText, valueText } from '../files/messages';
 import { classificationReportSchema, type ClassificationReport } from '../metrics/classification';
 import { formatLayers } from '../model/layerSyntax';
 import type { EpochRecord } from '../model/modelFile';
@@ -150,7 +151,7 @@ const recordSchema = z.looseObject({
 /** The file's text: the record, validated (a bad record is a bug; it must not reach the disk), 2-space JSON. */
 export function encodeRun(record: RunRecord): string {
   const parsed = recordSchema.safeParse(record);
-  if (!parsed.success) throw new RunFileError(`${record.id}.json`, issueText(parsed.error));
+  if (!parsed.success) throw new RunFileError(`${record.id}.json`, issueText(parsed.error, '', 'record'));
   return `${JSON.stringify(record, null, 2)}\n`;
 }
 
@@ -163,18 +164,23 @@ export function decodeRun(text: string, file: string): RunRecord {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new RunFileError(file, `not valid JSON (${(error as Error).message})`);
+    throw new RunFileError(file, `not valid JSON (${parseErrorText(error)})`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new RunFileError(file, 'not a JSON object');
   const version = (value as { formatVersion?: unknown }).formatVersion;
   if (version === undefined) throw new RunFileError(file, 'no formatVersion: not an NN Studio run file');
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new RunFileError(file, `formatVersion ${JSON.stringify(version)} is not a version number`);
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new RunFileError(file, `formatVersion ${valueText(version)} is not a version number`);
   if (version !== runFormatVersion) {
     throw new RunFileError(file, `format version ${version} is not supported: this NN Studio reads version ${runFormatVersion}${version > runFormatVersion ? ' (written by a newer NN Studio)' : ''}`);
   }
   const parsed = recordSchema.safeParse(value);
-  if (!parsed.success) throw new RunFileError(file, issueText(parsed.error));
+  if (!parsed.success) throw new RunFileError(file, issueText(parsed.error, '', 'record'));
   const record = parsed.data as unknown as RunRecord;
+  try {
+    parameterCount(record.spec); // the run list shows it: the layers must fit together
+  } catch (error) {
+    throw new RunFileError(file, `spec: ${(error as Error).message}`);
+  }
   const base = file.replace(/^.*[\\/]/, '');
   if (base.endsWith('.json') && base.slice(0, -'.json'.length) !== record.id) {
     throw new RunFileError(file, `id "${record.id}" does not match the file name (expected ${record.id}.json)`);
@@ -182,10 +188,6 @@ export function decodeRun(text: string, file: string): RunRecord {
   return record;
 }
 
-function issueText(error: z.ZodError): string {
-  const issue = error.issues[0];
-  return `${issue.path.length ? issue.path.join('.') : 'record'}: ${issue.message}`;
-}
 
 // ---- ids and summaries ----
 

@@ -139,6 +139,8 @@ DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec
   const Napi::Float32Array features = featuresValue.As<Napi::Float32Array>();
   const Napi::Int32Array labels = labelsValue.As<Napi::Int32Array>();
 
+  // classCount plans the network first: it refuses an input of 2^31 values or more, so the product fits.
+  const int classes = guardEngine(env, [&] { return classCount(spec); });
   int64_t featureSize = 1;
   for (int dim : spec.input) featureSize *= dim;
   const int64_t count = static_cast<int64_t>(labels.ElementLength());
@@ -151,7 +153,6 @@ DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec
   }
 
   // Labels index the head's outputs (one-hot); check them here rather than trust every backend to.
-  const int classes = guardEngine(env, [&] { return classCount(spec); });
   const int32_t* labelData = labels.Data();
   for (int64_t i = 0; i < count; ++i) {
     if (labelData[i] < 0 || labelData[i] >= classes) {

@@ -271,25 +271,32 @@ ModelSpec parseModelSpec(const std::string& text) {
 // ---- shape inference ----
 
 void convAxis(int in, int k, int stride, Padding padding, int& out, int& padBefore) {
-  int padTotal = 0;
+  // In 64 bits: sizes up to 2^31 - 1 each overflow int here; an output too large for an int is reported
+  // as -1 (the caller refuses it).
+  const int64_t in64 = in, k64 = k, stride64 = stride;
+  int64_t padTotal = 0;
   if (padding == Padding::Same) {
-    int target = (in + stride - 1) / stride;  // ceil(in / stride), as TensorFlow
-    padTotal = std::max((target - 1) * stride + k - in, 0);
+    const int64_t target = (in64 + stride64 - 1) / stride64;  // ceil(in / stride), as TensorFlow
+    padTotal = std::max<int64_t>((target - 1) * stride64 + k64 - in64, 0);
   } else if (padding == Padding::Full) {
-    padTotal = 2 * (k - 1);
+    padTotal = 2 * (k64 - 1);
   }
-  padBefore = padding == Padding::Full ? k - 1 : padTotal / 2;
-  out = (in + padTotal - k) / stride + 1;
-  if (in + padTotal < k) out = 0;
+  const int64_t before = padding == Padding::Full ? k64 - 1 : padTotal / 2;
+  const int64_t size = in64 + padTotal < k64 ? 0 : (in64 + padTotal - k64) / stride64 + 1;
+  const bool fits = size <= std::numeric_limits<int>::max() && before <= std::numeric_limits<int>::max();
+  out = fits ? int(size) : -1;
+  padBefore = fits ? int(before) : 0;
 }
 
 namespace {
 
 bool isReluFamily(ActivationFn fn) { return fn == ActivationFn::ReLU || fn == ActivationFn::LeakyReLU; }
 
+// The product of positive sizes, saturating at 2^62 (three sizes below 2^31 overflow int64).
 int64_t product(const std::vector<int>& shape) {
+  constexpr int64_t kSaturated = int64_t(1) << 62;
   int64_t p = 1;
-  for (int d : shape) p *= d;
+  for (int d : shape) p = p > kSaturated / std::max(d, 1) ? kSaturated : p * d;
   return p;
 }
 
@@ -303,10 +310,12 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
   for (int d : spec.input)
     if (d <= 0) throw SpecError("input: every dimension must be positive, got " + shapeText(spec.input));
   if (spec.layers.empty()) throw SpecError("spec: no layers: add at least one layer");
-  constexpr int64_t kMaxElements = int64_t(1) << 31;  // per sample, per layer
+  constexpr int64_t kMaxElements = int64_t(1) << 31;  // per sample, per layer; parameters per layer
 
   std::vector<int> shape = spec.input;
   plan.inputSize = product(shape);
+  if (plan.inputSize >= kMaxElements)
+    throw SpecError("input: " + shapeText(spec.input) + " is too large (2^31 values or more per sample)");
   int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
   size_t offset = 0;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
@@ -332,6 +341,8 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
         if (shape.size() != 1) fail("needs a flat input, got " + shapeText(shape) + " (add a flatten layer)");
         if (ls.units <= 0) fail("units must be a positive integer");
         lp.hasParams = true;
+        if ((int64_t(ls.units) * shape[0] + ls.units) >= kMaxElements)
+          fail(std::to_string(int64_t(ls.units) * shape[0] + ls.units) + " parameters is too many (2^31 or more in one layer)");
         lp.fanIn = shape[0];
         lp.fanOut = ls.units;
         lp.weightSize = size_t(ls.units) * size_t(shape[0]);
@@ -352,13 +363,20 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
         lp.stride = ls.stride;
         convAxis(lp.inH, lp.kh, lp.stride, ls.padding, lp.outH, lp.padTop);
         convAxis(lp.inW, lp.kw, lp.stride, ls.padding, lp.outW, lp.padLeft);
+        if (lp.outH < 0 || lp.outW < 0) fail("output is too large (kernel " + std::to_string(lp.kh) + "x" + std::to_string(lp.kw) + ")");
         lp.outC = ls.filters;
         lp.hasParams = true;
+        {
+          const int64_t weights = product({lp.outC, lp.inC, lp.kh, lp.kw});
+          if (weights + lp.outC >= kMaxElements)
+            fail(std::to_string(weights + lp.outC) + " parameters is too many (2^31 or more in one layer)");
+        }
         lp.fanIn = lp.inC * lp.kh * lp.kw;
         lp.fanOut = lp.outC * lp.kh * lp.kw;
         lp.weightSize = size_t(lp.outC) * size_t(lp.fanIn);
         lp.biasSize = size_t(lp.outC);
-        lp.multiplyAdds = int64_t(lp.outC) * lp.fanIn * lp.outH * lp.outW;
+        lp.multiplyAdds = int64_t(lp.fanIn) * lp.outC * lp.outH;
+        lp.multiplyAdds = lp.multiplyAdds > (int64_t(1) << 62) / std::max(lp.outW, 1) ? (int64_t(1) << 62) : lp.multiplyAdds * lp.outW;
         shape = {lp.outC, lp.outH, lp.outW};
         softmaxAllowed = false;
         break;

@@ -319,11 +319,11 @@ describe('corrupt files: the first problem, naming the file', () => {
     expectProblem(withMetadata((metadata) => (metadata.formatVersion = 2)), 'format version 2 is not supported: this NN Studio reads version 1 (written by a newer NN Studio)');
     expectProblem(withMetadata((metadata) => (metadata.formatVersion = '1')), 'format version "1" is not supported: this NN Studio reads version 1');
     expectProblem(withMetadata((metadata) => (metadata.spec.layers[3].units = 0)), 'invalid model spec at layers.3.units: Too small: expected number to be >0');
-    expectProblem(withMetadata((metadata) => delete metadata.spec), 'invalid model spec at spec: Invalid input: expected object, received undefined');
+    expectProblem(withMetadata((metadata) => delete metadata.spec), 'invalid model spec at spec: missing (expected object)');
     expectProblem(withMetadata((metadata) => (metadata.spec.input = [1, 1, 1])), 'invalid model spec: maxpool2d #1: window 2x2 larger than input 1x1');
     expectProblem(withMetadata((metadata) => (metadata.labels = ['a', 'b'])), 'metadata has 2 class labels, the spec predicts 3 classes');
     expectProblem(withMetadata((metadata) => (metadata.labels = [1, 2, 3])), 'metadata nnstudio.labels.0: Invalid input: expected string, received number');
-    expectProblem(withMetadata((metadata) => delete metadata.featureNames), 'metadata nnstudio.featureNames: Invalid input: expected array, received undefined');
+    expectProblem(withMetadata((metadata) => delete metadata.featureNames), 'metadata nnstudio.featureNames: missing (expected array)');
     expectProblem(withMetadata((metadata) => (metadata.inputShape = [15])), "metadata inputShape [15] does not match the spec's input [1,4,4]");
     expectProblem(withMetadata((metadata) => delete metadata.preprocessing), 'metadata has no preprocessing entry');
     expectProblem(withMetadata((metadata) => (metadata.training.device = 3)), 'metadata nnstudio.training.device: Invalid input: expected string, received number');

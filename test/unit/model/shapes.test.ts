@@ -280,10 +280,17 @@ describe('spec errors name the layer by kind and ordinal', () => {
 
   test('a layer output of 2^31 elements or more is refused (as the engine)', () => {
     expectError(
-      spec([1, 50_000, 50_000], [{ kind: 'conv2d', filters: 1, kernel: [1, 1] }, { kind: 'flatten' }, { kind: 'dense', units: 2 }]),
-      'conv2d #1: output 1x50000x50000 is too large',
+      spec([1, 40_000, 40_000], [{ kind: 'conv2d', filters: 2, kernel: [1, 1] }, { kind: 'flatten' }, { kind: 'dense', units: 2 }]),
+      'conv2d #1: output 2x40000x40000 is too large',
       0,
     );
+  });
+
+  test('an input of 2^31 values, or a layer of 2^31 parameters, is refused (as the engine)', () => {
+    const input = inferShapesPartial(spec([1, 50_000, 50_000], [{ kind: 'flatten' }, { kind: 'dense', units: 2 }]));
+    assert.equal(input.error?.message, 'input: 1x50000x50000 is too large (2^31 values or more per sample)');
+    assert.deepEqual(input.layers, []);
+    expectError(spec([65536], [{ kind: 'dense', units: 65536 }]), 'dense #1: 4295032832 parameters is too many (2^31 or more in one layer)', 0);
   });
 
   test('inferShapesPartial keeps the layers before the error', () => {
