@@ -58,7 +58,7 @@ function claimedIdxSize(head: Uint8Array): number | undefined {
  * only as far as its header says the file goes (plus one byte): a small file that expands to gigabytes
  * (a "gzip bomb", or a damaged one) is cut there instead of filling the memory.
  */
-export async function readIdxBytes(file: string): Promise<IdxBytes> {
+export async function readIdxBytes(file: string, options: { headerOnly?: boolean } = {}): Promise<IdxBytes> {
   let bytes: Buffer;
   try {
     bytes = await fs.promises.readFile(file);
@@ -84,6 +84,11 @@ export async function readIdxBytes(file: string): Promise<IdxBytes> {
       }
       total += chunk.copy(output, total, 0, wanted - total);
       if (limit === undefined) limit = claimedIdxSize(output.subarray(0, total));
+      // Enough to read the header: stop decompressing (loadIdx checks the item count first).
+      if (options.headerOnly && limit !== undefined) {
+        gunzip.destroy();
+        return { bytes: output.subarray(0, total), overflowed: false };
+      }
       if (limit !== undefined && total > limit) {
         gunzip.destroy();
         return { bytes: output.subarray(0, limit + 1), overflowed: true };
@@ -93,6 +98,12 @@ export async function readIdxBytes(file: string): Promise<IdxBytes> {
     throw new DataError(file, `is not a valid gzip file (${(error as Error).message})`);
   }
   return { bytes: output.subarray(0, total), overflowed: false };
+}
+
+/** The item count a labels header claims, or undefined when the bytes are no labels header (parseIdx says why). */
+function claimedLabelCount(head: Uint8Array): number | undefined {
+  if (head.length < 8 || head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType || head[3] !== 1) return undefined;
+  return new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(4, false);
 }
 
 /** Parses and checks one IDX file held in memory; `expectedMagic` picks images or labels. */
@@ -175,14 +186,19 @@ export async function loadIdx(imagesFile: string, options: IdxOptions = {}): Pro
     throw new Error(`limit must be a positive integer, got ${options.limit}`);
   }
   const labelsFile = options.labelsPath ?? findLabelsFile(imagesFile);
-  const [imageBytes, labelBytes] = await Promise.all([readIdxBytes(imagesFile), readIdxBytes(labelsFile)]);
+  const imageBytes = await readIdxBytes(imagesFile);
   const images = parseIdx(imageBytes.bytes, imagesFile, idxImagesMagic, imageBytes.overflowed);
-  const labelArray = parseIdx(labelBytes.bytes, labelsFile, idxLabelsMagic, labelBytes.overflowed);
   const [imageCount, height, width] = images.dims;
   if (imageCount === 0) throw new DataError(imagesFile, 'contains no images');
-  if (labelArray.dims[0] !== imageCount) {
-    throw new DataError(imagesFile, `has ${imageCount} images but ${path.basename(labelsFile)} has ${labelArray.dims[0]} labels`);
-  }
+  const mismatch = (labelCount: number) =>
+    new DataError(imagesFile, `has ${imageCount} images but ${path.basename(labelsFile)} has ${labelCount} labels`);
+  // The labels' header first: a gzip file claiming far more labels than there are images is refused
+  // before it is decompressed (it could hold hundreds of megabytes).
+  const claimed = claimedLabelCount((await readIdxBytes(labelsFile, { headerOnly: true })).bytes);
+  if (claimed !== undefined && claimed !== imageCount) throw mismatch(claimed);
+  const labelBytes = await readIdxBytes(labelsFile);
+  const labelArray = parseIdx(labelBytes.bytes, labelsFile, idxLabelsMagic, labelBytes.overflowed);
+  if (labelArray.dims[0] !== imageCount) throw mismatch(labelArray.dims[0]);
   const count = Math.min(imageCount, options.limit ?? imageCount);
   const pixels = height * width;
 

@@ -94,6 +94,21 @@ describe('IDX: gzip files decompress only as far as their header says', () => {
     });
   });
 
+  test('a labels file claiming more labels than there are images is refused from its header, before its data is decompressed', async () => {
+    // 64 Mi labels of data really present (in 64 KiB of gzip), next to 2 images: only the header is read.
+    const claimed = 64 << 20;
+    const member = zlib.gzipSync(Buffer.alloc(1 << 20), { level: 9 });
+    const labelsHeader = Buffer.from(encodeIdx([claimed], new Uint8Array(0)));
+    const labels = write('many-labels-idx1-ubyte.gz', Buffer.concat([zlib.gzipSync(labelsHeader), ...Array.from({ length: 64 }, () => member)]));
+    const head = await readIdxBytes(labels, { headerOnly: true });
+    assert.ok(head.bytes.length < 1 << 20, `only the start is decompressed: ${head.bytes.length} bytes`);
+    const images = write('two-images-idx3-ubyte', encodeIdx([2, 1, 1], new Uint8Array([0, 255])));
+    await assert.rejects(loadIdx(images, { labelsPath: labels }), {
+      name: 'DataError',
+      message: `two-images-idx3-ubyte: has 2 images but many-labels-idx1-ubyte.gz has ${claimed} labels`,
+    });
+  });
+
   test('valid gzip files still load, a gzip of two members included', async () => {
     const images = write('ok-images-idx3-ubyte.gz', zlib.gzipSync(encodeIdx([2, 1, 2], new Uint8Array([0, 51, 102, 255]))));
     const labelBytes = encodeIdx([2], new Uint8Array([1, 0]));
