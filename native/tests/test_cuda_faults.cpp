@@ -97,16 +97,18 @@ void testTooLarge(Backend& gpu) {
   checkStillUsable(gpu, freeBytes(), "nothing");  // a first run loads the kernels: the baseline is after it
   const size_t baseline = freeBytes();
   {
-    // one dense layer of 65536 x 131072: 8.6 billion parameters, 160 GiB of weights, gradients, backup
-    // and Adam moments; refused before the host builds 32 GiB of initial weights
-    const ModelSpec huge = parseModelSpec(
-        R"({"input":[65536],"layers":[{"kind":"dense","units":131072}],"loss":"softmax_cross_entropy",
-            "optimizer":{"kind":"adam","lr":0.001},"seed":1})");
-    const double needed = 5.0 * 4.0 * (65536.0 * 131072.0 + 131072.0);
+    // eight dense layers of 32768 x 32768 (one layer may hold at most 2^31 - 1 parameters): 8.6 billion
+    // parameters, 160 GiB of weights, gradients, backup and Adam moments; refused before the host builds
+    // 32 GiB of initial weights
+    std::string layers;
+    for (int i = 0; i < 8; ++i) layers += std::string(i ? "," : "") + R"({"kind":"dense","units":32768})";
+    const ModelSpec huge = parseModelSpec(R"({"input":[32768],"layers":[)" + layers +
+                                          R"(],"loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})");
+    const double needed = 5.0 * 4.0 * 8.0 * (32768.0 * 32768.0 + 32768.0);
     if (needed <= total) {
       std::printf("  skipped: this GPU has %.1f GiB, enough for the 'too many parameters' model\n", total / kGiB);
     } else {
-      const Data data = noisy(8, 65536, 2, 4);
+      const Data data = noisy(8, 32768, 2, 4);
       const DatasetView view = data.view();
       std::string message;
       try {

@@ -231,8 +231,10 @@ describe('faults through the UI API', () => {
       assert.equal(after.status, 'completed');
       return;
     }
-    // 65536 x 131072 weights: 8.6 billion parameters, 161 GiB with Adam's moments (more than any GPU of today)
-    const huge = await watch(api, await start(api, { ...small, model: { layers: 'dense:65536,dense:131072,dense:10', optimizer: 'adam' }, device: 'cuda' }));
+    // nine dense layers of 32768 (one layer may hold at most 2^31 - 1 parameters): 8.6 billion parameters,
+    // 160 GiB with Adam's moments (more than any GPU of today)
+    const layers = [...Array.from({ length: 9 }, () => 'dense:32768'), 'dense:10'].join(',');
+    const huge = await watch(api, await start(api, { ...small, model: { layers, optimizer: 'adam' }, device: 'cuda' }));
     assert.equal(huge.status, 'failed');
     assert.match(huge.message, /^too little free memory on .*: the run needs at least \d+\.\d+ GiB .* and the GPU has \d+\.\d+ GiB free of \d+\.\d+ GiB: lower the batch size/);
     const after = await watch(api, await start(api, { ...small, device: 'cuda' }));
