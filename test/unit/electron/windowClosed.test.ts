@@ -5,11 +5,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import Module from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ipcChannels } from '../../../app/electron/ipc';
 import { appEntryUrl } from '../../../app/electron/security';
+import { loaderWithFakeElectron } from './fakeElectron';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-window-closed-'));
 process.env.NNSTUDIO_DATA_DIR = dataDir;
@@ -87,19 +87,13 @@ const fakeElectron = {
   },
 };
 
-const moduleInternals = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
-const originalLoad = moduleInternals._load;
+const electronLoader = loaderWithFakeElectron(fakeElectron);
 
 before(async () => {
-  moduleInternals._load = function (request: string, ...rest: unknown[]) {
-    if (request === 'electron') return fakeElectron;
-    return originalLoad.call(this, request, ...rest);
-  };
-  require(mainFile);
-  await new Promise((resolve) => setImmediate(resolve));
+  await electronLoader.load(mainFile);
 });
 after(() => {
-  moduleInternals._load = originalLoad;
+  electronLoader.restore();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
