@@ -100,10 +100,17 @@ export async function readIdxBytes(file: string, options: { headerOnly?: boolean
   return { bytes: output.subarray(0, total), overflowed: false };
 }
 
-/** The item count a labels header claims, or undefined when the bytes are no labels header (parseIdx says why). */
-function claimedLabelCount(head: Uint8Array): number | undefined {
-  if (head.length < 8 || head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType || head[3] !== 1) return undefined;
-  return new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(4, false);
+/**
+ * The item count (first dimension) an images (3 dimensions) or labels (1) header claims; undefined when the
+ * bytes are no such header or claim more than maxIdxValues (parseIdx says why, on the whole file).
+ */
+function claimedItemCount(head: Uint8Array, dimensions: 1 | 3): number | undefined {
+  const headerSize = 4 + 4 * dimensions;
+  if (head.length < headerSize || head[0] !== 0 || head[1] !== 0 || head[2] !== unsignedByteType || head[3] !== dimensions) return undefined;
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  let values = 1;
+  for (let i = 0; i < dimensions; i++) values *= view.getUint32(4 + 4 * i, false);
+  return values > maxIdxValues ? undefined : view.getUint32(4, false);
 }
 
 /** Parses and checks one IDX file held in memory; `expectedMagic` picks images or labels. */
@@ -186,19 +193,26 @@ export async function loadIdx(imagesFile: string, options: IdxOptions = {}): Pro
     throw new Error(`limit must be a positive integer, got ${options.limit}`);
   }
   const labelsFile = options.labelsPath ?? findLabelsFile(imagesFile);
+  const mismatch = (imageCount: number, labelCount: number) =>
+    new DataError(imagesFile, `has ${imageCount} images but ${path.basename(labelsFile)} has ${labelCount} labels`);
+  // Both headers first: a gzip file whose item count disagrees with the other file's is refused before
+  // it is decompressed (behind a plausible header it could hold hundreds of megabytes).
+  const [imagesHead, labelsHead] = await Promise.all([
+    readIdxBytes(imagesFile, { headerOnly: true }),
+    readIdxBytes(labelsFile, { headerOnly: true }),
+  ]);
+  const claimedImages = claimedItemCount(imagesHead.bytes, 3);
+  const claimedLabels = claimedItemCount(labelsHead.bytes, 1);
+  if (claimedImages !== undefined && claimedImages > 0 && claimedLabels !== undefined && claimedImages !== claimedLabels) {
+    throw mismatch(claimedImages, claimedLabels);
+  }
   const imageBytes = await readIdxBytes(imagesFile);
   const images = parseIdx(imageBytes.bytes, imagesFile, idxImagesMagic, imageBytes.overflowed);
   const [imageCount, height, width] = images.dims;
   if (imageCount === 0) throw new DataError(imagesFile, 'contains no images');
-  const mismatch = (labelCount: number) =>
-    new DataError(imagesFile, `has ${imageCount} images but ${path.basename(labelsFile)} has ${labelCount} labels`);
-  // The labels' header first: a gzip file claiming far more labels than there are images is refused
-  // before it is decompressed (it could hold hundreds of megabytes).
-  const claimed = claimedLabelCount((await readIdxBytes(labelsFile, { headerOnly: true })).bytes);
-  if (claimed !== undefined && claimed !== imageCount) throw mismatch(claimed);
   const labelBytes = await readIdxBytes(labelsFile);
   const labelArray = parseIdx(labelBytes.bytes, labelsFile, idxLabelsMagic, labelBytes.overflowed);
-  if (labelArray.dims[0] !== imageCount) throw mismatch(labelArray.dims[0]);
+  if (labelArray.dims[0] !== imageCount) throw mismatch(imageCount, labelArray.dims[0]);
   const count = Math.min(imageCount, options.limit ?? imageCount);
   const pixels = height * width;
 

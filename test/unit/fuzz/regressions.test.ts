@@ -109,6 +109,18 @@ describe('IDX: gzip files decompress only as far as their header says', () => {
     });
   });
 
+  test('an images file whose count disagrees with the labels is refused from the headers, before the images are decompressed', async () => {
+    // 3 images of 65536 x 28 claimed (5.5 MB) and present in 256 KiB of gzip, next to 127 labels
+    const member = zlib.gzipSync(Buffer.alloc(1 << 20), { level: 9 });
+    const imagesHeader = Buffer.from(encodeIdx([3, 65536, 28], new Uint8Array(0)));
+    const images = write('wide-images-idx3-ubyte.gz', Buffer.concat([zlib.gzipSync(imagesHeader), ...Array.from({ length: 6 }, () => member)]));
+    const labels = write('127-labels-idx1-ubyte', encodeIdx([127], new Uint8Array(127)));
+    await assert.rejects(loadIdx(images, { labelsPath: labels }), {
+      name: 'DataError',
+      message: 'wide-images-idx3-ubyte.gz: has 3 images but 127-labels-idx1-ubyte has 127 labels',
+    });
+  });
+
   test('valid gzip files still load, a gzip of two members included', async () => {
     const images = write('ok-images-idx3-ubyte.gz', zlib.gzipSync(encodeIdx([2, 1, 2], new Uint8Array([0, 51, 102, 255]))));
     const labelBytes = encodeIdx([2], new Uint8Array([1, 0]));
