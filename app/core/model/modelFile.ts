@@ -91,7 +91,8 @@ export class ModelFileError extends Error {
   }
 }
 
-const epochRecordSchema = z.looseObject({
+/** One epoch of a training history, as model files and run files keep it. */
+export const epochRecordSchema = z.looseObject({
   epoch: z.number().int().positive(),
   trainLoss: z.number().nullable(),
   trainAccuracy: z.number().nullable(),

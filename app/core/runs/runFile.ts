@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { issueText, parseErrorText, valueText } from '../files/messages';
 import { classificationReportSchema, type ClassificationReport } from '../metrics/classification';
 import { formatLayers } from '../model/layerSyntax';
-import type { EpochRecord } from '../model/modelFile';
+import { epochRecordSchema, type EpochRecord } from '../model/modelFile';
 import { parameterCount } from '../model/shapes';
 import { modelSpecSchema, type ModelSpec } from '../model/spec';
 
@@ -93,15 +93,6 @@ export class RunFileError extends Error {
 const isoTime = z.string().refine((text) => !Number.isNaN(Date.parse(text)), 'expected an ISO 8601 time');
 const count = z.number().int().nonnegative();
 
-const epochSchema = z.looseObject({
-  epoch: z.number().int().positive(),
-  trainLoss: z.number().nullable(),
-  trainAccuracy: z.number().nullable(),
-  validationLoss: z.number().nullable().optional(),
-  validationAccuracy: z.number().nullable().optional(),
-  seconds: z.number().nonnegative(),
-});
-
 const optionsSchema = z.looseObject({
   epochs: z.number().int().positive(),
   batchSize: z.number().int().positive(),
@@ -140,7 +131,7 @@ const recordSchema = z.looseObject({
   spec: modelSpecSchema,
   options: optionsSchema,
   data: dataSchema,
-  history: z.array(epochSchema),
+  history: z.array(epochRecordSchema),
   seconds: z.number().nonnegative(),
   test: z.strictObject({ loss: z.number().nullable(), report: classificationReportSchema }).nullable(),
   modelFile: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\.safetensors$/, 'a file name in the runs folder').nullable(),
