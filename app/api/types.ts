@@ -2,7 +2,8 @@
 // A renderer imports this file alone (`import type`): it has no runtime code and no Node types, and
 // everything in it is plain JSON (NaN and Infinity arrive as null over the WebSocket).
 import type { ClassificationReport } from '../core/metrics/classification';
-import type { LayerKind, ModelSpec } from '../core/model/spec';
+import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
+import type { ModelSpec } from '../core/model/spec';
 import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 import type { CellExample, CellExamples } from '../services/examples';
 import type { RunRecord, RunSummary } from '../core/runs/runFile';
@@ -83,24 +84,7 @@ export interface PresetInfo {
   gpuOnly?: boolean;
 }
 
-export interface LayerCheck {
-  label: string;
-  kind: LayerKind;
-  outputShape?: number[];
-  parameters?: number;
-  multiplyAdds?: number;
-  error?: string;
-}
-
-export interface ModelCheck {
-  ok: boolean;
-  spec?: ModelSpec;
-  input: number[];
-  layers: LayerCheck[];
-  totalParameters: number;
-  totalMultiplyAdds: number;
-  error?: { message: string; layerIndex?: number };
-}
+export type { LayerCheck, ModelCheck };
 
 export interface EpochRecord {
   epoch: number;

@@ -4,7 +4,10 @@ import { defaultSpec } from '../core/model/defaults';
 import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
 import { getPreset, presetForData, type Preset } from '../core/model/presets';
 import { classCount as specClassCount, inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
+import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
 import { adamDefaults, parseModelSpec, type LayerSpec, type LossName, type ModelSpec, type OptimizerSpec } from '../core/model/spec';
+
+export type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
 
 export interface ModelChoice {
   /** Compact layer syntax (docs/LAYERS.md) or the course tool's widths `30,60,10,1`. */
@@ -103,30 +106,6 @@ export function composeModelSpec(choice: ModelChoice, inputShape: readonly numbe
     seed,
   });
   return { spec, presetTraining, courseForm };
-}
-
-/** One row of the model editor's table: the shapes where inference got that far, the error at its layer. */
-export interface LayerCheck {
-  /** "conv2d #1" */
-  label: string;
-  kind: LayerSpec['kind'];
-  outputShape?: number[];
-  parameters?: number;
-  multiplyAdds?: number;
-  error?: string;
-}
-
-export interface ModelCheck {
-  ok: boolean;
-  /** The spec as it would train (absent when the choice itself could not be parsed). */
-  spec?: ModelSpec;
-  input: number[];
-  layers: LayerCheck[];
-  /** Of the layers whose shapes are known. */
-  totalParameters: number;
-  totalMultiplyAdds: number;
-  /** The first problem; layerIndex points into layers when it belongs to one layer. */
-  error?: { message: string; layerIndex?: number };
 }
 
 /**

@@ -1,0 +1,27 @@
+// What the model editor shows for a model choice (services/modelSpecs checkModelChoice): types only, shared by
+// the service and the UI contract (app/api/types.ts), so the renderer needs nothing of Node for them.
+import type { LayerSpec, ModelSpec } from './spec';
+
+/** One row of the model editor's table: the shapes where inference got that far, the error at its layer. */
+export interface LayerCheck {
+  /** "conv2d #1" */
+  label: string;
+  kind: LayerSpec['kind'];
+  outputShape?: number[];
+  parameters?: number;
+  multiplyAdds?: number;
+  error?: string;
+}
+
+export interface ModelCheck {
+  ok: boolean;
+  /** The spec as it would train (absent when the choice itself could not be parsed). */
+  spec?: ModelSpec;
+  input: number[];
+  layers: LayerCheck[];
+  /** Of the layers whose shapes are known. */
+  totalParameters: number;
+  totalMultiplyAdds: number;
+  /** The first problem; layerIndex points into layers when it belongs to one layer. */
+  error?: { message: string; layerIndex?: number };
+}
