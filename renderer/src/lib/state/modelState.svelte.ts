@@ -1,7 +1,7 @@
 // The Model screen: the layers being edited, the model's settings (loss, optimizer, learning rate, seed), the
 // preset they came from and the API's check of them against the selected dataset (models:check, run again
 // shortly after every edit; a late answer for older layers is dropped).
-import type { ApiError, ModelCheck, ModelSpec, PayloadOf, PresetInfo } from '../../../../app/api/types';
+import type { ApiError, DatasetInfo, ModelCheck, ModelSpec, PayloadOf, PresetInfo } from '../../../../app/api/types';
 import { api } from '../api';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from '../layers';
 
@@ -18,7 +18,10 @@ export interface ModelSettingsDraft {
 
 export interface ModelDeps {
   datasetId(): string | undefined;
+  dataset(): DatasetInfo | undefined;
   presets(): readonly PresetInfo[];
+  /** A CUDA device is available (some presets need one). */
+  hasGpu(): boolean;
   /** A preset's training recipe (batch size, epochs, schedule) fills the training settings. */
   adoptTraining(training: PresetInfo['training']): void;
 }
@@ -88,6 +91,16 @@ export class ModelState {
     settings.seed = spec.seed;
   }
 
+  /** Why a preset cannot be used now, or undefined. */
+  presetUnavailable(preset: PresetInfo): string | undefined {
+    if (preset.gpuOnly && !this.deps.hasGpu()) return 'needs an NVIDIA GPU';
+    const dataset = this.deps.dataset();
+    // Convolutions and pools need images (channels × height × width); a table's rows are flat.
+    const flatData = dataset !== undefined && dataset.featureShape.length !== 3;
+    if (flatData && preset.spec.layers.some((layer) => /conv|pool/.test(layer.kind))) return `needs image data; ${dataset.name} has flat rows`;
+    return undefined;
+  }
+
   // ---- editing ----
 
   addLayer(kind: LayerKind): void {
@@ -110,6 +123,12 @@ export class ModelState {
 
   replaceLayer(index: number, kind: LayerKind): void {
     this.layers[index] = newLayer(kind);
+    this.edited();
+  }
+
+  /** A field of a layer changed; the editor has one kernel field, so a conv2d kernel stays square. */
+  layerEdited(layer: LayerSpec, field?: 'kernel'): void {
+    if (field === 'kernel' && layer.kind === 'conv2d') layer.kernel[1] = layer.kernel[0];
     this.edited();
   }
 

@@ -30,7 +30,9 @@ class Studio {
   });
   readonly model: ModelState = new ModelState({
     datasetId: () => this.data.datasetId,
+    dataset: () => this.data.dataset,
     presets: () => this.presets,
+    hasGpu: () => this.devices.some((device) => device.kind === 'cuda'),
     adoptTraining: (training) => this.train.adoptPresetTraining(training),
   });
   readonly train: TrainState = new TrainState({
