@@ -6,6 +6,7 @@ import type {
   ApiEvent,
   ApiResponse,
   EpochProgress,
+  PayloadOf,
   PresetInfo,
   RunInfo,
   StepProgress,
@@ -89,14 +90,15 @@ export class TrainState {
       return;
     }
     const seed = this.deps.seed();
-    await this.launch(() =>
-      api.invoke('training:start', {
-        datasetId,
-        model: this.deps.modelChoice(),
-        ...this.deps.splitOptions(),
-        ...(seed !== null ? { seed } : {}),
-        ...options.value,
-      }),
+    const payload: PayloadOf<'training:start'> = {
+      datasetId,
+      model: this.deps.modelChoice(),
+      ...this.deps.splitOptions(),
+      ...(seed !== null ? { seed } : {}),
+      ...options.value,
+    };
+    await this.launch(
+      () => api.invoke('training:start', payload),
       (error) => (this.trainError = error),
       [],
     );
