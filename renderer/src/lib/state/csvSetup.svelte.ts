@@ -1,9 +1,9 @@
 // A CSV file chosen but not opened yet: how it is read (delimiter, header) and the role of each column.
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
-import type { PayloadOf } from '../../../app/api/types';
-import { cleanCsvHead, guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from './csvSample';
-import type { PickedFile } from './platform';
+import type { PayloadOf } from '../../../../app/api/types';
+import { cleanCsvHead, guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
 

@@ -1,15 +1,8 @@
-// Two runs side by side on the Models screen: which two are picked (kept across screens), their metrics
-// with the difference, and their epoch curves overlaid. ModelInfo carries everything: the training
+// Two runs side by side on the Models screen (which two: ModelsState.compared): their metrics with the
+// difference, and their epoch curves overlaid. ModelInfo carries everything: the training
 // history and the test metrics travel with the model (also in its file, so imported models compare too).
 import type { EpochRecord, ModelInfo } from '../../../app/api/types';
 import type { ChartSeries, Point } from './series';
-
-class Comparison {
-  firstId = $state<string | undefined>();
-  secondId = $state<string | undefined>();
-}
-
-export const comparison = new Comparison();
 
 /** 'higher' or 'lower' is better; 'neither' for facts such as the parameter count. */
 export type Better = 'higher' | 'lower' | 'neither';

@@ -1,11 +1,16 @@
 // The run history as the Models screen shows it: the runs saved on disk (runs:list), opening one (runs:open
 // adds its model to the session's models, so the evaluation, save, comparison and the digit canvas take it
 // like any other model) and deleting one. Refreshed when a training ends, since that records a run.
-import type { ApiError, RunSummary } from '../../../app/api/types';
-import { api } from './api';
-import { studio } from './studio.svelte';
+import type { ApiError, ModelInfo, RunSummary } from '../../../../app/api/types';
+import { api } from '../api';
 
-class SavedRuns {
+export interface SavedRunsDeps {
+  models(): readonly ModelInfo[];
+  /** runs:open added a model to the session. */
+  refreshModels(): Promise<void>;
+}
+
+export class SavedRunsState {
   runs = $state.raw<RunSummary[]>([]);
   /** Files in the runs folder that could not be read: "broken.json: not valid JSON …". */
   problems = $state.raw<string[]>([]);
@@ -18,10 +23,15 @@ class SavedRuns {
   /** The run whose Delete was pressed and waits for the confirmation. */
   confirmingDelete = $state<string | undefined>();
 
-  constructor() {
-    api.onEvent((event) => {
-      if (event.event === 'training:done' && this.loaded) void this.refresh();
-    });
+  private readonly deps: SavedRunsDeps;
+
+  constructor(deps: SavedRunsDeps) {
+    this.deps = deps;
+  }
+
+  /** A training ended, which records a run: a list already shown is refreshed. */
+  runRecorded(): void {
+    if (this.loaded) void this.refresh();
   }
 
   /** Names shared by more than one listed run (two runs of one file started in the same second). */
@@ -39,7 +49,7 @@ class SavedRuns {
 
   /** The session's model opened from this run, if any. */
   openedModelId(runId: string): string | undefined {
-    return studio.models.find((model) => model.savedRunId === runId)?.id;
+    return this.deps.models().find((model) => model.savedRunId === runId)?.id;
   }
 
   async refresh(): Promise<void> {
@@ -59,10 +69,20 @@ class SavedRuns {
     try {
       const opened = await api.invoke('runs:open', { runId });
       if (opened.error) this.actionError = { runId, error: opened.error };
-      else await studio.refreshModels();
+      else await this.deps.refreshModels();
     } finally {
       this.busyRunId = undefined;
     }
+  }
+
+  /** Delete was pressed: the row asks for a confirmation. */
+  confirmDelete(runId: string): void {
+    this.confirmingDelete = runId;
+  }
+
+  /** The confirmation was declined. */
+  keep(): void {
+    this.confirmingDelete = undefined;
   }
 
   async remove(runId: string): Promise<void> {
@@ -79,5 +99,3 @@ class SavedRuns {
     }
   }
 }
-
-export const savedRuns = new SavedRuns();

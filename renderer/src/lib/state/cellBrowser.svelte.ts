@@ -1,7 +1,7 @@
 // The examples behind the confusion-matrix cell the user picked: one cell at a time, paged, most (or
 // least) confident first. A new evaluation or cell replaces the page; replies to an older request are dropped.
-import type { ApiError, CellExamples } from '../../../app/api/types';
-import { api } from './api';
+import type { ApiError, CellExamples } from '../../../../app/api/types';
+import { api } from '../api';
 
 export type ConfidenceOrder = CellExamples['order'];
 
@@ -13,7 +13,7 @@ export interface PickedCell {
 
 const pageSize = 48;
 
-class CellBrowser {
+export class CellBrowser {
   cell = $state<PickedCell | undefined>();
   order = $state<ConfidenceOrder>('highest');
   page = $state.raw<CellExamples | undefined>();
@@ -70,5 +70,3 @@ class CellBrowser {
     this.page = { ...answer.result, offset: 0, examples: [...previous, ...answer.result.examples] };
   }
 }
-
-export const cellBrowser = new CellBrowser();

@@ -1,8 +1,8 @@
-// How the open data is split and normalised for training (the Data screen's settings). The validation share
-// lives in studio (the Train screen edits it too); the test share and the normalisation live here and reach
-// training:start through trainingOptions().
-import type { ApiError, DatasetInfo, SplitPlan } from '../../../app/api/types';
-import { api } from './api';
+// How the open data is split and normalised for training (the Data screen's settings; the Model screen edits
+// the validation share too): the shares as typed, the normalisation chosen per dataset, and the counts
+// datasets:split answers for them. They reach training:start through trainingOptions().
+import type { ApiError, DatasetInfo, SplitPlan } from '../../../../app/api/types';
+import { api } from '../api';
 
 export type Normalization = 'none' | 'minmax' | 'zscore';
 
@@ -17,9 +17,16 @@ export function recommendedNormalization(dataset: DatasetInfo): Normalization {
   return dataset.kind === 'images' ? 'none' : 'zscore';
 }
 
-class DataSetup {
+/** The shares as the inputs hold them (null: empty, the server's default). */
+export interface SplitDraft {
+  /** Share of the training data held out for the validation curves. */
+  valSplit: number | null;
   /** Share of the data held out for test metrics when there is no separate test set (the server's default). */
-  testSplit = $state<number | null>(0.2);
+  testSplit: number | null;
+}
+
+export class SplitState {
+  readonly draft = $state<SplitDraft>({ valSplit: 0.1, testSplit: 0.2 });
   /** The user's choice per dataset id; otherwise the recommended one. */
   private normalizationChoice = $state<Record<string, Normalization>>({});
 
@@ -35,8 +42,18 @@ class DataSetup {
     this.normalizationChoice[dataset.id] = kind;
   }
 
+  /**
+   * For an effect: reads the shares (so the effect reruns when they change) and asks for the counts after a
+   * pause in typing (one request per pause). Returns the cleanup that drops a pending request.
+   */
+  followPlan(datasetId: string): () => void {
+    const { valSplit, testSplit } = this.draft;
+    const timer = setTimeout(() => void this.refreshPlan(datasetId, valSplit, testSplit), 120);
+    return () => clearTimeout(timer);
+  }
+
   /** The counts training:start would use; a late answer for older settings is dropped. */
-  async refreshPlan(datasetId: string, valSplit: number | null, testSplit: number | null): Promise<void> {
+  private async refreshPlan(datasetId: string, valSplit: number | null, testSplit: number | null): Promise<void> {
     const serial = ++this.planSerial;
     const answer = await api.invoke('datasets:split', {
       datasetId,
@@ -48,13 +65,13 @@ class DataSetup {
     this.planError = answer.error;
   }
 
-  /** training:start's test share and normalisation for this dataset. */
-  trainingOptions(dataset: DatasetInfo | undefined): { testSplit?: number; normalize?: Normalization } {
+  /** training:start's shares and normalisation for this dataset. */
+  trainingOptions(dataset: DatasetInfo | undefined): { valSplit?: number; testSplit?: number; normalize?: Normalization } {
+    const { valSplit, testSplit } = this.draft;
     return {
-      ...(this.testSplit !== null ? { testSplit: this.testSplit } : {}),
+      ...(valSplit !== null ? { valSplit } : {}),
+      ...(testSplit !== null ? { testSplit } : {}),
       ...(dataset ? { normalize: this.normalizationFor(dataset) } : {}),
     };
   }
 }
-
-export const dataSetup = new DataSetup();

@@ -1,0 +1,150 @@
+// The Data screen: the open datasets and the selected one with its preview, the three ways to open data
+// (MNIST, a CSV with its column roles, an IDX pair) and how the data is split (SplitState).
+import type { ApiError, DatasetInfo, DatasetPreview, PayloadOf } from '../../../../app/api/types';
+import { api } from '../api';
+import { fileToBase64 } from '../files';
+import { browserFile, fileSource, pickFile } from '../platform';
+import { CsvSetup } from './csvSetup.svelte';
+import { SplitState } from './splitState.svelte';
+
+type DatasetSource = PayloadOf<'datasets:open'>['source'];
+
+/** The MNIST opener's choices, kept while the user moves between screens. */
+export interface MnistDraft {
+  split: 'train' | 'test';
+  /** Empty: all. */
+  limit: number | null;
+}
+
+export interface DataDeps {
+  /** A dataset was selected (changed: a different one than before); the model follows it. */
+  selected(changed: boolean): Promise<void>;
+  /** The selected dataset was closed: nothing is selected for now. */
+  deselected(): void;
+}
+
+export class DataState {
+  datasets = $state.raw<DatasetInfo[]>([]);
+  datasetId = $state<string | undefined>();
+  dataset = $derived(this.datasets.find((entry) => entry.id === this.datasetId));
+  preview = $state.raw<DatasetPreview | undefined>();
+  opening = $state(false);
+
+  readonly mnist = $state<MnistDraft>({ split: 'train', limit: 5000 });
+  mnistError = $state<ApiError | undefined>();
+  /** A CSV chosen but not opened yet: its columns and their roles. */
+  pendingCsv = $state<CsvSetup | undefined>();
+  csvError = $state<ApiError | undefined>();
+  idxError = $state<ApiError | undefined>();
+
+  readonly split = new SplitState();
+  private readonly deps: DataDeps;
+
+  constructor(deps: DataDeps) {
+    this.deps = deps;
+  }
+
+  /** The session's datasets as the catalog lists them (on connecting). */
+  listed(datasets: DatasetInfo[]): void {
+    this.datasets = datasets;
+  }
+
+  // ---- opening ----
+
+  async openMnist(): Promise<void> {
+    this.mnistError = undefined;
+    const { split, limit } = this.mnist;
+    this.mnistError = await this.open({ kind: 'mnist', split, ...(limit ? { limit } : {}) });
+  }
+
+  /** A dropped or picked File; without one (Electron), the native open dialog. */
+  async chooseCsv(file?: File): Promise<void> {
+    this.csvError = undefined;
+    const picked = file ? browserFile(file) : await pickFile('dataset');
+    if (!picked) return;
+    if ('error' in picked) {
+      this.csvError = picked.error;
+      return;
+    }
+    if (!/\.(csv|txt|tsv)$/i.test(picked.name)) {
+      this.pendingCsv = undefined;
+      this.csvError = { message: `${picked.name} is not a CSV file (.csv)` };
+      return;
+    }
+    this.pendingCsv = await CsvSetup.read(picked);
+  }
+
+  /** The pending CSV's setup changed: the last error about it is stale. */
+  csvEdited(): void {
+    this.csvError = undefined;
+  }
+
+  cancelCsv(): void {
+    this.pendingCsv = undefined;
+    this.csvError = undefined;
+  }
+
+  async openCsv(): Promise<void> {
+    const pending = this.pendingCsv;
+    if (!pending || pending.problem) return;
+    this.csvError = undefined;
+    const error = await this.open({ ...(await fileSource(pending.file)), csv: pending.options() });
+    this.csvError = error;
+    if (!error) this.pendingCsv = undefined;
+  }
+
+  /** New IDX files were chosen: the last error about the pair is stale. */
+  idxFilesChanged(): void {
+    this.idxError = undefined;
+  }
+
+  /** An IDX images file and its labels file (MNIST's format, raw or .gz), uploaded together; true when opened. */
+  async openIdx(images: File, labels: File): Promise<boolean> {
+    this.idxError = undefined;
+    const [imagesBase64, labelsBase64] = await Promise.all([fileToBase64(images), fileToBase64(labels)]);
+    this.idxError = await this.open({
+      kind: 'upload',
+      fileName: images.name,
+      base64: imagesBase64,
+      labels: { fileName: labels.name, base64: labelsBase64 },
+    });
+    return this.idxError === undefined;
+  }
+
+  private async open(source: DatasetSource): Promise<ApiError | undefined> {
+    this.opening = true;
+    try {
+      const opened = await api.invoke('datasets:open', { source });
+      if (opened.error) return opened.error;
+      this.datasets = [...this.datasets, opened.result];
+      await this.selectDataset(opened.result.id);
+      return undefined;
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  // ---- selection ----
+
+  async selectDataset(id: string): Promise<void> {
+    const changed = id !== this.datasetId;
+    this.datasetId = id;
+    this.preview = undefined;
+    const preview = await api.invoke('datasets:preview', { datasetId: id, rows: this.dataset?.kind === 'images' ? 32 : 20 });
+    if (preview.result && this.datasetId === id) this.preview = preview.result;
+    await this.deps.selected(changed);
+  }
+
+  async closeDataset(id: string): Promise<void> {
+    const closed = await api.invoke('datasets:close', { datasetId: id });
+    if (closed.error) return;
+    this.datasets = this.datasets.filter((entry) => entry.id !== id);
+    if (this.datasetId === id) {
+      this.datasetId = undefined;
+      this.preview = undefined;
+      this.deps.deselected();
+      const next = this.datasets[this.datasets.length - 1];
+      if (next) await this.selectDataset(next.id);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+// The Evaluate screen: the evaluation shown (a finished run's test set, or a model evaluated on a dataset),
+// the confusion cell whose examples are open, and the model the digit canvas tries.
+import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, TrainingDone } from '../../../../app/api/types';
+import { api } from '../api';
+import { takesDigits } from '../digitPrediction.svelte';
+import { CellBrowser } from './cellBrowser.svelte';
+import type { Device } from './trainingDrafts';
+
+export interface ShownEvaluation {
+  title: string;
+  report: ClassificationReport;
+  count: number;
+  loss?: number;
+  /** For evaluation:examples (a confusion cell's examples); absent when the session no longer has them. */
+  evaluationId?: string;
+  /** The evaluated model (the digit canvas tries it). */
+  modelId?: string;
+}
+
+export interface EvaluateDeps {
+  models(): readonly ModelInfo[];
+  datasets(): readonly DatasetInfo[];
+  device(): Device;
+  /** An evaluation the user asked for is ready: show the Evaluate screen. */
+  evaluated(): void;
+}
+
+export class EvaluateState {
+  evaluation = $state.raw<ShownEvaluation | undefined>();
+  evaluating = $state(false);
+  error = $state<ApiError | undefined>();
+  /** The examples of a confusion-matrix cell of the shown evaluation. */
+  readonly cells = new CellBrowser();
+  /** The open cell, when it belongs to the shown evaluation. */
+  pickedCell = $derived(this.cells.cell && this.cells.cell.evaluationId === this.evaluation?.evaluationId ? this.cells.cell : undefined);
+  /** The evaluated model, when a 28x28 drawing fits it. */
+  digitModel = $derived.by(() => this.deps.models().find((model) => model.id === this.evaluation?.modelId && takesDigits(model.inputShape)));
+
+  private readonly deps: EvaluateDeps;
+
+  constructor(deps: EvaluateDeps) {
+    this.deps = deps;
+  }
+
+  async evaluate(modelId: string, datasetId: string): Promise<void> {
+    this.error = undefined;
+    this.evaluating = true;
+    const answer = await api.invoke('evaluation:evaluate', { modelId, datasetId, device: this.deps.device() });
+    this.evaluating = false;
+    if (answer.error) {
+      this.error = answer.error;
+      return;
+    }
+    this.show(describeEvaluation(answer.result, this.deps.models(), this.deps.datasets()));
+    this.deps.evaluated();
+  }
+
+  /** A finished run's test set, evaluated by the server as the run ended. */
+  showTestResult(runId: string, done: TrainingDone): void {
+    const test = done.test;
+    if (!test) return;
+    const { evaluationId, modelId } = done;
+    const count = sum(test.report.perClass.map((row) => row.support));
+    this.show({ title: `Test set of ${runId}`, report: test.report, count, loss: test.loss, evaluationId, modelId });
+  }
+
+  /** A new evaluation: a cell open for the old one closes. */
+  private show(evaluation: ShownEvaluation): void {
+    this.evaluation = evaluation;
+    if (this.cells.cell && this.cells.cell.evaluationId !== evaluation.evaluationId) this.cells.close();
+  }
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
+function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
+  const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
+  const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
+  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, evaluationId: result.evaluationId, modelId: result.modelId };
+}

@@ -1,0 +1,170 @@
+// The Model screen's training settings as its inputs hold them (null: an empty input, which leaves the
+// server's default), and the functions that turn them into training:start's options. The server's zod
+// schemas (app/core/model/trainingControl.ts, app/api/schemas.ts) stay the authority; the bounds checked
+// here are theirs, so a bad value is named by its control before any request.
+import type { ApiError, EarlyStopping, EarlyStoppingMonitor, LrSchedule, PayloadOf, PresetInfo } from '../../../../app/api/types';
+
+export type Device = 'auto' | 'cpu' | 'cuda';
+export type LrScheduleKind = LrSchedule['kind'];
+
+/** Every schedule's settings at once: switching the kind back and forth keeps what was typed. */
+export interface LrScheduleDraft {
+  kind: LrScheduleKind;
+  /** step: decay every this many epochs, by this factor. */
+  everyEpochs: number | null;
+  gamma: number | null;
+  /** cosine: the final learning rate. */
+  minLr: number | null;
+  /** onecycle: the peak (empty: the learning rate is the peak), the warm-up share and the two divisors. */
+  maxLr: number | null;
+  pctStart: number | null;
+  divFactor: number | null;
+  finalDivFactor: number | null;
+}
+
+export interface EarlyStoppingDraft {
+  monitor: 'off' | EarlyStoppingMonitor;
+  patience: number | null;
+  minDelta: number | null;
+  restoreBest: boolean;
+}
+
+export interface TrainingDraft {
+  batchSize: number | null;
+  epochs: number | null;
+  device: Device;
+  schedule: LrScheduleDraft;
+  earlyStopping: EarlyStoppingDraft;
+}
+
+type StartPayload = PayloadOf<'training:start'>;
+/** The part of training:start these settings decide. */
+export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping'>;
+
+export function newTrainingDraft(): TrainingDraft {
+  return {
+    batchSize: 64,
+    epochs: 5,
+    device: 'auto',
+    schedule: { kind: 'constant', everyEpochs: 10, gamma: 0.5, minLr: 0, maxLr: null, pctStart: 0.3, divFactor: 25, finalDivFactor: 1e4 },
+    earlyStopping: { monitor: 'off', patience: 3, minDelta: 0, restoreBest: false },
+  };
+}
+
+/** A preset's recipe fills the settings; schedule fields it leaves out keep their values (a one-cycle peak clears). */
+export function adoptPresetTraining(draft: TrainingDraft, training: PresetInfo['training']): void {
+  draft.batchSize = training.batchSize;
+  draft.epochs = training.epochs;
+  const schedule = training.lrSchedule ?? { kind: 'constant' };
+  const target = draft.schedule;
+  target.kind = schedule.kind;
+  if (schedule.kind === 'step') {
+    if (schedule.everyEpochs !== undefined) target.everyEpochs = schedule.everyEpochs;
+    if (schedule.gamma !== undefined) target.gamma = schedule.gamma;
+  } else if (schedule.kind === 'cosine') {
+    if (schedule.minLr !== undefined) target.minLr = schedule.minLr;
+  } else if (schedule.kind === 'onecycle') {
+    target.maxLr = schedule.maxLr ?? null;
+    if (schedule.pctStart !== undefined) target.pctStart = schedule.pctStart;
+    if (schedule.divFactor !== undefined) target.divFactor = schedule.divFactor;
+    if (schedule.finalDivFactor !== undefined) target.finalDivFactor = schedule.finalDivFactor;
+  }
+}
+
+// ---- checks: the server's bounds, named by the control ----
+
+type Check = (value: number) => boolean;
+interface Bound {
+  ok: Check;
+  /** What the control needs, after its name: "must be ...". */
+  needs: string;
+}
+
+const bounds = {
+  wholeFromOne: { ok: (value) => Number.isInteger(value) && value >= 1 && value <= 1_000_000, needs: 'a whole number from 1 to 1,000,000' },
+  aboveZeroToMillion: { ok: (value) => value > 0 && value <= 1e6, needs: 'more than 0 and at most 1,000,000' },
+  zeroOrMore: { ok: (value) => Number.isFinite(value) && value >= 0, needs: '0 or more' },
+  aboveZero: { ok: (value) => Number.isFinite(value) && value > 0, needs: 'more than 0' },
+  share: { ok: (value) => value > 0 && value < 1, needs: 'between 0 and 1' },
+} satisfies Record<string, Bound>;
+
+/** A problem with one typed value, or undefined (an empty input is always fine: the server's default). */
+function checkValue(value: number | null, bound: Bound, control: string, field: string): ApiError | undefined {
+  if (value === null || bound.ok(value)) return undefined;
+  return { message: `${control} must be ${bound.needs} (got ${value})`, field };
+}
+
+/** The fields of a draft that are set, as an object (empty inputs are left out). */
+function setFields<Key extends string>(values: Record<Key, number | null>): Partial<Record<Key, number>> {
+  const set: Partial<Record<Key, number>> = {};
+  for (const key of Object.keys(values) as Key[]) {
+    const value = values[key];
+    if (value !== null) set[key] = value;
+  }
+  return set;
+}
+
+function firstProblem(...problems: (ApiError | undefined)[]): ApiError | undefined {
+  return problems.find((problem) => problem !== undefined);
+}
+
+// ---- draft -> API values ----
+
+export type Checked<Value> = { value: Value; problem?: undefined } | { problem: ApiError; value?: undefined };
+
+/** training:start's lrSchedule: the chosen kind with the fields typed for it, or the first bad value. */
+export function scheduleFromDraft(draft: LrScheduleDraft): Checked<LrSchedule> {
+  const field = (name: string) => `lrSchedule.${name}`;
+  switch (draft.kind) {
+    case 'step': {
+      const problem = firstProblem(
+        checkValue(draft.everyEpochs, bounds.wholeFromOne, 'Decay every (epochs)', field('everyEpochs')),
+        checkValue(draft.gamma, bounds.aboveZeroToMillion, 'Decay factor', field('gamma')),
+      );
+      return problem ? { problem } : { value: { kind: 'step', ...setFields({ everyEpochs: draft.everyEpochs, gamma: draft.gamma }) } };
+    }
+    case 'cosine': {
+      const problem = checkValue(draft.minLr, bounds.zeroOrMore, 'Final learning rate', field('minLr'));
+      return problem ? { problem } : { value: { kind: 'cosine', ...setFields({ minLr: draft.minLr }) } };
+    }
+    case 'onecycle': {
+      const problem = firstProblem(
+        checkValue(draft.maxLr, bounds.zeroOrMore, 'Peak learning rate', field('maxLr')),
+        checkValue(draft.pctStart, bounds.share, 'Warm-up share', field('pctStart')),
+        checkValue(draft.divFactor, bounds.aboveZero, 'Start divisor', field('divFactor')),
+        checkValue(draft.finalDivFactor, bounds.aboveZero, 'End divisor', field('finalDivFactor')),
+      );
+      const { maxLr, pctStart, divFactor, finalDivFactor } = draft;
+      return problem ? { problem } : { value: { kind: 'onecycle', ...setFields({ maxLr, pctStart, divFactor, finalDivFactor }) } };
+    }
+    default:
+      return { value: { kind: 'constant' } };
+  }
+}
+
+/** training:start's earlyStopping: undefined when off, else the monitor with the fields typed, or the first bad value. */
+export function earlyStoppingFromDraft(draft: EarlyStoppingDraft): Checked<EarlyStopping | undefined> {
+  if (draft.monitor === 'off') return { value: undefined };
+  const problem = firstProblem(
+    checkValue(draft.patience, bounds.wholeFromOne, 'Patience (epochs)', 'earlyStopping.patience'),
+    checkValue(draft.minDelta, bounds.zeroOrMore, 'Minimum improvement', 'earlyStopping.minDelta'),
+  );
+  if (problem) return { problem };
+  return { value: { monitor: draft.monitor, ...setFields({ patience: draft.patience, minDelta: draft.minDelta }), restoreBest: draft.restoreBest } };
+}
+
+/** Everything the settings give training:start, or the first bad schedule or early-stopping value. */
+export function trainingOptions(draft: TrainingDraft): Checked<TrainingOptions> {
+  const schedule = scheduleFromDraft(draft.schedule);
+  if (schedule.problem) return schedule;
+  const earlyStopping = earlyStoppingFromDraft(draft.earlyStopping);
+  if (earlyStopping.problem) return earlyStopping;
+  return {
+    value: {
+      ...setFields({ epochs: draft.epochs, batchSize: draft.batchSize }),
+      device: draft.device,
+      lrSchedule: schedule.value,
+      ...(earlyStopping.value ? { earlyStopping: earlyStopping.value } : {}),
+    },
+  };
+}
