@@ -175,23 +175,22 @@ DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec
                         std::to_string(count * featureSize));
   }
 
+  // The run's own copy, taken now on the JS thread; the label check below reads the copy, so what was
+  // checked is what the engine reads.
+  DatasetArg dataset;
+  dataset.features.assign(features.Data(), features.Data() + featureCount);
+  dataset.labels.assign(labels.Data(), labels.Data() + count);
+  dataset.featureSize = featureSize;
+
   // Labels index the head's outputs (one-hot); check them here rather than trust every backend to.
-  const int32_t* labelData = labels.Data();
   for (int64_t i = 0; i < count; ++i) {
-    if (labelData[i] < 0 || labelData[i] >= classes) {
-      throwRange(env, where + ".labels[" + std::to_string(i) + "] is " + std::to_string(labelData[i]) +
+    const int32_t label = dataset.labels[static_cast<size_t>(i)];
+    if (label < 0 || label >= classes) {
+      throwRange(env, where + ".labels[" + std::to_string(i) + "] is " + std::to_string(label) +
                           " but the model predicts " + std::to_string(classes) + " classes (labels 0.." +
                           std::to_string(classes - 1) + ")");
     }
   }
-
-  DatasetArg dataset;
-  dataset.features = Napi::Persistent(features);
-  dataset.labels = Napi::Persistent(labels);
-  dataset.view.features = features.Data();
-  dataset.view.labels = labelData;
-  dataset.view.count = count;
-  dataset.view.featureSize = featureSize;
   return dataset;
 }
 

@@ -34,7 +34,7 @@ class EvaluateWorker final : public Napi::AsyncWorker {
   void Execute() override {
     try {
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.threads);
-      result_ = backend->evaluate(job_.spec, job_.parameters, job_.data.view, job_.batchSize);
+      result_ = backend->evaluate(job_.spec, job_.parameters, job_.data.view(), job_.batchSize);
     } catch (const std::bad_alloc&) {
       fail(kInternalErrorCode, "out of memory while evaluating");
     } catch (const std::exception& error) {

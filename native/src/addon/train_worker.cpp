@@ -89,8 +89,11 @@ class TrainWorker final : public TrainQueueWorker {
       QueueSink sink(progress, job_.checkpoints);
       job_.options.resume = job_.resume ? &*job_.resume : nullptr;
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.options.threads);
-      result_ = backend->train(job_.spec, job_.train.view, job_.validation ? &job_.validation->view : nullptr,
-                               job_.options, &sink, control_.get(), job_.start ? &*job_.start : nullptr);
+      const DatasetView train = job_.train.view();
+      const std::optional<DatasetView> validation =
+          job_.validation ? std::optional<DatasetView>(job_.validation->view()) : std::nullopt;
+      result_ = backend->train(job_.spec, train, validation ? &*validation : nullptr, job_.options, &sink,
+                               control_.get(), job_.start ? &*job_.start : nullptr);
     } catch (const std::bad_alloc&) {
       fail(kInternalErrorCode, "out of memory while training");
     } catch (const std::exception& error) {
@@ -185,7 +188,7 @@ class TrainWorker final : public TrainQueueWorker {
     SetError(message.empty() ? std::string("the engine failed") : message);
   }
 
-  TrainJob job_;                              // plain data + references that keep the arrays alive
+  TrainJob job_;                              // plain data, the run's own copies
   std::shared_ptr<TrainControl> control_;     // shared with the JS handle's cancel/pause/resume
   TrainResult result_;
   std::string errorCode_ = kInternalErrorCode;
