@@ -39,8 +39,11 @@ using EventMaker = std::function<Napi::Object(Napi::Env)>;
 class TrainRun final : public EngineThreadJob {
  public:
   TrainRun(Napi::Env env, TrainJob job, Napi::Value onEvent, std::shared_ptr<TrainControl> control)
-      : job_(std::move(job)), control_(std::move(control)), deferred_(Napi::Promise::Deferred::New(env)) {
-    if (onEvent.IsFunction()) onEvent_ = Napi::Persistent(onEvent.As<Napi::Function>());
+      : job_(std::move(job)),
+        control_(std::move(control)),
+        listening_(onEvent.IsFunction()),
+        deferred_(Napi::Promise::Deferred::New(env)) {
+    if (listening_) onEvent_ = Napi::Persistent(onEvent.As<Napi::Function>());
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
@@ -76,7 +79,7 @@ class TrainRun final : public EngineThreadJob {
   class Sink final : public ProgressSink {
    public:
     explicit Sink(TrainRun& run) : run_(run) {}
-    bool wantsCheckpoints() const override { return run_.job_.checkpoints; }
+    bool wantsCheckpoints() const override { return run_.listening_ && run_.job_.checkpoints; }
     void onCheckpoint(const TrainState& state) override {
       auto copy = std::make_shared<const TrainState>(state);
       run_.postEvent([copy](Napi::Env env) { return checkpointEventObject(env, *copy); });
@@ -93,6 +96,7 @@ class TrainRun final : public EngineThreadJob {
   };
 
   void postEvent(EventMaker make) {
+    if (!listening_) return;  // nobody to tell
     post([this, make = std::move(make)](Napi::Env env) { deliver(env, make); });
   }
 
@@ -150,6 +154,7 @@ class TrainRun final : public EngineThreadJob {
 
   TrainJob job_;                           // plain data, the run's own copies
   std::shared_ptr<TrainControl> control_;  // shared with the JS handle's cancel/pause/resume
+  const bool listening_;                   // onEvent was given
   // written by the training thread before its last post, read by settle() after it
   TrainResult result_;
   bool failed_ = false;
