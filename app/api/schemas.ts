@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
 import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
+import { countLimits, countSchema } from '../core/model/countLimits';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
@@ -59,7 +60,7 @@ export const modelChoiceSchema = z.strictObject({
   optimizer: z.enum(['sgd', 'adam']).optional(),
   lr: z.number().positive().finite().optional(),
   momentum: fraction.optional(),
-  seed: z.number().int().nonnegative().optional(),
+  seed: countSchema(countLimits.seed).optional(),
 });
 
 const none = z.strictObject({}).optional();
@@ -105,13 +106,13 @@ export const payloadSchemas = {
     testDatasetId: id.optional(),
     model: modelChoiceSchema.optional(),
     normalize: z.enum(['none', 'minmax', 'zscore']).optional(),
-    epochs: z.number().int().min(1).max(1_000_000).optional(),
-    batchSize: positiveInt.optional(),
+    epochs: countSchema(countLimits.epochs).optional(),
+    batchSize: countSchema(countLimits.batchSize).optional(),
     valSplit: fraction.optional(),
     testSplit: fraction.optional(),
-    seed: z.number().int().nonnegative().optional(),
+    seed: countSchema(countLimits.seed).optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
-    threads: z.number().int().nonnegative().optional(),
+    threads: countSchema(countLimits.threads).optional(),
     lrSchedule: lrScheduleSchema.optional(),
     earlyStopping: earlyStoppingSchema.optional(),
   }),
@@ -124,7 +125,7 @@ export const payloadSchemas = {
    */
   'training:continue': z.strictObject({
     runId: id,
-    epochs: z.number().int().min(1).max(1_000_000).optional(),
+    epochs: countSchema(countLimits.epochs).optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
   }),
   'training:resume': z.strictObject({ runId: id }),

@@ -2,6 +2,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CsvOptions } from '../core/data/csv';
 import { parseImageShape } from '../core/data/dataset';
+import { countLimits, countRange, isCountWithin, type CountLimit } from '../core/model/countLimits';
 import { services, type DataSource } from '../services';
 
 export function positiveInteger(name: string) {
@@ -10,6 +11,21 @@ export function positiveInteger(name: string) {
     return Number(value);
   };
 }
+
+/** A count within the engine's bounds (core/model/countLimits.ts), refused here before it reaches the engine. */
+export function countWithin(name: string, limit: CountLimit) {
+  return (value: string): number => {
+    const text = value.trim();
+    const number = Number(text);
+    if (!/^\d+$/.test(text) || !isCountWithin(number, limit)) {
+      throw new InvalidArgumentError(`${name} ${countRange(limit)}, got ${/^-?\d+$/.test(text) ? text : JSON.stringify(value)}`);
+    }
+    return number;
+  };
+}
+
+/** --threads: 1 or more (leaving it out means all hardware threads). */
+export const threadCount: CountLimit = { min: 1, max: countLimits.threads.max };
 
 export function nonNegativeInteger(name: string) {
   return (value: string): number => {

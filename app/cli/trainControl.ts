@@ -1,6 +1,7 @@
 // `nnstudio train`'s training-control flags: --lr-schedule and --early-stop, parsed into the engine's
 // schedule and early-stopping settings (commander argument parsers: a bad value is a usage error).
 import { InvalidArgumentError } from 'commander';
+import { countLimits, countRange, isCountWithin } from '../core/model/countLimits';
 import type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../engine';
 
 function number(text: string | undefined, what: string, check: (value: number) => boolean): number | undefined {
@@ -20,7 +21,7 @@ export function parseLrSchedule(text: string): LrSchedule {
       return { kind: 'constant' };
     case 'step': {
       if (args.length !== 2) throw new InvalidArgumentError(`--lr-schedule step needs step:<everyEpochs>:<gamma>, e.g. step:10:0.5`);
-      const everyEpochs = number(args[0], '--lr-schedule step: everyEpochs must be a positive integer', (v) => Number.isInteger(v) && v >= 1);
+      const everyEpochs = number(args[0], `--lr-schedule step: everyEpochs ${countRange(countLimits.epochInterval)}`, (v) => isCountWithin(v, countLimits.epochInterval));
       const gamma = number(args[1], '--lr-schedule step: gamma must be a positive number', (v) => v > 0);
       return { kind: 'step', everyEpochs, gamma };
     }
@@ -53,7 +54,7 @@ export function parseEarlyStop(text: string): EarlyStopping {
   if (!monitor || rest.length > 0) {
     throw new InvalidArgumentError(`--early-stop "${text}": expected <monitor>[:patience[:minDelta]] with monitor val_loss, val_accuracy or train_loss`);
   }
-  const patience = number(patienceText, '--early-stop: patience must be a positive integer', (v) => Number.isInteger(v) && v >= 1);
+  const patience = number(patienceText, `--early-stop: patience ${countRange(countLimits.epochInterval)}`, (v) => isCountWithin(v, countLimits.epochInterval));
   const minDelta = number(minDeltaText, '--early-stop: minDelta must be a number ≥ 0', (v) => v >= 0);
   return { monitor, ...(patience !== undefined ? { patience } : {}), ...(minDelta !== undefined ? { minDelta } : {}) };
 }

@@ -5,7 +5,6 @@
 import type { ModelSpec } from '../core/model/spec';
 import {
   native,
-  type NativeTrainingHandle,
   type NativeCheckpointEvent,
   type NativeTrainState,
   type NativeDataset,
@@ -137,27 +136,11 @@ export function initialParameters(spec: ModelSpec, seed: number = spec.seed): Fl
 
 // ---- training and evaluation ----
 
-// process.exit() joins libuv's worker threads before exiting, so a run still going would hold the
-// process until it finished: cancel every live run on 'exit' (the engine stops within one step).
-const liveRuns = new Set<NativeTrainingHandle>();
-const ignoreProgress = (): void => {};
-let exitHookInstalled = false;
-
-function trackRun(handle: NativeTrainingHandle): Promise<TrainResult> {
-  if (!exitHookInstalled) {
-    process.on('exit', () => {
-      for (const run of liveRuns) run.cancel();
-    });
-    exitHookInstalled = true;
-  }
-  liveRuns.add(handle);
-  return handle.promise.finally(() => liveRuns.delete(handle));
-}
-
 /**
- * Trains on a worker thread; the event loop keeps running. `onProgress` receives every epoch event
- * and step events at most every progressIntervalSeconds; if it throws, the run is cancelled and the
- * promise rejects with that error. The typed arrays must not be modified or transferred during the run.
+ * Trains on a thread the engine owns (not libuv's pool); the event loop keeps running. `onProgress`
+ * receives every epoch event and step events at most every progressIntervalSeconds; if it throws, the run
+ * is cancelled and the promise rejects with that error. The run copies the typed arrays when it starts:
+ * what the caller does with them afterwards does not reach it.
  */
 export function train(
   spec: ModelSpec,
@@ -185,11 +168,10 @@ export function train(
       checkpoints: options.checkpoints,
     },
     options.initialParameters ?? null,
-    // Always a listener: a failed delivery is also how the addon notices an environment teardown.
-    onProgress ?? ignoreProgress,
+    onProgress ?? null,
   );
   return {
-    promise: trackRun(handle),
+    promise: handle.promise,
     device,
     cancel: () => handle.cancel(),
     pause: () => handle.pause(),

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Dataset } from '../core/data/dataset';
 import { normalizationKinds } from '../core/data/preprocess';
+import { countLimits, countSchema } from '../core/model/countLimits';
 import { earlyStoppingSchema, lrScheduleSchema, type EarlyStopping, type LrSchedule } from '../core/model/trainingControl';
 import type { DataSource } from './dataSources';
 
@@ -42,10 +43,10 @@ const runRecordSchema = z.strictObject({
   normalize: z.enum(normalizationKinds),
   valSplit: z.number().min(0).lt(1),
   testSplit: z.number().min(0).lt(1),
-  seed: z.number().int().nonnegative(),
-  epochs: z.number().int().positive(),
-  batchSize: z.number().int().positive(),
-  threads: z.number().int().nonnegative(),
+  seed: countSchema(countLimits.seed),
+  epochs: countSchema(countLimits.epochs),
+  batchSize: countSchema(countLimits.batchSize),
+  threads: countSchema(countLimits.threads),
   lrSchedule: lrScheduleSchema.optional(),
   earlyStopping: earlyStoppingSchema.optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),

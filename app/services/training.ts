@@ -7,6 +7,7 @@ import { applyNormalization, fitNormalization, preprocessingSchema, type Normali
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratifiedSplit, subset } from '../core/data/split';
 import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
+import { checkCount, countLimits } from '../core/model/countLimits';
 import { defaultTraining } from '../core/model/defaults';
 import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
@@ -360,8 +361,8 @@ async function runTraining(
     const presetSchedule = built.presetTraining?.lrSchedule;
     if (request.lrSchedule === undefined && presetSchedule) request = { ...request, lrSchedule: presetSchedule };
   }
-  if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`--epochs must be a positive integer, got ${epochs}`);
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`--batch-size must be a positive integer, got ${batchSize}`);
+  checkCount(epochs, '--epochs', countLimits.epochs);
+  checkCount(batchSize, '--batch-size', countLimits.batchSize);
 
   const normalize = request.normalize ?? (isImage(all) ? 'none' : 'zscore');
   // a resumed run takes the checkpoint's statistics (the same numbers, fitted on the same split)

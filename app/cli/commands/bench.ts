@@ -1,7 +1,8 @@
 // `nnstudio bench`: the DESIGN §8 configs on MNIST, one JSON line each (seconds per epoch, test accuracy).
 import { Command, Option } from 'commander';
 import { services } from '../../services';
-import { positiveInteger } from '../options';
+import { countLimits } from '../../core/model/countLimits';
+import { countWithin, threadCount } from '../options';
 
 interface BenchCommandOptions {
   device: 'auto' | 'cpu' | 'cuda';
@@ -15,8 +16,8 @@ export function benchCommand(): Command {
     .description('time the DESIGN §8 configs on MNIST: one JSON line per config')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .option('--configs <names>', 'comma-separated preset names (default: all for the device)')
-    .option('--epochs <n>', 'epochs per config; the first is the warm-up', positiveInteger('--epochs'), 3)
-    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--epochs <n>', 'epochs per config; the first is the warm-up', countWithin('--epochs', countLimits.epochs), 3)
+    .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .action(async (options: BenchCommandOptions) => {
       const device = services.devices.resolve(options.device);
       const presets = services.bench.presets(device, options.configs?.split(',').map((name) => name.trim()).filter(Boolean));

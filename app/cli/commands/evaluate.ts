@@ -1,7 +1,8 @@
 // `nnstudio eval`: a saved model on labelled data, with its own preprocessing; metrics as text or JSON.
 import { Command, Option } from 'commander';
 import { services } from '../../services';
-import { addDataOptions, dataSourceFrom, positiveInteger, requireOption, type DataOptions } from '../options';
+import { countLimits } from '../../core/model/countLimits';
+import { addDataOptions, countWithin, dataSourceFrom, requireOption, threadCount, type DataOptions } from '../options';
 import { formatReport } from '../report';
 
 interface EvalCommandOptions extends DataOptions {
@@ -18,8 +19,8 @@ export function evalCommand(): Command {
   return command
     .option('--model <file>', 'the model file (.safetensors)')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
-    .option('--batch-size <n>', 'evaluation batch size', positiveInteger('--batch-size'))
-    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--batch-size <n>', 'evaluation batch size', countWithin('--batch-size', countLimits.evaluationBatchSize))
+    .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .option('--json', 'print one JSON object: {accuracy, macro, weighted, perClass, confusion, labels}')
     .action(async (options: EvalCommandOptions) => {
       const modelFile = requireOption(options.model, '--model', 'the model file to evaluate');

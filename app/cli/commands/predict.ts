@@ -3,7 +3,8 @@ import { Command, Option } from 'commander';
 import Papa from 'papaparse';
 import { writeFileAtomic } from '../../core/files/atomic';
 import { services, type Prediction } from '../../services';
-import { addDataOptions, dataSourceFrom, positiveInteger, requireOption, type DataOptions } from '../options';
+import { countLimits } from '../../core/model/countLimits';
+import { addDataOptions, countWithin, dataSourceFrom, requireOption, threadCount, type DataOptions } from '../options';
 
 interface PredictCommandOptions extends DataOptions {
   model?: string;
@@ -34,8 +35,8 @@ export function predictCommand(): Command {
     .option('--model <file>', 'the model file (.safetensors)')
     .option('--out <file>', 'the CSV to write (default: standard output)')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
-    .option('--batch-size <n>', 'batch size', positiveInteger('--batch-size'))
-    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--batch-size <n>', 'batch size', countWithin('--batch-size', countLimits.evaluationBatchSize))
+    .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .action(async (options: PredictCommandOptions) => {
       const modelFile = requireOption(options.model, '--model', 'the model file to predict with');
       const dataArgument = requireOption(options.data, '--data', 'a CSV file, an IDX images file or "mnist"');

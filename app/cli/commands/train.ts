@@ -8,7 +8,8 @@ import { lossNames } from '../../core/model/spec';
 import type { ModelChoice } from '../../services/modelSpecs';
 import { services, type RunContext, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
-import { addDataOptions, dataSourceFrom, fraction, nonNegativeInteger, positiveInteger, positiveNumber, type DataOptions } from '../options';
+import { countLimits } from '../../core/model/countLimits';
+import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
@@ -46,14 +47,14 @@ export function trainCommand(): Command {
     .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
-    .option('--epochs <n>', 'epochs (default: the preset\'s, 2 for images, 200 for tabular data)', positiveInteger('--epochs'))
-    .option('--batch-size <n>', 'mini-batch size', positiveInteger('--batch-size'))
+    .option('--epochs <n>', 'epochs (default: the preset\'s, 2 for images, 200 for tabular data)', countWithin('--epochs', countLimits.epochs))
+    .option('--batch-size <n>', 'mini-batch size', countWithin('--batch-size', countLimits.batchSize))
     .option('--val-split <f>', 'fraction of the training data held out for validation', fraction('--val-split'))
     .option('--test-split <f>', 'fraction held out for testing when there is no test data', fraction('--test-split'))
-    .option('--seed <n>', 'seed for weights, splits and data order', nonNegativeInteger('--seed'), 0)
+    .option('--seed <n>', 'seed for weights, splits and data order', countWithin('--seed', countLimits.seed), 0)
     .addOption(new Option('--normalize <kind>', 'feature normalisation (default: none for images, zscore otherwise)').choices(normalizationKinds))
     .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
-    .option('--threads <n>', 'CPU threads (default: all)', positiveInteger('--threads'))
+    .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .option('--lr-schedule <schedule>', 'constant, step:<everyEpochs>:<gamma>, cosine[:<minLr>] or onecycle[:<maxLr>[:<pctStart>]]', parseLrSchedule)
     .option('--early-stop <monitor>', 'stop when val_loss, val_accuracy or train_loss stops improving: <monitor>[:patience[:minDelta]] (patience 3)', parseEarlyStop)
     .option('--restore-best', 'with --early-stop: keep the best epoch\'s weights')

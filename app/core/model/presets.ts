@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseModelSpec } from './spec';
+import { countLimits, countSchema } from './countLimits';
 import { lrScheduleSchema, type LrSchedule } from './trainingControl';
 import type { ModelSpec } from './spec';
 import { SpecError, formatShape, inferShapes } from './shapes';
@@ -22,8 +23,8 @@ const presetFileSchema = z.strictObject({
   description: z.string(),
   spec: z.unknown(),
   training: z.strictObject({
-    batchSize: z.number().int().positive(),
-    epochs: z.number().int().positive(),
+    batchSize: countSchema(countLimits.batchSize),
+    epochs: countSchema(countLimits.epochs),
     lrSchedule: lrScheduleSchema.optional(),
   }),
   gpuOnly: z.boolean().optional(),

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -20,16 +21,38 @@ bool isTypedArrayOf(const Napi::Value& value, napi_typedarray_type type) {
   return value.IsTypedArray() && value.As<Napi::TypedArray>().TypedArrayType() == type;
 }
 
-// A JS number that holds an integer in [min, max].
+// A double as JS prints it: an integer with all its digits below 1e21, else the shortest %g that reads back
+// as the same double. Never converts to an integer type, so any value (1e20, NaN) prints.
+std::string numberText(double number) {
+  if (std::isnan(number)) return "NaN";
+  if (std::isinf(number)) return number > 0 ? "Infinity" : "-Infinity";
+  char text[32];
+  if (number == std::floor(number) && std::fabs(number) < 1e21) {
+    std::snprintf(text, sizeof text, "%.0f", number);
+    return text;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, number);
+    if (std::strtod(text, nullptr) == number) break;
+  }
+  return text;
+}
+
+// An integer in [min, max] from a JS number, which may be anything a double holds (1e20, -1e300): the range
+// is checked on the double, and only a value inside [-2^63, 2^63) is ever converted, so no cast is out of
+// range whatever min and max are. The message quotes the number as given (numberText), never a cast of it.
 int64_t integerValue(Napi::Env env, const Napi::Value& value, int64_t min, int64_t max, const std::string& where) {
   if (!value.IsNumber()) throwType(env, where + " must be an integer");
   const double number = value.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(number) || number != std::floor(number)) throwType(env, where + " must be an integer");
-  if (number < static_cast<double>(min) || number > static_cast<double>(max)) {
-    throwRange(env, where + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                        " (got " + std::to_string(static_cast<long long>(number)) + ")");
+  constexpr double kInt64End = 9223372036854775808.0;  // 2^63, exact as a double
+  const bool castable = number >= -kInt64End && number < kInt64End;
+  const int64_t integer = castable ? static_cast<int64_t>(number) : 0;
+  if (!castable || integer < min || integer > max) {
+    throwRange(env, where + " must be between " + std::to_string(min) + " and " + std::to_string(max) + " (got " +
+                        numberText(number) + ")");
   }
-  return static_cast<int64_t>(number);
+  return integer;
 }
 
 }  // namespace
@@ -99,8 +122,8 @@ double numberOption(const Napi::Object& options, const char* key, double fallbac
   if (!value.IsNumber()) throwType(options.Env(), join(where, key) + " must be a number");
   const double number = value.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(number) || number < min || number > max) {
-    throwRange(options.Env(), join(where, key) + " must be a number between " + std::to_string(min) + " and " +
-                                  std::to_string(max));
+    throwRange(options.Env(), join(where, key) + " must be a number between " + numberText(min) + " and " +
+                                  numberText(max) + " (got " + numberText(number) + ")");
   }
   return number;
 }
@@ -152,23 +175,22 @@ DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec
                         std::to_string(count * featureSize));
   }
 
+  // The run's own copy, taken now on the JS thread; the label check below reads the copy, so what was
+  // checked is what the engine reads.
+  DatasetArg dataset;
+  dataset.features.assign(features.Data(), features.Data() + featureCount);
+  dataset.labels.assign(labels.Data(), labels.Data() + count);
+  dataset.featureSize = featureSize;
+
   // Labels index the head's outputs (one-hot); check them here rather than trust every backend to.
-  const int32_t* labelData = labels.Data();
   for (int64_t i = 0; i < count; ++i) {
-    if (labelData[i] < 0 || labelData[i] >= classes) {
-      throwRange(env, where + ".labels[" + std::to_string(i) + "] is " + std::to_string(labelData[i]) +
+    const int32_t label = dataset.labels[static_cast<size_t>(i)];
+    if (label < 0 || label >= classes) {
+      throwRange(env, where + ".labels[" + std::to_string(i) + "] is " + std::to_string(label) +
                           " but the model predicts " + std::to_string(classes) + " classes (labels 0.." +
                           std::to_string(classes - 1) + ")");
     }
   }
-
-  DatasetArg dataset;
-  dataset.features = Napi::Persistent(features);
-  dataset.labels = Napi::Persistent(labels);
-  dataset.view.features = features.Data();
-  dataset.view.labels = labelData;
-  dataset.view.count = count;
-  dataset.view.featureSize = featureSize;
   return dataset;
 }
 

@@ -1,6 +1,6 @@
 // JS <-> C++ conversion for the addon. Every reader validates type, range and size and throws a
 // Napi::TypeError / Napi::RangeError / Napi::Error with a message naming the argument before any
-// typed-array memory is read. Everything here runs on the JS thread only.
+// typed-array memory is read, and copies what it reads. Everything here runs on the JS thread only.
 #pragma once
 
 #include <napi.h>
@@ -60,15 +60,19 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
 // All but options.resume (which needs the spec: train_state.h).
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 
-// Features and labels as a view over the caller's typed arrays. The references keep both arrays
-// (and their ArrayBuffers) alive while a worker uses the view; release them on the JS thread.
+// Features and labels copied out of the caller's typed arrays on the JS thread: the run reads only this
+// copy, which is also what was validated, so a caller that writes to (or detaches) its arrays during the
+// run changes nothing. Costs a second copy of the data for as long as the run or evaluation lasts.
 struct DatasetArg {
-  Napi::Reference<Napi::Float32Array> features;
-  Napi::Reference<Napi::Int32Array> labels;
-  DatasetView view;
+  std::vector<float> features;
+  std::vector<int32_t> labels;
+  int64_t featureSize = 0;
+  DatasetView view() const {
+    return {features.data(), labels.data(), static_cast<int64_t>(labels.size()), featureSize};
+  }
 };
 // Validates {features: Float32Array, labels: Int32Array}: features.length == count * featureSize of
-// the spec's input, labels.length == count >= 1, labels in the range the head predicts.
+// the spec's input, labels.length == count >= 1, labels (as copied) in the range the head predicts.
 DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec& spec, const char* name);
 
 // A Float32Array of exactly `expected` elements, copied into a vector.

@@ -1,4 +1,5 @@
-// evaluate: Backend::evaluate on a libuv worker thread, settled as a Promise.
+// evaluate: Backend::evaluate on a thread the addon owns (engine_thread.h), settled as a Promise on the
+// JS thread. An evaluation of a large set takes seconds; it must not hold one of libuv's pool threads.
 #include <napi.h>
 
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "addon/convert.h"
+#include "addon/engine_thread.h"
 #include "addon/workers.h"
 
 namespace nnstudio::addon {
@@ -16,25 +18,24 @@ namespace {
 struct EvaluateJob {
   ModelSpec spec;
   std::vector<float> parameters;  // copied: the engine API takes a vector
-  DatasetArg data;
+  DatasetArg data;                // the evaluation's own copy
   int batchSize = 256;
   int threads = 0;
   DeviceKind device = DeviceKind::CPU;
 };
 
-class EvaluateWorker final : public Napi::AsyncWorker {
+class EvaluateRun final : public EngineThreadJob {
  public:
-  EvaluateWorker(Napi::Env env, EvaluateJob job)
-      : Napi::AsyncWorker(env, "nnstudio:evaluate"), job_(std::move(job)), deferred_(Napi::Promise::Deferred::New(env)) {}
+  EvaluateRun(Napi::Env env, EvaluateJob job) : job_(std::move(job)), deferred_(Napi::Promise::Deferred::New(env)) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
  protected:
-  // ---- worker thread ----
-  void Execute() override {
+  // ---- evaluation thread ----
+  void run() override {
     try {
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.threads);
-      result_ = backend->evaluate(job_.spec, job_.parameters, job_.data.view, job_.batchSize);
+      result_ = backend->evaluate(job_.spec, job_.parameters, job_.data.view(), job_.batchSize);
     } catch (const std::bad_alloc&) {
       fail(kInternalErrorCode, "out of memory while evaluating");
     } catch (const std::exception& error) {
@@ -42,48 +43,46 @@ class EvaluateWorker final : public Napi::AsyncWorker {
     } catch (...) {
       fail(kInternalErrorCode, "the engine failed with an unknown error");
     }
+    job_.data = {};
+    post([this](Napi::Env env) { settle(env); });
   }
 
-  // ---- JS thread (nothing may throw out of these) ----
-  void OnOK() override {
-    try {
-      Napi::Env env = Env();
-      Napi::HandleScope handles(env);
-      try {
-        Napi::Object result = Napi::Object::New(env);
-        result.Set("loss", result_.loss);
-        result.Set("accuracy", result_.accuracy);
-        result.Set("classes", result_.classes);
-        result.Set("predictions", int32Array(env, result_.predictions));
-        result.Set("probabilities", float32Array(env, result_.probabilities));
-        deferred_.Resolve(result);
-      } catch (const Napi::Error& error) {
-        deferred_.Reject(error.Value());
-      }
-    } catch (...) {
-      // the environment is going away
-    }
-  }
-
-  void OnError(const Napi::Error& error) override {
-    try {
-      Napi::HandleScope handles(Env());
-      deferred_.Reject(makeError(Env(), error.Message(), errorCode_.c_str()).Value());
-    } catch (...) {
-      // the environment is going away
-    }
-  }
+  // An evaluation cannot be interrupted: a teardown waits for it to end.
+  void stop() override {}
 
  private:
   void fail(const char* code, const std::string& message) {
+    failed_ = true;
     errorCode_ = code;
-    SetError(message.empty() ? std::string("the engine failed") : message);
+    errorMessage_ = message.empty() ? std::string("the engine failed") : message;
+  }
+
+  // ---- JS thread ----
+  void settle(Napi::Env env) {
+    try {
+      if (failed_) {
+        deferred_.Reject(makeError(env, errorMessage_, errorCode_).Value());
+        return;
+      }
+      Napi::Object result = Napi::Object::New(env);
+      result.Set("loss", result_.loss);
+      result.Set("accuracy", result_.accuracy);
+      result.Set("classes", result_.classes);
+      result.Set("predictions", int32Array(env, result_.predictions));
+      result.Set("probabilities", float32Array(env, result_.probabilities));
+      deferred_.Resolve(result);
+    } catch (const Napi::Error& error) {
+      deferred_.Reject(error.Value());
+    }
   }
 
   EvaluateJob job_;
+  // written by the evaluation thread before its post, read by settle() after it
   EvalResult result_;
-  std::string errorCode_ = kInternalErrorCode;
-  Napi::Promise::Deferred deferred_;
+  bool failed_ = false;
+  const char* errorCode_ = kInternalErrorCode;
+  std::string errorMessage_;
+  Napi::Promise::Deferred deferred_;  // JS thread only
 };
 
 }  // namespace
@@ -102,9 +101,9 @@ Napi::Value Evaluate(const Napi::CallbackInfo& info) {
     const Napi::Value device = options.Get("device");
     job.device = device.IsUndefined() ? DeviceKind::CPU : deviceValue(env, device, "options.device");
 
-    auto worker = std::make_unique<EvaluateWorker>(env, std::move(job));
-    Napi::Promise promise = worker->promise();
-    worker.release()->Queue();  // deletes itself when done
+    auto run = std::make_unique<EvaluateRun>(env, std::move(job));
+    Napi::Promise promise = run->promise();
+    EngineThreadJob::start(env, "nnstudio:evaluate", std::move(run));
     return promise;
   });
 }

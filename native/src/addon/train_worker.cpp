@@ -1,62 +1,26 @@
-// startTraining: runs Backend::train on a libuv worker thread and streams every epoch event (and the
-// engine's throttled step events, and with options.checkpoints every epoch's TrainState) back to JS
-// through an AsyncProgressQueueWorker. Execute() never
-// touches N-API: it reads only plain C++ state prepared on the JS thread before Queue().
+// startTraining: runs Backend::train on a thread the addon owns (engine_thread.h) and streams every epoch
+// event (and the engine's throttled step events, and with options.checkpoints every epoch's TrainState)
+// back to JS through the job's ThreadSafeFunction; the promise settles on the JS thread after the last
+// event. The training thread never touches N-API: it reads only plain C++ state prepared on the JS thread
+// (the data is the run's own copy) and posts plain data.
 #include <napi.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "addon/convert.h"
+#include "addon/engine_thread.h"
 #include "addon/train_state.h"
 #include "addon/workers.h"
 
 namespace nnstudio::addon {
 
 namespace {
-
-// One queued event; the queue copies it, so it stays plain data.
-struct TrainEvent {
-  bool isEpoch = false;
-  StepProgress step;   // when !isEpoch && !checkpoint
-  EpochStats epoch;    // when isEpoch
-  std::shared_ptr<const TrainState> checkpoint;  // a checkpoint event (shared: the queue copies events)
-};
-
-using TrainQueueWorker = Napi::AsyncProgressQueueWorker<TrainEvent>;
-
-// The engine's progress callbacks, on the training thread: copy into the queue and return.
-class QueueSink final : public ProgressSink {
- public:
-  QueueSink(const TrainQueueWorker::ExecutionProgress& progress, bool checkpoints)
-      : progress_(progress), checkpoints_(checkpoints) {}
-  bool wantsCheckpoints() const override { return checkpoints_; }
-  void onCheckpoint(const TrainState& state) override {
-    TrainEvent event;
-    event.checkpoint = std::make_shared<const TrainState>(state);
-    progress_.Send(&event, 1);
-  }
-  void onStep(const StepProgress& step) override {
-    TrainEvent event;
-    event.step = step;
-    progress_.Send(&event, 1);
-  }
-  void onEpoch(const EpochStats& epoch) override {
-    TrainEvent event;
-    event.isEpoch = true;
-    event.epoch = epoch;
-    progress_.Send(&event, 1);
-  }
-
- private:
-  const TrainQueueWorker::ExecutionProgress& progress_;
-  bool checkpoints_;
-};
 
 struct TrainJob {
   ModelSpec spec;
@@ -69,28 +33,33 @@ struct TrainJob {
   bool checkpoints = false;                 // options.checkpoints: send a checkpoint event every epoch
 };
 
-class TrainWorker final : public TrainQueueWorker {
+// Builds an event object on the JS thread from data the training thread captured.
+using EventMaker = std::function<Napi::Object(Napi::Env)>;
+
+class TrainRun final : public EngineThreadJob {
  public:
-  TrainWorker(Napi::Env env, TrainJob job, Napi::Value onEvent, std::shared_ptr<TrainControl> control)
-      : TrainQueueWorker(env, "nnstudio:train"),
-        job_(std::move(job)),
+  TrainRun(Napi::Env env, TrainJob job, Napi::Value onEvent, std::shared_ptr<TrainControl> control)
+      : job_(std::move(job)),
         control_(std::move(control)),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        context_(env, "nnstudio:train") {
-    if (onEvent.IsFunction()) onEvent_ = Napi::Persistent(onEvent.As<Napi::Function>());
+        listening_(onEvent.IsFunction()),
+        deferred_(Napi::Promise::Deferred::New(env)) {
+    if (listening_) onEvent_ = Napi::Persistent(onEvent.As<Napi::Function>());
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
  protected:
   // ---- training thread ----
-  void Execute(const ExecutionProgress& progress) override {
+  void run() override {
     try {
-      QueueSink sink(progress, job_.checkpoints);
+      Sink sink(*this);
       job_.options.resume = job_.resume ? &*job_.resume : nullptr;
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.options.threads);
-      result_ = backend->train(job_.spec, job_.train.view, job_.validation ? &job_.validation->view : nullptr,
-                               job_.options, &sink, control_.get(), job_.start ? &*job_.start : nullptr);
+      const DatasetView train = job_.train.view();
+      const std::optional<DatasetView> validation =
+          job_.validation ? std::optional<DatasetView>(job_.validation->view()) : std::nullopt;
+      result_ = backend->train(job_.spec, train, validation ? &*validation : nullptr, job_.options, &sink,
+                               control_.get(), job_.start ? &*job_.start : nullptr);
     } catch (const std::bad_alloc&) {
       fail(kInternalErrorCode, "out of memory while training");
     } catch (const std::exception& error) {
@@ -98,101 +67,103 @@ class TrainWorker final : public TrainQueueWorker {
     } catch (...) {
       fail(kInternalErrorCode, "the engine failed with an unknown error");
     }
+    job_.train = {};  // the run's copy of the data is not needed any more
+    job_.validation.reset();
+    post([this](Napi::Env env) { settle(env); });
+  }
+
+  void stop() override { control_->cancel.store(true); }
+
+ private:
+  // The engine's progress callbacks, on the training thread: capture the plain data and post it.
+  class Sink final : public ProgressSink {
+   public:
+    explicit Sink(TrainRun& run) : run_(run) {}
+    bool wantsCheckpoints() const override { return run_.listening_ && run_.job_.checkpoints; }
+    void onCheckpoint(const TrainState& state) override {
+      auto copy = std::make_shared<const TrainState>(state);
+      run_.postEvent([copy](Napi::Env env) { return checkpointEventObject(env, *copy); });
+    }
+    void onStep(const StepProgress& step) override {
+      run_.postEvent([step](Napi::Env env) { return stepEventObject(env, step); });
+    }
+    void onEpoch(const EpochStats& epoch) override {
+      run_.postEvent([epoch](Napi::Env env) { return epochEventObject(env, epoch); });
+    }
+
+   private:
+    TrainRun& run_;
+  };
+
+  void postEvent(EventMaker make) {
+    if (!listening_) return;  // nobody to tell
+    post([this, make = std::move(make)](Napi::Env env) { deliver(env, make); });
+  }
+
+  void fail(const char* code, const std::string& message) {
+    failed_ = true;
+    errorCode_ = code;
+    errorMessage_ = message.empty() ? std::string("the engine failed") : message;
   }
 
   // ---- JS thread ----
-  // Nothing may throw out of these: they run from libuv callbacks, where a C++ exception aborts.
-  // When the environment is being torn down (worker_threads terminate) Node waits for this work
-  // before running cleanup hooks, and calls into JS fail (and throw here): that cancels the run, so
-  // teardown waits one step, not the whole training. (A paused run sends nothing: cancel it first.)
-  void OnProgress(const TrainEvent* events, size_t count) override {
-    if (events == nullptr || onEvent_.IsEmpty() || !callbackError_.IsEmpty()) return;
+  void deliver(Napi::Env env, const EventMaker& make) {
+    if (onEvent_.IsEmpty() || !listenerError_.IsEmpty()) return;
     try {
-      Napi::Env env = Env();
-      Napi::HandleScope handles(env);
-      for (size_t i = 0; i < count; ++i) {
-        const TrainEvent& event = events[i];
-        const Napi::Object object = event.checkpoint ? checkpointEventObject(env, *event.checkpoint)
-                                    : event.isEpoch  ? epochEventObject(env, event.epoch)
-                                                     : stepEventObject(env, event.step);
-        try {
-          onEvent_.MakeCallback(env.Global(), {object}, context_);
-        } catch (const Napi::Error& error) {
-          // A throwing listener stops the run; the promise rejects with what it threw.
-          callbackError_ = error;
-          control_->cancel.store(true);
-          return;
-        }
-      }
-    } catch (...) {
+      onEvent_.Call({make(env)});
+    } catch (const Napi::Error& error) {
+      // A throwing listener stops the run; the promise rejects with what it threw.
+      listenerError_ = error;
       control_->cancel.store(true);
     }
   }
 
-  void OnOK() override {
-    settle([this](Napi::Env env) -> Napi::Value {
-      Napi::Object result = Napi::Object::New(env);
-      result.Set("status", statusName(result_.status));
-      result.Set("message", result_.message);
-      result.Set("parameters", float32Array(env, result_.parameters));
-      Napi::Array history = Napi::Array::New(env, result_.history.size());
-      for (size_t i = 0; i < result_.history.size(); ++i) {
-        history.Set(static_cast<uint32_t>(i), epochStatsObject(env, result_.history[i]));
-      }
-      result.Set("history", history);
-      result.Set("seconds", result_.seconds);
-      result.Set("steps", static_cast<double>(result_.steps));
-      result.Set("device", result_.device);
-      result.Set("stoppedEarly", result_.stoppedEarly);
-      result.Set("bestEpoch", result_.bestEpoch);
-      result.Set("restoredBest", result_.restoredBest);
-      return result;
-    }, nullptr);
-  }
-
-  void OnError(const Napi::Error& error) override {
-    const std::string message = error.Message();
-    settle(nullptr, [&](Napi::Env env) { return makeError(env, message, errorCode_.c_str()).Value(); });
-  }
-
- private:
-  // Resolves with resolved(env), or rejects with rejected(env), or with what a listener threw; inside a
-  // callback scope so that the promise's reactions run right after.
-  template <typename Resolved, typename Rejected>
-  void settle(Resolved resolved, Rejected rejected) {
+  // Resolves with the result, or rejects with the engine's error or with what a listener threw.
+  void settle(Napi::Env env) {
     try {
-      Napi::Env env = Env();
-      Napi::HandleScope handles(env);
-      Napi::CallbackScope scope(env, context_);
-      try {
-        if (!callbackError_.IsEmpty()) {
-          deferred_.Reject(callbackError_.Value());
-        } else if constexpr (!std::is_same_v<Resolved, std::nullptr_t>) {
-          deferred_.Resolve(resolved(env));
-        } else if constexpr (!std::is_same_v<Rejected, std::nullptr_t>) {
-          deferred_.Reject(rejected(env));
-        }
-      } catch (const Napi::Error& error) {
-        deferred_.Reject(error.Value());
+      if (!listenerError_.IsEmpty()) {
+        deferred_.Reject(listenerError_.Value());
+      } else if (failed_) {
+        deferred_.Reject(makeError(env, errorMessage_, errorCode_).Value());
+      } else {
+        deferred_.Resolve(resultObject(env));
       }
-    } catch (...) {
-      // the environment is going away: nobody is left to observe the promise
+    } catch (const Napi::Error& error) {
+      deferred_.Reject(error.Value());
     }
   }
 
-  void fail(const char* code, const std::string& message) {
-    errorCode_ = code;
-    SetError(message.empty() ? std::string("the engine failed") : message);
+  Napi::Object resultObject(Napi::Env env) const {
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("status", statusName(result_.status));
+    result.Set("message", result_.message);
+    result.Set("parameters", float32Array(env, result_.parameters));
+    Napi::Array history = Napi::Array::New(env, result_.history.size());
+    for (size_t i = 0; i < result_.history.size(); ++i) {
+      history.Set(static_cast<uint32_t>(i), epochStatsObject(env, result_.history[i]));
+    }
+    result.Set("history", history);
+    result.Set("seconds", result_.seconds);
+    result.Set("steps", static_cast<double>(result_.steps));
+    result.Set("device", result_.device);
+    result.Set("stoppedEarly", result_.stoppedEarly);
+    result.Set("bestEpoch", result_.bestEpoch);
+    result.Set("restoredBest", result_.restoredBest);
+    return result;
   }
 
-  TrainJob job_;                              // plain data + references that keep the arrays alive
-  std::shared_ptr<TrainControl> control_;     // shared with the JS handle's cancel/pause/resume
+  TrainJob job_;                           // plain data, the run's own copies
+  std::shared_ptr<TrainControl> control_;  // shared with the JS handle's cancel/pause/resume
+  const bool listening_;                   // onEvent was given
+  // written by the training thread before its last post, read by settle() after it
   TrainResult result_;
-  std::string errorCode_ = kInternalErrorCode;
+  bool failed_ = false;
+  const char* errorCode_ = kInternalErrorCode;
+  std::string errorMessage_;
+  // JS thread only
   Napi::Promise::Deferred deferred_;
-  Napi::AsyncContext context_;
   Napi::FunctionReference onEvent_;
-  Napi::Error callbackError_;
+  Napi::Error listenerError_;
 };
 
 // A JS function flipping one of the run's atomics; safe at any time, even after the run ended.
@@ -233,9 +204,9 @@ Napi::Value StartTraining(const Napi::CallbackInfo& info) {
 
     // ---- start ----
     auto control = std::make_shared<TrainControl>();
-    auto worker = std::make_unique<TrainWorker>(env, std::move(job), onEvent, control);
+    auto run = std::make_unique<TrainRun>(env, std::move(job), onEvent, control);
     Napi::Object handle = Napi::Object::New(env);
-    handle.Set("promise", worker->promise());
+    handle.Set("promise", run->promise());
     handle.Set("cancel", controlFunction(env, "cancel", control, [](TrainControl& c) { c.cancel.store(true); }));
     handle.Set("pause", controlFunction(env, "pause", control, [](TrainControl& c) { c.pause.store(true); }));
     handle.Set("resume", controlFunction(env, "resume", control, [](TrainControl& c) { c.pause.store(false); }));
@@ -250,7 +221,7 @@ Napi::Value StartTraining(const Napi::CallbackInfo& info) {
                                         return call.Env().Undefined();
                                       },
                                       "setLearningRate"));
-    worker.release()->Queue();  // from here on the worker deletes itself when done
+    EngineThreadJob::start(env, "nnstudio:train", std::move(run));
     return handle;
   });
 }

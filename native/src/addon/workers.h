@@ -1,4 +1,5 @@
-// The addon's asynchronous entry points; each lives in its own file with its worker.
+// The addon's asynchronous entry points; each lives in its own file with the job it runs on a thread the
+// addon owns (engine_thread.h).
 #pragma once
 
 #include <napi.h>

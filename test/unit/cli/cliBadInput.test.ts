@@ -111,3 +111,24 @@ test('asking for CUDA without a GPU says so', async (t) => {
   }
   await trainFails(dir, ['--data', iris, '--device', 'cuda'], /no CUDA device is available/);
 });
+
+test('counts beyond the engine\'s bounds are refused before anything runs, quoting the bound and the value', async () => {
+  const dir = scratchDir('counts');
+  const cases: Array<[string, string, string]> = [
+    ['--epochs', '100000000000000000000', '--epochs must be an integer between 1 and 1000000, got 100000000000000000000'],
+    ['--batch-size', '99999999999999999999', '--batch-size must be an integer between 1 and 2147483647, got 99999999999999999999'],
+    ['--threads', '5000', '--threads must be an integer between 1 and 4096, got 5000'],
+    ['--seed', '100000000000000000000', '--seed must be an integer between 0 and 9007199254740991, got 100000000000000000000'],
+  ];
+  for (const [flag, value, message] of cases) {
+    const result = await runCli(['train', '--data', iris, '--device', 'cpu', flag, value, '--out', 'out.safetensors', '--no-history'], dir);
+    assert.equal(result.code, 1, `${flag} ${value}: ${result.stderr}`);
+    assert.ok(result.stderr.includes(message), `${flag} ${value}: ${result.stderr}`);
+    assert.doesNotMatch(result.stderr, /training on|-9223372036854775808/);
+    assert.ok(!hasStackTrace(result.stderr), result.stderr);
+  }
+  const evaluation = await runCli(['eval', '--model', 'none.safetensors', '--data', iris, '--batch-size', '99999999999999999999'], dir);
+  assert.equal(evaluation.code, 1);
+  assert.ok(evaluation.stderr.includes('--batch-size must be an integer between 1 and 16777216, got 99999999999999999999'), evaluation.stderr);
+  assert.deepEqual(fs.readdirSync(dir), [], 'nothing was written');
+});

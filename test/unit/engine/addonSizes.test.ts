@@ -69,6 +69,22 @@ describe('addon: sizes are validated before memory is touched', () => {
     assert.equal(trained.steps, 1);
   });
 
+  test('counts far outside any integer type are refused quoting the number as given, not a wrapped cast', () => {
+    const refused = (options: Record<string, unknown>, message: string) => assert.throws(() => startRaw(options), { name: 'RangeError', message });
+    refused({ epochs: 1e20 }, 'options.epochs must be between 1 and 1000000 (got 100000000000000000000)');
+    refused({ batchSize: 99999999999999999999 }, 'options.batchSize must be between 1 and 2147483647 (got 100000000000000000000)');
+    refused({ epochs: -1e20 }, 'options.epochs must be between 1 and 1000000 (got -100000000000000000000)');
+    refused({ batchSize: 2 ** 63 }, 'options.batchSize must be between 1 and 2147483647 (got 9223372036854775808)');
+    refused({ threads: 1e300 }, 'options.threads must be between 0 and 4096 (got 1e+300)');
+    refused({ seed: 1e20 }, 'options.seed must be between 0 and 9007199254740991 (got 100000000000000000000)');
+    refused({ lrSchedule: { kind: 'step', everyEpochs: 1e20 } }, 'options.lrSchedule.everyEpochs must be between 1 and 1000000 (got 100000000000000000000)');
+    refused({ earlyStopping: { monitor: 'trainLoss', patience: -1e300 } }, 'options.earlyStopping.patience must be between 1 and 1000000 (got -1e+300)');
+    refused({ progressIntervalSeconds: 1e20 }, 'options.progressIntervalSeconds must be a number between 0 and 3600 (got 100000000000000000000)');
+    assert.throws(() => native().evaluate(specJson, engine.initialParameters(blobSpec), data, { device: 'cpu', batchSize: 1e20 }), {
+      name: 'RangeError', message: 'options.batchSize must be between 1 and 16777216 (got 100000000000000000000)',
+    });
+  });
+
   test('resume state: every array sized by the spec and the optimizer', async () => {
     const state = (overrides: Record<string, unknown>) => ({
       epoch: 1, step: 4, seed: '0', learningRate: 0.01,
