@@ -26,8 +26,4 @@ class CpuBackend : public Backend {
 // The CPU as a DeviceInfo (name from /proc/cpuinfo where available).
 DeviceInfo cpuDeviceInfo(int threads);
 
-// Input checks shared by train and evaluate: throw EngineError naming `what` ("training data").
-void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data, const char* what, bool needLabels);
-void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what);
-
 }  // namespace nnstudio::cpu

@@ -11,9 +11,11 @@
 
 #include "cpu/backend.h"
 #include "cpu/network.h"
-#include "cpu/run_control.h"
 #include "spec/lr_schedule.h"
 #include "spec/rng.h"
+#include "train/checks.h"
+#include "train/epoch_order.h"
+#include "train/run_control.h"
 
 namespace nnstudio::cpu {
 
@@ -33,7 +35,7 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
   const auto runStart = Clock::now();
   // ---- input checks, before touching any memory ----
   NetworkPlan plan = planNetwork(spec);
-  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  const int classes = headClassCount(plan);
   if (options.batchSize <= 0) throw EngineError("batch size must be positive, got " + std::to_string(options.batchSize));
   if (options.epochs <= 0) throw EngineError("epochs must be positive, got " + std::to_string(options.epochs));
   if (options.threads < 0) throw EngineError("threads must be >= 0, got " + std::to_string(options.threads));
@@ -92,11 +94,7 @@ TrainResult CpuBackend::train(const ModelSpec& spec, const DatasetView& data, co
   int64_t eventSteps = 0, eventSamples = 0;
 
   for (int epoch = firstEpoch; epoch <= options.epochs; ++epoch) {
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (options.shuffle) {
-      Rng rng(mixSeed(options.seed, uint64_t(epoch), 0x5EED));
-      for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(uint32_t(i + 1))]);
-    }
+    epochOrder(order.data(), order.size(), options.shuffle, options.seed, epoch);
     auto epochStart = Clock::now();
     double pausedSeconds = 0;
     double lossSum = 0;

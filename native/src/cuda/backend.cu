@@ -18,12 +18,12 @@
 #include <string>
 #include <thread>
 
-#include "cpu/backend.h"
 #include "cuda/buffer.h"
 #include "cuda/network.h"
-#include "cpu/run_control.h"
 #include "spec/lr_schedule.h"
-#include "spec/rng.h"
+#include "train/checks.h"
+#include "train/epoch_order.h"
+#include "train/run_control.h"
 
 namespace nnstudio::cuda {
 
@@ -137,14 +137,6 @@ void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBe
                     ": lower the batch size, use a smaller model, close other GPU programs, or train on the CPU");
 }
 
-// The CPU backend's order for an epoch (same seed, same shuffle).
-void epochOrder(uint32_t* order, size_t count, bool shuffle, uint64_t seed, int epoch) {
-  for (uint32_t i = 0; i < count; ++i) order[i] = i;
-  if (!shuffle || count < 2) return;
-  Rng rng(mixSeed(seed, uint64_t(epoch), 0x5EED));
-  for (size_t i = count - 1; i > 0; --i) std::swap(order[i], order[rng.below(uint32_t(i + 1))]);
-}
-
 }  // namespace
 
 CudaBackend::CudaBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
@@ -160,14 +152,14 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
                                const TrainOptions& options, ProgressSink* progress, TrainControl* control,
                                const std::vector<float>* start) {
   const auto runStart = Clock::now();
-  // ---- input checks, before touching any memory (the CPU backend's) ----
+  // ---- input checks, before touching any memory (train/checks.h) ----
   const NetworkPlan plan = planNetwork(spec);
-  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  const int classes = headClassCount(plan);
   if (options.batchSize <= 0) throw EngineError("batch size must be positive, got " + std::to_string(options.batchSize));
   if (options.epochs <= 0) throw EngineError("epochs must be positive, got " + std::to_string(options.epochs));
-  cpu::checkDataset(plan, classes, data, "training data", true);
-  if (validation) cpu::checkDataset(plan, classes, *validation, "validation data", true);
-  if (start) cpu::checkParameters(plan, *start, "starting parameters");
+  checkDataset(plan, classes, data, "training data", true);
+  if (validation) checkDataset(plan, classes, *validation, "validation data", true);
+  if (start) checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
   const int batch = int(std::min<int64_t>(options.batchSize, data.count));
   const int64_t stepsPerEpoch = (data.count + batch - 1) / batch;
@@ -481,9 +473,9 @@ TrainResult CudaBackend::train(const ModelSpec& spec, const DatasetView& data, c
 EvalResult CudaBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                                  int batchSize) {
   const NetworkPlan plan = planNetwork(spec);
-  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
-  cpu::checkDataset(plan, classes, data, "evaluation data", false);
-  cpu::checkParameters(plan, parameters, "parameters");
+  const int classes = headClassCount(plan);
+  checkDataset(plan, classes, data, "evaluation data", false);
+  checkParameters(plan, parameters, "parameters");
   if (batchSize <= 0) throw EngineError("evaluation batch size must be positive, got " + std::to_string(batchSize));
   check(cudaSetDevice(deviceIndex_), "selecting the GPU");
   Stream stream;
