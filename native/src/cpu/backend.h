@@ -13,11 +13,10 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int threads);  // 0: one per hardware thread
   DeviceInfo device() const override;
-  TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
-                    const TrainOptions& options, ProgressSink* progress, TrainControl* control,
-                    const std::vector<float>* start) override;
   EvalResult evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                       int batchSize) override;
+  // One step at a time on this thread and the pool (session.cpp).
+  std::unique_ptr<TrainingSession> openSession(const SessionSetup& setup) override;
 
  private:
   int threads_ = 1;
