@@ -119,7 +119,7 @@ void testDropout() {
   const auto x = randomVector(size_t(N) * width, 5), dy = randomVector(size_t(N) * width, 6);
   cpu::ThreadPool pool(2);
   std::vector<float> y(x.size()), mask(x.size()), dx(x.size());
-  // the CPU network's seed for this layer and step (cpu/network.cpp, cpu/trainer.cpp)
+  // the CPU network's seed for this layer and step (cpu/network.cpp, cpu/session.cpp)
   const uint64_t seed = mixSeed(mixSeed(runSeed, uint64_t(globalStep), 0xD0), layer);
   cpu::dropout_forward(pool, y.data(), mask.data(), x.data(), N, width, rate, seed);
   cpu::dropout_backward(pool, dx.data(), dy.data(), mask.data(), N, width);

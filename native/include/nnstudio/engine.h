@@ -248,6 +248,10 @@ struct DeviceInfo {
   int threads = 0;                    // CPU only
 };
 
+// The engine seam (src/train/session.h): one training run's state on a backend's device.
+class TrainingSession;
+struct SessionSetup;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -255,11 +259,15 @@ class Backend {
   // Trains from initialParameters (or from `start` when given, e.g. fine-tuning; or continues
   // options.resume). Never throws for divergence or cancellation: those are statuses. Throws
   // EngineError for invalid input (a resume state that does not fit the spec, data or options included).
-  virtual TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
-                            const TrainOptions& options, ProgressSink* progress, TrainControl* control,
-                            const std::vector<float>* start = nullptr) = 0;
+  // One loop for every backend (src/train/driver.cpp), which runs the steps through openSession's session.
+  TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
+                    const TrainOptions& options, ProgressSink* progress, TrainControl* control,
+                    const std::vector<float>* start = nullptr);
   virtual EvalResult evaluate(const ModelSpec& spec, const std::vector<float>& parameters,
                               const DatasetView& data, int batchSize = 256) = 0;
+  // For train(), once the inputs are checked: allocates what the run needs on the device, or refuses it
+  // with an EngineError (too little GPU memory), before the initial weights are built.
+  virtual std::unique_ptr<TrainingSession> openSession(const SessionSetup& setup) = 0;
 };
 
 bool cudaAvailable();                         // built with CUDA and a device is present

@@ -1,5 +1,5 @@
-// The CPU backend: device info, input checks, evaluation, and the whole-network forward/backward
-// entry point used by tests and fixtures. Training lives in trainer.cpp.
+// The CPU backend: device info, evaluation, and the whole-network forward/backward entry point used
+// by tests and fixtures. Its training session lives in session.cpp (the loop is train/driver.cpp).
 #include "cpu/backend.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #endif
 
 #include "cpu/network.h"
+#include "train/checks.h"
 
 namespace nnstudio::cpu {
 
@@ -48,39 +49,12 @@ CpuBackend::CpuBackend(int threads) {
 
 DeviceInfo CpuBackend::device() const { return cpuDeviceInfo(threads_); }
 
-// ---- input checks ----
-
-void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data, const char* what, bool needLabels) {
-  const std::string w = what;
-  if (data.count <= 0) throw EngineError(w + " is empty (count " + std::to_string(data.count) + ")");
-  if (!data.features) throw EngineError(w + ": no features (null buffer)");
-  if (needLabels && !data.labels) throw EngineError(w + ": no labels (null buffer)");
-  if (data.featureSize != plan.inputSize)
-    throw EngineError(w + ": each sample has " + std::to_string(data.featureSize) + " features but the model expects " +
-                      std::to_string(plan.inputSize) + " (input " + shapeText(plan.layers.front().inShape) + ")");
-  if (data.labels) {
-    for (int64_t i = 0; i < data.count; ++i) {
-      const int32_t y = data.labels[i];
-      if (y < 0 || y >= classes)
-        throw EngineError(w + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
-                          " (0-based) is outside [0, " + std::to_string(classes) + "): the model predicts " +
-                          std::to_string(classes) + " classes");
-    }
-  }
-}
-
-void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what) {
-  if (parameters.size() != plan.parameterCount)
-    throw EngineError(std::string(what) + ": " + std::to_string(parameters.size()) + " values for a model with " +
-                      std::to_string(plan.parameterCount) + " parameters");
-}
-
 // ---- evaluation ----
 
 EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                                 int batchSize) {
   NetworkPlan plan = planNetwork(spec);
-  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  const int classes = headClassCount(plan);
   checkDataset(plan, classes, data, "evaluation data", false);
   checkParameters(plan, parameters, "parameters");
   if (batchSize <= 0) throw EngineError("evaluation batch size must be positive, got " + std::to_string(batchSize));
@@ -128,8 +102,8 @@ double forwardBackwardCpu(const ModelSpec& spec, const std::vector<float>& param
   cpu::ThreadPool pool(1);
   cpu::Network net(spec, batch, pool);
   const NetworkPlan& plan = net.plan();
-  cpu::checkParameters(plan, parameters, "forwardBackwardCpu: parameters");
-  const int classes = plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+  checkParameters(plan, parameters, "forwardBackwardCpu: parameters");
+  const int classes = headClassCount(plan);
   for (int i = 0; i < batch; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       throw EngineError("forwardBackwardCpu: label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +

@@ -13,11 +13,10 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int threads);  // 0: one per hardware thread
   DeviceInfo device() const override;
-  TrainResult train(const ModelSpec& spec, const DatasetView& train, const DatasetView* validation,
-                    const TrainOptions& options, ProgressSink* progress, TrainControl* control,
-                    const std::vector<float>* start) override;
   EvalResult evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                       int batchSize) override;
+  // One step at a time on this thread and the pool (session.cpp).
+  std::unique_ptr<TrainingSession> openSession(const SessionSetup& setup) override;
 
  private:
   int threads_ = 1;
@@ -25,9 +24,5 @@ class CpuBackend : public Backend {
 
 // The CPU as a DeviceInfo (name from /proc/cpuinfo where available).
 DeviceInfo cpuDeviceInfo(int threads);
-
-// Input checks shared by train and evaluate: throw EngineError naming `what` ("training data").
-void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data, const char* what, bool needLabels);
-void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what);
 
 }  // namespace nnstudio::cpu

@@ -1,7 +1,8 @@
 // Run state that lives on the device, so that one captured CUDA graph serves every step: kernels read
 // the step counters from here instead of from launch arguments, and the loss kernel flags divergence
 // so that the optimizer stops updating without any host round-trip. The host reads it (asynchronously,
-// into pinned memory) for throttled progress events and once per epoch.
+// into pinned memory) for throttled progress events and once per epoch, and hands it to the training
+// driver as RunTotals (session.cu, train/session.h).
 #pragma once
 
 #include <cstdint>

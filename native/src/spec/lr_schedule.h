@@ -1,5 +1,5 @@
 // Learning-rate schedules as one plain struct and one function that both backends call per step: the
-// CPU trainer on the host, the CUDA optimizer kernels on the device (from the step count in StepState,
+// CPU session on the host, the CUDA optimizer kernels on the device (from the step count in StepState,
 // so one captured graph serves every step). The base LR multiplies a factor, so a new base LR set while
 // paused scales the whole schedule.
 #pragma once

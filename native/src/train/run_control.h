@@ -1,5 +1,5 @@
-// What both trainers share beyond the step itself: checking a resume state against the run, and
-// early stopping's bookkeeping. Host-only.
+// What the training driver (train/driver.cpp) checks and tracks besides the loop: whether a resume
+// state fits the run, the optimizer state's size, and early stopping's bookkeeping. Host-only.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // Resume checks and early stopping (see run_control.h).
-#include "cpu/run_control.h"
+#include "train/run_control.h"
 
 #include <cmath>
 #include <cstdio>

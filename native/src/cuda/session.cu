@@ -1,0 +1,383 @@
+// The CUDA training session (train/session.h). Per run: the dataset goes to the device once; one
+// training step (forward, loss, backward, optimizer + the next step's batch gather) is captured in a CUDA
+// graph, plus one of kStepsPerGraph full steps and one for a last partial batch; each epoch uploads its
+// order, gathers its first batch and replays the graphs. runSteps only launches: the host waits inside an
+// epoch only to keep at most kWindows * kWindowSteps steps queued (so cancel and pause act within
+// milliseconds), and the totals are read asynchronously (pinned memory, an event polled) from the
+// device-side StepState, which the loss kernel also flags on divergence. The learning rate of each step
+// is computed on the device from the schedule and the StepState (a new base LR is written there between
+// launches).
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/backend.h"
+#include "cuda/buffer.h"
+#include "cuda/network.h"
+#include "cuda/resident.h"
+#include "train/run_control.h"
+#include "train/session.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+constexpr int kWindowSteps = 32;  // an event every 32 steps...
+constexpr int kWindows = 4;       // ...and at most 4 windows (128 steps) queued ahead of the GPU
+// Full steps are replayed kStepsPerGraph at a time from one graph of that many steps (the step state is
+// on the device, so the copies are identical): the GPU pays a graph's start-up once per group instead
+// of once per step. NNSTUDIO_CUDA_STEPS_PER_GRAPH overrides it (1 = one graph per step).
+constexpr int kStepsPerGraph = 8;
+
+int stepsPerGraph() {
+  const char* value = std::getenv("NNSTUDIO_CUDA_STEPS_PER_GRAPH");
+  const int n = value ? std::atoi(value) : kStepsPerGraph;
+  return n >= 1 && n <= 64 ? n : kStepsPerGraph;
+}
+
+// A lower bound of the GPU memory a run takes: weights, gradients, the divergence backup, optimizer state
+// (and the best epoch's weights); each layer's stored output and gradient for one batch (a conv before a
+// max pool may be fused and store nothing); the gathered batch; the resident data and its order. A run
+// that needs more than the GPU has free is refused with the figures before anything is allocated (and
+// before the host builds the initial weights). NNSTUDIO_CUDA_MEMORY_CHECK=0 skips it (tests of the
+// allocation's own error); what it leaves out (workspaces, masks, graphs) still fails at its allocation.
+void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBest, int batch, const DatasetView& data,
+                    const DatasetView* validation, const std::string& device) {
+  const char* skip = std::getenv("NNSTUDIO_CUDA_MEMORY_CHECK");
+  if (skip && std::string(skip) == "0") return;
+  const double floatBytes = sizeof(float);
+  const double weights = floatBytes * (double(plan.parameterCount) * (keepBest ? 4 : 3) + double(optimizerFloats));
+  double activations = floatBytes * double(batch) * double(plan.inputSize);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& lp = plan.layers[i];
+    if (lp.kind == LayerKind::Flatten) continue;
+    if (lp.kind == LayerKind::Conv2D && i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
+      continue;
+    activations += 2 * floatBytes * double(batch) * double(lp.outSize);
+  }
+  auto resident = [&](const DatasetView& d) { return floatBytes * double(d.count) * double(d.featureSize + 2); };
+  const double dataBytes = resident(data) + (validation ? resident(*validation) : 0.0);
+  const double needed = weights + activations + dataBytes;
+  size_t freeBytes = 0, totalBytes = 0;
+  gpuMemory(freeBytes, totalBytes);
+  if (totalBytes == 0 || needed <= double(freeBytes)) return;
+  throw EngineError("too little free memory on " + device + " for this model and batch size: the run needs at least " +
+                    gibText(needed) + " (weights, gradients and optimizer state " + gibText(weights) +
+                    ", activations for a batch of " + std::to_string(batch) + " " + gibText(activations) + ", data " +
+                    gibText(dataBytes) + "), and the GPU has " + gibText(double(freeBytes)) + " free of " +
+                    gibText(double(totalBytes)) +
+                    ": lower the batch size, use a smaller model, close other GPU programs, or train on the CPU");
+}
+
+class GraphExec {
+ public:
+  GraphExec() = default;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  ~GraphExec() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  // Records what `enqueue` launches on `stream` (nothing runs) and instantiates it.
+  template <class Fn>
+  void capture(cudaStream_t stream, Fn&& enqueue) {
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing a training step");
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue();
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      throw;
+    }
+    check(cudaStreamEndCapture(stream, &graph), "capturing a training step");
+    const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "preparing the training step's CUDA graph");
+  }
+  void launch(cudaStream_t stream) const { check(cudaGraphLaunch(exec_, stream), "launching a training step"); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+RunTotals runTotals(const StepState& s) {
+  RunTotals t;
+  t.globalStep = s.globalStep;
+  t.epochStep = s.epochStep;
+  t.sampleLossSum = s.sampleLossSum;
+  t.correct = s.correct;
+  t.samples = s.samples;
+  t.batchLossSum = s.batchLossSum;
+  t.lossSteps = s.lossSteps;
+  t.diverged = s.diverged != 0;
+  t.divergedNaN = s.divergedNaN != 0;
+  t.divergedAt = s.divergedAt;
+  return t;
+}
+
+class CudaSession final : public TrainingSession {
+ public:
+  CudaSession(const SessionSetup& setup, std::string deviceName);
+
+  std::string deviceName() const override { return deviceName_; }
+  void start(StartState state) override;
+  void beginEpoch(const std::vector<uint32_t>& order) override;
+  int64_t runSteps(int64_t maxSteps) override;
+  void requestTotals() override;
+  bool totalsPending() const override { return progressPending_; }
+  bool takeTotals(RunTotals& totals) override;
+  RunTotals totals() override;
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "training"); }
+  void setBaseLearningRate(double lr) override;
+  ValidationTotals validate() override;
+  void keepBest() override;
+  std::vector<float> weights(WeightsKind which) override;
+  std::vector<float> optimizerState() override {
+    return download(moments_, momentCount_, stream_, "downloading the optimizer state");
+  }
+
+ private:
+  void enqueueStep(int n);  // one step on batch rows 0..n-1 (captured, never run directly)
+  void captureSteps();
+
+  // ---- the run ----
+  const std::string deviceName_;
+  const ModelSpec& spec_;
+  const DatasetView data_;
+  const DatasetView* validation_;
+  const LrPlan lrPlan_;
+  const uint64_t seed_;
+  const int batch_;
+  const size_t P_, momentCount_;
+  // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
+  Stream stream_;
+  Network net_;
+  DeviceBuffer<float> params_, grads_, backup_, moments_, best_;
+  DeviceBuffer<StepState> state_;
+  // ---- the data, resident for the whole run, and the epoch's order and batch ----
+  ResidentData trainData_;
+  std::unique_ptr<ResidentData> validData_;
+  DeviceBuffer<float> batchFeatures_;
+  DeviceBuffer<int32_t> batchLabels_;
+  DeviceBuffer<uint32_t> order_;
+  PinnedBuffer<uint32_t> hostOrder_;
+  PinnedBuffer<StepState> snapshot_;
+  DeviceBuffer<StepState> validState_;
+  PinnedBuffer<StepState> validSnapshot_;
+  // ---- the step graphs ----
+  BatchGather nextBatch_;  // the batch of a step is gathered by the step before (its optimizer kernel)
+  const int tailBatch_;
+  const int64_t fullSteps_;
+  const int group_;
+  GraphExec fullStep_, groupSteps_, tailStep_;
+  // ---- the queue's bound and the asynchronous totals ----
+  std::vector<std::unique_ptr<Event>> windows_;
+  Event progressEvent_;
+  bool progressPending_ = false;
+  int64_t launched_ = 0;       // steps launched in the run, for the windows
+  int64_t epochLaunched_ = 0;  // steps launched this epoch
+  double baseLr_ = 0;          // the source of setBaseLearningRate's copy
+};
+
+CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
+    : deviceName_(std::move(deviceName)),
+      spec_(setup.spec),
+      data_(setup.data),
+      validation_(setup.validation),
+      lrPlan_(setup.lrPlan),
+      seed_(setup.options.seed),
+      batch_(setup.batch),
+      P_(setup.plan.parameterCount),
+      momentCount_(optimizerStateSize(setup.spec, setup.plan.parameterCount)),
+      net_(setup.spec, setup.batch),
+      params_(std::max<size_t>(P_, 1), "allocating the weights"),
+      grads_(std::max<size_t>(P_, 1), "allocating the gradients"),
+      backup_(std::max<size_t>(P_, 1), "allocating the weights' backup"),
+      moments_(std::max<size_t>(momentCount_, 1), "allocating the optimizer state"),
+      best_(setup.keepBest ? std::max<size_t>(P_, 1) : 0, "allocating the best epoch's weights"),
+      state_(1),
+      trainData_(setup.data, stream_, "uploading the training data"),
+      validData_(setup.validation ? std::make_unique<ResidentData>(*setup.validation, stream_,
+                                                                    "uploading the validation data")
+                                  : nullptr),
+      batchFeatures_(size_t(setup.batch) * size_t(setup.data.featureSize), "allocating the batch"),
+      batchLabels_(size_t(setup.batch)),
+      order_(size_t(setup.data.count)),
+      hostOrder_(size_t(setup.data.count)),
+      snapshot_(1),
+      validState_(1),
+      validSnapshot_(1),
+      tailBatch_(int(setup.data.count % setup.batch)),
+      fullSteps_(setup.data.count / setup.batch),
+      group_(int(std::min<int64_t>(stepsPerGraph(), std::max<int64_t>(fullSteps_, 1)))) {
+  nextBatch_.features = trainData_.features.get();
+  nextBatch_.labels = trainData_.labels.get();
+  nextBatch_.order = order_.get();
+  nextBatch_.batchFeatures = batchFeatures_.get();
+  nextBatch_.batchLabels = batchLabels_.get();
+  nextBatch_.featureSize = data_.featureSize;
+  nextBatch_.count = data_.count;
+  nextBatch_.batch = batch_;
+  captureSteps();
+  for (int i = 0; i < kWindows; ++i) windows_.push_back(std::make_unique<Event>());
+}
+
+void CudaSession::enqueueStep(int n) {
+  const OptimizerSpec& opt = spec_.optimizer;
+  net_.forward(stream_, params_.get(), batchFeatures_.get(), n, true, seed_, state_.get());
+  net_.loss(stream_, batchLabels_.get(), n, state_.get());
+  net_.backward(stream_, params_.get(), grads_.get(), n);
+  if (opt.kind == OptimizerKind::Adam)
+    adam_step(stream_, params_.get(), grads_.get(), moments_.get(), moments_.get() + P_, backup_.get(), P_, lrPlan_,
+              opt.beta1, opt.beta2, opt.eps, state_.get(), &nextBatch_);
+  else
+    sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
+             state_.get(), &nextBatch_);
+}
+
+void CudaSession::captureSteps() {
+  fullStep_.capture(stream_, [&] { enqueueStep(batch_); });
+  if (group_ > 1)
+    groupSteps_.capture(stream_, [&] {
+      for (int i = 0; i < group_; ++i) enqueueStep(batch_);
+    });
+  if (tailBatch_) tailStep_.capture(stream_, [&] { enqueueStep(tailBatch_); });
+}
+
+void CudaSession::start(StartState state) {
+  const size_t paramBytes = sizeof(float) * P_;
+  check(cudaMemcpyAsync(params_.get(), state.parameters.data(), paramBytes, cudaMemcpyHostToDevice, stream_),
+        "uploading the weights");
+  check(cudaMemcpyAsync(backup_.get(), params_.get(), paramBytes, cudaMemcpyDeviceToDevice, stream_),
+        "copying the weights");
+  check(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_), "clearing gradients");
+  check(cudaMemsetAsync(moments_.get(), 0, moments_.bytes(), stream_), "clearing optimizer state");
+  check(cudaMemsetAsync(state_.get(), 0, sizeof(StepState), stream_), "clearing the step state");
+  StepState initialState{};  // pageable: cudaMemcpyAsync has read it when it returns
+  initialState.globalStep = state.globalStep;
+  initialState.baseLr = state.baseLearningRate;
+  check(cudaMemcpyAsync(state_.get(), &initialState, sizeof(StepState), cudaMemcpyHostToDevice, stream_),
+        "setting the step state");
+  if (!state.optimizerState.empty())
+    check(cudaMemcpyAsync(moments_.get(), state.optimizerState.data(), sizeof(float) * momentCount_,
+                          cudaMemcpyHostToDevice, stream_),
+          "uploading the optimizer state");
+  if (!state.bestParameters.empty())
+    check(cudaMemcpyAsync(best_.get(), state.bestParameters.data(), paramBytes, cudaMemcpyHostToDevice, stream_),
+          "uploading the best weights");
+}
+
+void CudaSession::beginEpoch(const std::vector<uint32_t>& order) {
+  // the GPU is idle here (the last epoch ended with a synchronise): the pinned order can be rewritten
+  std::memcpy(hostOrder_.get(), order.data(), sizeof(uint32_t) * size_t(data_.count));
+  check(cudaMemcpyAsync(order_.get(), hostOrder_.get(), sizeof(uint32_t) * size_t(data_.count), cudaMemcpyHostToDevice,
+                        stream_),
+        "uploading the epoch's order");
+  check(cudaMemsetAsync(&state_.get()->epochStep, 0, sizeof(long long), stream_), "starting the epoch");
+  check(cudaMemsetAsync(&state_.get()->sampleLossSum, 0,
+                        offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum), stream_),
+        "starting the epoch");
+  gather_batch(stream_, batchFeatures_.get(), batchLabels_.get(), trainData_.features.get(), trainData_.labels.get(),
+               order_.get(), data_.featureSize, batch_, batch_, state_.get());
+  epochLaunched_ = 0;
+}
+
+// The group graph while a whole group of full steps is left, else one full step, then the tail.
+int64_t CudaSession::runSteps(int64_t maxSteps) {
+  int64_t steps = 1;
+  if (group_ > 1 && maxSteps >= group_ && fullSteps_ - epochLaunched_ >= group_) {
+    groupSteps_.launch(stream_);
+    steps = group_;
+  } else {
+    (epochLaunched_ >= fullSteps_ ? tailStep_ : fullStep_).launch(stream_);
+  }
+  epochLaunched_ += steps;
+  const int64_t before = launched_;
+  launched_ += steps;
+  if (launched_ / kWindowSteps != before / kWindowSteps) {
+    Event& window = *windows_[size_t((launched_ / kWindowSteps) % kWindows)];
+    check(cudaEventSynchronize(window), "training");  // the window recorded kWindows ago
+    check(cudaEventRecord(window, stream_), "training");
+  }
+  return steps;
+}
+
+void CudaSession::requestTotals() {
+  check(cudaMemcpyAsync(snapshot_.get(), state_.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream_),
+        "reading training progress");
+  check(cudaEventRecord(progressEvent_, stream_), "reading training progress");
+  progressPending_ = true;
+}
+
+bool CudaSession::takeTotals(RunTotals& totals) {
+  if (!progressPending_ || cudaEventQuery(progressEvent_) != cudaSuccess) return false;
+  progressPending_ = false;
+  totals = runTotals(snapshot_[0]);
+  return true;
+}
+
+RunTotals CudaSession::totals() {
+  check(cudaMemcpyAsync(snapshot_.get(), state_.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream_),
+        "reading training progress");
+  check(cudaStreamSynchronize(stream_), "training");
+  progressPending_ = false;
+  return runTotals(snapshot_[0]);
+}
+
+void CudaSession::setBaseLearningRate(double lr) {
+  baseLr_ = lr;
+  // pageable source: the copy has read it on return, and it lands between the launches around it
+  check(cudaMemcpyAsync(&state_.get()->baseLr, &baseLr_, sizeof(double), cudaMemcpyHostToDevice, stream_),
+        "setting the learning rate");
+}
+
+ValidationTotals CudaSession::validate() {
+  const DatasetView& val = *validation_;
+  check(cudaMemsetAsync(validState_.get(), 0, sizeof(StepState), stream_), "validation");
+  for (int64_t first = 0; first < val.count; first += batch_) {
+    const int n = int(std::min<int64_t>(batch_, val.count - first));
+    const float* outputs = net_.forward(stream_, params_.get(), validData_->features.get() + first * val.featureSize,
+                                        n, false, 0, state_.get());
+    loss_predict(stream_, spec_.loss, outputs, validData_->labels.get() + first, n, net_.outputWidth(), nullptr,
+                 nullptr, validState_.get(), nullptr);
+  }
+  check(cudaMemcpyAsync(validSnapshot_.get(), validState_.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream_),
+        "validation");
+  check(cudaStreamSynchronize(stream_), "validation");
+  ValidationTotals v;
+  v.lossSum = validSnapshot_[0].sampleLossSum;
+  v.correct = validSnapshot_[0].correct;
+  return v;
+}
+
+void CudaSession::keepBest() {
+  check(cudaMemcpyAsync(best_.get(), params_.get(), sizeof(float) * P_, cudaMemcpyDeviceToDevice, stream_),
+        "keeping the best weights");
+}
+
+std::vector<float> CudaSession::weights(WeightsKind which) {
+  switch (which) {
+    case WeightsKind::Best: return download(best_, P_, stream_, "downloading the best weights");
+    case WeightsKind::LastFinite: return download(backup_, P_, stream_, "downloading the weights");
+    case WeightsKind::Current: break;
+  }
+  return download(params_, P_, stream_, "downloading the weights");
+}
+
+}  // namespace
+
+// The GPU memory check and every allocation, before the host builds the initial weights.
+std::unique_ptr<TrainingSession> CudaBackend::openSession(const SessionSetup& setup) {
+  check(cudaSetDevice(deviceIndex_), "selecting the GPU");
+  checkFitsOnGpu(setup.plan, optimizerStateSize(setup.spec, setup.plan.parameterCount), setup.keepBest, setup.batch,
+                 setup.data, setup.validation, info_.name);
+  return std::make_unique<CudaSession>(setup, info_.name);
+}
+
+}  // namespace nnstudio::cuda
