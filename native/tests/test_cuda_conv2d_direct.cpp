@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
-#include "cuda/conv2d_direct.h"
+#include "cuda/device_caps.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda_timing.h"
 
@@ -34,6 +35,30 @@ bool compare(const std::string& what, const std::vector<float>& gpu, const std::
   worstRel = std::max(worstRel, r.maxErr / (1.0 + r.maxRef));
   if (!r.ok) reportComparison(what, r, __FILE__, __LINE__);
   return r.ok;
+}
+
+// The direct kernel forced with launch shape `s` (thresholds skipped, as NNSTUDIO_CONV_DIRECT_SHAPE with the
+// chooser's scoped override): runs the pass through the engine's launcher and returns true when the chooser
+// takes it there, else false and nothing runs.
+bool directPass(cudaStream_t stream, const cuda::ConvDirectShape& s, cuda::ConvPass pass, float* dst, const float* src,
+                const float* weight, const float* biasOrIn, int N, const ConvGeometry& g, ActivationFn act, float alpha) {
+  cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& o) {
+    o.convDirect = cuda::Switch::On;
+    o.convDirectShape = s;
+  });
+  if (cuda::chooseConvPass(cuda::currentDeviceCaps(), cuda::kernelOverrides(), pass, N, g).kernel != cuda::ConvKernel::Direct)
+    return false;
+  if (pass == cuda::ConvPass::Forward) cuda::conv2d_forward(stream, dst, src, weight, biasOrIn, N, g, act, alpha);
+  else cuda::conv2d_backward_input(stream, dst, src, weight, biasOrIn, N, g, act, alpha);
+  return true;
+}
+bool directForward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias, int N,
+                   const ConvGeometry& g, ActivationFn act, float alpha, const cuda::ConvDirectShape* s) {
+  return directPass(stream, *s, cuda::ConvPass::Forward, out, in, weight, bias, N, g, act, alpha);
+}
+bool directInput(cudaStream_t stream, float* dIn, const float* dOut, const float* weight, const float* in, int N,
+                 const ConvGeometry& g, ActivationFn act, float alpha, const cuda::ConvDirectShape* s) {
+  return directPass(stream, *s, cuda::ConvPass::InputGradient, dIn, dOut, weight, in, N, g, act, alpha);
 }
 
 std::string shapeName(const cuda::ConvDirectShape& s) {
@@ -81,7 +106,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
                         alpha);
     for (const auto& s : shapes) {
       poison(gOut);
-      if (!cuda::conv2d_direct_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha, &s))
+      if (!directForward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, alpha, &s))
         continue;
       ++launched;
       ++checks;
@@ -106,7 +131,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
     cpu::activation_backward(ref.data(), cpuDIn.data(), t.in.data(), 1, int64_t(inSize), gate, alpha);
     for (const auto& s : shapes) {
       poison(gDIn);
-      if (!cuda::conv2d_direct_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, alpha,
+      if (!directInput(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, alpha,
                                               &s))
         continue;
       ++launched;
@@ -147,24 +172,24 @@ void checkRefusals() {
   g.kh = g.kw = 3;
   g.stride = 2;
   g.OH = g.OW = 4;
-  CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
+  CHECK_MSG(!directForward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
             "direct forward refuses stride 2");
-  CHECK_MSG(!cuda::conv2d_direct_backward_input(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0,
+  CHECK_MSG(!directInput(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0,
                                                 &any),
             "direct input gradient refuses stride 2");
   g.stride = 1;
   g.kh = g.kw = 1;
   g.OH = g.OW = 9;
-  CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
+  CHECK_MSG(!directForward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
             "direct forward refuses 1x1 kernels");
   g.kh = g.kw = 7;
   g.OH = g.OW = 3;
-  CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
+  CHECK_MSG(!directForward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &any),
             "direct forward refuses 7x7 kernels");
   g.kh = g.kw = 3;
   g.OH = g.OW = 7;
   const cuda::ConvDirectShape wide{8, 4, 1, 0, 0};
-  CHECK_MSG(!cuda::conv2d_direct_forward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &wide),
+  CHECK_MSG(!directForward(nullptr, buf.ptr, buf.ptr, buf.ptr, buf.ptr, 1, g, ActivationFn::ReLU, 0, &wide),
             "direct forward refuses the 8x4 thread tile");
 }
 
@@ -193,8 +218,6 @@ int bench() {
   std::printf("microseconds per launch inside a CUDA graph of 20 launches (median of 50)\n");
   std::printf("gemm = implicit GEMM (NNSTUDIO_CONV_DIRECT=0), engine = conv2d_forward / conv2d_backward_input as "
               "dispatched, then every forced direct shape FP/splits@blocks (ft F, px P)\n");
-  bool& enabled = cuda::conv2d_direct_enabled();
-  const bool saved = enabled;
   for (const BenchCase& bc : cases) {
     const Case& c = bc.c;
     const ConvGeometry g = geometryOf(c);
@@ -208,9 +231,11 @@ int bench() {
           cuda::conv2d_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU,
                                       0);
       };
-      enabled = false;
-      const float gemm = timeLaunches(engine, stream, true);
-      enabled = true;
+      float gemm = 0;
+      {
+        cuda::ScopedKernelOverride off([](cuda::KernelOverrides& o) { o.convDirect = cuda::Switch::Off; });
+        gemm = timeLaunches(engine, stream, true);
+      }
       const float eng = timeLaunches(engine, stream, true);
       std::printf("%-14s %-3s gemm %6.2f  engine %6.2f |", c.name.c_str(), pass == 0 ? "fwd" : "dIn", gemm, eng);
       float best = 1e30f;
@@ -222,9 +247,9 @@ int bench() {
             if (splits > (pass == 0 ? g.C : g.F)) continue;
             const cuda::ConvDirectShape s{ft, px, splits, 0, blocks};
             auto direct = [&] {
-              return pass == 0 ? cuda::conv2d_direct_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g,
+              return pass == 0 ? directForward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g,
                                                              ActivationFn::ReLU, 0, &s)
-                               : cuda::conv2d_direct_backward_input(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr,
+                               : directInput(stream, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr,
                                                                     c.N, g, ActivationFn::ReLU, 0, &s);
             };
             const float t = direct() ? timeLaunches(direct, stream, true) : -1.0f;  // -1: refused
@@ -238,7 +263,6 @@ int bench() {
       std::printf(" | best %s %.2f\n", bestName.c_str(), best);
     }
   }
-  enabled = saved;
   cudaOk(cudaStreamDestroy(stream), "stream");
   return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
 #include "cuda/conv2d_pool.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda_timing.h"
 
@@ -55,7 +56,7 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const PoolGeometry p = poolOf(c, g);
   const std::string name = describe(c, g, p);
   std::printf("%s\n", name.c_str());
-  if (!cuda::conv2d_maxpool_supported(g, p)) {
+  if (!cuda::convPoolSupported(g, p)) {
     CHECK_MSG(false, name + " is supported");
     return;
   }
@@ -157,7 +158,7 @@ int bench() {
   for (const Case& c : cases) {
     const ConvGeometry g = geometryOf(c);
     const PoolGeometry p = poolOf(c, g);
-    if (!cuda::conv2d_maxpool_supported(g, p)) {
+    if (!cuda::convPoolSupported(g, p)) {
       std::printf("%-16s unsupported\n", c.name.c_str());
       continue;
     }

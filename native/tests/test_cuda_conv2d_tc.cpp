@@ -3,7 +3,8 @@
 // (ungated, ReLU-gated; stride 1 and the strided gather) on keras conv2's shape, stride 2, 'same' and
 // 'full' padding, and M, J, K that are not multiples of the tiles. Tolerance as test_cuda_conv2d:
 // max |gpu - cpu| <= 1e-4 * (1 + max |cpu|). Outputs are poisoned with NaN before every launch; the
-// tensor-core path is forced (conv2d_tc_set_mode(Always)) and its launchers must report that they ran;
+// tensor-core path is forced (the chooser's scoped override, NNSTUDIO_CONV_TC=1) and must be the
+// chosen path;
 // a second run must give the same bits, and so must every tile variant. 1xTF32's error is printed for
 // information.
 // `test_cuda_conv2d_tc --bench` prints µs of the SIMT kernel, 3xTF32 and 1xTF32 on keras' conv passes.
@@ -16,7 +17,8 @@
 #include <vector>
 
 #include "conv_test_case.h"  // the CPU layers, cuda_test_util.h, test_util.h, spec/model.h
-#include "cuda/conv2d_tc.h"
+#include "cuda/device_caps.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda_timing.h"
 
@@ -27,6 +29,36 @@ using cpu::ConvGeometry;
 using cuda::ConvTcMode;
 
 namespace {
+
+// The tensor-core mode (and tile variant) forced while `run` runs; Auto = the environment's choice.
+template <class Run>
+void withTc(ConvTcMode mode, int variant, Run&& run) {
+  cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& o) {
+    o.convTc = mode;
+    o.convTcVariant = variant;
+  });
+  run();
+}
+
+// does the chooser send this pass to the tensor cores under the overrides in force?
+bool onTensorCores(cuda::ConvPass pass, int N, const ConvGeometry& g) {
+  const cuda::ConvKernel k = cuda::chooseConvPass(cuda::currentDeviceCaps(), cuda::kernelOverrides(), pass, N, g).kernel;
+  return k == cuda::ConvKernel::TensorCore3xTf32 || k == cuda::ConvKernel::TensorCoreTf32;
+}
+
+// the forward / input gradient through the engine's launcher, when it runs on the tensor cores
+bool tcForward(float* out, const float* in, const float* weight, const float* bias, int N, const ConvGeometry& g,
+               ActivationFn act) {
+  if (!onTensorCores(cuda::ConvPass::Forward, N, g)) return false;
+  cuda::conv2d_forward(nullptr, out, in, weight, bias, N, g, act, 0.0f);
+  return true;
+}
+bool tcInput(float* dIn, const float* dOut, const float* weight, const float* in, int N, const ConvGeometry& g,
+             ActivationFn gate) {
+  if (!onTensorCores(cuda::ConvPass::InputGradient, N, g)) return false;
+  cuda::conv2d_backward_input(nullptr, dIn, dOut, weight, in, N, g, gate, 0.0f);
+  return true;
+}
 
 void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   const ConvGeometry g = geometryOf(c);
@@ -46,26 +78,30 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   for (ActivationFn act : acts) {
     const std::string an = activationName(act);
     cpu::conv2d_forward(pool, scratch, cpuOut.data(), t.in.data(), t.weight.data(), t.bias.data(), c.N, g, act, 0.0f);
-    cuda::conv2d_tc_set_mode(ConvTcMode::Always);
-    poison(gOut);
-    CHECK_MSG(cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f),
-              name + " forward " + an + " ran on the tensor cores");
-    const std::vector<float> tc = gOut.download();
-    CHECK_PARITY(name + " forward " + an + " (3xTF32 vs CPU)", tc, cpuOut);
-    poison(gOut);
-    cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);  // the hook
-    CHECK_MSG(sameBits(gOut.download(), tc), name + " forward " + an + " bit-identical through conv2d_forward");
-    cuda::conv2d_tc_set_mode(ConvTcMode::Off);
-    poison(gOut);
-    cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);
-    CHECK_PARITY(name + " forward " + an + " (3xTF32 vs SIMT)", tc, gOut.download());
-    if (act == ActivationFn::Linear) {
-      cuda::conv2d_tc_set_mode(ConvTcMode::Fast);  // only where the tensor cores pay
+    std::vector<float> tc;
+    withTc(ConvTcMode::On, 0, [&] {
       poison(gOut);
-      if (cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f)) {
-        const Comparison r = compareToCpu(gOut.download(), cpuOut);
-        std::printf("  info: 1xTF32 forward max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
-      }
+      CHECK_MSG(tcForward(gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act),
+                name + " forward " + an + " ran on the tensor cores");
+      tc = gOut.download();
+      CHECK_PARITY(name + " forward " + an + " (3xTF32 vs CPU)", tc, cpuOut);
+      poison(gOut);
+      cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);
+      CHECK_MSG(sameBits(gOut.download(), tc), name + " forward " + an + " bit-identical through conv2d_forward");
+    });
+    withTc(ConvTcMode::Off, 0, [&] {
+      poison(gOut);
+      cuda::conv2d_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act, 0.0f);
+      CHECK_PARITY(name + " forward " + an + " (3xTF32 vs SIMT)", tc, gOut.download());
+    });
+    if (act == ActivationFn::Linear) {
+      withTc(ConvTcMode::Tf32, 0, [&] {  // only where the tensor cores pay
+        poison(gOut);
+        if (tcForward(gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, act)) {
+          const Comparison r = compareToCpu(gOut.download(), cpuOut);
+          std::printf("  info: 1xTF32 forward max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
+        }
+      });
     }
   }
 
@@ -76,29 +112,32 @@ void runCase(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
     const char* gn = gate == ActivationFn::Linear ? "ungated" : "gate relu";
     std::vector<float> ref(inSize);
     cpu::activation_backward(ref.data(), cpuDIn.data(), t.in.data(), 1, int64_t(inSize), gate, 0.0f);
-    cuda::conv2d_tc_set_mode(ConvTcMode::Always);
-    poison(gDIn);
-    CHECK_MSG(cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f),
-              name + " dIn " + gn + " ran on the tensor cores");
-    const std::vector<float> tc = gDIn.download();
-    CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs CPU)", tc, ref);
-    poison(gDIn);
-    cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
-    CHECK_MSG(sameBits(gDIn.download(), tc), name + " dIn " + gn + " bit-identical through conv2d_backward_input");
-    cuda::conv2d_tc_set_mode(ConvTcMode::Off);
-    poison(gDIn);
-    cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
-    CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs SIMT)", tc, gDIn.download());
-    if (gate == ActivationFn::Linear) {
-      cuda::conv2d_tc_set_mode(ConvTcMode::Fast);
+    std::vector<float> tc;
+    withTc(ConvTcMode::On, 0, [&] {
       poison(gDIn);
-      if (cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f)) {
-        const Comparison r = compareToCpu(gDIn.download(), ref);
-        std::printf("  info: 1xTF32 dIn max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
-      }
+      CHECK_MSG(tcInput(gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate),
+                name + " dIn " + gn + " ran on the tensor cores");
+      tc = gDIn.download();
+      CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs CPU)", tc, ref);
+      poison(gDIn);
+      cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
+      CHECK_MSG(sameBits(gDIn.download(), tc), name + " dIn " + gn + " bit-identical through conv2d_backward_input");
+    });
+    withTc(ConvTcMode::Off, 0, [&] {
+      poison(gDIn);
+      cuda::conv2d_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate, 0.0f);
+      CHECK_PARITY(name + " dIn " + gn + " (3xTF32 vs SIMT)", tc, gDIn.download());
+    });
+    if (gate == ActivationFn::Linear) {
+      withTc(ConvTcMode::Tf32, 0, [&] {
+        poison(gDIn);
+        if (tcInput(gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, gate)) {
+          const Comparison r = compareToCpu(gDIn.download(), ref);
+          std::printf("  info: 1xTF32 dIn max |err| %.3g (3xTF32 tolerance %.3g)\n", r.error(), r.tol);
+        }
+      });
     }
   }
-  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
 }
 
 // Every tile variant of conv2d_tc.cu (test hook) against the CPU, and bit-identical to the default:
@@ -115,13 +154,13 @@ void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
   std::vector<float> out0, din0;
   for (int variant = 0; variant <= 6; ++variant) {
     const std::string v = name + " " + std::to_string(variant);
-    cuda::conv2d_tc_set_mode(ConvTcMode::Always, variant);
     poison(gOut);
     poison(gDIn);
-    const bool ran = cuda::conv2d_tc_forward(nullptr, gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g,
-                                             ActivationFn::Linear, 0.0f) &&
-                     cuda::conv2d_tc_backward_input(nullptr, gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g,
-                                                    ActivationFn::Linear, 0.0f);
+    bool ran = false;
+    withTc(ConvTcMode::On, variant, [&] {
+      ran = tcForward(gOut.ptr, dIn.ptr, dWeight.ptr, dBias.ptr, c.N, g, ActivationFn::Linear) &&
+            tcInput(gDIn.ptr, dDOut.ptr, dWeight.ptr, dIn.ptr, c.N, g, ActivationFn::Linear);
+    });
     CHECK_MSG(ran, v + " ran on the tensor cores");
     const std::vector<float> out = gOut.download(), din = gDIn.download();
     CHECK_PARITY(v + " forward (vs CPU)", out, cpuGrad.out);
@@ -133,7 +172,6 @@ void runVariants(cpu::ThreadPool& pool, const Case& c, uint64_t seed) {
       CHECK_MSG(sameBits(out, out0) && sameBits(din, din0), v + " bit-identical to the default tiles");
     }
   }
-  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
 }
 
 // ---- --bench: SIMT vs 3xTF32 vs 1xTF32 on keras_cnn's conv passes (batch 128) ----
@@ -155,14 +193,14 @@ int bench() {
     int variant;
   };
   const Variant variants[] = {{"SIMT", ConvTcMode::Off, 0},
-                              {"3xTF32", ConvTcMode::Always, 0},
-                              {"3x v1 x128", ConvTcMode::Always, 1},
-                              {"3x v2 x64", ConvTcMode::Always, 2},
-                              {"3x v3 BK32", ConvTcMode::Always, 3},
-                              {"3x v4 S4", ConvTcMode::Always, 4},
-                              {"3x v5", ConvTcMode::Always, 5},
-                              {"3x v6 minb", ConvTcMode::Always, 6},
-                              {"1xTF32*", ConvTcMode::Fast, 0}};
+                              {"3xTF32", ConvTcMode::On, 0},
+                              {"3x v1 x128", ConvTcMode::On, 1},
+                              {"3x v2 x64", ConvTcMode::On, 2},
+                              {"3x v3 BK32", ConvTcMode::On, 3},
+                              {"3x v4 S4", ConvTcMode::On, 4},
+                              {"3x v5", ConvTcMode::On, 5},
+                              {"3x v6 minb", ConvTcMode::On, 6},
+                              {"1xTF32*", ConvTcMode::Tf32, 0}};
   std::printf("microseconds per launch, inside a CUDA graph of 20 (median of 50); forward ReLU, dIn ReLU-gated\n"
               "(* 1xTF32 only where the tensor cores pay: elsewhere it is the SIMT kernel)\n");
   std::printf("%-14s %-12s %9s %9s\n", "shape", "kernel", "fwd", "dIn");
@@ -170,7 +208,10 @@ int bench() {
     const ConvGeometry g = geometryOf(c);
     ConvBenchTensors d(c, g);
     for (const Variant& v : variants) {
-      cuda::conv2d_tc_set_mode(v.mode, v.variant);
+      cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& o) {
+        o.convTc = v.mode;
+        o.convTcVariant = v.variant;
+      });
       auto fwd = [&] {
         cuda::conv2d_forward(stream, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
       };
@@ -181,7 +222,6 @@ int bench() {
       std::printf("%-14s %-12s %9.1f %9.1f\n", c.name.c_str(), v.name, tf, ti);
     }
   }
-  cuda::conv2d_tc_set_mode(ConvTcMode::Env);
   cudaOk(cudaStreamDestroy(stream), "stream");
   return 0;
 }
@@ -191,9 +231,9 @@ int profile() {
   const Case c{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'};
   const ConvGeometry g = geometryOf(c);
   ConvBenchTensors d(c, g);
-  const ConvTcMode modes[] = {ConvTcMode::Off, ConvTcMode::Always, ConvTcMode::Fast};
+  const ConvTcMode modes[] = {ConvTcMode::Off, ConvTcMode::On, ConvTcMode::Tf32};
   for (ConvTcMode m : modes) {
-    cuda::conv2d_tc_set_mode(m);
+    cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& o) { o.convTc = m; });
     cuda::conv2d_forward(nullptr, d.out.ptr, d.in.ptr, d.weight.ptr, d.bias.ptr, c.N, g, ActivationFn::ReLU, 0);
     cuda::conv2d_backward_input(nullptr, d.dIn.ptr, d.dOut.ptr, d.weight.ptr, d.in.ptr, c.N, g, ActivationFn::ReLU, 0);
   }

@@ -6,7 +6,7 @@
 // one output, 32 outputs), outputs poisoned with NaN and guard zones that must stay poisoned, the
 // StepState totals and the divergence rule (a NaN input flags the step; an already diverged run keeps
 // its totals), bitwise determinism, one CUDA graph capture; then whole networks with the head fused
-// against the same networks unfused (NNSTUDIO_CUDA_FUSION=1 vs 0), input gradient included.
+// against the same networks unfused (fusion forced on vs off), input gradient included.
 // Tolerance: max |fused - unfused| <= 1e-4 * max(1e-3, max |unfused|).
 // --bench: fused vs unfused time per training step's head (inside CUDA graphs) over head shapes.
 #ifdef NNSTUDIO_WITH_CUDA
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_overrides.h"
 #include "cuda/kernels.h"
 #include "cuda/network.h"
 #include "cuda_test_util.h"
@@ -239,7 +240,7 @@ void checkGraph(cudaStream_t stream) {
   cudaGraphDestroy(graph);
 }
 
-// ---- whole networks: the head fused (NNSTUDIO_CUDA_FUSION=1) against unfused (=0) ----
+// ---- whole networks: the head fused (fusion forced on) against unfused (off) ----
 
 struct NetCase {
   const char* name;
@@ -311,15 +312,19 @@ NetResult runNetwork(const NetCase& c, int N) {
   return r;
 }
 
+// run() with NNSTUDIO_CUDA_FUSION forced to `fusion` (the chooser's scoped override)
+template <class Run>
+NetResult withFusion(cuda::Switch fusion, Run&& run) {
+  cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& o) { o.fusion = fusion; });
+  return run();
+}
+
 void checkNetworks() {
   std::printf("whole networks, head fused vs unfused\n");
   for (const NetCase& c : kNetworks) {
     const int N = 37;
-    setenv("NNSTUDIO_CUDA_FUSION", "1", 1);
-    const NetResult f = runNetwork(c, N);
-    setenv("NNSTUDIO_CUDA_FUSION", "0", 1);
-    const NetResult u = runNetwork(c, N);
-    unsetenv("NNSTUDIO_CUDA_FUSION");
+    const NetResult f = withFusion(cuda::Switch::On, [&] { return runNetwork(c, N); });
+    const NetResult u = withFusion(cuda::Switch::Off, [&] { return runNetwork(c, N); });
     CHECK_MSG(f.fused && !u.fused, std::string(c.name) + ": fused with =1, not with =0");
     const double eOut = relError(f.out, u.out, 1e-3), eGrad = relError(f.grads, u.grads, 1e-3),
                  eIn = c.inputGradient ? relError(f.inputGrad, u.inputGrad, 1e-3) : 0.0;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_overrides.h"
 #include "cuda_test_util.h"
 #include "nnstudio/engine.h"
 #include "spec/rng.h"
@@ -145,14 +146,13 @@ void testTooLarge(Backend& gpu) {
   }
   {
     // the estimate turned off: the allocation itself fails, names what it allocated, its size and the free memory
-    setenv("NNSTUDIO_CUDA_MEMORY_CHECK", "0", 1);
     std::string message;
     try {
+      cuda::ScopedKernelOverride noEstimate([](cuda::KernelOverrides& o) { o.memoryCheck = false; });
       gpu.train(wide, imageView, nullptr, options(1, 4096), nullptr, nullptr);
     } catch (const EngineError& e) {
       message = e.what();
     }
-    unsetenv("NNSTUDIO_CUDA_MEMORY_CHECK");
     std::printf("  %s\n", message.c_str());
     CHECK_MSG(message.find("CUDA error in allocating the layers' activations: out of memory: 128.00 GiB asked for, ") == 0 &&
                   message.find(" free of ") != std::string::npos && message.find("lower the batch size") != std::string::npos,

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/kernel_overrides.h"
 #include "cuda/network.h"
 #include "cuda_test_util.h"
 #include "nnstudio/engine.h"
@@ -360,11 +361,14 @@ int main() {
   }
   try {
     testNetworks("conv + max pool fused where it pays");
-    setenv("NNSTUDIO_CUDA_FUSION", "1", 1);
-    testNetworks("conv + max pool fused wherever supported");
-    setenv("NNSTUDIO_CUDA_FUSION", "0", 1);
-    testNetworks("never fused");
-    unsetenv("NNSTUDIO_CUDA_FUSION");
+    {
+      cuda::ScopedKernelOverride fuse([](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::On; });
+      testNetworks("conv + max pool fused wherever supported");
+    }
+    {
+      cuda::ScopedKernelOverride never([](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::Off; });
+      testNetworks("never fused");
+    }
     testWholeRuns();
     testRunBehaviour();
     auto gpu = createBackend(DeviceKind::CUDA);

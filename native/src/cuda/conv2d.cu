@@ -10,9 +10,10 @@
 // Tiles: the GEMM's row count (F or C) picks a thin tile for the small layers (4, 8, 16, 32 rows) so
 // little work is wasted, and each thread owns a TM x TN register micro-tile. Double-buffered shared
 // memory, one __syncthreads per K step. Launchers only enqueue kernels (CUDA-graph safe).
-// Before the implicit GEMM, the forward and input-gradient launchers offer the pass to a direct
-// convolution for few channels (conv2d_direct.cu) and to a 3xTF32 tensor-core implicit GEMM for many
-// (conv2d_tc.cu); each takes only the shapes where it measured faster.
+// The forward and input-gradient launchers run the variant the chooser picks (kernel_choice.h): a direct
+// convolution for few channels (conv2d_direct.cu), a 3xTF32 tensor-core implicit GEMM for many
+// (conv2d_tc.cu), else this file's SIMT implicit GEMM; the tile shapes and the weight gradient's split
+// are the chooser's too.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -22,26 +23,9 @@
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_tc.h"
 #include "cuda/conv_gemm.cuh"
+#include "cuda/kernel_choice.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
-
-// Tuning knobs (compile-time). The defaults were chosen on an H100 from three builds
-// (BK 8/16/16, MIN_BLOCKS 528/528/0, WG_TARGET 528/1056/264) with `test_cuda_conv2d --bench`:
-//   NNSTUDIO_CONV_SMALL_BK   K step of the thin tiles (<= 16 rows): 16 beat 8 by 5-12 % on the 5x5 layers
-//   NNSTUDIO_CONV_MIN_BLOCKS forward / input gradient: narrow the tile (TN 4 -> 2 -> 1) until the grid has
-//                            at least this many blocks (small layers need warps to hide latency); 528 beat
-//                            no narrowing by up to 20 %
-//   NNSTUDIO_CONV_WG_TARGET  weight gradient: blocks to aim for when splitting N*OH*OW; 528 beat 264
-//                            (keras conv2 dW 136 vs 200 us) and 1056
-#ifndef NNSTUDIO_CONV_SMALL_BK
-#define NNSTUDIO_CONV_SMALL_BK 16
-#endif
-#ifndef NNSTUDIO_CONV_MIN_BLOCKS
-#define NNSTUDIO_CONV_MIN_BLOCKS 528
-#endif
-#ifndef NNSTUDIO_CONV_WG_TARGET
-#define NNSTUDIO_CONV_WG_TARGET 528
-#endif
 
 namespace nnstudio::cuda {
 
@@ -305,34 +289,29 @@ void launchGemm(cudaStream_t stream, const ConvGemmArgs& a) {
   checkLaunch("conv2d implicit GEMM");
 }
 
-// Column micro-tile TN (4, 2 or 1): the widest whose grid still has NNSTUDIO_CONV_MIN_BLOCKS blocks.
+// the chooser's tile (kernel_choice.h, gemmTile): the row count fixes TM, the threads and BK; TN is 4, 2 or 1
 template <int MODE, int BM, int TM, int THREADS, int BK>
-void launchGemmNarrowing(cudaStream_t stream, const ConvGemmArgs& a) {
-  constexpr int CG = THREADS / (BM / TM);
-  const int64_t rowTiles = (a.M + BM - 1) / BM;
-  auto blocks = [&](int tn) { return rowTiles * ((int64_t(a.J) + CG * tn - 1) / (CG * tn)); };
-  if (blocks(4) >= NNSTUDIO_CONV_MIN_BLOCKS) launchGemm<MODE, BM, TM, 4, THREADS, BK>(stream, a);
-  else if (blocks(2) >= NNSTUDIO_CONV_MIN_BLOCKS) launchGemm<MODE, BM, TM, 2, THREADS, BK>(stream, a);
+void launchGemmTn(cudaStream_t stream, const ConvGemmArgs& a, int tn) {
+  if (tn == 4) launchGemm<MODE, BM, TM, 4, THREADS, BK>(stream, a);
+  else if (tn == 2) launchGemm<MODE, BM, TM, 2, THREADS, BK>(stream, a);
   else launchGemm<MODE, BM, TM, 1, THREADS, BK>(stream, a);
 }
 
-// tile by row count: thin tiles for the small layers (4 filters, 6/8 channels ...)
 template <int MODE>
-void dispatchGemm(cudaStream_t stream, const ConvGemmArgs& a) {
+void dispatchGemm(cudaStream_t stream, const ConvGemmArgs& a, const ConvGemmTile& t) {
   constexpr int SBK = NNSTUDIO_CONV_SMALL_BK;
-  if (a.M <= 4) launchGemmNarrowing<MODE, 4, 1, 128, SBK>(stream, a);
-  else if (a.M <= 8) launchGemmNarrowing<MODE, 8, 2, 128, SBK>(stream, a);
-  else if (a.M <= 16) launchGemmNarrowing<MODE, 16, 4, 128, SBK>(stream, a);
-  else if (a.M <= 32) launchGemmNarrowing<MODE, 32, 4, 256, 8>(stream, a);
-  else launchGemmNarrowing<MODE, 64, 8, 256, 8>(stream, a);
+  switch (t.bm) {
+    case 4: launchGemmTn<MODE, 4, 1, 128, SBK>(stream, a, t.tn); break;
+    case 8: launchGemmTn<MODE, 8, 2, 128, SBK>(stream, a, t.tn); break;
+    case 16: launchGemmTn<MODE, 16, 4, 128, SBK>(stream, a, t.tn); break;
+    case 32: launchGemmTn<MODE, 32, 4, 256, 8>(stream, a, t.tn); break;
+    default: launchGemmTn<MODE, 64, 8, 256, 8>(stream, a, t.tn); break;
+  }
 }
 
 // ---- weight gradient: split-P GEMM + ordered reduction ----
 
-constexpr int kWgBP = 32;          // pixels per reduction step
-constexpr int kWgTarget = NNSTUDIO_CONV_WG_TARGET;  // blocks to aim for; a constant, so the split (and
-                                                    // the result's bits) do not depend on the device
-constexpr int kWgMinTiles = 4;     // reduction steps per chunk at least
+constexpr int kWgBP = kConvWgradPixelsPerStep;  // pixels per reduction step
 constexpr int kNoTap = 1 << 29;    // tap table: column past K+1 (bound checks fail)
 constexpr int kOnesTap = -(1 << 29);  // tap table: the bias column (value 1)
 
@@ -509,51 +488,11 @@ __global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(cons
 }
 
 
-struct WgradPlan {
-  int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = kWgBP;
-};
-
-// tile shape, then the split of P: about kWgTarget blocks, at least kWgMinTiles steps per chunk;
-// `forceS` > 0 asks for that many splits (tests), clamped to [1, steps]
-WgradPlan planWeightGrad(int N, const ConvGeometry& g, int forceS = 0) {
-  WgradPlan plan;
-  const int64_t K = g.colRows(), Kp = K + 1;
-  if (g.F <= 8 && Kp > 16) {
-    plan.rg = 8;  // 8 thread-rows x 32 thread-columns: no idle filter rows
-    plan.tn = Kp <= 32 ? 1 : Kp <= 64 ? 2 : 4;
-  } else {
-    plan.tm = g.F <= 16 ? 1 : g.F <= 32 ? 2 : g.F <= 64 ? 4 : 8;
-    plan.tn = Kp <= 16 ? 1 : Kp <= 32 ? 2 : 4;
-    if (plan.tm == 8 && plan.tn == 4) plan.tm = 4;  // shared memory
-  }
-  const int cgN = 256 / plan.rg;
-  plan.tilesM = int((g.F + plan.rg * plan.tm - 1) / (plan.rg * plan.tm));
-  plan.tilesN = int((Kp + cgN * plan.tn - 1) / (cgN * plan.tn));
-  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
-  const int64_t tiles = int64_t(plan.tilesM) * plan.tilesN;
-  const int64_t steps = (P + kWgBP - 1) / kWgBP;  // reduction steps in all
-  int64_t S;
-  if (forceS > 0) {
-    S = std::min<int64_t>(forceS, std::max<int64_t>(1, steps));
-  } else {
-    S = std::max<int64_t>(1, (kWgTarget + tiles - 1) / tiles);
-    S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kWgMinTiles));
-  }
-  const int64_t perSplit = (steps + S - 1) / S;
-  plan.chunk = int(std::max<int64_t>(1, perSplit) * kWgBP);
-  plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
-  return plan;
-}
-
 template <int RG, int TM, int TN>
-void launchWeightGrad(cudaStream_t stream, const WgradPlan& plan, const WgradArgs& a) {
+void launchWeightGrad(cudaStream_t stream, const ConvWgradPlan& plan, const WgradArgs& a) {
   const dim3 grid(unsigned(plan.tilesN), unsigned(plan.tilesM), unsigned(plan.S));
   launchKernel("convWeightGradKernel", convWeightGradKernel<RG, TM, TN>, grid, 256, 0, stream, a);
   checkLaunch("conv2d weight gradient");
-}
-
-size_t weightsWorkspace(const WgradPlan& plan, const ConvGeometry& g) {
-  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
 }
 
 void checkSizes(int N, const ConvGeometry& g) {
@@ -576,23 +515,32 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   checkElementwise(act);
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return;
   checkSizes(N, g);
-  if (conv2d_direct_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // few channels: conv2d_direct.cu
-  if (conv2d_tc_forward(stream, out, in, weight, bias, N, g, act, alpha)) return;  // tensor cores, sm_80+
-  const ConvGemmArgs a = convForwardGemm(out, in, weight, bias, N, g, act, alpha, 4);  // float4 epilogue
-  dispatchGemm<kForward>(stream, a);
+  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), kernelOverrides(), ConvPass::Forward, N, g);
+  switch (c.kernel) {
+    case ConvKernel::Direct:
+      conv2d_direct_forward(stream, c.direct, out, in, weight, bias, N, g, act, alpha);
+      break;
+    case ConvKernel::TensorCore3xTf32:
+    case ConvKernel::TensorCoreTf32:
+      conv2d_tc_forward(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, out, in, weight, bias, N, g, act, alpha);
+      break;
+    case ConvKernel::ImplicitGemm:
+      dispatchGemm<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 4), c.gemm);  // float4 epilogue
+      break;
+  }
 }
 
-size_t conv2d_weights_workspace(int N, const ConvGeometry& g) { return weightsWorkspace(planWeightGrad(N, g), g); }
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g) { return convWgradWorkspace(chooseConvWeightGrad(N, g), g); }
 
 size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits) {
-  return weightsWorkspace(planWeightGrad(N, g, splits), g);
+  return convWgradWorkspace(chooseConvWeightGrad(N, g, splits), g);
 }
 
 void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,
                                    const float* in, int N, const ConvGeometry& g, float* workspace, int splits) {
   if (g.F <= 0 || g.colRows() <= 0) return;
   checkSizes(std::max(N, 0), g);
-  const WgradPlan plan = planWeightGrad(N, g, splits);
+  const ConvWgradPlan plan = chooseConvWeightGrad(N, g, splits);
   WgradArgs a{};
   a.dOut = dOut;
   a.in = in;
@@ -655,11 +603,23 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
   checkElementwise(inAct);
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return;
   checkSizes(N, g);
-  if (conv2d_direct_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // conv2d_direct.cu
-  if (conv2d_tc_backward_input(stream, dIn, dOut, weight, in, N, g, inAct, inAlpha)) return;  // tensor cores
-  const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 4);
-  if (g.stride == 1) dispatchGemm<kInput>(stream, a);
-  else dispatchGemm<kInputStrided>(stream, a);
+  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), kernelOverrides(), ConvPass::InputGradient, N, g);
+  switch (c.kernel) {
+    case ConvKernel::Direct:
+      conv2d_direct_backward_input(stream, c.direct, dIn, dOut, weight, in, N, g, inAct, inAlpha);
+      break;
+    case ConvKernel::TensorCore3xTf32:
+    case ConvKernel::TensorCoreTf32:
+      conv2d_tc_backward_input(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, dIn, dOut, weight, in, N, g,
+                               inAct, inAlpha);
+      break;
+    case ConvKernel::ImplicitGemm: {
+      const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 4);
+      if (g.stride == 1) dispatchGemm<kInput>(stream, a, c.gemm);
+      else dispatchGemm<kInputStrided>(stream, a, c.gemm);
+      break;
+    }
+  }
 }
 
 }  // namespace nnstudio::cuda

@@ -11,9 +11,7 @@
 //              (F <-> C), leading pads kh-1-padTop, kw-1-padLeft.
 // Every output is one thread's fixed-order sum: deterministic, no atomics. Launchers only enqueue.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
@@ -26,23 +24,7 @@ namespace {
 
 enum DirectMode : int { kForward = 0, kInput = 1 };
 
-// Thresholds (H100, test_cuda_conv2d_direct --bench): the direct kernel takes a pass when its output
-// channels M <= kMaxOut, its reduction S*kh*kw <= kMaxTaps, all weights fit kMaxWeights floats and it
-// has at least kMinMacs multiply-adds. Below that the implicit GEMM already runs at its launch floor
-// (~2.8 us in a graph) while the direct kernel's staging round trip costs ~3.3 us: seed000's 2x2 layers
-// (0.4M-1.6M MACs) stay on the GEMM (2.8-3.0 vs 3.2-4.3 us), seed002's first conv (3.7M) is a tie
-// (3.9 vs 4.0 us), LeNet's first conv (7.5M) gains (5.6 -> 4.8 us). Wider layers (keras' 32 and 64
-// filters) stay on the GEMM: its tiles fill there and the direct kernel ties at best (13.0 vs 13.6 us).
-constexpr int kMaxOut = 16;
-constexpr int kMaxTaps = 400;
-constexpr int kMaxWeights = 4096;
-constexpr int64_t kMinMacs = int64_t(4) << 20;
-constexpr int kTargetBlocks = 132;         // one per SM on the H100: split rows until the grid has this many
-constexpr int kTargetThreads = 65536;      // split channels until the grid has this many threads (16 warps/SM)
-constexpr int kMaxSplits = 8;
-constexpr int kDefaultFT = 4, kDefaultPX = 2;
-constexpr int kMaxThreads = 512;
-constexpr size_t kMaxShared = 48 * 1024;   // no opt-in needed
+constexpr int kMaxThreads = kConvDirectMaxThreads;
 
 struct DirectArgs {
   const float* src;     // (N, S, SH, SW): forward the input, input gradient dOut
@@ -333,86 +315,17 @@ __global__ void __launch_bounds__(kMaxThreads, 2) convDirectKernel(const DirectA
   }
 }
 
-// ---- planning ----
-
-struct Plan {
-  int kw = 0, ft = 0, px = 0, splits = 1, groups = 0, colGroups = 0, rows = 0, rowTiles = 0, stagedRows = 0;
-  int stagedW = 0, Mpad = 0, threads = 0;
-  size_t shared = 0;
-};
-
-int ceilDiv(int a, int b) { return (a + b - 1) / b; }
-
-// Tuning override for measurements, read once: NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks (0 = default)
-const ConvDirectShape& shapeOverride() {
-  static const ConvDirectShape shape = [] {
-    ConvDirectShape s;
-    if (const char* v = std::getenv("NNSTUDIO_CONV_DIRECT_SHAPE"))
-      std::sscanf(v, "%d,%d,%d,%d", &s.ft, &s.px, &s.splits, &s.blocks);
-    return s;
-  }();
-  return shape;
-}
-
-// N samples; the correlation: S source channels -> M outputs on an OH x OW plane, kh x kw taps.
-bool makePlan(Plan& p, int N, int S, int M, int OH, int OW, int kh, int kw, const ConvDirectShape* force) {
-  if (kh != kw || (kw != 2 && kw != 3 && kw != 5)) return false;  // square kernels of 2, 3, 5
-  const ConvDirectShape& o = force ? *force : shapeOverride();
-  p.kw = kw;
-  p.ft = o.ft ? o.ft : kDefaultFT;
-  p.px = o.px ? o.px : kDefaultPX;
-  // thread tiles 4x1, 4x2, 4x4, 8x1, 8x2 (8x4 spills under the 64-register bound)
-  if ((p.ft != 4 && p.ft != 8) || (p.px != 1 && p.px != 2 && p.px != 4) || p.ft * p.px > 16) return false;
-  p.groups = ceilDiv(M, p.ft);
-  p.Mpad = p.groups * p.ft;
-  p.colGroups = ceilDiv(OW, p.px);
-  p.stagedW = (p.colGroups * p.px + kw - 1 + 3) / 4 * 4;
-  const int perRow = p.groups * p.colGroups;
-  // channel splits: enough threads in all to hide latency (the layers are small)
-  if (o.splits) {
-    p.splits = std::min(o.splits, S);
-  } else {
-    const int64_t items = int64_t(N) * OH * perRow;
-    p.splits = 1;
-    while (p.splits * 2 <= std::min(S, kMaxSplits) && items * p.splits < kTargetThreads) p.splits *= 2;
-  }
-  if (p.splits < 1 || int64_t(perRow) * p.splits > kMaxThreads) return false;
-  const int64_t T = int64_t(S) * kh * kw;
-  auto shared = [&](int rows) {
-    const int64_t staged = (int64_t(S) * (rows + kh - 1) * p.stagedW + 3) / 4 * 4;
-    const int64_t partial = p.splits > 1 ? int64_t(p.splits) * perRow * rows * p.ft * p.px : 0;
-    return sizeof(float) * size_t(T * p.Mpad + staged + partial);
-  };
-  const int perRowThreads = perRow * p.splits;
-  int rows;
-  if (o.rows) {
-    rows = std::min(o.rows, OH);
-    if (int64_t(perRowThreads) * rows > kMaxThreads) return false;
-  } else {
-    const int target = o.blocks ? o.blocks : kTargetBlocks;
-    rows = std::min(OH, kMaxThreads / perRowThreads);
-    while (rows > 1 && int64_t(N) * ceilDiv(OH, rows) < target) --rows;
-    while (rows > 1 && shared(rows) > kMaxShared) --rows;
-    rows = ceilDiv(OH, ceilDiv(OH, rows));  // even tiles
-  }
-  if (shared(rows) > kMaxShared) return false;
-  p.rows = rows;
-  p.rowTiles = ceilDiv(OH, rows);
-  p.stagedRows = rows + kh - 1;
-  p.threads = (perRowThreads * rows + 31) / 32 * 32;
-  p.shared = shared(rows);
-  return int64_t(N) * p.rowTiles < (int64_t(1) << 31);
-}
+// ---- launches: the chooser's plan (kernel_choice.h) ----
 
 template <int MODE, int K, int FT, int PX>
-void launchOne(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
+void launchOne(cudaStream_t stream, const ConvDirectPlan& p, const DirectArgs& a, int N) {
   launchKernel("convDirectKernel", convDirectKernel<MODE, K, FT, PX>, dim3(unsigned(N * p.rowTiles)),
                dim3(unsigned(p.threads)), p.shared, stream, a);
   checkLaunch("conv2d direct");
 }
 
 template <int MODE, int K>
-void launchK(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
+void launchK(cudaStream_t stream, const ConvDirectPlan& p, const DirectArgs& a, int N) {
   switch (p.ft * 10 + p.px) {
     case 41: launchOne<MODE, K, 4, 1>(stream, p, a, N); break;
     case 42: launchOne<MODE, K, 4, 2>(stream, p, a, N); break;
@@ -423,7 +336,7 @@ void launchK(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
 }
 
 template <int MODE>
-void launchDirect(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N) {
+void launchDirect(cudaStream_t stream, const ConvDirectPlan& p, const DirectArgs& a, int N) {
   switch (p.kw) {
     case 2: launchK<MODE, 2>(stream, p, a, N); break;
     case 3: launchK<MODE, 3>(stream, p, a, N); break;
@@ -433,7 +346,7 @@ void launchDirect(cudaStream_t stream, const Plan& p, const DirectArgs& a, int N
 
 bool aligned(const void* ptr, int bytes) { return (reinterpret_cast<uintptr_t>(ptr) % uintptr_t(bytes)) == 0; }
 
-void fillPlan(DirectArgs& a, const Plan& p) {
+void fillPlan(DirectArgs& a, const ConvDirectPlan& p) {
   a.groups = p.groups;
   a.colGroups = p.colGroups;
   a.rows = p.rows;
@@ -444,29 +357,10 @@ void fillPlan(DirectArgs& a, const Plan& p) {
   a.splits = p.splits;
 }
 
-// the pass's shape, before any plan: small enough for the direct kernel to pay (measured)
-bool takes(int N, int S, int M, int OH, int OW, const ConvGeometry& g) {
-  const int64_t taps = int64_t(S) * g.kh * g.kw;
-  return M <= kMaxOut && taps <= kMaxTaps && int64_t(g.F) * g.colRows() <= kMaxWeights &&
-         int64_t(N) * M * OH * OW * taps >= kMinMacs;
-}
-
 }  // namespace
 
-bool& conv2d_direct_enabled() {
-  static bool enabled = [] {
-    const char* flag = std::getenv("NNSTUDIO_CONV_DIRECT");
-    return !(flag && std::strcmp(flag, "0") == 0);
-  }();
-  return enabled;
-}
-
-bool conv2d_direct_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias,
-                           int N, const ConvGeometry& g, ActivationFn act, float alpha, const ConvDirectShape* force) {
-  if (g.stride != 1 || N <= 0 || g.C <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
-  if (!force && (!conv2d_direct_enabled() || !takes(N, g.C, g.F, g.OH, g.OW, g))) return false;
-  Plan p;
-  if (!makePlan(p, N, g.C, g.F, g.OH, g.OW, g.kh, g.kw, force)) return false;
+void conv2d_direct_forward(cudaStream_t stream, const ConvDirectPlan& p, float* out, const float* in, const float* weight,
+                           const float* bias, int N, const ConvGeometry& g, ActivationFn act, float alpha) {
   DirectArgs a{};
   a.src = in;
   a.weight = weight;
@@ -488,16 +382,11 @@ bool conv2d_direct_forward(cudaStream_t stream, float* out, const float* in, con
   a.vec = g.OW % p.px == 0 && aligned(out, 4 * p.px);
   fillPlan(a, p);
   launchDirect<kForward>(stream, p, a, N);
-  return true;
 }
 
-bool conv2d_direct_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight,
-                                  const float* in, int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha,
-                                  const ConvDirectShape* force) {
-  if (g.stride != 1 || N <= 0 || g.C <= 0 || g.F <= 0 || g.H <= 0 || g.W <= 0) return false;
-  if (!force && (!conv2d_direct_enabled() || !takes(N, g.F, g.C, g.H, g.W, g))) return false;
-  Plan p;
-  if (!makePlan(p, N, g.F, g.C, g.H, g.W, g.kh, g.kw, force)) return false;
+void conv2d_direct_backward_input(cudaStream_t stream, const ConvDirectPlan& p, float* dIn, const float* dOut,
+                                  const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
+                                  float inAlpha) {
   DirectArgs a{};
   a.src = dOut;
   a.weight = weight;
@@ -519,7 +408,6 @@ bool conv2d_direct_backward_input(cudaStream_t stream, float* dIn, const float* 
   a.vec = g.W % p.px == 0 && aligned(dIn, 4 * p.px) && (!a.gate || aligned(a.gate, 4 * p.px));
   fillPlan(a, p);
   launchDirect<kInput>(stream, p, a, N);
-  return true;
 }
 
 }  // namespace nnstudio::cuda

@@ -25,14 +25,13 @@
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/conv2d_pool.h"
+#include "cuda/kernel_choice.h"
 
 namespace nnstudio::cuda {
 
 namespace {
 
-constexpr int kFwdMaxThreads = 512;
-constexpr int kFwdSmemBytes = 40 * 1024;
-constexpr int kTargetBlocks = 264;  // two blocks per H100 SM
+constexpr int kFwdMaxThreads = kConvPoolForwardMaxThreads;
 
 // ---------------------------------------------------------------- forward
 
@@ -48,57 +47,6 @@ struct FwdArgs {
   ActivationFn act;
   float alpha;
 };
-
-struct FwdConfig {
-  bool ok = false;
-  int PS = 0, FPT = 0, GY = 0, TPR = 0, TH = 0, TW = 0, CC = 0, bx = 0;
-  size_t smem = 0;
-  dim3 grid, block;
-};
-
-FwdConfig forwardConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
-  FwdConfig c;
-  c.PS = p.size;
-  if (c.PS < 2 || c.PS > 4 || p.stride < 1 || g.stride < 1 || g.kh < 1 || g.kw < 1) return c;
-  if (p.C != g.F || p.H != g.OH || p.W != g.OW || p.OH < 1 || p.OW < 1) return c;
-  if (p.OH != (g.OH - p.size) / p.stride + 1 || p.OW != (g.OW - p.size) / p.stride + 1) return c;
-  if (p.OW > 256) return c;
-  const int F = g.F, khkw = g.kh * g.kw;
-  if (c.PS == 2) c.FPT = F >= 64 ? 16 : (F >= 8 ? 8 : 4);
-  else if (c.PS == 3) c.FPT = F >= 8 ? 8 : 4;
-  else c.FPT = 4;
-  const int groups = (F + c.FPT - 1) / c.FPT;
-  int TPR = std::min(p.OH, std::max(1, 256 / p.OW));
-  for (;;) {
-    const int bx = (TPR * p.OW + 31) / 32 * 32;
-    const int rowTiles = (p.OH + TPR - 1) / TPR;
-    int GY = std::min(groups, std::max(1, kFwdMaxThreads / bx));
-    while (GY > 1 && int64_t(std::max(N, 1)) * rowTiles * ((groups + GY - 1) / GY) < kTargetBlocks) --GY;
-    const int TH = ((TPR - 1) * p.stride + c.PS - 1) * g.stride + g.kh;
-    const int TW = ((p.OW - 1) * p.stride + c.PS - 1) * g.stride + g.kw;
-    int CC = 0;
-    for (; GY >= 1; --GY) {
-      const int64_t perChannel = int64_t(TH) * TW + int64_t(khkw) * c.FPT * GY;
-      CC = int(std::min<int64_t>(g.C, kFwdSmemBytes / 4 / perChannel));
-      if (CC >= 1) break;
-    }
-    if (CC >= 1) {
-      c.TPR = TPR;
-      c.GY = GY;
-      c.TH = TH;
-      c.TW = TW;
-      c.CC = CC;
-      c.bx = bx;
-      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY) * sizeof(float);
-      c.grid = dim3(unsigned(rowTiles), unsigned((groups + GY - 1) / GY), unsigned(std::max(N, 1)));
-      c.block = dim3(unsigned(bx), unsigned(GY), 1);
-      c.ok = N <= 65535;
-      return c;
-    }
-    if (TPR == 1) return c;
-    TPR = (TPR + 1) / 2;
-  }
-}
 
 template <int PS, int FPT>
 __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
@@ -199,45 +147,9 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
 
 // ---------------------------------------------------------------- weight gradient
 
-constexpr int kWgThreads = 256;
-constexpr int kWgInputBytes = 20 * 1024;
-constexpr int kWgWindowBytes = 24 * 1024;
-constexpr int kWgCols = 4;   // columns per thread unit
-constexpr int kWgUnits = 2;  // units per thread
-
-struct WgConfig {
-  bool ok = false;
-  int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
-  size_t smem = 0;
-  dim3 grid;
-};
-
-WgConfig weightsConfig(int N, const ConvGeometry& g, const PoolGeometry& p) {
-  WgConfig c;
-  if (N < 1) return c;
-  c.Hp = (g.OH - 1) * g.stride + g.kh;
-  c.Wp = (g.OW - 1) * g.stride + g.kw;
-  const int khkw = g.kh * g.kw;
-  const int64_t HpWp = int64_t(c.Hp) * c.Wp;
-  const int PQ = p.OH * p.OW;
-  c.CT = int(std::min<int64_t>({int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kWgCols * 32 - 1) / khkw)}));
-  if (c.CT < 1) return c;
-  const int colGroups = (c.CT * khkw + 1 + kWgCols - 1) / kWgCols;
-  c.FT = std::min({g.F, kWgWindowBytes / 8 / std::max(PQ, 1), kWgThreads * kWgUnits / colGroups});
-  if (c.FT < 1) return c;
-  const int units = c.FT * colGroups;
-  c.QS = std::max(1, std::min(16, kWgThreads * kWgUnits / units));
-  c.QS = std::min(c.QS, PQ);
-  const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
-  c.chunks = std::max(1, std::min(N, (2 * kTargetBlocks + tiles - 1) / tiles));
-  c.per = (N + c.chunks - 1) / c.chunks;
-  c.chunks = (N + c.per - 1) / c.per;
-  c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * sizeof(float2),
-                    size_t(kWgThreads) * kWgUnits * sizeof(float4));  // the slices' sums reuse it
-  c.grid = dim3(unsigned(c.chunks), unsigned((g.F + c.FT - 1) / c.FT), unsigned((g.C + c.CT - 1) / c.CT));
-  c.ok = c.grid.y <= 65535 && c.grid.z <= 65535;
-  return c;
-}
+constexpr int kWgThreads = kConvPoolWgThreads;
+constexpr int kWgCols = kConvPoolWgCols;    // columns per thread unit
+constexpr int kWgUnits = kConvPoolWgUnits;  // units per thread
 
 struct WgArgs {
   float* ws;  // (chunks, F, K + 1) partial sums
@@ -416,15 +328,11 @@ void setConvGeometry(Args& a, const ConvGeometry& g) {
 
 }  // namespace
 
-bool conv2d_maxpool_supported(const ConvGeometry& g, const PoolGeometry& p) {
-  return forwardConfig(1, g, p).ok && weightsConfig(1, g, p).ok;
-}
-
 void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax, const float* in,
                             const float* weight, const float* bias, int N, const ConvGeometry& g,
                             const PoolGeometry& p, ActivationFn act, float alpha) {
   if (N <= 0) return;
-  const FwdConfig c = forwardConfig(N, g, p);
+  const ConvPoolForwardPlan c = planConvPoolForward(currentDeviceCaps(), N, g, p);
   if (!c.ok) throw EngineError("conv2d_maxpool_forward: unsupported geometry");
   FwdArgs a;
   a.pooled = pooled;
@@ -443,21 +351,22 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
   a.FB = c.FPT * c.GY;
   a.act = act;
   a.alpha = alpha;
+  const dim3 grid(c.grid[0], c.grid[1], c.grid[2]), block(c.block[0], c.block[1]);
   if (c.PS == 2) {
-    if (c.FPT == 16) launchKernel("convPoolForward", convPoolForward<2, 16>, c.grid, c.block, c.smem, stream, a);
-    else if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<2, 8>, c.grid, c.block, c.smem, stream, a);
-    else launchKernel("convPoolForward", convPoolForward<2, 4>, c.grid, c.block, c.smem, stream, a);
+    if (c.FPT == 16) launchKernel("convPoolForward", convPoolForward<2, 16>, grid, block, c.smem, stream, a);
+    else if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<2, 8>, grid, block, c.smem, stream, a);
+    else launchKernel("convPoolForward", convPoolForward<2, 4>, grid, block, c.smem, stream, a);
   } else if (c.PS == 3) {
-    if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<3, 8>, c.grid, c.block, c.smem, stream, a);
-    else launchKernel("convPoolForward", convPoolForward<3, 4>, c.grid, c.block, c.smem, stream, a);
+    if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<3, 8>, grid, block, c.smem, stream, a);
+    else launchKernel("convPoolForward", convPoolForward<3, 4>, grid, block, c.smem, stream, a);
   } else {
-    launchKernel("convPoolForward", convPoolForward<4, 4>, c.grid, c.block, c.smem, stream, a);
+    launchKernel("convPoolForward", convPoolForward<4, 4>, grid, block, c.smem, stream, a);
   }
   checkLaunch("convPoolForward");
 }
 
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p) {
-  const WgConfig c = weightsConfig(N, g, p);
+  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p);
   if (!c.ok || c.chunks == 1) return 0;
   return size_t(c.chunks) * g.F * (size_t(g.colRows()) + 1);
 }
@@ -472,7 +381,7 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
     check(cudaMemsetAsync(dBias, 0, sizeof(float) * size_t(g.F), stream), "conv2d_maxpool dB");
     return;
   }
-  const WgConfig c = weightsConfig(N, g, p);
+  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p);
   if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
   WgArgs a;
   a.ws = workspace;
@@ -493,7 +402,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.per = c.per;
   a.act = act;
   a.alpha = alpha;
-  launchKernel("convPoolWeights", convPoolWeights, c.grid, kWgThreads, c.smem, stream, a);
+  launchKernel("convPoolWeights", convPoolWeights, dim3(c.grid[0], c.grid[1], c.grid[2]), kWgThreads, c.smem, stream,
+               a);
   checkLaunch("convPoolWeights");
   if (c.chunks == 1) return;
   const int outputs = g.F * (K + 1);

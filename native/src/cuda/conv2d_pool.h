@@ -6,9 +6,8 @@
 
 namespace nnstudio::cuda {
 
-// Is the fused path implemented for this pair? (conv followed directly by a maxpool whose input is
-// the conv's output; any act except Softmax.) False for shapes not supported (then use the unfused path).
-bool conv2d_maxpool_supported(const ConvGeometry& g, const PoolGeometry& p);
+// The pairs it implements and where it pays are the chooser's (kernel_choice.h: convPoolSupported,
+// chooseConvPoolFusion); it runs them with the chooser's plans.
 // pooled (N, F, PH, PW) = maxpool(act(conv(in, weight) + bias)); argmax (N, F, PH, PW) holds the index
 // within the sample's (F, OH, OW) conv output of the window's first maximum (the CPU's rule), computed
 // on the activated values. The conv output itself is never stored.

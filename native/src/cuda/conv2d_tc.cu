@@ -26,11 +26,8 @@
 // latencies and the tensor pipe (mma.sync TF32 runs at half of Hopper's wgmma rate), at 25 % occupancy.
 #include "cuda/conv2d_tc.h"
 
-#include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
@@ -44,30 +41,6 @@
 namespace nnstudio::cuda {
 
 namespace {
-
-// ---- mode: environment, test override, device ----
-
-std::atomic<int> gOverride{int(ConvTcMode::Env)};
-std::atomic<int> gVariant{0};
-
-ConvTcMode envMode() {
-  static const ConvTcMode mode = [] {
-    const char* flag = std::getenv("NNSTUDIO_CONV_TC");
-    if (!flag) return ConvTcMode::Auto;
-    if (std::strcmp(flag, "0") == 0) return ConvTcMode::Off;
-    if (std::strcmp(flag, "tf32") == 0) return ConvTcMode::Fast;
-    return ConvTcMode::Always;
-  }();
-  return mode;
-}
-
-ConvTcMode currentMode() {
-  const int o = gOverride.load(std::memory_order_relaxed);
-  return o == int(ConvTcMode::Env) ? envMode() : ConvTcMode(o);
-}
-
-// the current device has TF32 mma (compute capability 8.0+)
-bool deviceHasTf32() { return computeCapabilityMajor() >= 8; }
 
 // ---- the kernel ----
 
@@ -106,7 +79,7 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
 // shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
 template <int BM, int WN, int BK, int STAGES>
 constexpr size_t tcSmemBytes() {
-  return sizeof(float) * STAGES * (BM * (BK + 4) + BK * (WN * 32 + 8));
+  return convTcSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1});  // kernel_choice.h: the chooser checks it fits
 }
 
 template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB>
@@ -364,125 +337,60 @@ void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
   auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB>;
   if constexpr (smem > 48 * 1024) {
-    static const bool opted = [&] {  // once per kernel: more than the default 48 KiB of shared memory
+    static PerDevice<bool> opted;  // once per kernel and device: more than the default 48 KiB of shared memory
+    oncePerDevice(opted, [&] {
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
             "conv2d tensor-core shared memory");
       return true;
-    }();
-    (void)opted;
+    });
   }
   const dim3 grid(unsigned((int64_t(a.J) + BN - 1) / BN), unsigned((a.M + BM - 1) / BM));
   launchKernel("convTcKernel", kernel, grid, THREADS, smem, stream, a);
   checkLaunch("conv2d tensor-core implicit GEMM");
 }
 
-// Tile by row count and width (H100, test_cuda_conv2d_tc --bench, keras conv2 at batch 128): M <= 32
-// (input gradient, 64 -> 32 channels) 32 x 256 with BK 32: 104 us, against 113 for 32 x 128 and 134 for
-// 32 x 64; M > 32 (forward, 32 -> 64 filters) 64 x 128 with BK 32: 81 us, 83 with BK 16; 64 x 64 where
-// 64 x 128 tiles would not fill two blocks per SM of an H100 (C64 F64 14x14: 52 against 61 us).
-// Every tile shape adds the same products in the same order: the bits do not depend on the choice.
-// `variant` (tests, benchmarks) picks others.
-// Shared memory a block may opt into on the current device (227 KiB on an H100, 99 KiB on the RTX 30, 40
-// and 50 series): the default tiles must fit it.
-size_t maxSharedOptin() {
-  return size_t(currentDeviceAttribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024));
-}
-
-template <int BM, int WN, int BK, int STAGES>
-bool tileFits() {
-  return tcSmemBytes<BM, WN, BK, STAGES>() <= maxSharedOptin();
-}
-
-int smCount() { return currentDeviceAttribute<cudaDevAttrMultiProcessorCount>(132); }
-
+// the chooser's tile (kernel_choice.h: tcTile, tcVariant)
 template <int MODE, int SPLIT>
-void dispatchSplit(cudaStream_t stream, const ConvGemmArgs& a, int variant) {
-  if (a.M <= 32) {
-    switch (variant) {
-      case 1: launchTc<MODE, 32, 4, SPLIT>(stream, a); break;
-      case 2: launchTc<MODE, 32, 2, SPLIT>(stream, a); break;
-      case 3: launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a); break;
-      case 4: launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a); break;
-      case 5: launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a); break;
-      case 6: launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a); break;
-      default: {
-        // 32 x 256 needs 112.5 KiB: GPUs with 99 KiB take 32 x 128 (64.5 KiB), else BK 16 (33 KiB). Small
-        // GEMMs would leave SMs idle with 32 x 256 tiles: below two blocks per SM, 32 x 128 with BK 32
-        // (fast_mnist conv2 at batch 256, J = 16384: 36 against 43 us; its input gradient at batch 128,
-        // J = 18432: 52 against 67 us; 32 x 64 was slower on both).
-        const bool wideFills = (int64_t(a.J) + 255) / 256 >= 2 * int64_t(smCount());
-        if (wideFills && tileFits<32, 8, 32, 3>()) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
-        else if (tileFits<32, 4, 32, 3>()) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
-        else launchTc<MODE, 32, 4, SPLIT>(stream, a);
-        break;
-      }
-    }
-  } else {
-    switch (variant) {
-      case 1: launchTc<MODE, 64, 4, SPLIT>(stream, a); break;
-      case 2: launchTc<MODE, 64, 2, SPLIT>(stream, a); break;
-      case 3: launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a); break;
-      case 4: launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a); break;
-      case 5: launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a); break;
-      case 6: launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a); break;
-      default: {
-        const int64_t wideBlocks = (int64_t(a.J) + 127) / 128 * ((a.M + 63) / 64);
-        if (wideBlocks >= 264 && tileFits<64, 4, 32, 3>()) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);  // 78 KiB
-        else launchTc<MODE, 64, 2, SPLIT>(stream, a);
-      }
-    }
-  }
+void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t) {
+  auto is = [&](int bm, int wn, int bk, int stages, int minBlocks) { return t == ConvTcTile{bm, wn, bk, stages, minBlocks}; };
+  if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, SPLIT>(stream, a);
+  else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, SPLIT>(stream, a);
+  else if (is(32, 4, 32, 3, 1)) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
+  else if (is(32, 4, 16, 4, 1)) launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a);
+  else if (is(32, 8, 16, 3, 1)) launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a);
+  else if (is(32, 4, 16, 3, 6)) launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a);
+  else if (is(32, 8, 32, 3, 1)) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
+  else if (is(64, 4, 16, 3, 1)) launchTc<MODE, 64, 4, SPLIT>(stream, a);
+  else if (is(64, 2, 16, 3, 1)) launchTc<MODE, 64, 2, SPLIT>(stream, a);
+  else if (is(64, 4, 32, 3, 1)) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);
+  else if (is(64, 4, 16, 4, 1)) launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a);
+  else if (is(64, 2, 32, 4, 1)) launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a);
+  else if (is(64, 4, 16, 3, 3)) launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a);
+  else throw EngineError("conv2d tensor cores: no kernel for this tile");
 }
 
 template <int MODE>
-void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, ConvTcMode mode) {
-  const int variant = gVariant.load(std::memory_order_relaxed);
-  if (mode == ConvTcMode::Fast) dispatchSplit<MODE, 1>(stream, a, variant);
-  else dispatchSplit<MODE, 3>(stream, a, variant);
-}
-
-// Where the tensor cores pay (H100, test_cuda_conv2d_tc --bench): 16+ GEMM rows (a 32-row tile half
-// used still beats the SIMT kernel: fast_mnist conv2's input gradient, 32 -> 24 channels) and a reduction
-// long enough that the products, not the output's stores, bound the time. The direct kernel
-// (conv2d_direct.cu) is asked first and keeps the few-channel passes.
-bool pays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
-
-// the mode to run this GEMM with, or Off (kernels of more than 32 taps: the tap masks are 32 bits)
-ConvTcMode choose(int M, int K, int64_t J, const ConvGeometry& g) {
-  const ConvTcMode mode = currentMode();
-  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !deviceHasTf32()) return ConvTcMode::Off;
-  if (mode == ConvTcMode::Always) return mode;
-  return pays(M, K, J) ? mode : ConvTcMode::Off;
+void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& tile, bool split3) {
+  if (split3) launchTile<MODE, 3>(stream, a, tile);
+  else launchTile<MODE, 1>(stream, a, tile);
 }
 
 }  // namespace
 
-void conv2d_tc_set_mode(ConvTcMode mode, int variant) {
-  gOverride.store(int(mode), std::memory_order_relaxed);
-  gVariant.store(variant, std::memory_order_relaxed);
-}
-
 // ---- launchers (conv2d.cu has checked the activation and the sizes) ----
 
-bool conv2d_tc_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias,
-                       int N, const ConvGeometry& g, ActivationFn act, float alpha) {
-  if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return false;
-  const ConvTcMode mode = choose(g.F, int(g.colRows()), int64_t(N) * g.OH * g.OW, g);
-  if (mode == ConvTcMode::Off) return false;
-  const ConvGemmArgs a = convForwardGemm(out, in, weight, bias, N, g, act, alpha, 2);
-  dispatchTc<kForward>(stream, a, mode);
-  return true;
+void conv2d_tc_forward(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* out, const float* in,
+                       const float* weight, const float* bias, int N, const ConvGeometry& g, ActivationFn act,
+                       float alpha) {
+  dispatchTc<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 2), tile, split3);
 }
 
-bool conv2d_tc_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight,
-                              const float* in, int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha) {
-  if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return false;
-  const ConvTcMode mode = choose(g.C, g.F * g.kh * g.kw, int64_t(N) * g.H * g.W, g);
-  if (mode == ConvTcMode::Off) return false;
+void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* dIn, const float* dOut,
+                              const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
+                              float inAlpha) {
   const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 2);
-  if (g.stride == 1) dispatchTc<kInput>(stream, a, mode);
-  else dispatchTc<kInputStrided>(stream, a, mode);
-  return true;
+  if (g.stride == 1) dispatchTc<kInput>(stream, a, tile, split3);
+  else dispatchTc<kInputStrided>(stream, a, tile, split3);
 }
 
 }  // namespace nnstudio::cuda

@@ -14,11 +14,12 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <mutex>
 #include <cstdint>
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
+#include "cuda/cluster_probes.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 #include "cuda/loss_math.cuh"
@@ -27,8 +28,7 @@ namespace nnstudio::cuda {
 
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kMaxUnits = 32;
+constexpr int kThreads = kDenseHeadThreads;
 constexpr int kMaxBlocks = 16;  // a cluster (more than 8: non-portable, where the GPU schedules it)
 
 struct HeadArgs {
@@ -45,7 +45,7 @@ struct HeadArgs {
   int N, I, K;
   ActivationFn act, inAct;
   float alpha, inAlpha;
-  // the split, chosen on the host (layoutFor)
+  // the split, chosen on the host (denseHeadLayout)
   int blocks;   // the cluster's blocks (1: a plain launch)
   int rowsPer;  // rows per block
   int P;        // forward: lanes per row (a power of two, 4..32), each summing every P-th input
@@ -53,46 +53,8 @@ struct HeadArgs {
   int G;        // backward: row groups per input column (G * I <= kThreads when G > 1)
 };
 
-// ---- shared memory, in floats (every piece a multiple of 4: float4 and double alignment) ----
-
-struct HeadLayout {
-  int KP = 0;  // K padded to the kernel's register tile (4, 8, 12, 16, 32); the padding holds zeros
-  int blocks = 1, rowsPer = 0, P = 4, SX = 0, G = 1;
-  size_t xs = 0, wt = 0, bs = 0, ys = 0, dz = 0, terms = 0, stats = 0, part = 0, red = 0, floats = 0;
-};
-
-int paddedUnits(int K) { return K <= 4 ? 4 : K <= 8 ? 8 : K <= 12 ? 12 : K <= 16 ? 16 : K <= kMaxUnits ? 32 : 0; }
-size_t round4(size_t n) { return (n + 3) / 4 * 4; }
-
-HeadLayout layoutFor(int N, int I, int K, int blocks) {
-  HeadLayout l;
-  l.KP = paddedUnits(K);
-  l.rowsPer = (N + blocks - 1) / blocks;
-  l.blocks = (N + l.rowsPer - 1) / l.rowsPer;  // no empty block
-  const int R = l.rowsPer;
-  int p = 32;
-  while (p > 4 && p * R > kThreads) p /= 2;
-  l.P = p;
-  l.SX = (I + 31) / 32 * 32 + p;
-  l.G = I >= kThreads ? 1 : std::max(1, std::min(R, kThreads / I));
-  size_t at = 0;
-  auto take = [&](size_t floats) {
-    const size_t start = at;
-    at += round4(floats);
-    return start;
-  };
-  l.xs = take(size_t(R) * l.SX);                    // x rows (R, SX)
-  l.wt = take(size_t(I) * l.KP);                    // W^T (I, KP)
-  l.bs = take(l.KP);                                // b (KP)
-  l.ys = take(size_t(R) * l.KP);                    // outputs (R, KP)
-  l.dz = take(size_t(R) * l.KP);                    // dLoss/dz (R, KP)
-  l.terms = take(2 * size_t(R) * l.KP);             // the loss's per-output terms, double (R, KP)
-  l.stats = take(2 * size_t(R));                    // per row: softmax's lse, double (R)
-  l.part = take(size_t(std::max(l.G, 1)) * l.KP * I);  // dW partials per row group (G, KP, I)
-  l.red = take(4 + l.KP);                           // this block's loss total, correct count, dB (KP)
-  l.floats = at;
-  return l;
-}
+// shared memory, in floats: the chooser's layout (kernel_choice.h, denseHeadLayout)
+using HeadLayout = DenseHeadLayout;
 
 // ---- the kernel: KP = K padded (register tiles of KP accumulators) ----
 
@@ -369,99 +331,63 @@ KernelFn kernelFor(int KP) {
   }
 }
 
-// ---- the device, queried once: shared memory a block may opt into, and whether clusters launch ----
-
-struct DeviceLimits {
-  size_t sharedBytes = 48 * 1024;
-  bool clusters = false;
-  int maxBlocks = 1;  // the largest cluster that launches with the most shared memory
-};
-
-const DeviceLimits& deviceLimits() {
-  constexpr int kDevices = 64;
-  static DeviceLimits cache[kDevices];
-  static std::once_flag once[kDevices];  // training and evaluation may ask from two threads at once
-  static DeviceLimits fallback;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return fallback;
-  std::call_once(once[device], [device] {
-    DeviceLimits& d = cache[device];
-    int optin = 0, major = 0, clusterLaunch = 0;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess || optin <= 0)
-      optin = 48 * 1024;
-    optin -= 1024;  // blockSum's static arrays
-    for (int kp : {4, 8, 12, 16, 32})
-      check(cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
-            "dense head (shared memory)");
-    d.sharedBytes = size_t(optin);
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&clusterLaunch, cudaDevAttrClusterLaunch, device) != cudaSuccess) {
+// Can clusters of `blocks` blocks of every instance run with `sharedBytes` each?
+bool clustersFit(int blocks, size_t sharedBytes) {
+  for (int kp : {4, 8, 12, 16, 32}) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(blocks));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = sharedBytes;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = unsigned(blocks);
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernelFor(kp), &config) != cudaSuccess || clusters < 1) {
       cudaGetLastError();
-      major = 0;
+      return false;
     }
-    // the cluster code exists only in machine code for sm_90+
-    cudaFuncAttributes attr{};
-    d.clusters = major >= 9 && clusterLaunch && cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess &&
-                 attr.binaryVersion >= 90;
-    cudaGetLastError();
-    if (d.clusters) {
-      for (int kp : {4, 8, 12, 16, 32})
-        if (cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-          cudaGetLastError();
-      for (int blocks = kMaxBlocks; blocks >= 2 && d.maxBlocks == 1; blocks /= 2) {
-        bool all = true;
-        for (int kp : {4, 8, 12, 16, 32}) {
-          cudaLaunchConfig_t config = {};
-          config.gridDim = dim3(unsigned(blocks));
-          config.blockDim = dim3(kThreads);
-          config.dynamicSmemBytes = d.sharedBytes;
-          cudaLaunchAttribute attribute[1];
-          attribute[0].id = cudaLaunchAttributeClusterDimension;
-          attribute[0].val.clusterDim.x = unsigned(blocks);
-          attribute[0].val.clusterDim.y = 1;
-          attribute[0].val.clusterDim.z = 1;
-          config.attrs = attribute;
-          config.numAttrs = 1;
-          int clusters = 0;
-          if (cudaOccupancyMaxActiveClusters(&clusters, kernelFor(kp), &config) != cudaSuccess || clusters < 1) {
-            cudaGetLastError();
-            all = false;
-          }
-        }
-        if (all) d.maxBlocks = blocks;
-      }
-      d.clusters = d.maxBlocks > 1;
-    }
-  });
-  return cache[device];
-}
-
-// Blocks per head: on the H100 (test_cuda_dense_head --bench) a cluster of 8 was the fastest or within
-// 0.5 us of it for every shape from 32 x 128 -> 10 to 256 x 512 -> 10 (16: up to 2 us faster on the
-// largest, but non-portable), and one block the slowest from 64 rows on (128 x 128 -> 10: 21.5 vs 12.3 us).
-int autoBlocks() { return std::min(deviceLimits().maxBlocks, 8); }
-
-bool fits(int N, int inputs, int units, int blocks) {
-  return layoutFor(N, inputs, units, blocks).floats * sizeof(float) <= deviceLimits().sharedBytes;
+  }
+  return true;
 }
 
 }  // namespace
 
-bool dense_head_supported(int N, int inputs, int units) {
-  if (N < 1 || inputs < 1 || units < 1 || units > kMaxUnits) return false;
-  return fits(N, inputs, units, autoBlocks());
+// ---- the device: shared memory opt-in and the largest cluster, once per device (DeviceCaps) ----
+
+int denseHeadClusterLimit(size_t sharedBytes, bool clusterLaunch) {
+  for (int kp : {4, 8, 12, 16, 32})
+    check(cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedBytes)),
+          "dense head (shared memory)");
+  // the cluster code exists only in machine code for sm_90+
+  cudaFuncAttributes attr{};
+  const bool code = cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess && attr.binaryVersion >= 90;
+  cudaGetLastError();
+  if (!clusterLaunch || !code) return 1;
+  for (int kp : {4, 8, 12, 16, 32})
+    if (cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+      cudaGetLastError();
+  for (int blocks = kMaxBlocks; blocks >= 2; blocks /= 2)
+    if (clustersFit(blocks, sharedBytes)) return blocks;
+  return 1;
 }
+
+bool dense_head_supported(int N, int inputs, int units) { return denseHeadSupported(currentDeviceCaps(), N, inputs, units); }
 
 void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWeight, float* dBias, float* dIn,
                       const float* in, const float* weight, const float* bias, const int32_t* labels, int N,
                       int inputs, int units, ActivationFn act, float alpha, ActivationFn inAct, float inAlpha,
                       StepState* state, int blocks) {
   if (N == 0) return;
-  if (blocks <= 0) blocks = autoBlocks();
-  blocks = std::min(blocks, deviceLimits().maxBlocks);
-  if (N < 1 || inputs < 1 || units < 1 || units > kMaxUnits || !fits(N, inputs, units, blocks))
+  const DeviceCaps& caps = currentDeviceCaps();
+  blocks = denseHeadBlocks(caps, blocks);
+  if (N < 1 || inputs < 1 || units < 1 || units > kDenseHeadMaxUnits ||
+      denseHeadLayout(N, inputs, units, blocks).floats * sizeof(float) > caps.headSharedBytes)
     throw EngineError("dense head: shape too large for the fused kernel");
-  const HeadLayout l = layoutFor(N, inputs, units, blocks);
+  const HeadLayout l = denseHeadLayout(N, inputs, units, blocks);
   HeadArgs a;
   a.loss = loss;
   a.out = out;

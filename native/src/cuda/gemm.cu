@@ -10,12 +10,9 @@
 // 4 and the pointer 16-byte aligned, else 4-byte ones; tiles past M, N or K are zero-filled, so any
 // M, N, K (K = 0 too) works and nothing outside C is ever written.
 //
-// Shape choice (plan()): four tiles, 64x64 (256 threads), 32x32, 16x64 (for M <= 16, e.g. the weight
-// gradient of a 10-unit head) and 16x16 with BK 64 (for N <= 16, e.g. the forward of a 10-unit head,
-// and for small outputs with a long K); the largest one that fills the GPU (a block per SM and about
-// 6 resident warps per SM) wins. When even the smallest leaves the GPU idle, the K range is split over
-// 2..8 blocks, 16 where the GPU allows clusters that large (split-K; NNSTUDIO_GEMM_SPLITK=0 in the
-// environment turns it off, NNSTUDIO_GEMM_MAXSPLIT=8 keeps it to 8, for comparisons). The
+// Four tiles, 64x64 (256 threads), 32x32, 16x64 and 16x16 with BK 64; the chooser (kernel_choice.h,
+// chooseGemm) picks one by shape and, when even the smallest leaves the GPU idle, splits the K range over
+// 2..8 blocks, 16 where the GPU co-schedules clusters that large (split-K). The
 // partial tiles are reduced WITHOUT a workspace and without atomics: the blocks of one
 // output tile form a thread-block cluster (sm_90+), each parks its partial tile in its own shared
 // memory, and after a cluster barrier block r sums slice r of the tile over ranks 0..S-1 in that fixed
@@ -33,15 +30,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <mutex>
 #include <string>
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
-#include "cuda/launch.cuh"
+#include "cuda/cluster_probes.h"
 #include "cuda/gemm_detail.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 
 namespace nnstudio::cuda {
 
@@ -319,42 +316,29 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
 #endif
 }
 
-// ---- configurations ----
+// ---- configurations: the chooser's four tiles (kernel_choice.h, kGemmTiles) ----
 
-enum Cfg { kLarge, kMedium, kWide, kSmall, kCfgCount };
-struct CfgShape {
-  int BM, BN, BK, threads;
-  const char* name;
-};
-constexpr CfgShape kShapes[kCfgCount] = {
-    {64, 64, 16, 256, "64x64"}, {32, 32, 16, 64, "32x32"}, {16, 64, 16, 64, "16x64"}, {16, 16, 64, 64, "16x16"}};
-
-template <Cfg c, bool TA, bool TB, bool RS>
+template <GemmTile c, bool TA, bool TB, bool RS>
 struct KernelOf;
-#define NNSTUDIO_GEMM_CFG(CFG, BM, BN, BK, TM, TN, ST)                         \
-  template <bool TA, bool TB, bool RS>                                        \
-  struct KernelOf<CFG, TA, TB, RS> {                                          \
-    static constexpr auto fn = gemmKernel<BM, BN, BK, TM, TN, ST, TA, TB, RS>; \
+#define NNSTUDIO_GEMM_CFG(CFG, TILE_M, TILE_N, TILE_K, TM, TN, ST)                                        \
+  template <bool TA, bool TB, bool RS>                                                                    \
+  struct KernelOf<CFG, TA, TB, RS> {                                                                      \
+    static_assert(kGemmTiles[int(CFG)].BM == TILE_M && kGemmTiles[int(CFG)].BN == TILE_N &&               \
+                      kGemmTiles[int(CFG)].BK == TILE_K,                                                  \
+                  "the chooser's tile");                                                                  \
+    static constexpr auto fn = gemmKernel<TILE_M, TILE_N, TILE_K, TM, TN, ST, TA, TB, RS>;                \
   };
-NNSTUDIO_GEMM_CFG(kLarge, 64, 64, 16, 4, 4, 3)
-NNSTUDIO_GEMM_CFG(kMedium, 32, 32, 16, 4, 4, 3)
-NNSTUDIO_GEMM_CFG(kWide, 16, 64, 16, 4, 4, 3)
-NNSTUDIO_GEMM_CFG(kSmall, 16, 16, 64, 2, 2, 4)
+NNSTUDIO_GEMM_CFG(GemmTile::Large64x64, 64, 64, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(GemmTile::Medium32x32, 32, 32, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(GemmTile::Wide16x64, 16, 64, 16, 4, 4, 3)
+NNSTUDIO_GEMM_CFG(GemmTile::Small16x16, 16, 16, 64, 2, 2, 4)
 #undef NNSTUDIO_GEMM_CFG
 
-// ---- the device, queried once ----
+constexpr int threadsOf(GemmTile c) { return kGemmTiles[int(c)].threads; }
 
-constexpr int kMaxSplits = 8;              // split-K over at most a portable cluster...
-constexpr int kMaxSplitsNonPortable = 16;  // ...or 16 where the GPU co-schedules such clusters (H100):
-                                           // seed001's head (100 x 10 x 10816) has only 7 tiles
+// ---- the device's clusters, probed once per device (DeviceCaps, cluster_probes.h) ----
 
-struct DeviceTraits {
-  int sms = 0;
-  bool clusters = false;
-  int maxSplits = kMaxSplits;
-};
-
-// Clusters of more than 8 blocks must be allowed per kernel; done once per kernel, before its first launch.
+// Clusters of more than 8 blocks must be allowed per kernel (and device), before its first launch.
 template <class Kernel>
 bool allowWideClusters(Kernel kernel) {
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
@@ -385,145 +369,47 @@ bool clusterFits(Kernel kernel, int threads, int size) {
   return clusters > 0;
 }
 
+// the kernels that split K, smallest and largest tile
+constexpr auto kSplitSmall = KernelOf<GemmTile::Small16x16, true, false, false>::fn;
+constexpr auto kSplitLarge = KernelOf<GemmTile::Large64x64, false, true, false>::fn;
+
 bool clusterCodeAvailable() {
   // the cluster path exists only in code compiled for sm_90+ (a build for older targets JIT-run on a
   // newer GPU has none): ask the loaded kernel
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, KernelOf<kSmall, false, true, false>::fn) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, KernelOf<GemmTile::Small16x16, false, true, false>::fn) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
   if (attr.ptxVersion < 90 || attr.binaryVersion < 90) return false;
   // and the GPU can co-schedule clusters of the portable maximum for the kernels that split
-  return clusterFits(KernelOf<kSmall, true, false, false>::fn, kShapes[kSmall].threads, kMaxSplits) &&
-         clusterFits(KernelOf<kLarge, false, true, false>::fn, kShapes[kLarge].threads, kMaxSplits);
+  return clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), kGemmPortableCluster) &&
+         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), kGemmPortableCluster);
 }
 
-// Can clusters of kMaxSplitsNonPortable blocks of the largest tile run? NNSTUDIO_GEMM_MAXSPLIT=8 says no.
-bool wideClustersAvailable() {
-  const char* env = std::getenv("NNSTUDIO_GEMM_MAXSPLIT");
-  if (env && std::atoi(env) <= kMaxSplits) return false;
-  auto small = KernelOf<kSmall, true, false, false>::fn;
-  auto large = KernelOf<kLarge, false, true, false>::fn;
-  return allowWideClusters(small) && allowWideClusters(large) &&
-         clusterFits(small, kShapes[kSmall].threads, kMaxSplitsNonPortable) &&
-         clusterFits(large, kShapes[kLarge].threads, kMaxSplitsNonPortable);
-}
-
-const DeviceTraits& traits() {
-  constexpr int kMaxDevices = 64;
-  static DeviceTraits cache[kMaxDevices];
-  static std::once_flag once[kMaxDevices];
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  auto query = [](int d, DeviceTraits& t) {
-    int sms = 0, major = 0, clusterLaunch = 0;
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
-    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d), "cudaDeviceGetAttribute");
-    if (cudaDeviceGetAttribute(&clusterLaunch, cudaDevAttrClusterLaunch, d) != cudaSuccess) {
-      cudaGetLastError();
-      clusterLaunch = 0;
-    }
-    t.sms = sms > 0 ? sms : 1;
-    const char* env = std::getenv("NNSTUDIO_GEMM_SPLITK");
-    const bool splitOff = env && std::strcmp(env, "0") == 0;
-    t.clusters = major >= 9 && clusterLaunch && !splitOff && clusterCodeAvailable();
-    t.maxSplits = t.clusters && wideClustersAvailable() ? kMaxSplitsNonPortable : kMaxSplits;
-  };
-  if (device < 0 || device >= kMaxDevices) {
-    static thread_local DeviceTraits other;
-    query(device, other);
-    return other;
-  }
-  std::call_once(once[device], query, device, std::ref(cache[device]));
-  return cache[device];
-}
-
-// ---- the plan: tile shape and K splits ----
-
-struct Plan {
-  Cfg cfg = kSmall;
-  int splits = 1;
-  int tilesM = 1, tilesN = 1;
-};
-
-// A split keeps at least this much of K: on the H100, splitting K = 128 cost 1-10 us (cluster launch
-// and reduction), K = 196 broke even, K >= 392 won (784: 15 -> 11 us, 10816: 92 -> 19 us, 43264:
-// 341 -> 50 us at batch 128).
-constexpr int kMinSplitDepth = 96;
-
-// Tuning override for measurements, read once: NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16 plans every GEMM
-// with that tile only (the K split is still chosen); unset or unknown = the choice by shape.
-int forcedTile() {
-  static const int forced = [] {
-    const char* v = std::getenv("NNSTUDIO_GEMM_TILE");
-    for (int c = 0; v && c < kCfgCount; ++c)
-      if (std::strcmp(v, kShapes[c].name) == 0) return c;
-    return -1;
-  }();
-  return forced;
-}
-
-Plan plan(int M, int N, int K, const DeviceTraits& dev) {
-  // tiles whose rows or columns would be mostly empty are skipped
-  Cfg order[3];
-  int count = 0;
-  if (forcedTile() >= 0) {
-    order[count++] = Cfg(forcedTile());
-  } else if (N <= 16) {
-    order[count++] = kSmall;
-  } else if (M <= 16) {
-    order[count++] = kWide;
-    order[count++] = kSmall;
-  } else {
-    order[count++] = kLarge;
-    order[count++] = kMedium;
-    order[count++] = kSmall;
-  }
-  // enough blocks for every SM and enough resident warps to hide latency
-  const int64_t sms = dev.sms, target = sms * 8;
-  Plan best;
-  int64_t bestScore = -1;
-  for (int o = 0; o < count; ++o) {
-    const CfgShape& s = kShapes[order[o]];
-    Plan p;
-    p.cfg = order[o];
-    p.tilesM = (M + s.BM - 1) / s.BM;
-    p.tilesN = (N + s.BN - 1) / s.BN;
-    if (p.tilesN < 1) p.tilesN = 1;  // N == 0 with row sums: one column of tiles still sums the rows
-    const int64_t tiles = int64_t(p.tilesM) * p.tilesN, warps = s.threads / 32;
-    const int kTiles = (K + s.BK - 1) / s.BK;
-    auto filled = [&](int splits) { return tiles * splits >= sms && tiles * splits * warps >= target; };
-    if (dev.clusters)
-      while (p.splits < dev.maxSplits && !filled(p.splits) && 2 * p.splits <= kTiles &&
-             int64_t(K) >= int64_t(2 * p.splits) * kMinSplitDepth)
-        p.splits *= 2;
-    const int64_t blocks = tiles * p.splits;
-    if (blocks >= sms && blocks * warps * 4 >= target * 3) return p;
-    const int64_t score = std::min(blocks, sms) * (target + 1) + std::min(blocks * warps, target);
-    if (score > bestScore) {
-      best = p;
-      bestScore = score;
-    }
-  }
-  return best;
+// Can clusters of kGemmWideCluster blocks of the split kernels run?
+bool wideClustersFit() {
+  return allowWideClusters(kSplitSmall) && allowWideClusters(kSplitLarge) &&
+         clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), kGemmWideCluster) &&
+         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), kGemmWideCluster);
 }
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-template <Cfg c, bool TA, bool TB, bool RS>
-void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const float* A, const float* B, float* C,
+template <GemmTile c, bool TA, bool TB, bool RS>
+void launchCfg(cudaStream_t stream, const GemmPlan& p, int M, int N, int K, const float* A, const float* B, float* C,
                const Epilogue& epi, unsigned flags) {
   auto kernel = KernelOf<c, TA, TB, RS>::fn;
-  const dim3 grid(unsigned(int64_t(p.tilesM) * p.tilesN * p.splits)), block(kShapes[c].threads);
+  const dim3 grid(unsigned(int64_t(p.tilesM) * p.tilesN * p.splits)), block(threadsOf(c));
   if (p.splits == 1) {
     launchKernel("gemm", kernel, grid, block, 0, stream, M, N, K, A, B, C, epi, 1, p.tilesN, flags);
     checkLaunch("gemm");
     return;
   }
-  if (p.splits > kMaxSplits) {
-    static const bool allowed = allowWideClusters(kernel);  // once per kernel
-    if (!allowed) throw EngineError("gemm: clusters of " + std::to_string(p.splits) + " blocks are not allowed");
+  if (p.splits > kGemmPortableCluster) {
+    static PerDevice<bool> allowed;  // once per kernel and device
+    if (!oncePerDevice(allowed, [&] { return allowWideClusters(kernel); }))
+      throw EngineError("gemm: clusters of " + std::to_string(p.splits) + " blocks are not allowed");
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
@@ -541,8 +427,8 @@ void launchCfg(cudaStream_t stream, const Plan& p, int M, int N, int K, const fl
   check(cudaLaunchKernelEx(&config, kernel, M, N, K, A, B, C, epi, p.splits, p.tilesN, flags), "gemm (split-K)");
 }
 
-template <Cfg c>
-void launchModes(cudaStream_t stream, const Plan& p, bool transA, bool transB, bool rowSums, int M, int N, int K,
+template <GemmTile c>
+void launchModes(cudaStream_t stream, const GemmPlan& p, bool transA, bool transB, bool rowSums, int M, int N, int K,
                  const float* A, const float* B, float* C, const Epilogue& epi, unsigned flags) {
   if (rowSums) launchCfg<c, true, false, true>(stream, p, M, N, K, A, B, C, epi, flags);
   else if (!transA && !transB) launchCfg<c, false, false, false>(stream, p, M, N, K, A, B, C, epi, flags);
@@ -558,7 +444,7 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if (M <= 0 || (N <= 0 && !rowSums)) return;
   if (N < 0) N = 0;
   if (K < 0) K = 0;
-  const Plan p = plan(M, N, K, traits());
+  const GemmPlan p = chooseGemm(currentDeviceCaps(), kernelOverrides(), M, N, K);
   Epilogue epi;
   epi.bias = e.bias;
   epi.act = elementwise(e.act);
@@ -571,11 +457,19 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if ((transA ? M : K) % 4 == 0 && aligned16(A)) flags |= kVecA;
   if ((transB ? K : N) % 4 == 0 && aligned16(B)) flags |= kVecB;
   if (N % 4 == 0 && aligned16(C)) flags |= kVecC;
-  switch (p.cfg) {
-    case kLarge: launchModes<kLarge>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
-    case kMedium: launchModes<kMedium>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
-    case kWide: launchModes<kWide>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
-    default: launchModes<kSmall>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags); break;
+  switch (p.tile) {
+    case GemmTile::Large64x64:
+      launchModes<GemmTile::Large64x64>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);
+      break;
+    case GemmTile::Medium32x32:
+      launchModes<GemmTile::Medium32x32>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);
+      break;
+    case GemmTile::Wide16x64:
+      launchModes<GemmTile::Wide16x64>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);
+      break;
+    case GemmTile::Small16x16:
+      launchModes<GemmTile::Small16x16>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);
+      break;
   }
 }
 
@@ -593,13 +487,11 @@ void gemmWithRowSums(cudaStream_t stream, int M, int N, int K, const float* A, c
   gemmImpl(stream, true, false, M, N, K, A, B, C, GemmEpilogue(), rowSums);
 }
 
-std::string gemmPlanName(int M, int N, int K) {
-  const Plan p = plan(M, N, K, traits());
-  std::string name = kShapes[p.cfg].name;
-  if (p.splits > 1) name += "/" + std::to_string(p.splits);
-  return name;
-}
-
 }  // namespace detail
+
+int gemmClusterLimit(bool clusterLaunch) {
+  if (!clusterLaunch || !clusterCodeAvailable()) return 1;
+  return wideClustersFit() ? kGemmWideCluster : kGemmPortableCluster;
+}
 
 }  // namespace nnstudio::cuda

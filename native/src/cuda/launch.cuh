@@ -11,12 +11,11 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <utility>
 
 #include "cuda/check.h"
+#include "cuda/device_caps.h"
+#include "cuda/kernel_overrides.h"
 
 namespace nnstudio::cuda {
 
@@ -27,33 +26,10 @@ __device__ __forceinline__ void startAfterPreviousKernel() {
 #endif
 }
 
-// An attribute of the current device (compute capability, shared memory per block, ...), asked once per
-// device (two threads may ask at once); `fallback` where there is no current device or the query fails.
-template <cudaDeviceAttr ATTRIBUTE>
-int currentDeviceAttribute(int fallback) {
-  static std::atomic<int> cached[64];  // 0: not asked yet, else the value + 1
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return fallback;
-  if (cached[device] == 0) {
-    int value = 0;
-    if (cudaDeviceGetAttribute(&value, ATTRIBUTE, device) != cudaSuccess || value <= 0) {
-      cudaGetLastError();  // not an error of the next launch
-      value = fallback;
-    }
-    cached[device] = value + 1;
-  }
-  return cached[device] - 1;
-}
-
-inline int computeCapabilityMajor() { return currentDeviceAttribute<cudaDevAttrComputeCapabilityMajor>(0); }
-
-// Programmatic launches: asked for (NNSTUDIO_CUDA_PDL=1) and the device takes them (compute capability 9.0+).
+// Programmatic launches: asked for (NNSTUDIO_CUDA_PDL=1, kernel_overrides.h) and the device takes them
+// (compute capability 9.0+).
 inline bool programmaticLaunchSupported() {
-  static const bool requested = [] {
-    const char* flag = std::getenv("NNSTUDIO_CUDA_PDL");
-    return flag && std::strcmp(flag, "1") == 0;
-  }();
-  return requested && computeCapabilityMajor() >= 9;
+  return kernelOverrides().programmaticLaunch && currentDeviceCaps().computeMajor >= 9;
 }
 
 inline cudaLaunchAttribute programmaticLaunchAttribute() {

@@ -2,39 +2,15 @@
 #include "cuda/network.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/conv2d_pool.h"
+#include "cuda/kernel_choice.h"
 
 namespace nnstudio::cuda {
 
 namespace {
 
 bool elementwise(ActivationFn fn) { return fn != ActivationFn::Softmax; }
-
-// NNSTUDIO_CUDA_FUSION: unset = where it pays, "0" = never, "1" = wherever supported (tests)
-int fusionMode() {
-  const char* flag = std::getenv("NNSTUDIO_CUDA_FUSION");
-  if (!flag) return -1;
-  return std::strcmp(flag, "0") == 0 ? 0 : 1;
-}
-
-// Where the fused conv + max pool kernel pays (H100, test_cuda_conv2d_pool --bench): a thin conv (few
-// taps) with many filters, whose output is large next to its input; seed001's 1 -> 64 and 1 -> 256
-// filters 3x3 gain 2-3x, fast_mnist's 1 -> 24 filters 5x5 (batch 256) 1.6-1.7x (forward with the pool
-// 17.7 against 30.3 us, weight gradient 26.1 against 40.3). On few filters (seed000, seed002, lenet:
-// 4-16, which the direct kernel takes) or many taps (keras conv2: 32 x 3 x 3; fast_mnist conv2:
-// 24 x 5 x 5, 125 against 47 us) the conv plus a separate pool is faster.
-bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 24; }
-
-// Where the fused dense head beats its four launches (H100, test_cuda_dense_head --bench, in graphs):
-// MNIST's heads gain 5-8 us (32 x 128 -> 10: 18.2 -> 10.9 us, 128 x 128 -> 10: 20.5 -> 12.3), up to
-// 128 x 320 -> 10 and 64 x 512 -> 10 it still wins; wider inputs (128 x 784, 32 x 1024 without an input
-// gradient) or 32 units (128 x 128 -> 32: 28.7 -> 33.3 us) lose: every block of the cluster stages all of W.
-bool headFusionPays(int N, int64_t inputs, int64_t units) {
-  return units <= 16 && inputs <= 512 && int64_t(N) * inputs * units <= (int64_t(1) << 19);
-}
 
 // can this layer's input-gradient kernel apply the previous layer's activation backward?
 bool takesGate(LayerKind kind) {
@@ -81,12 +57,13 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
       g.size = lp.kh; g.stride = lp.stride;
     }
   }
-  const int fusion = fusionMode();
+  // the fusions are the chooser's (kernel_choice.h); asking for the caps here, before any capture, also
+  // prepares the device for the kernels
+  const DeviceCaps& caps = currentDeviceCaps();
+  const KernelOverrides& overrides = kernelOverrides();
   for (size_t i = 0; i + 1 < L; ++i)
-    poolFused_[i] = fusion != 0 && plan_.layers[i].kind == LayerKind::Conv2D &&
-                    plan_.layers[i + 1].kind == LayerKind::MaxPool2D && elementwise(plan_.layers[i].activation) &&
-                    conv2d_maxpool_supported(convGeom_[i], poolGeom_[i + 1]) &&
-                    (fusion == 1 || fusionPays(convGeom_[i]));
+    poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && plan_.layers[i + 1].kind == LayerKind::MaxPool2D &&
+                    chooseConvPoolFusion(overrides, convGeom_[i], poolGeom_[i + 1], plan_.layers[i].activation);
 
   size_t workspace = 0;
   storage_.reserve(2 * L);
@@ -132,9 +109,8 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     }
   // the head: a dense layer with an elementwise activation (Linear when folded into the loss)
   const LayerPlan& head = plan_.layers.back();
-  headFused_ = trainable && fusion != 0 && head.kind == LayerKind::Dense && elementwise(head.activation) &&
-               dense_head_supported(maxBatch_, int(head.inSize), int(head.outSize)) &&
-               (fusion == 1 || headFusionPays(maxBatch_, head.inSize, head.outSize));
+  headFused_ = trainable && head.kind == LayerKind::Dense &&
+               chooseDenseHeadFusion(caps, overrides, maxBatch_, head.inSize, head.outSize, head.activation);
 
   workspace_.allocate(workspace);
   track(workspace_.bytes());

@@ -5,7 +5,8 @@
 // kernel where that layer can take it (dense, conv2d, pools); a conv followed by a max pool runs as one
 // kernel that never stores the conv's output where that pays (conv2d_pool.h), and a small dense head
 // runs its forward, the loss and its backward as one kernel in training steps (dense_head.cu).
-// NNSTUDIO_CUDA_FUSION=0 turns both off, =1 on wherever supported.
+// Which pairs fuse is the chooser's (kernel_choice.h); NNSTUDIO_CUDA_FUSION=0 turns both off, =1 on wherever
+// supported.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 // (every kernel of this step that reads the batch has run by now). The last block to finish ends the step.
 #include "cuda/batch_rows.cuh"
 #include "cuda/check.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
 #include "spec/lr_schedule.h"
@@ -82,16 +83,8 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
   finishStep(state);
 }
 
-unsigned gridFor(size_t n) {
-  static int sms = 0;
-  if (sms == 0) {
-    int device = 0;
-    cudaGetDevice(&device);
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 80;
-  }
-  // enough blocks to fill the GPU a few times over, never more than there is work for
-  return unsigned(std::max<size_t>(1, std::min<size_t>((n + kThreads - 1) / kThreads, size_t(sms) * 4)));
-}
+// the chooser's grid (kernel_choice.h) for the current device's SMs
+unsigned gridFor(size_t n) { return optimizerBlocks(currentDeviceCaps(), n, kThreads); }
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 
 #include "cuda/backend.h"
 #include "cuda/buffer.h"
+#include "cuda/kernel_overrides.h"
 #include "cuda/network.h"
 #include "cuda/resident.h"
 #include "train/run_control.h"
@@ -29,16 +30,10 @@ namespace {
 
 constexpr int kWindowSteps = 32;  // an event every 32 steps...
 constexpr int kWindows = 4;       // ...and at most 4 windows (128 steps) queued ahead of the GPU
-// Full steps are replayed kStepsPerGraph at a time from one graph of that many steps (the step state is
+// Full steps are replayed 8 at a time from one graph of that many steps (the step state is
 // on the device, so the copies are identical): the GPU pays a graph's start-up once per group instead
 // of once per step. NNSTUDIO_CUDA_STEPS_PER_GRAPH overrides it (1 = one graph per step).
-constexpr int kStepsPerGraph = 8;
-
-int stepsPerGraph() {
-  const char* value = std::getenv("NNSTUDIO_CUDA_STEPS_PER_GRAPH");
-  const int n = value ? std::atoi(value) : kStepsPerGraph;
-  return n >= 1 && n <= 64 ? n : kStepsPerGraph;
-}
+int stepsPerGraph() { return kernelOverrides().stepsPerGraph; }
 
 // A lower bound of the GPU memory a run takes: weights, gradients, the divergence backup, optimizer state
 // (and the best epoch's weights); each layer's stored output and gradient for one batch (a conv before a
@@ -48,8 +43,7 @@ int stepsPerGraph() {
 // allocation's own error); what it leaves out (workspaces, masks, graphs) still fails at its allocation.
 void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBest, int batch, const DatasetView& data,
                     const DatasetView* validation, const std::string& device) {
-  const char* skip = std::getenv("NNSTUDIO_CUDA_MEMORY_CHECK");
-  if (skip && std::string(skip) == "0") return;
+  if (!kernelOverrides().memoryCheck) return;
   const double floatBytes = sizeof(float);
   const double weights = floatBytes * (double(plan.parameterCount) * (keepBest ? 4 : 3) + double(optimizerFloats));
   double activations = floatBytes * double(batch) * double(plan.inputSize);

@@ -1,0 +1,255 @@
+// The conv2d variants: for the forward and input-gradient passes a direct convolution for few channels
+// (conv2d_direct.cu), the 3xTF32 tensor-core implicit GEMM for many (conv2d_tc.cu), else the SIMT
+// implicit GEMM (conv2d.cu), each with its tile shape; and the weight gradient's tiles and split.
+#include <algorithm>
+#include <cstdio>
+
+#include "cuda/kernel_choice.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+// The pass as a correlation: S source channels -> M outputs on an OH x OW plane. The forward reads the
+// input (C -> F); the input gradient reads dOut with the weights turned (F -> C) onto the input's plane.
+struct Correlation {
+  int S, M, OH, OW;
+};
+Correlation correlationOf(ConvPass pass, const ConvGeometry& g) {
+  return pass == ConvPass::Forward ? Correlation{g.C, g.F, g.OH, g.OW} : Correlation{g.F, g.C, g.H, g.W};
+}
+
+// ---- direct convolution (conv2d_direct.cu) ----
+
+// Thresholds (H100, test_cuda_conv2d_direct --bench): the direct kernel takes a pass when its output
+// channels M <= kMaxOut, its reduction S*kh*kw <= kMaxTaps, all weights fit kMaxWeights floats and it
+// has at least kMinMacs multiply-adds. Below that the implicit GEMM already runs at its launch floor
+// (~2.8 us in a graph) while the direct kernel's staging round trip costs ~3.3 us: seed000's 2x2 layers
+// (0.4M-1.6M MACs) stay on the GEMM (2.8-3.0 vs 3.2-4.3 us), seed002's first conv (3.7M) is a tie
+// (3.9 vs 4.0 us), LeNet's first conv (7.5M) gains (5.6 -> 4.8 us). Wider layers (keras' 32 and 64
+// filters) stay on the GEMM: its tiles fill there and the direct kernel ties at best (13.0 vs 13.6 us).
+constexpr int kDirectMaxOut = 16;
+constexpr int kDirectMaxTaps = 400;
+constexpr int kDirectMaxWeights = 4096;
+constexpr int64_t kDirectMinMacs = int64_t(4) << 20;
+// Launch shape: split rows until the grid has a block per SM; split channels until the grid has
+// kDirectTargetThreads threads (16 warps per SM of an H100; a constant: the splits order the sums).
+constexpr int kDirectTargetThreads = 65536;
+constexpr int kDirectMaxSplits = 8;
+constexpr int kDirectDefaultFT = 4, kDirectDefaultPX = 2;
+constexpr size_t kDirectMaxShared = 48 * 1024;  // no opt-in needed
+
+// the pass's shape, before any plan: small enough for the direct kernel to pay (measured)
+bool directPays(int N, const Correlation& c, const ConvGeometry& g) {
+  const int64_t taps = int64_t(c.S) * g.kh * g.kw;
+  return c.M <= kDirectMaxOut && taps <= kDirectMaxTaps && int64_t(g.F) * g.colRows() <= kDirectMaxWeights &&
+         int64_t(N) * c.M * c.OH * c.OW * taps >= kDirectMinMacs;
+}
+
+// The launch shape (false: the kernel cannot take it). `shape` fields that are 0 take the planner's choice.
+bool planDirect(ConvDirectPlan& p, const DeviceCaps& caps, int N, const Correlation& c, int kh, int kw,
+                const ConvDirectShape& shape) {
+  if (kh != kw || (kw != 2 && kw != 3 && kw != 5)) return false;  // square kernels of 2, 3, 5
+  const int S = c.S, M = c.M, OH = c.OH, OW = c.OW;
+  p.kw = kw;
+  p.ft = shape.ft ? shape.ft : kDirectDefaultFT;
+  p.px = shape.px ? shape.px : kDirectDefaultPX;
+  // thread tiles 4x1, 4x2, 4x4, 8x1, 8x2 (8x4 spills under the 64-register bound)
+  if ((p.ft != 4 && p.ft != 8) || (p.px != 1 && p.px != 2 && p.px != 4) || p.ft * p.px > 16) return false;
+  p.groups = ceilDiv(M, p.ft);
+  p.Mpad = p.groups * p.ft;
+  p.colGroups = ceilDiv(OW, p.px);
+  p.stagedW = (p.colGroups * p.px + kw - 1 + 3) / 4 * 4;
+  const int perRow = p.groups * p.colGroups;
+  // channel splits: enough threads in all to hide latency (the layers are small)
+  if (shape.splits) {
+    p.splits = std::min(shape.splits, S);
+  } else {
+    const int64_t items = int64_t(N) * OH * perRow;
+    p.splits = 1;
+    while (p.splits * 2 <= std::min(S, kDirectMaxSplits) && items * p.splits < kDirectTargetThreads) p.splits *= 2;
+  }
+  if (p.splits < 1 || int64_t(perRow) * p.splits > kConvDirectMaxThreads) return false;
+  const int64_t T = int64_t(S) * kh * kw;
+  auto shared = [&](int rows) {
+    const int64_t staged = (int64_t(S) * (rows + kh - 1) * p.stagedW + 3) / 4 * 4;
+    const int64_t partial = p.splits > 1 ? int64_t(p.splits) * perRow * rows * p.ft * p.px : 0;
+    return sizeof(float) * size_t(T * p.Mpad + staged + partial);
+  };
+  const int perRowThreads = perRow * p.splits;
+  int rows;
+  if (shape.rows) {
+    rows = std::min(shape.rows, OH);
+    if (int64_t(perRowThreads) * rows > kConvDirectMaxThreads) return false;
+  } else {
+    const int target = shape.blocks ? shape.blocks : caps.sms;  // a block per SM
+    rows = std::min(OH, kConvDirectMaxThreads / perRowThreads);
+    while (rows > 1 && int64_t(N) * ceilDiv(OH, rows) < target) --rows;
+    while (rows > 1 && shared(rows) > kDirectMaxShared) --rows;
+    rows = ceilDiv(OH, ceilDiv(OH, rows));  // even tiles
+  }
+  if (shared(rows) > kDirectMaxShared) return false;
+  p.rows = rows;
+  p.rowTiles = ceilDiv(OH, rows);
+  p.stagedRows = rows + kh - 1;
+  p.threads = (perRowThreads * rows + 31) / 32 * 32;
+  p.shared = shared(rows);
+  return int64_t(N) * p.rowTiles < (int64_t(1) << 31);
+}
+
+// ---- tensor cores (conv2d_tc.cu) ----
+
+// Where the tensor cores pay (H100, test_cuda_conv2d_tc --bench): 16+ GEMM rows (a 32-row tile half
+// used still beats the SIMT kernel: fast_mnist conv2's input gradient, 32 -> 24 channels) and a reduction
+// long enough that the products, not the output's stores, bound the time. The direct kernel is asked
+// first and keeps the few-channel passes.
+bool tcPays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
+
+// The 3xTF32 split (or plain TF32) to run this GEMM with; ImplicitGemm when off (kernels of more than 32
+// taps: the tap masks are 32 bits).
+ConvKernel tcKernel(const DeviceCaps& caps, ConvTcMode mode, int M, int K, int64_t J, const ConvGeometry& g) {
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores()) return ConvKernel::ImplicitGemm;
+  if (mode != ConvTcMode::On && !tcPays(M, K, J)) return ConvKernel::ImplicitGemm;
+  return mode == ConvTcMode::Tf32 ? ConvKernel::TensorCoreTf32 : ConvKernel::TensorCore3xTf32;
+}
+
+// the tiles a test may force: variant 1..6, for GEMMs of <= 32 rows and for more
+ConvTcTile tcVariant(int M, int variant) {
+  static const ConvTcTile thin[kConvTcVariants] = {{32, 4, 16, 3, 1}, {32, 2, 16, 3, 1}, {32, 4, 32, 3, 1},
+                                                   {32, 4, 16, 4, 1}, {32, 8, 16, 3, 1}, {32, 4, 16, 3, 6}};
+  static const ConvTcTile wide[kConvTcVariants] = {{64, 4, 16, 3, 1}, {64, 2, 16, 3, 1}, {64, 4, 32, 3, 1},
+                                                   {64, 4, 16, 4, 1}, {64, 2, 32, 4, 1}, {64, 4, 16, 3, 3}};
+  return (M <= 32 ? thin : wide)[variant - 1];
+}
+
+// Tile by row count and width (H100, test_cuda_conv2d_tc --bench, keras conv2 at batch 128): M <= 32
+// (input gradient, 64 -> 32 channels) 32 x 256 with BK 32: 104 us, against 113 for 32 x 128 and 134 for
+// 32 x 64; M > 32 (forward, 32 -> 64 filters) 64 x 128 with BK 32: 81 us, 83 with BK 16; 64 x 64 where
+// 64 x 128 tiles would not fill two blocks per SM (C64 F64 14x14: 52 against 61 us).
+// Every tile shape adds the same products in the same order: the bits do not depend on the choice.
+// The default tiles must fit the shared memory a block may opt into (227 KiB on an H100, 99 KiB on the
+// RTX 30, 40 and 50 series).
+ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
+  if (variant >= 1 && variant <= kConvTcVariants) return tcVariant(M, variant);
+  auto fits = [&](const ConvTcTile& t) { return convTcSharedBytes(t) <= caps.sharedOptin; };
+  if (M <= 32) {
+    // 32 x 256 needs 112.5 KiB: GPUs with 99 KiB take 32 x 128 (64.5 KiB), else BK 16 (33 KiB). Small
+    // GEMMs would leave SMs idle with 32 x 256 tiles: below two blocks per SM, 32 x 128 with BK 32
+    // (fast_mnist conv2 at batch 256, J = 16384: 36 against 43 us; its input gradient at batch 128,
+    // J = 18432: 52 against 67 us; 32 x 64 was slower on both).
+    const ConvTcTile wide{32, 8, 32, 3, 1}, medium{32, 4, 32, 3, 1}, small{32, 4, 16, 3, 1};
+    const bool wideFills = (J + 255) / 256 >= 2 * int64_t(caps.sms);
+    if (wideFills && fits(wide)) return wide;
+    return fits(medium) ? medium : small;
+  }
+  const ConvTcTile large{64, 4, 32, 3, 1}, narrow{64, 2, 16, 3, 1};  // 64 x 128 (78 KiB), 64 x 64
+  const int64_t largeBlocks = (J + 127) / 128 * ((M + 63) / 64);
+  return largeBlocks >= 2 * int64_t(caps.sms) && fits(large) ? large : narrow;
+}
+
+// ---- the SIMT implicit GEMM (conv2d.cu) ----
+
+// Tile by row count: thin tiles for the small layers (4 filters, 6/8 channels ...); then the column
+// micro-tile TN (4, 2 or 1): the widest whose grid still has NNSTUDIO_CONV_MIN_BLOCKS_PER_SM blocks per SM.
+ConvGemmTile gemmTile(const DeviceCaps& caps, int M, int64_t J) {
+  constexpr int SBK = NNSTUDIO_CONV_SMALL_BK;
+  ConvGemmTile t = M <= 4    ? ConvGemmTile{4, 1, 0, 128, SBK}
+                   : M <= 8  ? ConvGemmTile{8, 2, 0, 128, SBK}
+                   : M <= 16 ? ConvGemmTile{16, 4, 0, 128, SBK}
+                   : M <= 32 ? ConvGemmTile{32, 4, 0, 256, 8}
+                             : ConvGemmTile{64, 8, 0, 256, 8};
+  const int CG = t.threads / (t.bm / t.tm);
+  const int64_t rowTiles = (M + t.bm - 1) / t.bm;
+  const int64_t minBlocks = int64_t(NNSTUDIO_CONV_MIN_BLOCKS_PER_SM) * caps.sms;
+  auto blocks = [&](int tn) { return rowTiles * ((J + CG * tn - 1) / (CG * tn)); };
+  t.tn = blocks(4) >= minBlocks ? 4 : blocks(2) >= minBlocks ? 2 : 1;
+  return t;
+}
+
+}  // namespace
+
+ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, ConvPass pass, int N,
+                              const ConvGeometry& g) {
+  ConvPassChoice choice;
+  const Correlation c = correlationOf(pass, g);
+  // few channels: the direct kernel (On skips the measured thresholds, not the kernel's limits)
+  if (g.stride == 1 && N > 0 && c.S > 0 && c.M > 0 && c.OH > 0 && c.OW > 0 && o.convDirect != Switch::Off &&
+      (o.convDirect == Switch::On || directPays(N, c, g)) &&
+      planDirect(choice.direct, caps, N, c, g.kh, g.kw, o.convDirectShape)) {
+    choice.kernel = ConvKernel::Direct;
+    return choice;
+  }
+  // many: the tensor cores; the GEMM's rows, reduction and columns
+  const int M = c.M, K = c.S * g.kh * g.kw;
+  const int64_t J = int64_t(N) * c.OH * c.OW;
+  choice.kernel = tcKernel(caps, o.convTc, M, K, J, g);
+  if (choice.kernel != ConvKernel::ImplicitGemm) {
+    choice.tc = tcTile(caps, M, J, o.convTcVariant);
+    return choice;
+  }
+  choice.gemm = gemmTile(caps, M, J);
+  return choice;
+}
+
+std::string ConvPassChoice::name() const {
+  char text[96];
+  switch (kernel) {
+    case ConvKernel::Direct:
+      std::snprintf(text, sizeof text, "direct ft%d px%d splits%d rows%d", direct.ft, direct.px, direct.splits,
+                    direct.rows);
+      break;
+    case ConvKernel::TensorCore3xTf32:
+    case ConvKernel::TensorCoreTf32:
+      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s", kernel == ConvKernel::TensorCoreTf32 ? "tf32" : "3xtf32",
+                    tc.bm, tc.wn * 32, tc.bk, tc.stages, tc.minBlocks > 1 ? " minb" : "");
+      break;
+    default:
+      std::snprintf(text, sizeof text, "gemm %dx%d tm%d tn%d bk%d", gemm.bm, gemm.threads / (gemm.bm / gemm.tm) * gemm.tn,
+                    gemm.tm, gemm.tn, gemm.bk);
+  }
+  return text;
+}
+
+// ---- weight gradient ----
+
+ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits) {
+  constexpr int kBP = kConvWgradPixelsPerStep;
+  constexpr int kTarget = NNSTUDIO_CONV_WG_TARGET;  // blocks to aim for (a constant: the bits)
+  constexpr int kMinSteps = 4;                      // reduction steps per chunk at least
+  ConvWgradPlan plan;
+  const int64_t K = g.colRows(), Kp = K + 1;
+  if (g.F <= 8 && Kp > 16) {
+    plan.rg = 8;  // 8 thread-rows x 32 thread-columns: no idle filter rows
+    plan.tn = Kp <= 32 ? 1 : Kp <= 64 ? 2 : 4;
+  } else {
+    plan.tm = g.F <= 16 ? 1 : g.F <= 32 ? 2 : g.F <= 64 ? 4 : 8;
+    plan.tn = Kp <= 16 ? 1 : Kp <= 32 ? 2 : 4;
+    if (plan.tm == 8 && plan.tn == 4) plan.tm = 4;  // shared memory
+  }
+  const int cgN = 256 / plan.rg;
+  plan.tilesM = int((g.F + plan.rg * plan.tm - 1) / (plan.rg * plan.tm));
+  plan.tilesN = int((Kp + cgN * plan.tn - 1) / (cgN * plan.tn));
+  // the split of P = N*OH*OW: about kTarget blocks, at least kMinSteps steps per chunk
+  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
+  const int64_t tiles = int64_t(plan.tilesM) * plan.tilesN;
+  const int64_t steps = (P + kBP - 1) / kBP;
+  int64_t S;
+  if (forceSplits > 0) {
+    S = std::min<int64_t>(forceSplits, std::max<int64_t>(1, steps));
+  } else {
+    S = std::max<int64_t>(1, (kTarget + tiles - 1) / tiles);
+    S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kMinSteps));
+  }
+  const int64_t perSplit = (steps + S - 1) / S;
+  plan.chunk = int(std::max<int64_t>(1, perSplit) * kBP);
+  plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
+  return plan;
+}
+
+size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g) {
+  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+}
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,121 @@
+// The fused conv2d + max pool (conv2d_pool.cu): whether a pair fuses, and the launch plans of its forward
+// and weight-gradient kernels.
+#include <algorithm>
+
+#include "cuda/kernel_choice.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+constexpr int kForwardSmemBytes = 40 * 1024;
+constexpr int kWgInputBytes = 20 * 1024;
+constexpr int kWgWindowBytes = 24 * 1024;
+// The weight gradient splits the batch into chunks until the grid has this many blocks (two per SM of an
+// H100). A constant: the chunks are summed in order, so it decides the bits, which must not depend on the GPU.
+constexpr int kWgTargetBlocks = 264;
+
+// Where the fused kernel pays (H100, test_cuda_conv2d_pool --bench): a thin conv (few taps) with many
+// filters, whose output is large next to its input; seed001's 1 -> 64 and 1 -> 256 filters 3x3 gain 2-3x,
+// fast_mnist's 1 -> 24 filters 5x5 (batch 256) 1.6-1.7x (forward with the pool 17.7 against 30.3 us,
+// weight gradient 26.1 against 40.3). On few filters (seed000, seed002, lenet: 4-16, which the direct
+// kernel takes) or many taps (keras conv2: 32 x 3 x 3; fast_mnist conv2: 24 x 5 x 5, 125 against 47 us)
+// the conv plus a separate pool is faster.
+bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 24; }
+
+// the forward with `targetBlocks` blocks to aim for (filter groups per block are cut until the grid has them)
+ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry& p, int targetBlocks) {
+  ConvPoolForwardPlan c;
+  c.PS = p.size;
+  if (c.PS < 2 || c.PS > 4 || p.stride < 1 || g.stride < 1 || g.kh < 1 || g.kw < 1) return c;
+  if (p.C != g.F || p.H != g.OH || p.W != g.OW || p.OH < 1 || p.OW < 1) return c;
+  if (p.OH != (g.OH - p.size) / p.stride + 1 || p.OW != (g.OW - p.size) / p.stride + 1) return c;
+  if (p.OW > 256) return c;
+  const int F = g.F, khkw = g.kh * g.kw;
+  if (c.PS == 2) c.FPT = F >= 64 ? 16 : (F >= 8 ? 8 : 4);
+  else if (c.PS == 3) c.FPT = F >= 8 ? 8 : 4;
+  else c.FPT = 4;
+  const int groups = (F + c.FPT - 1) / c.FPT;
+  int TPR = std::min(p.OH, std::max(1, 256 / p.OW));
+  for (;;) {
+    const int bx = (TPR * p.OW + 31) / 32 * 32;
+    const int rowTiles = (p.OH + TPR - 1) / TPR;
+    int GY = std::min(groups, std::max(1, kConvPoolForwardMaxThreads / bx));
+    while (GY > 1 && int64_t(std::max(N, 1)) * rowTiles * ((groups + GY - 1) / GY) < targetBlocks) --GY;
+    const int TH = ((TPR - 1) * p.stride + c.PS - 1) * g.stride + g.kh;
+    const int TW = ((p.OW - 1) * p.stride + c.PS - 1) * g.stride + g.kw;
+    int CC = 0;
+    for (; GY >= 1; --GY) {
+      const int64_t perChannel = int64_t(TH) * TW + int64_t(khkw) * c.FPT * GY;
+      CC = int(std::min<int64_t>(g.C, kForwardSmemBytes / 4 / perChannel));
+      if (CC >= 1) break;
+    }
+    if (CC >= 1) {
+      c.TPR = TPR;
+      c.GY = GY;
+      c.TH = TH;
+      c.TW = TW;
+      c.CC = CC;
+      c.bx = bx;
+      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY) * sizeof(float);
+      c.grid[0] = unsigned(rowTiles);
+      c.grid[1] = unsigned((groups + GY - 1) / GY);
+      c.grid[2] = unsigned(std::max(N, 1));
+      c.block[0] = unsigned(bx);
+      c.block[1] = unsigned(GY);
+      c.ok = N <= 65535;
+      return c;
+    }
+    if (TPR == 1) return c;
+    TPR = (TPR + 1) / 2;
+  }
+}
+
+}  // namespace
+
+// Filter groups per block: cut until the grid has two blocks per SM (each thread sums its outputs in the
+// same order whatever the grouping, so this only moves work between blocks).
+ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p) {
+  return forwardPlan(N, g, p, 2 * caps.sms);
+}
+
+ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p) {
+  ConvPoolWeightsPlan c;
+  if (N < 1) return c;
+  c.Hp = (g.OH - 1) * g.stride + g.kh;
+  c.Wp = (g.OW - 1) * g.stride + g.kw;
+  const int khkw = g.kh * g.kw;
+  const int64_t HpWp = int64_t(c.Hp) * c.Wp;
+  const int PQ = p.OH * p.OW;
+  c.CT = int(std::min<int64_t>(
+      {int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kConvPoolWgCols * 32 - 1) / khkw)}));
+  if (c.CT < 1) return c;
+  const int colGroups = (c.CT * khkw + 1 + kConvPoolWgCols - 1) / kConvPoolWgCols;
+  c.FT = std::min({g.F, kWgWindowBytes / 8 / std::max(PQ, 1), kConvPoolWgThreads * kConvPoolWgUnits / colGroups});
+  if (c.FT < 1) return c;
+  const int units = c.FT * colGroups;
+  c.QS = std::max(1, std::min(16, kConvPoolWgThreads * kConvPoolWgUnits / units));
+  c.QS = std::min(c.QS, PQ);
+  const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
+  c.chunks = std::max(1, std::min(N, (2 * kWgTargetBlocks + tiles - 1) / tiles));
+  c.per = (N + c.chunks - 1) / c.chunks;
+  c.chunks = (N + c.per - 1) / c.per;
+  c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * 2 * sizeof(float),
+                    size_t(kConvPoolWgThreads) * kConvPoolWgUnits * 4 * sizeof(float));  // the slices' sums reuse it
+  c.grid[0] = unsigned(c.chunks);
+  c.grid[1] = unsigned((g.F + c.FT - 1) / c.FT);
+  c.grid[2] = unsigned((g.C + c.CT - 1) / c.CT);
+  c.ok = c.grid[1] <= 65535 && c.grid[2] <= 65535;
+  return c;
+}
+
+bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p) {
+  return forwardPlan(1, g, p, 1).ok && planConvPoolWeights(1, g, p).ok;
+}
+
+bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act) {
+  if (o.fusion == Switch::Off || act == ActivationFn::Softmax || !convPoolSupported(g, p)) return false;
+  return o.fusion == Switch::On || fusionPays(g);
+}
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,182 @@
+// The one place that decides which kernel variant runs, from the op's geometry, the device's caps
+// (device_caps.h) and the overrides in force (kernel_overrides.h). Every threshold lives here with the
+// measurement behind it (choose_conv.cpp, choose_conv_pool.cpp, choose_dense.cpp); the kernel files only
+// implement the variants and launch the plan they are given. Plain C++ (no CUDA), so the choices are
+// unit-tested on the CPU with the H100's caps (tests/test_kernel_choice.cpp) and the op table
+// (tests/test_cuda_ops.cpp) can ask which variants exist for a shape.
+//
+// Determinism: a choice that changes the order of a sum (the conv weight gradient's split, the direct
+// kernel's channel splits, the fused conv + pool weight gradient's chunks) uses fixed block targets, so
+// those bits do not depend on the GPU; choices that only place the same sums differently (rows per
+// block, tile widths) follow the SM count. The GEMM's split-K follows the SM count: the same GPU model
+// gives the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cpu/layers.h"  // ConvGeometry, PoolGeometry
+#include "cuda/device_caps.h"
+#include "cuda/kernel_overrides.h"
+
+// Compile-time tuning of the implicit-GEMM convolution, chosen on an H100 from three builds (BK 8/16/16,
+// MIN_BLOCKS 528/528/0, WG_TARGET 528/1056/264) with `test_cuda_conv2d --bench`:
+//   NNSTUDIO_CONV_SMALL_BK      K step of the thin tiles (<= 16 rows): 16 beat 8 by 5-12 % on the 5x5 layers
+//   NNSTUDIO_CONV_MIN_BLOCKS_PER_SM  forward / input gradient: narrow the tile (TN 4 -> 2 -> 1) until the
+//                               grid has this many blocks per SM (small layers need warps to hide
+//                               latency); 4 (528 on the H100) beat no narrowing by up to 20 %
+//   NNSTUDIO_CONV_WG_TARGET     weight gradient: blocks to aim for when splitting N*OH*OW; 528 beat 264
+//                               (keras conv2 dW 136 vs 200 us) and 1056. A constant, not a multiple of
+//                               the SM count: the split decides the order of the sums, so the bits.
+#ifndef NNSTUDIO_CONV_SMALL_BK
+#define NNSTUDIO_CONV_SMALL_BK 16
+#endif
+#ifndef NNSTUDIO_CONV_MIN_BLOCKS_PER_SM
+#define NNSTUDIO_CONV_MIN_BLOCKS_PER_SM 4
+#endif
+#ifndef NNSTUDIO_CONV_WG_TARGET
+#define NNSTUDIO_CONV_WG_TARGET 528
+#endif
+
+namespace nnstudio::cuda {
+
+using cpu::ConvGeometry;
+using cpu::PoolGeometry;
+
+// ================================ conv2d forward and input gradient ================================
+
+enum class ConvPass { Forward, InputGradient };
+enum class ConvKernel { Direct, TensorCore3xTf32, TensorCoreTf32, ImplicitGemm };
+
+// conv2d_direct.cu: a block stages `rows` output rows of one sample (input rows and all weights in shared
+// memory); a thread computes ft output channels x px pixels, `splits` threads share an output.
+struct ConvDirectPlan {
+  int kw = 0, ft = 0, px = 0, splits = 1, groups = 0, colGroups = 0, rows = 0, rowTiles = 0, stagedRows = 0;
+  int stagedW = 0, Mpad = 0, threads = 0;
+  size_t shared = 0;
+};
+inline constexpr int kConvDirectMaxThreads = 512;  // the kernel's __launch_bounds__
+
+// conv2d_tc.cu: block tile bm x (wn * 32), K step bk, `stages` cp.async stages, __launch_bounds__ minBlocks
+struct ConvTcTile {
+  int bm = 0, wn = 0, bk = 16, stages = 3, minBlocks = 1;
+  bool operator==(const ConvTcTile& o) const {
+    return bm == o.bm && wn == o.wn && bk == o.bk && stages == o.stages && minBlocks == o.minBlocks;
+  }
+};
+constexpr size_t convTcSharedBytes(const ConvTcTile& t) {
+  return sizeof(float) * size_t(t.stages) * size_t(t.bm * (t.bk + 4) + t.bk * (t.wn * 32 + 8));
+}
+inline constexpr int kConvTcVariants = 6;  // the tile variants 1..6 a test may force (convTcVariant)
+
+// conv2d.cu's SIMT implicit GEMM: block bm rows, `threads` threads of tm x tn micro-tiles, K step bk
+struct ConvGemmTile {
+  int bm = 0, tm = 0, tn = 0, threads = 0, bk = 0;
+  bool operator==(const ConvGemmTile& o) const {
+    return bm == o.bm && tm == o.tm && tn == o.tn && threads == o.threads && bk == o.bk;
+  }
+};
+
+struct ConvPassChoice {
+  ConvKernel kernel = ConvKernel::ImplicitGemm;
+  ConvDirectPlan direct;  // kernel == Direct
+  ConvTcTile tc;          // kernel == TensorCore*
+  ConvGemmTile gemm;      // kernel == ImplicitGemm
+  std::string name() const;  // "direct ft4 px2 splits1 rows14", "tc 3xtf32 64x128 bk32 st3", "gemm 64x128 ..."
+};
+
+// The variant of one pass (N > 0 and a non-empty output; the launcher has checked the sizes).
+ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, ConvPass pass, int N,
+                              const ConvGeometry& g);
+
+// ================================ conv2d weight gradient ================================
+
+// conv2d.cu: blocks of rg thread-rows x 256/rg thread-columns with tm x tn micro-tiles over (F, K + 1),
+// N*OH*OW split into S chunks of `chunk` pixels (partial sums reduced in chunk order by a second kernel).
+struct ConvWgradPlan {
+  int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = 32;
+};
+inline constexpr int kConvWgradPixelsPerStep = 32;  // pixels per reduction step of the kernel
+// `forceSplits` > 0 asks for that many chunks (tests), clamped to [1, reduction steps]
+ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits = 0);
+// floats of partial sums the plan needs (0 with one chunk)
+size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
+
+// ================================ conv2d + max pool, fused ================================
+
+// conv2d_pool.cu's forward: a block owns one sample, TPR pooled rows and FPT * GY filters; CC channels of
+// input rows (TH x TW) and weights staged per step
+struct ConvPoolForwardPlan {
+  bool ok = false;
+  int PS = 0, FPT = 0, GY = 0, TPR = 0, TH = 0, TW = 0, CC = 0, bx = 0;
+  size_t smem = 0;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[2] = {1, 1};
+};
+inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch_bounds__
+
+// its weight gradient: a block owns a chunk of `per` samples, FT filters and CT channels; QS window slices
+struct ConvPoolWeightsPlan {
+  bool ok = false;
+  int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
+  size_t smem = 0;
+  unsigned grid[3] = {1, 1, 1};
+};
+inline constexpr int kConvPoolWgThreads = 256;  // threads per block
+inline constexpr int kConvPoolWgCols = 4;       // columns per thread unit
+inline constexpr int kConvPoolWgUnits = 2;      // units per thread
+
+ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p);
+ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p);
+// the fused kernels implement this pair (any caps: support does not depend on the GPU)
+bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p);
+// run a conv (activation `act`) and the max pool after it as one kernel?
+bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act);
+
+// ================================ the fused dense head ================================
+
+// dense_head.cu's shared memory (floats) and split: `blocks` blocks of rowsPer rows; P lanes per row in
+// the forward, SX the shared row stride of x, G row groups per input column in the backward
+struct DenseHeadLayout {
+  int KP = 0;  // units padded to the kernel's register tile (4, 8, 12, 16, 32)
+  int blocks = 1, rowsPer = 0, P = 4, SX = 0, G = 1;
+  size_t xs = 0, wt = 0, bs = 0, ys = 0, dz = 0, terms = 0, stats = 0, part = 0, red = 0, floats = 0;
+};
+inline constexpr int kDenseHeadThreads = 512;
+inline constexpr int kDenseHeadMaxUnits = 32;
+DenseHeadLayout denseHeadLayout(int N, int inputs, int units, int blocks);
+// the cluster a launch uses: `requested` (0: the choice by shape) within what the device co-schedules
+int denseHeadBlocks(const DeviceCaps& caps, int requested);
+// the fused kernel takes this head on this device (with its own choice of blocks)
+bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units);
+// fuse a training step's head (the last dense layer, the loss and its backward) into one launch?
+bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int N, int64_t inputs, int64_t units,
+                           ActivationFn act);
+
+// ================================ GEMM (dense layers) ================================
+
+enum class GemmTile { Large64x64, Medium32x32, Wide16x64, Small16x16 };
+struct GemmTileShape {
+  int BM, BN, BK, threads;
+  const char* name;
+};
+inline constexpr GemmTileShape kGemmTiles[4] = {
+    {64, 64, 16, 256, "64x64"}, {32, 32, 16, 64, "32x32"}, {16, 64, 16, 64, "16x64"}, {16, 16, 64, 64, "16x16"}};
+inline constexpr int kGemmPortableCluster = 8;  // split-K over at most a portable cluster...
+inline constexpr int kGemmWideCluster = 16;     // ...or 16 where the GPU co-schedules it
+
+struct GemmPlan {
+  GemmTile tile = GemmTile::Small16x16;
+  int splits = 1;  // K split over a cluster of this many blocks (1: none)
+  int tilesM = 1, tilesN = 1;
+  std::string name() const;  // "64x64/2" (tile / K splits)
+};
+GemmPlan chooseGemm(const DeviceCaps& caps, const KernelOverrides& o, int M, int N, int K);
+
+// ================================ elementwise optimizer step ================================
+
+// blocks of `threads` for an update of n parameters
+unsigned optimizerBlocks(const DeviceCaps& caps, size_t n, int threads);
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,68 @@
+// The CUDA backend's environment switches, parsed in one place, once per process (the first time any
+// thread asks), into one struct that the kernel chooser (kernel_choice.h) and the trainer read. The table
+// of variables is in docs/ARCHITECTURE.md, "Kernel choice and overrides". Tests force a variant with a
+// ScopedKernelOverride instead of setenv. Plain C++: the parser is tested on the CPU.
+#pragma once
+
+#include <functional>
+
+namespace nnstudio::cuda {
+
+// A path that is taken where it measured faster (Auto), never (Off) or wherever the device and shape allow
+// it (On: tests and comparisons).
+enum class Switch { Auto, Off, On };
+
+// The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 (where it
+// pays, but 1xTF32 products: faster, and outside the CPU-parity tolerance on keras conv2; comparisons only).
+enum class ConvTcMode { Auto, Off, On, Tf32 };
+
+// A forced launch shape of the direct convolution; 0 = the planner's choice.
+struct ConvDirectShape {
+  int ft = 0;      // output channels per thread (4 or 8)
+  int px = 0;      // consecutive output pixels of a row per thread (1, 2 or 4; 1 or 2 when ft = 8)
+  int splits = 0;  // threads per output, each summing every splits-th source channel (fixed-order reduction)
+  int rows = 0;    // output rows per block
+  int blocks = 0;  // the planner's block target when rows = 0
+  bool operator==(const ConvDirectShape& o) const {
+    return ft == o.ft && px == o.px && splits == o.splits && rows == o.rows && blocks == o.blocks;
+  }
+};
+
+// The GEMM's four tiles (gemm.cu); Auto = the choice by shape.
+enum class GemmTileForce { Auto = -1, Large64x64 = 0, Medium32x32 = 1, Wide16x64 = 2, Small16x16 = 3 };
+
+struct KernelOverrides {
+  Switch fusion = Switch::Auto;             // NNSTUDIO_CUDA_FUSION: conv + max pool, and the dense head
+  bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
+  bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off
+  bool gemmWideClusters = true;             // NNSTUDIO_GEMM_MAXSPLIT <= 8: split-K over at most 8 blocks
+  GemmTileForce gemmTile = GemmTileForce::Auto;  // NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16
+  ConvTcMode convTc = ConvTcMode::Auto;     // NNSTUDIO_CONV_TC
+  int convTcVariant = 0;                    // tests: a tensor-core tile variant 1..6 instead of the choice by shape
+  Switch convDirect = Switch::Auto;         // NNSTUDIO_CONV_DIRECT=0 turns it off (On: tests, thresholds skipped)
+  ConvDirectShape convDirectShape;          // NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks
+  int stepsPerGraph = 8;                    // NNSTUDIO_CUDA_STEPS_PER_GRAPH, 1..64
+  bool memoryCheck = true;                  // NNSTUDIO_CUDA_MEMORY_CHECK=0 skips the estimate before a run
+};
+
+// The overrides that `lookup` (a getenv) gives; unset or unknown values leave the defaults above.
+KernelOverrides parseKernelOverrides(const std::function<const char*(const char*)>& lookup);
+
+// The overrides in force: the process environment's (read once), or the innermost ScopedKernelOverride's.
+const KernelOverrides& kernelOverrides();
+
+// Tests: changes the overrides in force until it goes out of scope (nested ones stack). Install and remove
+// them while no other thread launches kernels.
+class ScopedKernelOverride {
+ public:
+  explicit ScopedKernelOverride(const std::function<void(KernelOverrides&)>& edit);
+  ~ScopedKernelOverride();
+  ScopedKernelOverride(const ScopedKernelOverride&) = delete;
+  ScopedKernelOverride& operator=(const ScopedKernelOverride&) = delete;
+
+ private:
+  KernelOverrides mine_;
+  const KernelOverrides* previous_;
+};
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,372 @@
+// The kernel chooser (cuda/kernel_choice.h), the environment overrides (cuda/kernel_overrides.h) and the
+// per-device table behind DeviceCaps (cuda/per_device.h), on the CPU: no GPU needed.
+// - Every preset's layers at the preset's batch size, with an H100's caps, get the variants they got
+//   before the chooser existed. The expected table was taken from the chooser and checked against the
+//   code it replaced (the thresholds then spread over conv2d*.cu, gemm.cu, dense_head.cu, network.cu,
+//   optim.cu) on 11.7 million random shapes and overrides: no difference. A deliberate change of a
+//   threshold changes this table: `test_kernel_choice --print` prints the new one.
+// - Another GPU: only what does not change the bits follows the SM count; no tensor cores before sm_80;
+//   tiles that do not fit the shared memory are not chosen.
+// - The direct kernel's hard limits hold even when forced; every variable parses as documented; scoped
+//   overrides stack and restore; the per-device table makes each device's value once, from any number of
+//   threads, and retries after a failure.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/kernel_choice.h"
+#include "cuda/kernel_overrides.h"
+#include "cuda/per_device.h"
+#include "spec/json.h"
+#include "spec/model.h"
+#include "test_util.h"
+
+using namespace nnstudio;
+using namespace nnstudio::cuda;
+
+namespace {
+
+// ---- caps ----
+
+DeviceCaps h100() {
+  DeviceCaps c;
+  c.sms = 132;
+  c.computeMajor = 9;
+  c.sharedOptin = 227 * 1024;
+  c.l2Bytes = 50 << 20;
+  c.tensorCores = TensorCores::Wgmma;
+  c.clusterLaunch = true;
+  c.gemmMaxCluster = 16;
+  c.headMaxCluster = 16;
+  c.headSharedBytes = c.sharedOptin - 1024;
+  return c;
+}
+
+// an RTX 4070-like GPU: 46 SMs, 99 KiB of shared memory, no clusters
+DeviceCaps smallGpu() {
+  DeviceCaps c;
+  c.sms = 46;
+  c.computeMajor = 8;
+  c.computeMinor = 9;
+  c.sharedOptin = 99 * 1024;
+  c.tensorCores = TensorCores::Tf32MmaSync;
+  c.headSharedBytes = c.sharedOptin - 1024;
+  return c;
+}
+
+// a Turing GPU (sm_75): no TF32 tensor cores, 64 KiB
+DeviceCaps turing() {
+  DeviceCaps c;
+  c.sms = 40;
+  c.computeMajor = 7;
+  c.computeMinor = 5;
+  c.sharedOptin = 64 * 1024;
+  c.tensorCores = TensorCores::Fp16MmaSync;
+  c.headSharedBytes = c.sharedOptin - 1024;
+  return c;
+}
+
+// ---- the presets' layers ----
+
+struct Preset {
+  ModelSpec spec;
+  int batch;
+};
+
+Preset loadPreset(const std::string& name) {
+  const std::string text =
+      nnstudio_test::readFile(std::string(NNSTUDIO_SOURCE_DIR) + "/../resources/presets/" + name + ".json");
+  const json::Value root = json::parse(text);
+  const json::Value* spec = root.find("spec");
+  const json::Value* training = root.find("training");
+  const json::Value* batch = training ? training->find("batchSize") : nullptr;
+  if (!spec || !batch) throw std::runtime_error("preset " + name + " has no spec or batch size");
+  return {parseModelSpec(json::serialize(*spec)), int(batch->number)};
+}
+
+ConvGeometry convOf(const LayerPlan& lp) {
+  ConvGeometry g;
+  g.C = lp.inC, g.H = lp.inH, g.W = lp.inW, g.F = lp.outC, g.OH = lp.outH, g.OW = lp.outW;
+  g.kh = lp.kh, g.kw = lp.kw, g.stride = lp.stride, g.padTop = lp.padTop, g.padLeft = lp.padLeft;
+  return g;
+}
+
+PoolGeometry poolOf(const LayerPlan& lp) {
+  PoolGeometry p;
+  p.C = lp.inC, p.H = lp.inH, p.W = lp.inW, p.OH = lp.outH, p.OW = lp.outW, p.size = lp.kh, p.stride = lp.stride;
+  return p;
+}
+
+std::string wgradText(const ConvWgradPlan& p) {
+  return "rg" + std::to_string(p.rg) + " tm" + std::to_string(p.tm) + " tn" + std::to_string(p.tn) + " tiles " +
+         std::to_string(p.tilesM) + "x" + std::to_string(p.tilesN) + " splits " + std::to_string(p.S);
+}
+
+// one line per choice the chooser makes for the preset's training step
+std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps& caps, const KernelOverrides& o) {
+  const Preset preset = loadPreset(name);
+  const NetworkPlan plan = planNetwork(preset.spec);
+  const int N = preset.batch;
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& lp = plan.layers[i];
+    const std::string at = name + " " + lp.label + ": ";
+    if (lp.kind == LayerKind::Conv2D) {
+      const ConvGeometry g = convOf(lp);
+      lines.push_back(at + "forward " + chooseConvPass(caps, o, ConvPass::Forward, N, g).name());
+      lines.push_back(at + "input gradient " + chooseConvPass(caps, o, ConvPass::InputGradient, N, g).name());
+      lines.push_back(at + "weight gradient " + wgradText(chooseConvWeightGrad(N, g)));
+      if (i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
+        lines.push_back(at + "max pool after it " +
+                        (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation) ? "fused" : "separate"));
+    } else if (lp.kind == LayerKind::Dense) {
+      const int inputs = int(lp.inSize), units = int(lp.outSize);
+      lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
+                      chooseGemm(caps, o, units, inputs, N).name() + ", input gradient " +
+                      chooseGemm(caps, o, N, inputs, units).name());
+    }
+  }
+  const LayerPlan& head = plan.layers.back();
+  const bool fused = head.kind == LayerKind::Dense &&
+                     chooseDenseHeadFusion(caps, o, N, head.inSize, head.outSize, head.activation);
+  lines.push_back(name + ": head " + (fused ? "fused" : "separate") + ", optimizer " +
+                  std::to_string(optimizerBlocks(caps, plan.parameterCount, 256)) + " blocks");
+  return lines;
+}
+
+const char* const kPresets[] = {"seed000", "seed001", "seed001_256", "seed002", "keras_cnn", "lenet5", "mlp", "fast_mnist"};
+
+// The H100's choices, as before the chooser (see the header).
+const char* const kH100Choices[] = {
+#include "kernel_choice_h100.inc"
+};
+
+void testPresetChoices() {
+  std::vector<std::string> got;
+  for (const char* name : kPresets)
+    for (const std::string& line : presetChoices(name, h100(), KernelOverrides())) got.push_back(line);
+  const size_t expected = sizeof kH100Choices / sizeof kH100Choices[0];
+  CHECK_MSG(got.size() == expected, "one choice line per expected line (" + std::to_string(got.size()) + " vs " +
+                                        std::to_string(expected) + ")");
+  for (size_t i = 0; i < got.size() && i < expected; ++i)
+    CHECK_MSG(got[i] == kH100Choices[i], got[i] + (got[i] == kH100Choices[i] ? "" : "  (was: " + std::string(kH100Choices[i]) + ")"));
+}
+
+// ---- other GPUs ----
+
+ConvGeometry geometry(int C, int H, int W, int F, int k, int OH, int OW) {
+  ConvGeometry g;
+  g.C = C, g.H = H, g.W = W, g.F = F, g.kh = g.kw = k, g.OH = OH, g.OW = OW;
+  return g;
+}
+
+void testOtherDevices() {
+  const KernelOverrides o;
+  const ConvGeometry keras2 = geometry(32, 26, 26, 64, 3, 24, 24);
+  ConvGeometry lenet1Same = geometry(1, 28, 28, 6, 5, 28, 28);
+  lenet1Same.padTop = lenet1Same.padLeft = 2;
+  // no TF32 tensor cores before sm_80, even when forced
+  KernelOverrides forced;
+  forced.convTc = ConvTcMode::On;
+  CHECK_MSG(chooseConvPass(turing(), forced, ConvPass::Forward, 128, keras2).kernel == ConvKernel::ImplicitGemm,
+            "sm_75: keras conv2 stays on the SIMT implicit GEMM even with NNSTUDIO_CONV_TC=1");
+  CHECK_MSG(chooseConvPass(h100(), o, ConvPass::Forward, 128, keras2).kernel == ConvKernel::TensorCore3xTf32,
+            "sm_90: keras conv2 runs on the tensor cores");
+  // the default tensor-core tiles fit the device's shared memory
+  for (int M : {24, 32, 64}) {
+    const ConvGeometry g = geometry(M == 64 ? 32 : 64, 26, 26, M, 3, 24, 24);
+    const ConvPassChoice c = chooseConvPass(smallGpu(), o, ConvPass::Forward, 256, g);
+    CHECK_MSG(c.kernel == ConvKernel::TensorCore3xTf32 && convTcSharedBytes(c.tc) <= smallGpu().sharedOptin,
+              "99 KiB GPU, " + std::to_string(M) + " rows: " + c.name() + " fits");
+  }
+  // what orders the sums does not follow the SM count: the direct kernel's channel splits here (the weight
+  // gradient's split and the fused conv + pool weight gradient's chunks take no caps at all)
+  const DeviceCaps gpus[] = {h100(), smallGpu(), turing()};
+  for (const DeviceCaps& caps : gpus) {
+    const ConvPassChoice d = chooseConvPass(caps, o, ConvPass::Forward, 64, lenet1Same);
+    const ConvPassChoice d0 = chooseConvPass(h100(), o, ConvPass::Forward, 64, lenet1Same);
+    CHECK_MSG(d.kernel == ConvKernel::Direct && d.direct.splits == d0.direct.splits,
+              "LeNet conv1 on " + std::to_string(caps.sms) + " SMs: direct with the H100's channel splits (" +
+                  d.name() + ")");
+  }
+  // placement follows the SM count: rows per block of the direct kernel (a block per SM)
+  const int rowsH100 = chooseConvPass(h100(), o, ConvPass::Forward, 64, lenet1Same).direct.rows;
+  const int rowsSmall = chooseConvPass(smallGpu(), o, ConvPass::Forward, 64, lenet1Same).direct.rows;
+  CHECK_MSG(rowsSmall >= rowsH100, "fewer SMs, no fewer rows per block (" + std::to_string(rowsSmall) + " vs " +
+                                       std::to_string(rowsH100) + ")");
+  // no clusters: no split-K, the dense head in one block
+  CHECK_MSG(chooseGemm(smallGpu(), o, 100, 10, 10816).splits == 1 && chooseGemm(h100(), o, 100, 10, 10816).splits > 1,
+            "split-K only where clusters launch (seed001's head: " + chooseGemm(h100(), o, 100, 10, 10816).name() + ")");
+  CHECK_MSG(denseHeadBlocks(smallGpu(), 0) == 1 && denseHeadBlocks(h100(), 0) == 8 && denseHeadBlocks(h100(), 16) == 16,
+            "dense head blocks: 1 without clusters, 8 by default, 16 on request where co-scheduled");
+  CHECK_MSG(optimizerBlocks(smallGpu(), 100000000, 256) == 4 * 46 && optimizerBlocks(h100(), 1000, 256) == 4,
+            "optimizer grid: 4 blocks per SM at most, no more than the work");
+}
+
+// ---- the direct kernel's hard limits ----
+
+void testDirectLimits() {
+  KernelOverrides forced;
+  forced.convDirect = Switch::On;
+  forced.convDirectShape = ConvDirectShape{8, 2, 1, 0, 0};
+  ConvGeometry g = geometry(2, 9, 9, 3, 3, 4, 4);
+  g.stride = 2;
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::InputGradient})
+    CHECK_MSG(chooseConvPass(h100(), forced, pass, 1, g).kernel != ConvKernel::Direct,
+              std::string("direct refuses stride 2 (") + (pass == ConvPass::Forward ? "forward" : "input gradient") + ")");
+  g = geometry(2, 9, 9, 3, 1, 9, 9);
+  CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel != ConvKernel::Direct, "direct refuses 1x1");
+  g = geometry(2, 9, 9, 3, 7, 3, 3);
+  CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel != ConvKernel::Direct, "direct refuses 7x7");
+  g = geometry(2, 9, 9, 3, 3, 7, 7);
+  CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel == ConvKernel::Direct,
+            "direct takes 3x3 when forced, below its thresholds");
+  forced.convDirectShape = ConvDirectShape{8, 4, 1, 0, 0};
+  CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel != ConvKernel::Direct,
+            "direct refuses the 8x4 thread tile");
+  g = geometry(2, 9, 9, 3, 3, 7, 7);
+  g.kw = 2;
+  g.OW = 8;
+  forced.convDirectShape = ConvDirectShape{};
+  CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel != ConvKernel::Direct,
+            "direct refuses 3x2 (not square)");
+  KernelOverrides off;
+  off.convDirect = Switch::Off;
+  const ConvGeometry lenet1 = [] {
+    ConvGeometry l = geometry(1, 28, 28, 6, 5, 28, 28);
+    l.padTop = l.padLeft = 2;
+    return l;
+  }();
+  CHECK_MSG(chooseConvPass(h100(), off, ConvPass::Forward, 64, lenet1).kernel == ConvKernel::ImplicitGemm,
+            "NNSTUDIO_CONV_DIRECT=0: LeNet conv1 on the implicit GEMM");
+}
+
+// ---- the environment ----
+
+KernelOverrides parse(std::vector<std::pair<const char*, const char*>> env) {
+  return parseKernelOverrides([&](const char* name) -> const char* {
+    for (const auto& [key, value] : env)
+      if (std::strcmp(key, name) == 0) return value;
+    return nullptr;
+  });
+}
+
+void testParsing() {
+  const KernelOverrides d = parse({});
+  CHECK_MSG(d.fusion == Switch::Auto && !d.programmaticLaunch && d.gemmSplitK && d.gemmWideClusters &&
+                d.gemmTile == GemmTileForce::Auto && d.convTc == ConvTcMode::Auto && d.convDirect == Switch::Auto &&
+                d.convDirectShape == ConvDirectShape{} && d.stepsPerGraph == 8 && d.memoryCheck,
+            "nothing set: every default");
+  CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "0"}}).fusion == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "1"}}).fusion == Switch::On);
+  CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "yes"}}).fusion == Switch::On);
+  CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
+  CHECK(!parse({{"NNSTUDIO_CUDA_PDL", "true"}}).programmaticLaunch);
+  CHECK(!parse({{"NNSTUDIO_GEMM_SPLITK", "0"}}).gemmSplitK);
+  CHECK(parse({{"NNSTUDIO_GEMM_SPLITK", "1"}}).gemmSplitK);
+  CHECK(!parse({{"NNSTUDIO_GEMM_MAXSPLIT", "8"}}).gemmWideClusters);
+  CHECK(!parse({{"NNSTUDIO_GEMM_MAXSPLIT", "2"}}).gemmWideClusters);
+  CHECK(parse({{"NNSTUDIO_GEMM_MAXSPLIT", "16"}}).gemmWideClusters);
+  CHECK(parse({{"NNSTUDIO_GEMM_TILE", "16x64"}}).gemmTile == GemmTileForce::Wide16x64);
+  CHECK(parse({{"NNSTUDIO_GEMM_TILE", "64x64"}}).gemmTile == GemmTileForce::Large64x64);
+  CHECK(parse({{"NNSTUDIO_GEMM_TILE", "8x8"}}).gemmTile == GemmTileForce::Auto);
+  CHECK(parse({{"NNSTUDIO_CONV_TC", "0"}}).convTc == ConvTcMode::Off);
+  CHECK(parse({{"NNSTUDIO_CONV_TC", "tf32"}}).convTc == ConvTcMode::Tf32);
+  CHECK(parse({{"NNSTUDIO_CONV_TC", "1"}}).convTc == ConvTcMode::On);
+  CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "0"}}).convDirect == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "1"}}).convDirect == Switch::Auto);
+  CHECK((parse({{"NNSTUDIO_CONV_DIRECT_SHAPE", "8,2,4,264"}}).convDirectShape == ConvDirectShape{8, 2, 4, 0, 264}));
+  CHECK((parse({{"NNSTUDIO_CONV_DIRECT_SHAPE", "4,1"}}).convDirectShape == ConvDirectShape{4, 1, 0, 0, 0}));
+  CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "1"}}).stepsPerGraph == 1);
+  CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "64"}}).stepsPerGraph == 64);
+  CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "65"}}).stepsPerGraph == 8);
+  CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "0"}}).stepsPerGraph == 8);
+  CHECK(!parse({{"NNSTUDIO_CUDA_MEMORY_CHECK", "0"}}).memoryCheck);
+  CHECK(parse({{"NNSTUDIO_CUDA_MEMORY_CHECK", "1"}}).memoryCheck);
+}
+
+void testScopedOverrides() {
+  const Switch before = kernelOverrides().fusion;
+  {
+    ScopedKernelOverride outer([](KernelOverrides& o) { o.fusion = Switch::Off; });
+    CHECK(kernelOverrides().fusion == Switch::Off);
+    {
+      ScopedKernelOverride inner([](KernelOverrides& o) { o.memoryCheck = false; });
+      CHECK_MSG(kernelOverrides().fusion == Switch::Off && !kernelOverrides().memoryCheck,
+                "a nested override keeps the outer one's changes");
+    }
+    CHECK_MSG(kernelOverrides().fusion == Switch::Off && kernelOverrides().memoryCheck, "the inner one is undone");
+  }
+  CHECK_MSG(kernelOverrides().fusion == before, "the outer one is undone: the environment's value again");
+}
+
+// ---- the per-device table ----
+
+void testPerDevice() {
+  // two fake devices with their own SM counts, asked for by 16 threads at once, in different orders
+  PerDevice<DeviceCaps> table;
+  std::atomic<int> made[2] = {0, 0};
+  std::atomic<int> wrong{0};
+  auto make = [&](int device) {
+    ++made[device];
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // others arrive meanwhile
+    DeviceCaps c;
+    c.device = device;
+    c.sms = device == 0 ? 132 : 46;
+    return c;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const int device = (t + i) % 2;
+        const DeviceCaps& c = table.get(device, make);
+        if (c.device != device || c.sms != (device == 0 ? 132 : 46)) ++wrong;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK_MSG(wrong == 0, "every thread reads its device's own values (" + std::to_string(wrong.load()) + " wrong)");
+  CHECK_MSG(made[0] == 1 && made[1] == 1, "each device's values are made once (" + std::to_string(made[0].load()) +
+                                              ", " + std::to_string(made[1].load()) + ")");
+  // a failed query stores nothing: the next call asks again
+  PerDevice<int> retry;
+  int calls = 0;
+  bool threw = false;
+  try {
+    retry.get(3, [&](int) -> int {
+      ++calls;
+      throw std::runtime_error("driver busy");
+    });
+  } catch (const std::runtime_error&) {
+    threw = true;
+  }
+  const int value = retry.get(3, [&](int) { return ++calls * 10; });
+  CHECK_MSG(threw && value == 20 && calls == 2, "after a failed query the next call queries again");
+  CHECK_THROWS(retry.get(kMaxDevices, [](int) { return 0; }), EngineError, "beyond the 64");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--print") == 0) {  // the table of kH100Choices, after a deliberate change
+    for (const char* name : kPresets)
+      for (const std::string& line : presetChoices(name, h100(), KernelOverrides())) std::printf("    \"%s\",\n", line.c_str());
+    return 0;
+  }
+  try {
+    testPresetChoices();
+    testOtherDevices();
+    testDirectLimits();
+    testParsing();
+    testScopedOverrides();
+    testPerDevice();
+  } catch (const std::exception& e) {
+    CHECK_MSG(false, std::string("no exception: ") + e.what());
+  }
+  return nnstudio_test::summary();
+}
