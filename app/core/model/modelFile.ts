@@ -12,6 +12,7 @@ import { parseModelSpec } from './spec';
 import type { ModelSpec } from './spec';
 import { classCount, elementCount, parameterTable } from './shapes';
 import type { ParamTensor } from './shapes';
+import type { TrainingRecord } from './trainingTypes';
 
 export const modelFormatVersion = 1;
 /** The safetensors library's own limit on the header. */
@@ -19,25 +20,7 @@ export const maxHeaderBytes = 100_000_000;
 
 // ---- types ----
 
-export interface EpochRecord {
-  epoch: number;
-  /** null where the loss was not finite (JSON has no NaN). */
-  trainLoss: number | null;
-  trainAccuracy: number | null;
-  validationLoss?: number | null;
-  validationAccuracy?: number | null;
-  seconds: number;
-  [extra: string]: unknown;
-}
-
-export interface TrainingRecord {
-  /** The options the run used (epochs, batchSize, ...), as the caller passed them. */
-  options: Record<string, unknown>;
-  history: EpochRecord[];
-  /** "cpu (2 threads)", "NVIDIA H100 80GB HBM3". */
-  device: string;
-  seconds: number;
-}
+export type { EpochRecord, TrainingRecord } from './trainingTypes';
 
 export interface Model<Preprocessing = unknown> {
   spec: ModelSpec;
