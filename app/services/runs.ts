@@ -206,6 +206,9 @@ export interface RunContext {
   testDataDescription?: string;
 }
 
+/** How a face names a run's data in the run history (an upload's name rather than its temporary path). */
+export type RunNaming = Omit<RunContext, 'startedAt' | 'request'>;
+
 /** The engine's status as a run file's: 'early_stopped' / 'earlyStopped' / 'early-stopped' are one status. */
 export function runStatusOf(status: string): RunStatus {
   const normal = status.replace(/([a-z])([A-Z])/g, '$1-$2').replace(/_/g, '-').toLowerCase();
