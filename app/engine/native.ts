@@ -2,7 +2,7 @@
 // Only app/engine/index.ts uses this; everything else goes through the typed Engine functions.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { DeviceInfo, EpochProgress, EpochStats, StepProgress } from '../core/model/trainingTypes';
+import type { DeviceInfo, EpochProgress, EpochStats, StepProgress, TrainState } from '../core/model/trainingTypes';
 
 // ---- the addon's raw API (native/src/addon) ----
 
@@ -32,22 +32,7 @@ import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 
 /** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState). */
-export interface NativeTrainState {
-  /** Completed epochs. */
-  epoch: number;
-  /** Optimizer steps done over the whole run. */
-  step: number;
-  /** The run's data-order/dropout seed as a decimal string (64 bits). */
-  seed: string;
-  /** The base learning rate in force. */
-  learningRate: number;
-  parameters: Float32Array;
-  /** SGD: velocity (P); Adam: m (P) then v (P). */
-  optimizerState: Float32Array;
-  history: NativeEpochStats[];
-  /** Early stopping with restoreBest: the best epoch's weights. */
-  bestParameters?: Float32Array;
-}
+export type NativeTrainState = TrainState;
 
 export interface NativeTrainOptions {
   epochs?: number;

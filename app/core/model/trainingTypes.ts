@@ -29,6 +29,24 @@ export interface EpochStats {
   learningRate: number;
 }
 
+/** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState; a checkpoint keeps it). */
+export interface TrainState {
+  /** Completed epochs. */
+  epoch: number;
+  /** Optimizer steps done over the whole run. */
+  step: number;
+  /** The run's data-order/dropout seed as a decimal string (64 bits). */
+  seed: string;
+  /** The base learning rate in force. */
+  learningRate: number;
+  parameters: Float32Array;
+  /** SGD: velocity (P); Adam: m (P) then v (P). */
+  optimizerState: Float32Array;
+  history: EpochStats[];
+  /** Early stopping with restoreBest: the best epoch's weights. */
+  bestParameters?: Float32Array;
+}
+
 /** The engine's step event (at most every progressIntervalSeconds, 20/s by default). */
 export interface StepProgress {
   type: 'step';

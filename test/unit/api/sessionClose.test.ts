@@ -53,6 +53,15 @@ function doneOf(api: Api, runId: string): Promise<TrainingDone> {
   });
 }
 
+/** A run far longer than the test (the close cancels it), checkpointing after every epoch of ~60 steps. */
+async function startLongRun(api: Api): Promise<string> {
+  const mnist = resultOf(await api.dispatch('datasets:open', { source: { kind: 'mnist', split: 'train', limit: 1000 } })) as DatasetInfo;
+  const { runId } = resultOf(await api.dispatch('training:start', {
+    datasetId: mnist.id, epochs: 100_000, batchSize: 16, device: 'cpu', threads: 1, model: { layers: 'dense:32:relu,dense:10' },
+  })) as { runId: string };
+  return runId;
+}
+
 async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
@@ -72,10 +81,7 @@ describe('close() and the runs still going', () => {
     const api = createApi({ runHistory: false, logger: log.logger, closeTimeoutMs: 300 });
     const hold = holdFirstCheckpointWrite();
     try {
-      const mnist = resultOf(await api.dispatch('datasets:open', { source: { kind: 'mnist', split: 'train', limit: 1000 } })) as DatasetInfo;
-      const { runId } = resultOf(await api.dispatch('training:start', {
-        datasetId: mnist.id, epochs: 100_000, batchSize: 16, device: 'cpu', threads: 1, model: { layers: 'dense:32:relu,dense:10' },
-      })) as { runId: string };
+      const runId = await startLongRun(api);
       const done = doneOf(api, runId);
       const checkpointTemp = await within(hold.writeStarted, 60_000, 'the first checkpoint write');
       const sessionFolder = path.dirname(path.dirname(checkpointTemp));
@@ -103,10 +109,7 @@ describe('close() and the runs still going', () => {
     const api = createApi({ runHistory: false, logger: log.logger });
     const hold = holdFirstCheckpointWrite();
     try {
-      const mnist = resultOf(await api.dispatch('datasets:open', { source: { kind: 'mnist', split: 'train', limit: 1000 } })) as DatasetInfo;
-      const { runId } = resultOf(await api.dispatch('training:start', {
-        datasetId: mnist.id, epochs: 100_000, batchSize: 16, device: 'cpu', threads: 1, model: { layers: 'dense:32:relu,dense:10' },
-      })) as { runId: string };
+      const runId = await startLongRun(api);
       let ended: TrainingDone | undefined;
       void doneOf(api, runId).then((outcome) => (ended = outcome));
       const sessionFolder = path.dirname(path.dirname(await within(hold.writeStarted, 60_000, 'the first checkpoint write')));
