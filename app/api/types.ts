@@ -2,7 +2,9 @@
 // A renderer imports this file alone (`import type`): it has no runtime code and no Node types, and
 // everything in it is plain JSON (NaN and Infinity arrive as null over the WebSocket).
 import type { ClassificationReport } from '../core/metrics/classification';
+import type { DatasetPreview, DatasetSummary } from '../core/data/datasetViews';
 import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
+import type { DeviceInfo, EpochProgress, EpochRecord, SplitPlan, StepProgress, TrainingRecord, TrainPlan } from '../core/model/trainingTypes';
 import type { ModelSpec } from '../core/model/spec';
 import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 import type { CellExample, CellExamples } from '../services/examples';
@@ -14,6 +16,9 @@ export type { ClassificationReport } from '../core/metrics/classification';
 export type { ModelSpec } from '../core/model/spec';
 export type { RunRecord, RunStatus as SavedRunStatus, RunSummary } from '../core/runs/runFile';
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
+// Defined once below the API (types only, nothing of Node), shared with the services and the engine.
+export type { DatasetPreview, ImagePreview } from '../core/data/datasetViews';
+export type { DeviceInfo, EpochProgress, EpochRecord, SplitPlan, StepProgress, TrainingRecord, TrainPlan } from '../core/model/trainingTypes';
 
 // ---- errors ----
 
@@ -34,47 +39,14 @@ export type ApiResponse<Result> = { result: Result; error?: undefined } | { erro
 
 // ---- results ----
 
-export interface DeviceInfo {
-  kind: 'cpu' | 'cuda';
-  index: number;
-  name: string;
-  memoryBytes: number;
-  computeCapability?: string;
-  threads?: number;
-}
-
-export interface DatasetInfo {
+/** An open dataset: its summary under the session's id. */
+export interface DatasetInfo extends DatasetSummary {
   id: string;
   /** The file name, or "MNIST (train)". */
   name: string;
   /** Where it came from, as the CLI would print it. */
   description: string;
-  kind: 'images' | 'table';
-  count: number;
-  featureShape: number[];
-  featureNames: string[];
-  classLabels: string[];
-  classCounts: number[];
 }
-
-/** What training:start would train, validate and test on (datasets:split). */
-export interface SplitPlan {
-  trainCount: number;
-  validationCount: number;
-  testCount: number;
-  /** The separate test set used instead of the test share (MNIST's test half); absent when testSplit applies. */
-  separateTest?: string;
-}
-
-export type DatasetPreview =
-  | { kind: 'table'; columns: string[]; rows: string[][]; classLabels: string[]; classCounts: number[] }
-  | {
-      kind: 'images';
-      /** pixels: C*H*W values 0-255 in CHW order. */
-      images: { label: string | null; shape: number[]; pixels: number[] }[];
-      classLabels: string[];
-      classCounts: number[];
-    };
 
 export interface PresetInfo {
   name: string;
@@ -86,16 +58,6 @@ export interface PresetInfo {
 
 export type { LayerCheck, ModelCheck };
 
-export interface EpochRecord {
-  epoch: number;
-  trainLoss: number | null;
-  trainAccuracy: number | null;
-  validationLoss?: number | null;
-  validationAccuracy?: number | null;
-  seconds: number;
-  learningRate?: number;
-}
-
 export interface ModelInfo {
   id: string;
   name: string;
@@ -103,52 +65,10 @@ export interface ModelInfo {
   inputShape: number[];
   spec: ModelSpec;
   parameterCount: number;
-  training?: { options: Record<string, unknown>; history: EpochRecord[]; device: string; seconds: number };
+  training?: TrainingRecord;
   metrics?: Record<string, unknown>;
   /** The saved run this model was opened from (runs:open). */
   savedRunId?: string;
-}
-
-export interface TrainPlan {
-  spec: ModelSpec;
-  device: 'cpu' | 'cuda';
-  epochs: number;
-  batchSize: number;
-  trainCount: number;
-  validationCount: number;
-  testCount: number;
-  classLabels: string[];
-  dataDescription: string;
-  /** A continued run: the checkpoint's completed epochs (the path stays in the session). */
-  resumedFrom?: { epoch: number };
-  lrSchedule?: LrSchedule;
-  earlyStopping?: EarlyStopping;
-}
-
-export interface StepProgress {
-  type: 'step';
-  epoch: number;
-  step: number;
-  stepsPerEpoch: number;
-  globalStep: number;
-  totalSteps: number;
-  loss: number;
-  samplesPerSecond: number;
-  etaSeconds: number;
-  /** Of the latest step. */
-  learningRate: number;
-}
-
-export interface EpochProgress {
-  type: 'epoch';
-  epoch: number;
-  trainLoss: number;
-  trainAccuracy: number;
-  validationLoss?: number;
-  validationAccuracy?: number;
-  seconds: number;
-  /** Of the epoch's last step. */
-  learningRate: number;
 }
 
 /** A checkpoint of the run was written after this epoch (training:continue can start from it). */

@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { app, BrowserWindow, dialog, ipcMain, protocol, session, type WebContents } from 'electron';
 import { createApi } from '../api/session';
+import { stderrLogger } from '../core/log';
 import { electronDialogs, registerIpc } from './ipc';
 import { appEntryUrl, appScheme, rendererFileFor, responseHeaders, windowWebPreferences } from './security';
 
@@ -17,16 +18,21 @@ protocol.registerSchemesAsPrivileged([{ scheme: appScheme, privileges: { standar
 app.enableSandbox();
 
 let mainWindow: BrowserWindow | undefined;
+/** Failures nobody asked about (a renderer file that cannot be read, the session's own). */
+const logger = stderrLogger;
 
-/** The app's files only, each with the CSP; anything else is 404. */
+/** The app's files only, each with the CSP; anything else is 404. A file that cannot be read is logged and 500. */
 function serveRenderer(): void {
   protocol.handle(appScheme, async (request) => {
     const file = rendererFileFor(request.url, rendererDir);
     if (!file) return new Response('not found', { status: 404 });
     try {
       return new Response(await fs.promises.readFile(file), { headers: responseHeaders(file) });
-    } catch {
-      return new Response('not found', { status: 404 });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return new Response('not found', { status: 404 });
+      logger.error(`app://: reading ${file} for ${request.url}`, error);
+      return new Response('internal error', { status: 500 });
     }
   });
 }
@@ -69,7 +75,7 @@ function createWindow(): BrowserWindow {
 }
 
 function start(): void {
-  const api = createApi();
+  const api = createApi({ logger });
   let closed = false;
 
   app.on('web-contents-created', (_event, contents) => lockDownContents(contents));

@@ -71,14 +71,14 @@ export function rendererFileFor(url: string, rendererDir: string): string | unde
   try {
     parsed = new URL(url);
   } catch {
-    return undefined;
+    return undefined; // not a URL: not one of ours
   }
   if (parsed.protocol !== `${appScheme}:` || parsed.host !== appHost) return undefined;
   let relative: string;
   try {
     relative = decodeURIComponent(parsed.pathname);
   } catch {
-    return undefined;
+    return undefined; // a malformed %-escape names no file
   }
   if (relative.includes('\0')) return undefined;
   if (relative === '/' || relative === '') relative = '/index.html';
@@ -101,6 +101,6 @@ export function isTrustedSender(frame: SenderFrame | null | undefined): boolean 
     const url = new URL(frame.url);
     return url.protocol === `${appScheme}:` && url.host === appHost;
   } catch {
-    return false;
+    return false; // a frame whose URL does not parse is not our page
   }
 }

@@ -20,7 +20,8 @@ import {
 
 // ---- types ----
 
-export type DeviceKind = 'cpu' | 'cuda';
+import type { DeviceKind } from '../core/model/trainingTypes';
+export type { DeviceKind };
 /** What the user asks for: 'auto' picks CUDA when available, else the CPU. */
 export type DeviceChoice = 'auto' | DeviceKind;
 

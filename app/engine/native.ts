@@ -2,19 +2,12 @@
 // Only app/engine/index.ts uses this; everything else goes through the typed Engine functions.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { DeviceInfo, EpochProgress, EpochStats, StepProgress, TrainState } from '../core/model/trainingTypes';
 
 // ---- the addon's raw API (native/src/addon) ----
 
-export interface NativeDevice {
-  kind: 'cpu' | 'cuda';
-  index: number;
-  name: string;
-  memoryBytes: number;
-  /** CUDA only, e.g. "9.0". */
-  computeCapability?: string;
-  /** CPU only: hardware threads. */
-  threads?: number;
-}
+/** The devices, step and epoch events are typed once, for every layer (core/model/trainingTypes.ts). */
+export type NativeDevice = DeviceInfo;
 
 export interface NativeLayerInfo {
   label: string;
@@ -39,22 +32,7 @@ import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 
 /** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState). */
-export interface NativeTrainState {
-  /** Completed epochs. */
-  epoch: number;
-  /** Optimizer steps done over the whole run. */
-  step: number;
-  /** The run's data-order/dropout seed as a decimal string (64 bits). */
-  seed: string;
-  /** The base learning rate in force. */
-  learningRate: number;
-  parameters: Float32Array;
-  /** SGD: velocity (P); Adam: m (P) then v (P). */
-  optimizerState: Float32Array;
-  history: NativeEpochStats[];
-  /** Early stopping with restoreBest: the best epoch's weights. */
-  bestParameters?: Float32Array;
-}
+export type NativeTrainState = TrainState;
 
 export interface NativeTrainOptions {
   epochs?: number;
@@ -72,34 +50,9 @@ export interface NativeTrainOptions {
   checkpoints?: boolean;
 }
 
-export interface NativeStepEvent {
-  type: 'step';
-  epoch: number;
-  step: number;
-  stepsPerEpoch: number;
-  globalStep: number;
-  totalSteps: number;
-  loss: number;
-  samplesPerSecond: number;
-  etaSeconds: number;
-  /** Of the latest step. */
-  learningRate: number;
-}
-
-export interface NativeEpochStats {
-  epoch: number;
-  trainLoss: number;
-  trainAccuracy: number;
-  validationLoss?: number;
-  validationAccuracy?: number;
-  seconds: number;
-  /** Of the epoch's last step. */
-  learningRate: number;
-}
-
-export interface NativeEpochEvent extends NativeEpochStats {
-  type: 'epoch';
-}
+export type NativeStepEvent = StepProgress;
+export type NativeEpochStats = EpochStats;
+export type NativeEpochEvent = EpochProgress;
 
 export interface NativeCheckpointEvent extends NativeTrainState {
   type: 'checkpoint';

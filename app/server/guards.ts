@@ -64,7 +64,7 @@ export function parseHost(value: string | undefined): HostAndPort | undefined {
     // "localhost." is "localhost": the trailing dot only says the name is absolute.
     return { hostname: url.hostname.replace(/\.$/, ''), port };
   } catch {
-    return undefined;
+    return undefined; // the URL parser refuses it (a port over 65535, a bad IPv6 form): not a host we answer to
   }
 }
 
@@ -139,7 +139,7 @@ export function originAllowed(origin: string | undefined, hostHeader: string | u
   try {
     url = new URL(origin);
   } catch {
-    return false;
+    return false; // an Origin that does not parse is no origin of ours
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !host) return false;
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);

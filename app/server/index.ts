@@ -19,11 +19,13 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { createApi, type Api } from '../api/session';
 import type { ServerMessage } from '../api/types';
 import { contentTypeFor } from '../core/files/contentTypes';
+import { errorText, stderrLogger, type Logger } from '../core/log';
 import { allowedHosts, authenticate, digest, hostAllowed, originAllowed, type AllowedHosts } from './guards';
 
 export interface ServerOptions {
@@ -44,6 +46,8 @@ export interface ServerOptions {
   allowHosts?: string[];
   /** Default `maxMessageBytes`: the largest WebSocket message accepted. */
   maxMessageBytes?: number;
+  /** Where failures go (a static file that could not be sent; the session's own, when the server makes it); default stderr. */
+  logger?: Logger;
 }
 
 export interface RunningServer {
@@ -103,13 +107,19 @@ const clientMessageSchema = z.strictObject({
 
 // ---- static files ----
 
-/** The file under `root` that `pathname` names, or undefined for anything outside it or missing. */
+/** What a path that names nothing servable gives: a missing file, a part that is a file, a loop, a name too long. */
+const notServable = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG']);
+
+/**
+ * The file under `root` that `pathname` names, or undefined for anything outside it or missing. Other
+ * failures (EACCES, EIO) are thrown: they are the server's problem, answered 500 and logged.
+ */
 async function resolveStatic(root: string, pathname: string): Promise<string | undefined> {
   let decoded: string;
   try {
     decoded = decodeURIComponent(pathname);
   } catch {
-    return undefined;
+    return undefined; // a malformed %-escape names no file
   }
   if (decoded.includes('\0') || decoded.includes('\\')) return undefined;
   const candidate = path.resolve(root, '.' + path.posix.normalize('/' + decoded));
@@ -120,8 +130,9 @@ async function resolveStatic(root: string, pathname: string): Promise<string | u
     if ((await fs.promises.stat(real)).isDirectory()) real = path.join(real, 'index.html');
     const stat = await fs.promises.stat(real);
     return stat.isFile() ? real : undefined;
-  } catch {
-    return undefined;
+  } catch (error) {
+    if (notServable.has((error as NodeJS.ErrnoException).code ?? '')) return undefined;
+    throw error;
   }
 }
 
@@ -159,7 +170,7 @@ function hasBody(request: http.IncomingMessage): boolean {
 }
 
 /** Host, Origin, body and token, in that order: the first check a request fails, or undefined. */
-function checkRequest(request: http.IncomingMessage, url: URL, gate: { allowed: AllowedHosts; port: number; expected: Buffer; cookieName: string }): Refusal | undefined {
+function checkRequest(request: http.IncomingMessage, url: URL, gate: Site['gate']): Refusal | undefined {
   if (!hostAllowed(request.headers.host, gate.allowed, gate.port)) {
     const names = [...gate.allowed.names].map((name) => `${name}:${gate.port}`).concat([...gate.allowed.withPort]);
     return refusal(421, `misdirected request: this server answers to ${names.join(', ')} only (serve --allow-host adds a name)\n`);
@@ -174,106 +185,149 @@ function checkRequest(request: http.IncomingMessage, url: URL, gate: { allowed: 
 
 // ---- the server ----
 
-export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const host = options.host ?? '127.0.0.1';
-  const token = options.token ?? randomBytes(32).toString('base64url');
-  if (token.length < 16) throw new Error('the server token must have at least 16 characters');
-  const expected = digest(token);
-  const staticRoot = options.staticDir ? await fs.promises.realpath(path.resolve(options.staticDir)) : undefined;
-  const allowed = allowedHosts(host, options.allowHosts);
-  const api = options.api ?? createApi();
-  const ownsApi = options.api === undefined;
-  // Known once listening (port 0 picks one); no request is handled before.
-  const gate = { allowed, port: 0, expected, cookieName: '' };
+/** What answering a request needs: who may ask (the gate), where the files are, the token to set as a cookie. */
+interface Site {
+  gate: { allowed: AllowedHosts; port: number; expected: Buffer; cookieName: string };
+  staticRoot: string | undefined;
+  token: string;
+  logger: Logger;
+}
 
-  async function serveStatic(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://localhost');
-    const refused = checkRequest(request, url, gate);
-    // Connection: close, so that an unread body is not read through to the next request.
-    if (refused) return sendText(response, refused.status, refused.text, { Connection: 'close' });
-    if (request.method !== 'GET' && request.method !== 'HEAD') return sendText(response, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
-    const cookie: Record<string, string> =
-      url.searchParams.has('token') ? { 'Set-Cookie': `${gate.cookieName}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` } : {};
-    if (url.pathname === apiPath) return sendText(response, 426, 'the UI API is a WebSocket\n', { ...cookie, Upgrade: 'websocket' });
-    const file = staticRoot && (await resolveStatic(staticRoot, url.pathname));
-    if (!file) return sendText(response, 404, 'not found\n', cookie);
-    const type = contentTypeFor(file);
-    const stat = await fs.promises.stat(file);
-    response.writeHead(200, { ...securityHeaders, ...cookie, 'Content-Type': type, 'Content-Length': String(stat.size) });
-    if (request.method === 'HEAD') return void response.end();
-    fs.createReadStream(file).on('error', () => response.destroy()).pipe(response);
-  }
+/** The request's path without its query (which may carry the token), for the log. */
+function pathOf(request: http.IncomingMessage): string {
+  return (request.url ?? '/').split('?')[0];
+}
 
-  const server = http.createServer((request, response) => {
-    serveStatic(request, response).catch(() => {
+async function serveStatic(site: Site, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  const refused = checkRequest(request, url, site.gate);
+  // Connection: close, so that an unread body is not read through to the next request.
+  if (refused) return sendText(response, refused.status, refused.text, { Connection: 'close' });
+  if (request.method !== 'GET' && request.method !== 'HEAD') return sendText(response, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+  const cookie: Record<string, string> =
+    url.searchParams.has('token') ? { 'Set-Cookie': `${site.gate.cookieName}=${encodeURIComponent(site.token)}; HttpOnly; SameSite=Strict; Path=/` } : {};
+  if (url.pathname === apiPath) return sendText(response, 426, 'the UI API is a WebSocket\n', { ...cookie, Upgrade: 'websocket' });
+  const file = site.staticRoot && (await resolveStatic(site.staticRoot, url.pathname));
+  if (!file) return sendText(response, 404, 'not found\n', cookie);
+  const type = contentTypeFor(file);
+  const stat = await fs.promises.stat(file);
+  response.writeHead(200, { ...securityHeaders, ...cookie, 'Content-Type': type, 'Content-Length': String(stat.size) });
+  if (request.method === 'HEAD') return void response.end();
+  fs.createReadStream(file)
+    .on('error', (error) => {
+      site.logger.error(`serve: reading ${file} for ${request.method} ${pathOf(request)}`, error);
+      response.destroy();
+    })
+    .pipe(response);
+}
+
+/** Static files; a failure is logged with the request's path and answered 500 (or the connection cut once the answer began). */
+function httpHandler(site: Site): http.RequestListener {
+  return (request, response) => {
+    serveStatic(site, request, response).catch((error: unknown) => {
+      site.logger.error(`serve: answering ${request.method} ${pathOf(request)}`, error);
       if (!response.headersSent) sendText(response, 500, 'internal error\n');
       else response.destroy();
     });
-  });
+  };
+}
 
-  // perMessageDeflate off (ws's server default, said aloud): no compressed message to inflate past the limit.
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes ?? maxMessageBytes, perMessageDeflate: false });
-  server.on('upgrade', (request, socket, head) => {
+/** The WebSocket handshake on /api, behind the same checks as every HTTP request. */
+function upgradeHandler(site: Site, sockets: WebSocketServer) {
+  return (request: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const refuse = ({ status, reason, text }: Refusal) => {
       socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
       socket.destroy();
     };
-    const refused = checkRequest(request, url, gate);
+    const refused = checkRequest(request, url, site.gate);
     if (refused) return refuse(refused);
     if (url.pathname !== apiPath) return refuse(refusal(404, 'not found\n'));
     sockets.handleUpgrade(request, socket, head, (client) => sockets.emit('connection', client, request));
-  });
+  };
+}
 
-  sockets.on('connection', (client: WebSocket) => {
-    const send = (message: ServerMessage): void => {
-      if (client.readyState === client.OPEN) client.send(JSON.stringify(message));
-    };
-    const unsubscribe = api.subscribe(send);
-    let inFlight = 0;
-    client.on('close', unsubscribe);
-    client.on('error', () => client.terminate());
-    client.on('message', (data, isBinary) => {
-      let message: unknown;
-      try {
-        if (isBinary) throw new Error('binary');
-        message = JSON.parse(data.toString());
-      } catch {
-        return send({ id: null, error: { message: 'a message must be JSON text: { "id", "channel", "payload" }' } });
-      }
-      const parsed = clientMessageSchema.safeParse(message);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        const field = [...issue.path.map(String), ...(issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : [])].join('.');
-        const rawId = (message as { id?: unknown } | null)?.id;
-        const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
-        return send({ id, error: { message: `invalid message: ${field || 'message'}: ${issue.message}`, field: field || undefined } });
-      }
-      const { id, channel, payload } = parsed.data;
-      if (inFlight >= maxInFlightPerSocket) {
-        return send({ id, error: { message: `too many requests at once: at most ${maxInFlightPerSocket} may wait for a reply on one connection` } });
-      }
-      inFlight += 1;
-      void api
-        .dispatch(channel, payload)
-        .catch((error: unknown) => ({ error: { message: error instanceof Error ? error.message : String(error) } }))
-        .then((response) => {
-          inFlight -= 1;
-          send({ id, ...response } as ServerMessage);
-        });
-    });
-  });
+/** A client message as { id, channel, payload }, or the error value its reply carries. */
+function parseClientMessage(data: RawData, isBinary: boolean): { id: string | number; channel: string; payload?: unknown } | ServerMessage {
+  let message: unknown;
+  try {
+    if (isBinary) throw new Error('binary');
+    message = JSON.parse(data.toString());
+  } catch {
+    // a client's message that is not JSON text: answered as such, the socket stays open
+    return { id: null, error: { message: 'a message must be JSON text: { "id", "channel", "payload" }' } };
+  }
+  const parsed = clientMessageSchema.safeParse(message);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = [...issue.path.map(String), ...(issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : [])].join('.');
+  const rawId = (message as { id?: unknown } | null)?.id;
+  const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  return { id, error: { message: `invalid message: ${field || 'message'}: ${issue.message}`, field: field || undefined } };
+}
 
-  await new Promise<void>((resolve, reject) => {
+/** One authenticated socket: the session's events out, requests in (at most maxInFlightPerSocket waiting). */
+function serveSocket(api: Api, logger: Logger, client: WebSocket): void {
+  const send = (message: ServerMessage): void => {
+    if (client.readyState === client.OPEN) client.send(JSON.stringify(message));
+  };
+  const unsubscribe = api.subscribe(send);
+  let inFlight = 0;
+  client.on('close', unsubscribe);
+  // A client's protocol error (a frame over maxPayload, a malformed frame): ws closes with a code; nothing of ours failed.
+  client.on('error', () => client.terminate());
+  client.on('message', (data, isBinary) => {
+    const message = parseClientMessage(data, isBinary);
+    if (!('channel' in message)) return send(message);
+    const { id, channel, payload } = message;
+    if (inFlight >= maxInFlightPerSocket) {
+      return send({ id, error: { message: `too many requests at once: at most ${maxInFlightPerSocket} may wait for a reply on one connection` } });
+    }
+    inFlight += 1;
+    void api
+      .dispatch(channel, payload)
+      .catch((error: unknown) => {
+        // dispatch answers errors as values: a rejection is a bug, logged, and still answered
+        logger.error(`serve: ${channel} rejected`, error);
+        return { error: { message: errorText(error) } };
+      })
+      .then((response) => {
+        inFlight -= 1;
+        send({ id, ...response } as ServerMessage);
+      });
+  });
+}
+
+function listen(server: http.Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
-      resolve();
+      resolve(server.address() as AddressInfo);
     });
   });
-  const address = server.address() as AddressInfo;
-  gate.port = address.port;
-  gate.cookieName = tokenCookieName(address.port);
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token ?? randomBytes(32).toString('base64url');
+  if (token.length < 16) throw new Error('the server token must have at least 16 characters');
+  const logger = options.logger ?? stderrLogger;
+  const staticRoot = options.staticDir ? await fs.promises.realpath(path.resolve(options.staticDir)) : undefined;
+  const api = options.api ?? createApi({ logger });
+  const ownsApi = options.api === undefined;
+  // The port is known once listening (port 0 picks one); no request is handled before.
+  const site: Site = { gate: { allowed: allowedHosts(host, options.allowHosts), port: 0, expected: digest(token), cookieName: '' }, staticRoot, token, logger };
+
+  const server = http.createServer(httpHandler(site));
+  // perMessageDeflate off (ws's server default, said aloud): no compressed message to inflate past the limit.
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: options.maxMessageBytes ?? maxMessageBytes, perMessageDeflate: false });
+  server.on('upgrade', upgradeHandler(site, sockets));
+  sockets.on('connection', (client: WebSocket) => serveSocket(api, logger, client));
+
+  const address = await listen(server, host, options.port ?? 0);
+  site.gate.port = address.port;
+  site.gate.cookieName = tokenCookieName(address.port);
   const urlHost = address.address.includes(':') ? `[${address.address}]` : address.address;
   const url = `http://${urlHost}:${address.port}/`;
 
@@ -294,7 +348,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     token,
     host: address.address,
     port: address.port,
-    cookieName: gate.cookieName,
+    cookieName: site.gate.cookieName,
     close,
   };
 }

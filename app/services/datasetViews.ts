@@ -4,32 +4,10 @@ import * as fs from 'node:fs';
 import Papa from 'papaparse';
 import { sniffDelimiter } from '../core/data/csv';
 import { classCounts, featureSize, type Dataset } from '../core/data/dataset';
+import type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 import type { DataSource } from './dataSources';
 
-export interface DatasetSummary {
-  /** 'images' for [C,H,W] features, 'table' for flat ones. */
-  kind: 'images' | 'table';
-  count: number;
-  featureShape: number[];
-  /** Names of the features (after one-hot expansion); empty for images. */
-  featureNames: string[];
-  classLabels: string[];
-  /** Examples per class, indexed like classLabels. */
-  classCounts: number[];
-}
-
-export interface ImagePreview {
-  /** The class label, or null for an unlabeled example. */
-  label: string | null;
-  /** [C,H,W] */
-  shape: number[];
-  /** C*H*W values in CHW order, rounded to 0-255. */
-  pixels: number[];
-}
-
-export type DatasetPreview =
-  | { kind: 'table'; columns: string[]; rows: string[][]; classLabels: string[]; classCounts: number[] }
-  | { kind: 'images'; images: ImagePreview[]; classLabels: string[]; classCounts: number[] };
+export type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 
 export const maxPreviewRows = 200;
 const previewHeadBytes = 1024 * 1024;

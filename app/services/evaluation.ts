@@ -120,7 +120,7 @@ async function prepareForPrediction(model: Model<Preprocessing>, source: DataSou
     try {
       return await prepare(model, source, true);
     } catch {
-      throw labelledError;
+      throw labelledError; // neither way read it: the labelled reading's error says more
     }
   }
 }

@@ -12,8 +12,8 @@ import {
   parseCourseModelText, saveModelAs, saveModelFile,
 } from './models';
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
-import { defaultRunStore, recordRun, type RunContext } from './runs';
-import { planSplit, trainModel, TrainingControl, type TrainOutcome } from './training';
+import { defaultRunStore } from './runs';
+import { planSplit, settle, trainModel, TrainingControl } from './training';
 
 export const services = {
   datasets: {
@@ -39,7 +39,7 @@ export const services = {
     importCourseModel,
     parseCourseModel: parseCourseModelText,
   },
-  training: { train: trainModel, control: () => new TrainingControl(), planSplit },
+  training: { train: trainModel, settle, control: () => new TrainingControl(), planSplit },
   /** Run history in the user's data folder (NNSTUDIO_DATA_DIR overrides it). */
   runs: {
     directory: () => defaultRunStore.directory,
@@ -48,7 +48,8 @@ export const services = {
     delete: (idOrPrefix: string) => defaultRunStore.delete(idOrPrefix),
     loadModel: (idOrPrefix: string) => defaultRunStore.get(idOrPrefix).then((record) => defaultRunStore.loadModel(record)),
     modelPath: (record: RunRecord) => defaultRunStore.modelPath(record),
-    record: (outcome: TrainOutcome, context: RunContext) => recordRun(outcome, context, defaultRunStore),
+    /** The store itself, for a run that records itself (TrainingHooks.history). */
+    store: () => defaultRunStore,
   },
   evaluation: { evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
@@ -57,11 +58,11 @@ export const services = {
 
 export type Services = typeof services;
 export type { DataSource } from './dataSources';
-export type { ResumeRequest, SplitPlan, TrainEvent, TrainingControl, TrainOutcome, TrainPlan, TrainRequest } from './training';
+export type { ResumeRequest, SavedRunResult, SplitPlan, TrainEvent, TrainingControl, TrainingEnding, TrainingHooks, TrainOutcome, TrainPlan, TrainRequest } from './training';
 export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';
 export type { CellExamples, CellQuery, PredictionSet } from './examples';
 export type { ExportFormat, TrainedModel } from './models';
-export { RunStore, type RunContext, type RunListing, type RunProblem } from './runs';
+export { RunStore, type RunContext, type RunListing, type RunNaming, type RunProblem } from './runs';
 export type { RunRecord, RunStatus, RunSummary } from '../core/runs/runFile';

@@ -70,7 +70,7 @@ const packageVersion = (): string => {
   try {
     return String(require('../../../package.json').version);
   } catch {
-    return '';
+    return ''; // a copy of the app without its package.json: the ONNX file names no producer version
   }
 };
 

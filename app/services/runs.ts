@@ -109,15 +109,19 @@ export class RunStore {
     return record.modelFile === null ? undefined : path.join(this.directory, record.modelFile);
   }
 
-  /** Every readable run, newest first, and every unreadable file with the reason. A missing folder lists nothing. */
-  async list(): Promise<RunListing> {
-    let names: string[];
+  /** The run files' names; a folder not made yet (no run recorded) holds none, any other failure is thrown. */
+  private async runFileNames(): Promise<string[]> {
     try {
-      names = (await fsp.readdir(this.directory)).filter(isRunFileName).sort();
+      return (await fsp.readdir(this.directory)).filter(isRunFileName).sort();
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { runs: [], problems: [] };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
+  }
+
+  /** Every readable run, newest first, and every unreadable file with the reason. A missing folder lists nothing. */
+  async list(): Promise<RunListing> {
+    const names = await this.runFileNames();
     const runs: RunSummary[] = [];
     const problems: RunProblem[] = [];
     for (const name of names) {
@@ -141,8 +145,7 @@ export class RunStore {
    */
   async resolveId(idOrPrefix: string): Promise<string> {
     checkRunId(idOrPrefix);
-    const names = await fsp.readdir(this.directory).catch(() => [] as string[]);
-    const ids = names.filter(isRunFileName).map((name) => name.slice(0, -runFileSuffix.length));
+    const ids = (await this.runFileNames()).map((name) => name.slice(0, -runFileSuffix.length));
     if (ids.includes(idOrPrefix)) return idOrPrefix;
     const matches = ids.filter((id) => id.startsWith(idOrPrefix));
     if (matches.length === 1) return matches[0];
@@ -158,7 +161,13 @@ export class RunStore {
   async loadModel(record: RunRecord): Promise<TrainedModel> {
     const file = this.modelPath(record);
     if (!file) throw new Error(`run ${record.id} kept no model file`);
-    const present = await fsp.access(file).then(() => true, () => false);
+    const present = await fsp.access(file).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return false; // said below in the run's words
+        throw error;
+      },
+    );
     if (!present) throw new Error(`run ${record.id}: its model file ${file} is missing`);
     return loadModelFile(file);
   }
@@ -205,6 +214,9 @@ export interface RunContext {
   dataDescription?: string;
   testDataDescription?: string;
 }
+
+/** How a face names a run's data in the run history (an upload's name rather than its temporary path). */
+export type RunNaming = Omit<RunContext, 'startedAt' | 'request'>;
 
 /** The engine's status as a run file's: 'early_stopped' / 'earlyStopped' / 'early-stopped' are one status. */
 export function runStatusOf(status: string): RunStatus {

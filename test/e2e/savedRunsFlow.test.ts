@@ -60,9 +60,11 @@ describe('saved runs: listed, opened, compared and deleted on the Models screen'
 
   step('the Models screen lists the saved runs, newest first, with their key metrics', 20_000, async () => {
     await goTo(page(), 'Models');
+    // Read until one reading has both parts: the list may be drawn again (a refresh) between the header and the rows.
     const table = await eventually(async () => {
       const shown = await readSavedRuns(page());
       assert.equal(shown.rows.length, 2);
+      assert.equal(shown.columns.length, 8);
       return shown;
     });
     assert.deepEqual(table.columns, ['Date', 'Data', 'Model', 'Epochs', 'Test accuracy', 'Macro F1', 'Status', 'Actions']);

@@ -1,12 +1,13 @@
 // `nnstudio train`: load data, build the model, train with a progress bar, report test metrics, save.
-// With --checkpoint a checkpoint is written after every epoch; --resume continues one exactly.
+// With --checkpoint a checkpoint is written after every epoch; --resume continues one exactly. Both go through
+// the services' one training path, which also records the run in the run history (unless --no-history).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
 import { lossNames } from '../../core/model/spec';
 import type { ModelChoice } from '../../services/modelSpecs';
-import { services, type RunContext, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
+import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
 import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
@@ -90,7 +91,7 @@ function progressReporter(options: TrainCommandOptions) {
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
             `${plan.testCount} test), ${plan.classLabels.length} classes, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
         );
-        if (plan.resumedFrom) stream.write(`resuming ${plan.resumedFrom.path} after epoch ${plan.resumedFrom.epoch}\n`);
+        if (plan.resumedFrom) stream.write(`resuming ${options.resume} after epoch ${plan.resumedFrom.epoch}\n`);
       } else if (event.type === 'step' && terminal) {
         terminal.update(renderProgressBar({ ...event, epochs }));
       } else if (event.type === 'epoch') {
@@ -117,6 +118,25 @@ const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
 ];
 
 async function runTrain(options: TrainCommandOptions): Promise<void> {
+  checkFlags(options);
+  // The data is read before the progress display starts (a bad file is reported on a clean line).
+  const request = options.resume === undefined ? await newRunRequest(options) : resumeRequest(options, options.resume);
+  const reporter = progressReporter(options);
+  // A continued run (--resume) is recorded with the request rebuilt from its checkpoint.
+  const history = options.history ? { history: { store: services.runs.store() } } : {};
+  const outcome = await untilInterrupted((signal) => services.training.train(request, { onEvent: (event) => reporter.onEvent(event), signal, ...history }))
+    .finally(() => reporter.done());
+
+  await services.models.save(options.out, outcome.model);
+  if (outcome.savedRun?.error !== undefined) {
+    process.stderr.write(`warning: the run was not recorded in the run history: ${outcome.savedRun.error}${options.json ? '' : ' (--no-history skips it)'}\n`);
+  }
+  report(outcome, options, outcome.savedRun?.runId);
+  if (outcome.status === 'diverged') process.exitCode = 3;
+  else if (outcome.status === 'cancelled') process.exitCode = 130;
+}
+
+function checkFlags(options: TrainCommandOptions): void {
   checkOutputPath(options.out);
   if (options.checkpoint !== undefined) checkOutputPath(options.checkpoint, '--checkpoint');
   if (options.restoreBest && !options.earlyStop && !options.resume) throw new Error('--restore-best needs --early-stop');
@@ -124,12 +144,10 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
     const given = fixedByCheckpoint.filter(([key]) => options[key] !== undefined).map(([, flag]) => flag);
     if (given.length > 0) throw new Error(`--resume continues the checkpoint's run as it was: leave out ${given.join(', ')}`);
   }
-  const startedAt = new Date();
-  // The data is read before the progress display starts (a bad file is reported on a clean line).
-  const newRun = options.resume === undefined ? await newRunRequest(options) : undefined;
-  const reporter = progressReporter(options);
+}
 
-  // First Ctrl-C stops training and still saves the weights so far; a second one quits at once.
+/** First Ctrl-C stops training and still saves the weights so far; a second one quits at once. */
+async function untilInterrupted<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const abort = new AbortController();
   const onInterrupt = () => {
     if (abort.signal.aborted) process.exit(130);
@@ -137,21 +155,15 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
     abort.abort();
   };
   process.on('SIGINT', onInterrupt);
-  let outcome: TrainOutcome;
   try {
-    const request = newRun ?? { resumeFrom: options.resume!, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint };
-    outcome = await services.training.train(request, (event) => reporter.onEvent(event), abort.signal);
+    return await run(abort.signal);
   } finally {
-    reporter.done();
     process.off('SIGINT', onInterrupt);
   }
+}
 
-  await services.models.save(options.out, outcome.model);
-  // A continued run (--resume) is recorded with the request rebuilt from its checkpoint.
-  const runId = options.history ? await recordInHistory(outcome, { startedAt, request: outcome.request }, options) : undefined;
-  report(outcome, options, runId);
-  if (outcome.status === 'diverged') process.exitCode = 3;
-  else if (outcome.status === 'cancelled') process.exitCode = 130;
+function resumeRequest(options: TrainCommandOptions, checkpoint: string): ResumeRequest {
+  return { resumeFrom: checkpoint, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint };
 }
 
 async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {
@@ -176,16 +188,6 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,
   };
-}
-
-/** The run history is a convenience: failing to write it warns and leaves the exit code alone. */
-async function recordInHistory(outcome: TrainOutcome, context: RunContext, options: TrainCommandOptions): Promise<string | undefined> {
-  try {
-    return (await services.runs.record(outcome, context)).id;
-  } catch (error) {
-    process.stderr.write(`warning: the run was not recorded in the run history: ${(error as Error).message}${options.json ? '' : ' (--no-history skips it)'}\n`);
-    return undefined;
-  }
 }
 
 function report(outcome: TrainOutcome, options: TrainCommandOptions, runId: string | undefined): void {

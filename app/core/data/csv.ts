@@ -507,91 +507,12 @@ class CsvReader {
       throw new DataError(this.file, this.hasHeader ? 'the file has a header row but no data rows' : 'the file has no data rows');
     }
     const count = this.count;
-
-    // classes
-    let labels: Int32Array;
-    let classLabels: string[];
-    if (layout.labelIndex < 0) {
-      labels = this.labelIds.trimmed();
-      classLabels = [...(this.knownLabels ?? [])];
-    } else if (this.knownLabels !== undefined) {
-      labels = this.labelIds.trimmed();
-      classLabels = [...this.knownLabels];
-    } else {
-      const { ordered, rank } = orderValues(this.seenLabels.texts);
-      labels = new Int32Array(count);
-      const ids = this.labelIds.data;
-      for (let i = 0; i < count; i++) labels[i] = rank[ids[i]];
-      classLabels = ordered;
-    }
-
-    // categories and feature names
-    const encodedColumns: EncodedColumn[] = [];
-    const featureNames: string[] = [];
-    /** Per categorical column: stored value → category index (null: stored values are indices already). */
-    const categoryIndex = new Map<CategoricalColumn, { rank: Int32Array | null; width: number }>();
-    for (const column of layout.columns) {
-      if (column.kind === 'numeric') {
-        encodedColumns.push({ kind: 'numeric', name: column.name, index: column.source });
-        featureNames.push(column.name);
-        continue;
-      }
-      let categories: string[];
-      if (column.known !== undefined) {
-        categories = [...column.known];
-        categoryIndex.set(column, { rank: null, width: categories.length });
-      } else {
-        const { ordered, rank } = orderValues(column.seen.texts);
-        categories = ordered;
-        categoryIndex.set(column, { rank, width: categories.length });
-      }
-      encodedColumns.push({ kind: 'categorical', name: column.name, index: column.source, categories });
-      for (const category of categories) featureNames.push(`${column.name}=${category}`);
-    }
-    const width = featureNames.length;
-
-    // features: the numbers as parsed, or assembled with one-hot blocks in column order
-    let features: Float32Array;
-    if (categoryIndex.size === 0) {
-      features = this.numbers.trimmed();
-    } else {
-      features = new Float32Array(count * width);
-      const numbers = this.numbers.data;
-      const numericCount = layout.numericSources.length;
-      let at = 0;
-      for (let row = 0; row < count; row++) {
-        for (const column of layout.columns) {
-          if (column.kind === 'numeric') {
-            features[at++] = numbers[row * numericCount + column.slot];
-          } else {
-            const { rank, width: categoryCount } = categoryIndex.get(column)!;
-            const value = column.values.data[row];
-            features[at + (rank === null ? value : rank[value])] = 1;
-            at += categoryCount;
-          }
-        }
-      }
-    }
+    const { labels, classLabels } = this.classes();
+    const { encodedColumns, featureNames, categoryIndex } = this.featureColumns();
+    const features = this.assembleFeatures(categoryIndex, featureNames.length);
+    const { featureShape, imageShape, pixelScale } = this.scaleImages(features, featureNames.length);
 
     const encoding = this.options.encoding;
-    const imageShape = encoding?.imageShape ?? this.options.imageShape;
-    const pixelScale = encoding?.pixelScale ?? this.options.pixelScale;
-    let featureShape = [width];
-    if (imageShape !== undefined) {
-      if (imageShape.length !== 3 || imageShape.some((dim) => !Number.isInteger(dim) || dim <= 0)) {
-        throw new DataError(this.file, `image shape ${formatShape(imageShape)} is not [C,H,W] with positive integers`);
-      }
-      if (featureSize(imageShape) !== width) {
-        throw new DataError(this.file, `image shape ${formatShape(imageShape)} needs ${featureSize(imageShape)} feature columns, found ${width}`);
-      }
-      featureShape = [...imageShape];
-    }
-    if (pixelScale !== undefined) {
-      if (!(pixelScale > 0) || !Number.isFinite(pixelScale)) throw new DataError(this.file, `pixel scale ${pixelScale} must be a positive number`);
-      const inverse = 1 / pixelScale;
-      for (let i = 0; i < features.length; i++) features[i] *= inverse;
-    }
-
     const resultEncoding: CsvEncoding = encoding !== undefined
       ? { ...encoding, classLabels }
       : {
@@ -616,6 +537,90 @@ class CsvReader {
       ...(pixelScale !== undefined ? { pixelScale } : {}),
       encoding: resultEncoding,
     };
+  }
+
+  /** The class of every row and the class names: the known ones, or those seen in sorted order. */
+  private classes(): { labels: Int32Array; classLabels: string[] } {
+    const layout = this.layout!;
+    if (layout.labelIndex < 0) return { labels: this.labelIds.trimmed(), classLabels: [...(this.knownLabels ?? [])] };
+    if (this.knownLabels !== undefined) return { labels: this.labelIds.trimmed(), classLabels: [...this.knownLabels] };
+    const { ordered, rank } = orderValues(this.seenLabels.texts);
+    const labels = new Int32Array(this.count);
+    const ids = this.labelIds.data;
+    for (let i = 0; i < this.count; i++) labels[i] = rank[ids[i]];
+    return { labels, classLabels: ordered };
+  }
+
+  /** The encoded columns and feature names; per categorical column, stored value → category index (null: stored values are indices already). */
+  private featureColumns() {
+    const encodedColumns: EncodedColumn[] = [];
+    const featureNames: string[] = [];
+    const categoryIndex = new Map<CategoricalColumn, { rank: Int32Array | null; width: number }>();
+    for (const column of this.layout!.columns) {
+      if (column.kind === 'numeric') {
+        encodedColumns.push({ kind: 'numeric', name: column.name, index: column.source });
+        featureNames.push(column.name);
+        continue;
+      }
+      let categories: string[];
+      if (column.known !== undefined) {
+        categories = [...column.known];
+        categoryIndex.set(column, { rank: null, width: categories.length });
+      } else {
+        const { ordered, rank } = orderValues(column.seen.texts);
+        categories = ordered;
+        categoryIndex.set(column, { rank, width: categories.length });
+      }
+      encodedColumns.push({ kind: 'categorical', name: column.name, index: column.source, categories });
+      for (const category of categories) featureNames.push(`${column.name}=${category}`);
+    }
+    return { encodedColumns, featureNames, categoryIndex };
+  }
+
+  /** The numbers as parsed, or assembled with one-hot blocks in column order. */
+  private assembleFeatures(categoryIndex: Map<CategoricalColumn, { rank: Int32Array | null; width: number }>, width: number): Float32Array {
+    if (categoryIndex.size === 0) return this.numbers.trimmed();
+    const layout = this.layout!;
+    const features = new Float32Array(this.count * width);
+    const numbers = this.numbers.data;
+    const numericCount = layout.numericSources.length;
+    let at = 0;
+    for (let row = 0; row < this.count; row++) {
+      for (const column of layout.columns) {
+        if (column.kind === 'numeric') {
+          features[at++] = numbers[row * numericCount + column.slot];
+        } else {
+          const { rank, width: categoryCount } = categoryIndex.get(column)!;
+          const value = column.values.data[row];
+          features[at + (rank === null ? value : rank[value])] = 1;
+          at += categoryCount;
+        }
+      }
+    }
+    return features;
+  }
+
+  /** The image shape the features take (checked against their width) and the pixel scale, applied in place. */
+  private scaleImages(features: Float32Array, width: number): { featureShape: number[]; imageShape?: readonly number[]; pixelScale?: number } {
+    const encoding = this.options.encoding;
+    const imageShape = encoding?.imageShape ?? this.options.imageShape;
+    const pixelScale = encoding?.pixelScale ?? this.options.pixelScale;
+    let featureShape = [width];
+    if (imageShape !== undefined) {
+      if (imageShape.length !== 3 || imageShape.some((dim) => !Number.isInteger(dim) || dim <= 0)) {
+        throw new DataError(this.file, `image shape ${formatShape(imageShape)} is not [C,H,W] with positive integers`);
+      }
+      if (featureSize(imageShape) !== width) {
+        throw new DataError(this.file, `image shape ${formatShape(imageShape)} needs ${featureSize(imageShape)} feature columns, found ${width}`);
+      }
+      featureShape = [...imageShape];
+    }
+    if (pixelScale !== undefined) {
+      if (!(pixelScale > 0) || !Number.isFinite(pixelScale)) throw new DataError(this.file, `pixel scale ${pixelScale} must be a positive number`);
+      const inverse = 1 / pixelScale;
+      for (let i = 0; i < features.length; i++) features[i] *= inverse;
+    }
+    return { featureShape, imageShape, pixelScale };
   }
 }
 

@@ -288,7 +288,7 @@ export async function looksLikeIdx(file: string): Promise<boolean> {
     }
     return start.length >= 4 && start[0] === 0 && start[1] === 0 && start[2] === unsignedByteType && (start[3] === 1 || start[3] === 3);
   } catch {
-    return false;
+    return false; // unreadable or not gzip after all: not IDX by its content; the loader then reports the file
   } finally {
     await handle?.close();
   }

@@ -53,6 +53,7 @@ export async function writeFileAtomic(filePath: string, data: string | Uint8Arra
     handle = undefined;
     await fsp.rename(temporary, filePath);
   } catch (error) {
+    // Cleaning up after the failure reported below: a second failure here would only hide the first.
     await handle?.close().catch(() => undefined);
     await fsp.rm(temporary, { force: true }).catch(() => undefined);
     throw new FileWriteError(filePath, describeFsError(error, filePath));

@@ -11,33 +11,16 @@ import {
 import { issueText, parseErrorText } from '../files/messages';
 import { parameterTable } from './shapes';
 import { parseModelSpec } from './spec';
+import type { EpochStats, TrainState } from './trainingTypes';
 
 export const checkpointFormatVersion = 1;
 export const checkpointMetadataKey = 'nnstudio_checkpoint';
 
 /** One epoch as the engine reports it (exact doubles; a non-finite loss is written as null). */
-export interface CheckpointEpoch {
-  epoch: number;
-  trainLoss: number;
-  trainAccuracy: number;
-  validationLoss?: number;
-  validationAccuracy?: number;
-  seconds: number;
-  learningRate: number;
-}
+export type CheckpointEpoch = EpochStats;
 
-/** The engine's TrainState (app/engine TrainState has the same shape). */
-export interface TrainingState {
-  epoch: number;
-  step: number;
-  /** Decimal string: 64 bits. */
-  seed: string;
-  learningRate: number;
-  parameters: Float32Array;
-  optimizerState: Float32Array;
-  history: CheckpointEpoch[];
-  bestParameters?: Float32Array;
-}
+/** The engine's TrainState, as a checkpoint keeps it. */
+export type TrainingState = TrainState;
 
 export interface Checkpoint<Preprocessing = unknown> {
   /** The model as of the checkpoint (its parameters are state.parameters). */
@@ -178,11 +161,15 @@ export function decodeCheckpoint<Preprocessing = unknown>(
     learningRate: block.learningRate,
     parameters: decoded.model.parameters,
     optimizerState,
-    history: block.history.map((epoch) => {
-      const record: CheckpointEpoch = { ...epoch, trainLoss: fromJsonLoss(epoch.trainLoss) } as CheckpointEpoch;
-      if (epoch.validationLoss !== undefined) record.validationLoss = fromJsonLoss(epoch.validationLoss);
-      return record;
-    }),
+    history: block.history.map((epoch): CheckpointEpoch => ({
+      epoch: epoch.epoch,
+      trainLoss: fromJsonLoss(epoch.trainLoss),
+      trainAccuracy: epoch.trainAccuracy,
+      ...(epoch.validationLoss !== undefined ? { validationLoss: fromJsonLoss(epoch.validationLoss) } : {}),
+      ...(epoch.validationAccuracy !== undefined ? { validationAccuracy: epoch.validationAccuracy } : {}),
+      seconds: epoch.seconds,
+      learningRate: epoch.learningRate,
+    })),
     ...(bestParameters ? { bestParameters } : {}),
   };
   return { model: decoded.model, state, run: block.run };

@@ -12,6 +12,7 @@ import { parseModelSpec } from './spec';
 import type { ModelSpec } from './spec';
 import { classCount, elementCount, parameterTable } from './shapes';
 import type { ParamTensor } from './shapes';
+import type { TrainingRecord } from './trainingTypes';
 
 export const modelFormatVersion = 1;
 /** The safetensors library's own limit on the header. */
@@ -19,25 +20,7 @@ export const maxHeaderBytes = 100_000_000;
 
 // ---- types ----
 
-export interface EpochRecord {
-  epoch: number;
-  /** null where the loss was not finite (JSON has no NaN). */
-  trainLoss: number | null;
-  trainAccuracy: number | null;
-  validationLoss?: number | null;
-  validationAccuracy?: number | null;
-  seconds: number;
-  [extra: string]: unknown;
-}
-
-export interface TrainingRecord {
-  /** The options the run used (epochs, batchSize, ...), as the caller passed them. */
-  options: Record<string, unknown>;
-  history: EpochRecord[];
-  /** "cpu (2 threads)", "NVIDIA H100 80GB HBM3". */
-  device: string;
-  seconds: number;
-}
+export type { EpochRecord, TrainingRecord } from './trainingTypes';
 
 export interface Model<Preprocessing = unknown> {
   spec: ModelSpec;
@@ -237,12 +220,34 @@ export function decodeModelFile<Preprocessing = unknown>(
   extra: ExtraLayout,
   { allowUnknownTensors = false }: { allowUnknownTensors?: boolean } = {},
 ): DecodedFile<Preprocessing> {
-  const fail = (problem: string): never => {
+  const fail: Fail = (problem) => {
     throw new ModelFileError(fileName, `${fileName}: ${problem}`);
   };
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const { header, headerLength } = readHeader(buffer, fail);
+  const { fileMetadata, metadata } = readMetadata(header, fail);
+  const { spec, table, fields, preprocessing } = readModelFields(metadata, options, fail);
 
-  // -- header --
+  const dataStart = 8 + headerLength;
+  const extraTable = extra.tensors.map((tensor) => ({ name: tensor.name, shape: tensor.shape, size: elementCount(tensor.shape) }));
+  const ranges = locateTensors(header, table, extraTable, buffer.length - dataStart, allowUnknownTensors, fail);
+  const data = buffer.subarray(dataStart);
+  const parameters = readParameters(data, table, ranges, fail);
+  const tensors = new Map<string, Float32Array>();
+  for (const tensor of extraTable) tensors.set(tensor.name, readFloats(data, tensor, ranges.get(tensor.name)!, fail));
+
+  const { inputShape, labels, featureNames, training, metrics } = fields;
+  const model: Model<Preprocessing> = { spec, parameters, labels, featureNames, inputShape, preprocessing };
+  if (training !== undefined) model.training = training as TrainingRecord;
+  if (metrics !== undefined) model.metrics = metrics;
+  return { model, tensors, metadata: fileMetadata };
+}
+
+/** Throws the file's ModelFileError, "<fileName>: <problem>". */
+type Fail = (problem: string) => never;
+
+/** The safetensors header: its 8-byte length, then that much UTF-8 JSON holding an object. */
+function readHeader(buffer: Buffer, fail: Fail): { header: Record<string, unknown>; headerLength: number } {
   if (buffer.length < 8) {
     fail(`not a model file: ${buffer.length} bytes, too short for a safetensors header length (8 bytes)`);
   }
@@ -267,8 +272,11 @@ export function decodeModelFile<Preprocessing = unknown>(
     fail(`header is not valid JSON (${parseErrorText(error)}): not a safetensors file, or a damaged one`);
   }
   if (!isPlainObject(header)) return fail('header is not a JSON object: not a safetensors file');
+  return { header, headerLength };
+}
 
-  // -- metadata --
+/** __metadata__ (strings only) and its "nnstudio" entry, a JSON object of our format version. */
+function readMetadata(header: Record<string, unknown>, fail: Fail): { fileMetadata: Record<string, string>; metadata: Record<string, unknown> } {
   if (!has(header, '__metadata__')) fail('header has no __metadata__: a safetensors file, but not an NN Studio model');
   const fileMetadata = header.__metadata__;
   if (!isPlainObject(fileMetadata) || Object.values(fileMetadata).some((value) => typeof value !== 'string')) {
@@ -292,7 +300,11 @@ export function decodeModelFile<Preprocessing = unknown>(
     const newer = typeof version === 'number' && version > modelFormatVersion ? ' (written by a newer NN Studio)' : '';
     fail(`format version ${valueText(version)} is not supported: this NN Studio reads version ${modelFormatVersion}${newer}`);
   }
+  return { fileMetadata: fileMetadata as Record<string, string>, metadata };
+}
 
+/** The spec, its parameter table, the metadata's fields checked against it, and the preprocessing. */
+function readModelFields<Preprocessing>(metadata: Record<string, unknown>, options: DecodeOptions<Preprocessing>, fail: Fail) {
   let spec: ModelSpec = undefined as unknown as ModelSpec;
   let table: ParamTensor[] = [];
   let classes = 0;
@@ -307,7 +319,7 @@ export function decodeModelFile<Preprocessing = unknown>(
 
   const fields = metadataSchema.safeParse(metadata);
   if (!fields.success) return fail(`metadata ${issueText(fields.error, 'nnstudio')}`);
-  const { inputShape, labels, featureNames, training, metrics } = fields.data;
+  const { inputShape, labels } = fields.data;
   if (elementCount(inputShape) !== elementCount(spec.input)) {
     fail(`metadata inputShape ${shapeText(inputShape)} does not match the spec's input ${shapeText(spec.input)}`);
   }
@@ -319,62 +331,80 @@ export function decodeModelFile<Preprocessing = unknown>(
     if (!parsed.success) fail(`metadata ${issueText(parsed.error, 'preprocessing')}`);
     else preprocessing = parsed.data;
   }
+  return { spec, table, fields: fields.data, preprocessing };
+}
 
-  // -- tensors --
-  const dataStart = 8 + headerLength;
-  const dataLength = buffer.length - dataStart;
-  const ranges: { name: string; begin: number; end: number }[] = [];
-  const extraTable = extra.tensors.map((tensor) => ({ name: tensor.name, shape: tensor.shape, size: elementCount(tensor.shape) }));
-  for (const tensor of [...table, ...extraTable]) {
-    const name = tensor.name;
-    if (!has(header, name)) fail(`tensor ${name} is missing`);
-    const entry = header[name];
-    if (!isPlainObject(entry)) return fail(`tensor ${name}: its header entry is not an object`);
-    if (entry.dtype !== 'F32') fail(`tensor ${name} has dtype ${valueText(entry.dtype)}, NN Studio models hold F32`);
-    const shape = entry.shape;
-    if (!Array.isArray(shape) || shape.some((dim) => !Number.isSafeInteger(dim) || dim < 0)) {
-      fail(`tensor ${name} has a malformed shape ${valueText(shape)}`);
-    }
-    if (shapeText(shape as number[]) !== shapeText(tensor.shape)) {
-      fail(`tensor ${name} has shape ${oneLine(shapeText(shape as number[]), 60)}, the spec needs ${shapeText(tensor.shape)}`);
-    }
-    const offsets = entry.data_offsets;
-    if (
-      !Array.isArray(offsets) ||
-      offsets.length !== 2 ||
-      offsets.some((offset) => !Number.isSafeInteger(offset) || offset < 0) ||
-      offsets[0] > offsets[1]
-    ) {
-      return fail(`tensor ${name} has malformed data_offsets ${valueText(offsets)}`);
-    }
-    const [begin, end] = offsets as [number, number];
-    if (end - begin !== tensor.size * 4) {
-      fail(`tensor ${name}: data_offsets [${begin},${end}] span ${end - begin} bytes, its shape needs ${tensor.size * 4}`);
-    }
-    if (end > dataLength) {
-      fail(`tensor ${name}: data_offsets [${begin},${end}] lie outside the data section (${dataLength} bytes): file truncated?`);
-    }
-    ranges.push({ name, begin, end });
+interface TensorLayout {
+  name: string;
+  shape: readonly number[];
+  size: number;
+}
+
+/** One tensor's header entry: F32, the shape the spec needs, offsets spanning exactly its bytes inside the data. */
+function tensorRange(header: Record<string, unknown>, tensor: TensorLayout, dataLength: number, fail: Fail): { begin: number; end: number } {
+  const name = tensor.name;
+  if (!has(header, name)) fail(`tensor ${name} is missing`);
+  const entry = header[name];
+  if (!isPlainObject(entry)) return fail(`tensor ${name}: its header entry is not an object`);
+  if (entry.dtype !== 'F32') fail(`tensor ${name} has dtype ${valueText(entry.dtype)}, NN Studio models hold F32`);
+  const shape = entry.shape;
+  if (!Array.isArray(shape) || shape.some((dim) => !Number.isSafeInteger(dim) || dim < 0)) {
+    fail(`tensor ${name} has a malformed shape ${valueText(shape)}`);
   }
-  const expectedNames = new Set([...table, ...extraTable].map((tensor) => tensor.name));
+  if (shapeText(shape as number[]) !== shapeText(tensor.shape)) {
+    fail(`tensor ${name} has shape ${oneLine(shapeText(shape as number[]), 60)}, the spec needs ${shapeText(tensor.shape)}`);
+  }
+  const offsets = entry.data_offsets;
+  if (
+    !Array.isArray(offsets) ||
+    offsets.length !== 2 ||
+    offsets.some((offset) => !Number.isSafeInteger(offset) || offset < 0) ||
+    offsets[0] > offsets[1]
+  ) {
+    return fail(`tensor ${name} has malformed data_offsets ${valueText(offsets)}`);
+  }
+  const [begin, end] = offsets as [number, number];
+  if (end - begin !== tensor.size * 4) {
+    fail(`tensor ${name}: data_offsets [${begin},${end}] span ${end - begin} bytes, its shape needs ${tensor.size * 4}`);
+  }
+  if (end > dataLength) {
+    fail(`tensor ${name}: data_offsets [${begin},${end}] lie outside the data section (${dataLength} bytes): file truncated?`);
+  }
+  return { begin, end };
+}
+
+/** Every tensor's range in the data section: each one checked, none unexpected or overlapping, the data's length exact. */
+function locateTensors(
+  header: Record<string, unknown>,
+  table: readonly TensorLayout[],
+  extraTable: readonly TensorLayout[],
+  dataLength: number,
+  allowUnknownTensors: boolean,
+  fail: Fail,
+): Map<string, { begin: number; end: number }> {
+  const ranges = new Map<string, { begin: number; end: number }>();
+  for (const tensor of [...table, ...extraTable]) ranges.set(tensor.name, tensorRange(header, tensor, dataLength, fail));
   for (const key of Object.keys(header)) {
-    if (key !== '__metadata__' && !expectedNames.has(key) && !allowUnknownTensors) fail(`unexpected tensor ${key}: the spec has no such parameter`);
+    if (key !== '__metadata__' && !ranges.has(key) && !allowUnknownTensors) fail(`unexpected tensor ${key}: the spec has no such parameter`);
   }
-  const sorted = [...ranges].sort((a, b) => a.begin - b.begin);
+  const sorted = [...ranges].map(([name, range]) => ({ name, ...range })).sort((a, b) => a.begin - b.begin);
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i].begin < sorted[i - 1].end) fail(`tensors ${sorted[i - 1].name} and ${sorted[i].name} overlap`);
   }
-  const modelBytes = table.reduce((sum, tensor) => sum + tensor.size, 0) * 4;
-  const needed = modelBytes + extraTable.reduce((sum, tensor) => sum + tensor.size, 0) * 4;
+  const needed = [...table, ...extraTable].reduce((sum, tensor) => sum + tensor.size, 0) * 4;
   if (allowUnknownTensors ? dataLength < needed : dataLength !== needed) {
     const why = dataLength > needed ? 'extra bytes after the tensors' : 'file truncated?';
     fail(`data section has ${dataLength} bytes, the tensors need ${needed} (${why})`);
   }
+  return ranges;
+}
 
-  const parameters = new Float32Array(modelBytes / 4);
+/** The model's parameters in parameterTable order, every value finite. */
+function readParameters(data: Buffer, table: readonly ParamTensor[], ranges: Map<string, { begin: number; end: number }>, fail: Fail): Float32Array {
+  const parameters = new Float32Array(table.reduce((sum, tensor) => sum + tensor.size, 0));
   for (const tensor of table) {
-    const range = ranges.find((candidate) => candidate.name === tensor.name)!;
-    const source = buffer.subarray(dataStart + range.begin, dataStart + range.end);
+    const range = ranges.get(tensor.name)!;
+    const source = data.subarray(range.begin, range.end);
     if (littleEndianHost) {
       new Uint8Array(parameters.buffer, tensor.offset * 4, tensor.size * 4).set(source);
     } else {
@@ -385,30 +415,18 @@ export function decodeModelFile<Preprocessing = unknown>(
       if (!Number.isFinite(value)) fail(`tensor ${tensor.name} holds ${value} at element ${i}`);
     }
   }
+  return parameters;
+}
 
-  const tensors = new Map<string, Float32Array>();
-  for (const tensor of extraTable) {
-    const range = ranges.find((candidate) => candidate.name === tensor.name)!;
-    const source = buffer.subarray(dataStart + range.begin, dataStart + range.end);
-    const values = new Float32Array(tensor.size);
-    for (let i = 0; i < tensor.size; i++) {
-      values[i] = source.readFloatLE(4 * i);
-      if (!Number.isFinite(values[i])) fail(`tensor ${tensor.name} holds ${values[i]} at element ${i}`);
-    }
-    tensors.set(tensor.name, values);
+/** An extra tensor's values, every one finite. */
+function readFloats(data: Buffer, tensor: TensorLayout, range: { begin: number; end: number }, fail: Fail): Float32Array {
+  const source = data.subarray(range.begin, range.end);
+  const values = new Float32Array(tensor.size);
+  for (let i = 0; i < tensor.size; i++) {
+    values[i] = source.readFloatLE(4 * i);
+    if (!Number.isFinite(values[i])) fail(`tensor ${tensor.name} holds ${values[i]} at element ${i}`);
   }
-
-  const model: Model<Preprocessing> = {
-    spec,
-    parameters,
-    labels,
-    featureNames,
-    inputShape,
-    preprocessing,
-  };
-  if (training !== undefined) model.training = training as TrainingRecord;
-  if (metrics !== undefined) model.metrics = metrics;
-  return { model, tensors, metadata: fileMetadata as Record<string, string> };
+  return values;
 }
 
 // ---- files ----

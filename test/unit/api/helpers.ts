@@ -28,3 +28,21 @@ export function resultOf<T>(response: ApiResponse<T>): T {
   if (response.error) throw new Error(`expected a result, got the error: ${response.error.message}`);
   return response.result as T;
 }
+
+/** What a logger was told, for tests that assert a failure was logged with its context. */
+export interface LogEntry {
+  level: 'error' | 'warn';
+  context: string;
+  error?: unknown;
+}
+
+/** A logger (app/core/log.ts's Logger) that keeps its entries; `text()` is every entry as one line each. */
+export function captureLog(): { logger: { error(context: string, error?: unknown): void; warn(context: string, error?: unknown): void }; entries: LogEntry[]; text(): string } {
+  const entries: LogEntry[] = [];
+  const logger = {
+    error: (context: string, error?: unknown) => void entries.push({ level: 'error', context, error }),
+    warn: (context: string, error?: unknown) => void entries.push({ level: 'warn', context, error }),
+  };
+  const text = () => entries.map(({ level, context, error }) => `${level}: ${context}${error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`}`).join('\n');
+  return { logger, entries, text };
+}

@@ -1,7 +1,7 @@
 // The compiled main process run against a fake `electron` module (no Electron binary here): the window's
 // webPreferences and preload, app:// serving the renderer with the CSP, navigation, new windows,
 // permissions and remote requests refused, the IPC handler registered, and trainings closed on quit.
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -126,6 +126,26 @@ describe('the main process', () => {
     assert.equal(page.headers.get('content-security-policy'), contentSecurityPolicy);
     assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
     assert.match(await page.text(), /<title>NN Studio<\/title>/);
+  });
+
+  test('a renderer file that cannot be read: 500, and a line on stderr naming the file and the reason', async () => {
+    const handler = seen.protocolHandlers.get('app');
+    assert.ok(handler);
+    const realReadFile = fs.promises.readFile.bind(fs.promises);
+    const readFile = mock.method(fs.promises, 'readFile', async (file: fs.PathLike, ...rest: unknown[]) => {
+      if (String(file).endsWith('locked.js')) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+      return realReadFile(file, ...(rest as []));
+    });
+    const written: string[] = [];
+    const write = mock.method(process.stderr, 'write', (chunk: string | Uint8Array) => written.push(String(chunk)) > 0);
+    try {
+      const response = await handler({ url: 'app://nnstudio/locked.js' });
+      assert.equal(response.status, 500);
+    } finally {
+      write.mock.restore();
+      readFile.mock.restore();
+    }
+    assert.match(written.join(''), /^nnstudio: error: app:\/\/: reading .*locked\.js for app:\/\/nnstudio\/locked\.js: EIO: i\/o error, read$/m);
   });
 
   test('every web contents: navigation, redirects, webviews and new windows refused', () => {

@@ -1,0 +1,121 @@
+// The session's open datasets by id: datasets:open (a path, an upload or MNIST), :list, :preview, :close and
+// :split. An upload lives in the session folder until its dataset is closed and no run reads it any more.
+import * as path from 'node:path';
+import type { Dataset } from '../../core/data/dataset';
+import { services } from '../../services';
+import type { DataSource } from '../../services/dataSources';
+import { showUploadNames } from '../errors';
+import type { ParsedPayloadOf } from '../schemas';
+import type { DatasetInfo, DatasetPreview, SplitPlan } from '../types';
+import type { IdSequence } from './ids';
+import { removeFiles, type SessionFolder } from './sessionFolder';
+
+export interface DatasetRecord {
+  info: DatasetInfo;
+  source: DataSource;
+  dataset: Dataset;
+  /** Uploaded files (a CSV, or IDX images and labels), deleted when the dataset is closed. */
+  uploadedFiles: string[];
+}
+
+type SourcePayload = ParsedPayloadOf<'datasets:open'>['source'];
+interface Upload {
+  file: string;
+  /** The name as sent, for messages. */
+  name: string;
+}
+
+export class DatasetRegistry {
+  private readonly records = new Map<string, DatasetRecord>();
+  /** Uploads of closed datasets that a run was still reading: removed with the session's files. */
+  private readonly keptFiles: string[] = [];
+
+  constructor(
+    private readonly ids: IdSequence,
+    private readonly folder: SessionFolder,
+    /** Whether a run that has not finished reads this dataset. */
+    private readonly readByRun: (datasetId: string) => boolean,
+  ) {}
+
+  get(id: string): DatasetRecord {
+    const record = this.records.get(id);
+    if (!record) throw new Error(`no dataset with id "${id}" (open one with datasets:open)`);
+    return record;
+  }
+
+  list(): DatasetInfo[] {
+    return [...this.records.values()].map((record) => record.info);
+  }
+
+  async open(source: SourcePayload): Promise<DatasetInfo> {
+    const uploads: Upload[] = [];
+    try {
+      const { dataSource, name } = await this.resolve(source, uploads);
+      const dataset = await services.datasets.load(dataSource);
+      const id = this.ids.next('dataset');
+      const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
+      const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
+      this.records.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
+      return info;
+    } catch (error) {
+      await removeFiles(uploads.map((upload) => upload.file));
+      showUploadNames(error, uploads);
+      throw error;
+    }
+  }
+
+  /** The payload's source as the services' DataSource and its display name; uploads are written first. */
+  private async resolve(source: SourcePayload, uploads: Upload[]): Promise<{ dataSource: DataSource; name: string }> {
+    if (source.kind === 'mnist') {
+      const split = source.split ?? 'train';
+      return { dataSource: { kind: 'mnist', split, limit: source.limit }, name: `MNIST (${split})` };
+    }
+    if (source.kind === 'path') {
+      const file = path.resolve(source.path);
+      const labelsPath = source.labelsPath && path.resolve(source.labelsPath);
+      return { dataSource: await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv }), name: path.basename(file) };
+    }
+    const name = source.fileName;
+    uploads.push({ file: await this.folder.writeUpload(source.fileName, source.base64), name });
+    if (source.labels) uploads.push({ file: await this.folder.writeUpload(source.labels.fileName, source.labels.base64), name: source.labels.fileName });
+    const dataSource = await services.datasets.fromArgument(uploads[0].file, 'train', { labelsPath: uploads[1]?.file, csv: source.csv });
+    if (source.labels && dataSource.kind !== 'idx') {
+      throw new Error(`${name} is not an IDX images file, so it takes no labels file (a CSV holds its labels in a column)`);
+    }
+    return { dataSource, name };
+  }
+
+  preview({ datasetId, rows }: ParsedPayloadOf<'datasets:preview'>): Promise<DatasetPreview> {
+    const record = this.get(datasetId);
+    return services.datasets.preview(record.source, record.dataset, rows ?? 20);
+  }
+
+  async close(datasetId: string): Promise<{ closed: true }> {
+    const record = this.get(datasetId);
+    this.records.delete(datasetId);
+    // A run still reading the file keeps it; the session's close removes it later.
+    if (this.readByRun(datasetId)) this.keptFiles.push(...record.uploadedFiles);
+    else await removeFiles(record.uploadedFiles);
+    return { closed: true };
+  }
+
+  split({ datasetId, testDatasetId, valSplit, testSplit }: ParsedPayloadOf<'datasets:split'>): SplitPlan {
+    const data = this.get(datasetId);
+    const test = testDatasetId !== undefined ? this.get(testDatasetId) : undefined;
+    return services.training.planSplit(data.dataset, data.source, {
+      valSplit,
+      testSplit,
+      test: test && { source: test.source, count: test.dataset.count },
+    });
+  }
+
+  /** Every upload the session still holds, for its close. */
+  files(): string[] {
+    return [...this.keptFiles, ...[...this.records.values()].flatMap((record) => record.uploadedFiles)];
+  }
+
+  clear(): void {
+    this.records.clear();
+    this.keptFiles.length = 0;
+  }
+}

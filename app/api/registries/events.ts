@@ -1,0 +1,31 @@
+// The session's events (training:progress, training:done) to every subscriber of every face.
+import type { Logger } from '../../core/log';
+import type { ApiEvent } from '../types';
+
+export class SessionEvents {
+  private readonly listeners = new Set<(event: ApiEvent) => void>();
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Returns the function that unsubscribes. */
+  subscribe(listener: (event: ApiEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // A listener's failure must not reach the engine (a throwing progress callback cancels the run): the
+  // session goes on and the failure is logged, naming the event and its run.
+  emit(event: ApiEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.logger.error(`a listener of ${event.event} (${event.payload.runId}) failed`, error);
+      }
+    }
+  }
+
+  clear(): void {
+    this.listeners.clear();
+  }
+}

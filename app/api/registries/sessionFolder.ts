@@ -1,0 +1,55 @@
+// The session's folder on disk: uploads (written under a random prefix, their extension kept for the
+// loaders) and every run's checkpoint file. Made on first use; close() removes it once no run uses it.
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export const removeFile = (file: string | undefined): Promise<void> => (file ? fs.promises.rm(file, { force: true }) : Promise.resolve());
+export const removeFiles = async (files: readonly string[]): Promise<void> => void (await Promise.all(files.map(removeFile)));
+
+export class SessionFolder {
+  private folder: string | undefined;
+  /** A folder the session made (under the OS temp dir) is removed whole; a given one is the caller's. */
+  private owned = false;
+
+  constructor(given?: string) {
+    this.folder = given;
+  }
+
+  /** Where the files are, once there is a folder. */
+  get path(): string | undefined {
+    return this.folder;
+  }
+
+  async ensure(): Promise<string> {
+    if (!this.folder) {
+      this.folder = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'nnstudio-uploads-'));
+      this.owned = true;
+    }
+    await fs.promises.mkdir(this.folder, { recursive: true });
+    return this.folder;
+  }
+
+  /** Writes uploaded bytes under a fresh name; the name keeps its extension for the loaders. */
+  async writeUpload(fileName: string, base64: string): Promise<string> {
+    const folder = await this.ensure();
+    const safeName = path.basename(fileName).replace(/[^A-Za-z0-9._-]/g, '_');
+    const file = path.join(folder, `${randomBytes(6).toString('hex')}-${safeName}`);
+    await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
+    return file;
+  }
+
+  /** Where a run writes its checkpoint every epoch. */
+  async checkpointFile(runId: string): Promise<string> {
+    const folder = path.join(await this.ensure(), 'checkpoints');
+    await fs.promises.mkdir(folder, { recursive: true });
+    return path.join(folder, `${runId}.checkpoint.safetensors`);
+  }
+
+  /** Removes the folder the session made, or only `files` from a folder it was given. */
+  async dispose(files: readonly string[]): Promise<void> {
+    if (this.owned && this.folder) await fs.promises.rm(this.folder, { recursive: true, force: true });
+    else await removeFiles(files);
+  }
+}

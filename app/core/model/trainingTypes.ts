@@ -1,0 +1,118 @@
+// Devices and what a training run reports, typed once: the engine's events, the services' plan and the
+// history a model file keeps, as the UI API (app/api/types.ts) hands them to the renderer. Types only, and
+// nothing of Node, so the renderer may import them (like modelCheck.ts).
+import type { ModelSpec } from './spec';
+import type { EarlyStopping, LrSchedule } from './trainingControl';
+
+export type DeviceKind = 'cpu' | 'cuda';
+
+export interface DeviceInfo {
+  kind: DeviceKind;
+  index: number;
+  name: string;
+  memoryBytes: number;
+  /** CUDA only, e.g. "9.0". */
+  computeCapability?: string;
+  /** CPU only: hardware threads. */
+  threads?: number;
+}
+
+/** One epoch as the engine measured it (NaN and Infinity possible: JSON makes them null). */
+export interface EpochStats {
+  epoch: number;
+  trainLoss: number;
+  trainAccuracy: number;
+  validationLoss?: number;
+  validationAccuracy?: number;
+  seconds: number;
+  /** Of the epoch's last step. */
+  learningRate: number;
+}
+
+/** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState; a checkpoint keeps it). */
+export interface TrainState {
+  /** Completed epochs. */
+  epoch: number;
+  /** Optimizer steps done over the whole run. */
+  step: number;
+  /** The run's data-order/dropout seed as a decimal string (64 bits). */
+  seed: string;
+  /** The base learning rate in force. */
+  learningRate: number;
+  parameters: Float32Array;
+  /** SGD: velocity (P); Adam: m (P) then v (P). */
+  optimizerState: Float32Array;
+  history: EpochStats[];
+  /** Early stopping with restoreBest: the best epoch's weights. */
+  bestParameters?: Float32Array;
+}
+
+/** The engine's step event (at most every progressIntervalSeconds, 20/s by default). */
+export interface StepProgress {
+  type: 'step';
+  epoch: number;
+  step: number;
+  stepsPerEpoch: number;
+  globalStep: number;
+  totalSteps: number;
+  loss: number;
+  samplesPerSecond: number;
+  etaSeconds: number;
+  /** Of the latest step. */
+  learningRate: number;
+}
+
+/** The engine's event at every epoch's end. */
+export interface EpochProgress extends EpochStats {
+  type: 'epoch';
+}
+
+/** One epoch of a training history as model files and run files keep it (epochRecordSchema checks it). */
+export interface EpochRecord {
+  epoch: number;
+  /** null where the loss was not finite (JSON has no NaN). */
+  trainLoss: number | null;
+  trainAccuracy: number | null;
+  validationLoss?: number | null;
+  validationAccuracy?: number | null;
+  seconds: number;
+  /** Of the epoch's last step (files from before learning-rate schedules have none). */
+  learningRate?: number;
+  [extra: string]: unknown;
+}
+
+/** How a model was trained, as its file keeps it. */
+export interface TrainingRecord {
+  /** The options the run used (epochs, batchSize, ...), as the caller passed them. */
+  options: Record<string, unknown>;
+  history: EpochRecord[];
+  /** "cpu (2 threads)", "NVIDIA H100 80GB HBM3". */
+  device: string;
+  seconds: number;
+}
+
+/** Everything a face shows before the first step. */
+export interface TrainPlan {
+  spec: ModelSpec;
+  device: DeviceKind;
+  epochs: number;
+  batchSize: number;
+  trainCount: number;
+  validationCount: number;
+  testCount: number;
+  classLabels: string[];
+  dataDescription: string;
+  /** A resumed or continued run: the epochs its checkpoint had completed (the file's path is the caller's). */
+  resumedFrom?: { epoch: number };
+  lrSchedule?: LrSchedule;
+  earlyStopping?: EarlyStopping;
+}
+
+/** What a run would train, validate and test on, before it starts (the Data screen's live counts). */
+export interface SplitPlan {
+  trainCount: number;
+  validationCount: number;
+  testCount: number;
+  /** The separate test set used instead of a test share (MNIST's test half), as the CLI describes it. */
+  separateTest?: string;
+}

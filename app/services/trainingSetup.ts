@@ -1,0 +1,325 @@
+// Everything a run needs before its first step, for a new run and for one continued from a checkpoint alike:
+// data → split → spec and settings → normalisation → the plan a face shows, the record a checkpoint keeps and
+// the model the run's weights become. trainModel (training.ts) drives the engine with it.
+import type { Dataset } from '../core/data/dataset';
+import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
+import { builtinMnistCounts } from '../core/data/mnist';
+import { stratifiedSplit, subset } from '../core/data/split';
+import { loadCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
+import { checkCount, countLimits } from '../core/model/countLimits';
+import { defaultTraining } from '../core/model/defaults';
+import type { EpochRecord, Model } from '../core/model/modelFile';
+import type { ModelSpec } from '../core/model/spec';
+import type { SplitPlan, TrainPlan } from '../core/model/trainingTypes';
+import * as engine from '../engine';
+import { describeDataSource, knownData, loadDataSource, loadDataSourceFor, type DataSource } from './dataSources';
+import { buildModelSpec, type ModelChoice } from './modelSpecs';
+import { datasetDigest, parseRunRecord, type RunRecord } from './runRecord';
+
+export interface TrainRequest {
+  data: DataSource;
+  /** A separate test file; otherwise MNIST's test half, or `testSplit` of the data. */
+  testData?: DataSource;
+  model: ModelChoice;
+  /** Default: none for images (pixels are already in [0,1]), zscore for tabular data. */
+  normalize?: NormalizationKind;
+  epochs?: number;
+  batchSize?: number;
+  /** Fraction of the training data held out for validation curves (default 0.1). */
+  valSplit?: number;
+  /** Fraction held out for the test metrics when there is no separate test set (default 0.2). */
+  testSplit?: number;
+  seed?: number;
+  device?: engine.DeviceChoice;
+  threads?: number;
+  /** Default constant. */
+  lrSchedule?: engine.LrSchedule;
+  earlyStopping?: engine.EarlyStopping;
+  /** Write a checkpoint here (atomically) after every epoch. */
+  checkpointPath?: string;
+}
+
+/**
+ * Continue the run of a checkpoint: its data, split, normalisation, spec, seed, batch size, schedule and
+ * early stopping; `epochs` is the new total (default: the run's), device and threads may change (the CPU
+ * gives the same bits with the same thread count). The CLI's `--resume` keeps writing to `resumeFrom`; the
+ * UI's `training:continue` gives the new run a checkpoint file of its own.
+ */
+export interface ResumeRequest {
+  resumeFrom: string;
+  epochs?: number;
+  device?: engine.DeviceChoice;
+  threads?: number;
+  /** Default: keep writing to `resumeFrom`. */
+  checkpointPath?: string;
+}
+
+export const defaultValSplit = 0.1;
+export const defaultTestSplit = 0.2;
+
+// ---- splits ----
+
+function checkFraction(name: string, value: number): void {
+  if (!(value >= 0 && value < 1)) throw new Error(`${name} must be at least 0 and below 1, got ${value}`);
+}
+
+/** The test set a run uses instead of a test share: the one given, or MNIST's test half for MNIST. */
+export function separateTestSource(data: DataSource, testData?: DataSource): DataSource | undefined {
+  return testData ?? (data.kind === 'mnist' ? { kind: 'mnist', split: 'test' } : undefined);
+}
+
+/**
+ * The counts of the same stratified split trainModel makes (counts do not depend on the seed). `test` is a
+ * separate test set already open; without it, MNIST's test half is counted for MNIST without loading it.
+ */
+export function planSplit(
+  all: Dataset,
+  data: DataSource,
+  options: { valSplit?: number; testSplit?: number; test?: { source: DataSource; count: number } } = {},
+): SplitPlan {
+  const valSplit = options.valSplit ?? defaultValSplit;
+  const testSplit = options.testSplit ?? defaultTestSplit;
+  checkFraction('valSplit', valSplit);
+  checkFraction('testSplit', testSplit);
+  const separate = separateTestSource(data, options.test?.source);
+  const separateCount = options.test?.count ?? (separate?.kind === 'mnist' ? builtinMnistCounts[separate.split] : undefined);
+  const split = stratifiedSplit(all.labels, { validation: valSplit, test: separate ? 0 : testSplit }, 0);
+  return {
+    trainCount: split.train.length,
+    validationCount: split.validation.length,
+    testCount: separate ? (separateCount ?? 0) : split.test.length,
+    ...(separate ? { separateTest: describeDataSource(separate) } : {}),
+  };
+}
+
+/** The data as read, split off into validation (and test, when there is no test set) by class, reproducibly. */
+interface LoadedData {
+  all: Dataset;
+  train: Dataset;
+  validation?: Dataset;
+  test?: Dataset;
+  /** A separate test set was read (the test share is then 0). */
+  separateTest: boolean;
+  digest: string;
+  counts: RunRecord['counts'];
+}
+
+async function loadSplitData(request: TrainRequest, valSplit: number, testSplit: number, seed: number): Promise<LoadedData> {
+  const all = await loadDataSource(request.data);
+  if (all.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
+  const testSource = separateTestSource(request.data, request.testData);
+  const testSet = testSource ? await loadDataSourceFor(testSource, knownData(all)) : undefined;
+  const split = stratifiedSplit(all.labels, { validation: valSplit, test: testSet ? 0 : testSplit }, seed);
+  const train = subset(all, split.train);
+  if (train.count === 0) throw new Error('no training examples left after the validation and test splits');
+  const validation = split.validation.length > 0 ? subset(all, split.validation) : undefined;
+  const test = testSet ?? (split.test.length > 0 ? subset(all, split.test) : undefined);
+  const counts = { train: train.count, validation: validation?.count ?? 0, test: test?.count ?? 0 };
+  return { all, train, validation, test, separateTest: testSet !== undefined, digest: datasetDigest(train), counts };
+}
+
+// ---- a run from a checkpoint ----
+
+/** A checkpoint being continued: its state, the record of its run and where it was read. */
+export interface Resumption {
+  checkpoint: Checkpoint<Preprocessing>;
+  record: RunRecord;
+  path: string;
+}
+
+/** A ResumeRequest as the TrainRequest of the checkpoint's run, with the checkpoint to continue. */
+async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request: TrainRequest; resumption: Resumption }> {
+  const checkpoint = await loadCheckpoint(request.resumeFrom, { preprocessingSchema });
+  const record = parseRunRecord(checkpoint.run, request.resumeFrom);
+  const epochs = request.epochs ?? record.epochs;
+  if (epochs <= checkpoint.state.epoch) {
+    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${epochs} epochs; ask for more epochs`);
+  }
+  const trainRequest: TrainRequest = {
+    data: record.data,
+    testData: record.testData,
+    model: {},
+    normalize: record.normalize,
+    epochs,
+    batchSize: record.batchSize,
+    valSplit: record.valSplit,
+    testSplit: record.testSplit,
+    seed: record.seed,
+    device: request.device,
+    threads: request.threads ?? record.threads,
+    lrSchedule: record.lrSchedule,
+    earlyStopping: record.earlyStopping,
+    checkpointPath: request.checkpointPath ?? request.resumeFrom,
+  };
+  return { request: trainRequest, resumption: { checkpoint, record, path: request.resumeFrom } };
+}
+
+/** The same run: data that splits into the very same training set, and the checkpoint's classes. */
+function checkSameRun(data: LoadedData, source: DataSource, { checkpoint, record, path }: Resumption): void {
+  const { digest, counts } = data;
+  if (digest !== record.trainDigest || counts.train !== record.counts.train || counts.validation !== record.counts.validation) {
+    throw new Error(
+      `${path}: the data of the run (${describeDataSource(source)}) has changed since the checkpoint: ` +
+        `its training split no longer matches (${counts.train} examples now, ${record.counts.train} then)`,
+    );
+  }
+  if (checkpoint.model.labels.join('\u0000') !== data.all.classLabels.join('\u0000')) {
+    throw new Error(`${path}: the data's classes differ from the checkpoint's`);
+  }
+}
+
+// ---- the run's settings ----
+
+interface RunSettings {
+  spec: ModelSpec;
+  epochs: number;
+  batchSize: number;
+  /** The request with a preset's schedule filled in. */
+  request: TrainRequest;
+}
+
+/** The checkpoint's spec and batch size, or the request's model built for the data with its defaults. */
+function runSettings(request: TrainRequest, data: LoadedData, seed: number, resumption: Resumption | undefined): RunSettings {
+  if (resumption) {
+    checkSameRun(data, request.data, resumption);
+    const { checkpoint, record } = resumption;
+    return { spec: checkpoint.model.spec, epochs: request.epochs ?? record.epochs, batchSize: record.batchSize, request };
+  }
+  const { all, train } = data;
+  const built = buildModelSpec({ ...request.model, seed: request.model.seed ?? seed }, all.featureShape, all.classLabels.length);
+  const defaults = defaultTraining(all.featureShape, train.count);
+  const epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
+  const batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
+  // A preset's recipe (fast_mnist's one-cycle) applies unless the request chose a schedule.
+  const presetSchedule = built.presetTraining?.lrSchedule;
+  const withSchedule = request.lrSchedule === undefined && presetSchedule ? { ...request, lrSchedule: presetSchedule } : request;
+  return { spec: built.spec, epochs, batchSize, request: withSchedule };
+}
+
+// ---- the prepared run ----
+
+/** A run ready for the engine. */
+export interface PreparedRun {
+  /** The request as it runs: for a continued run, rebuilt from its checkpoint (the run history records it). */
+  request: TrainRequest;
+  plan: TrainPlan;
+  spec: ModelSpec;
+  data: LoadedData;
+  preprocessing: Preprocessing;
+  /** Normalised as the engine takes them. */
+  sets: { train: Dataset; validation?: Dataset; test?: Dataset };
+  engineOptions: engine.TrainOptions & { device: engine.DeviceKind; threads: number };
+  /** What a checkpoint of this run keeps about it. */
+  record: RunRecord;
+  /** The options a model file records (epochs, batchSize, seed, normalize, splits, data), its status between them and ... */
+  recordedOptions: Record<string, unknown>;
+  /** ... the schedule and early stopping, when the run has them. */
+  scheduleOptions: Record<string, unknown>;
+  resumption?: Resumption;
+}
+
+/** Loads and splits the data, builds the spec and settings (or takes them from the checkpoint), normalises. */
+export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<PreparedRun> {
+  const { request: given, resumption } = 'resumeFrom' in asked ? await requestFromCheckpoint(asked) : { request: asked, resumption: undefined };
+  const seed = given.seed ?? 0;
+  const valSplit = given.valSplit ?? defaultValSplit;
+  const testSplit = given.testSplit ?? defaultTestSplit;
+  checkFraction('--val-split', valSplit);
+  checkFraction('--test-split', testSplit);
+  const data = await loadSplitData(given, valSplit, testSplit, seed);
+  const { spec, epochs, batchSize, request } = runSettings(given, data, seed, resumption);
+  checkCount(epochs, '--epochs', countLimits.epochs);
+  checkCount(batchSize, '--batch-size', countLimits.batchSize);
+
+  const normalize = request.normalize ?? (data.all.featureShape.length === 3 ? 'none' : 'zscore');
+  // a continued run takes the checkpoint's statistics (the same numbers, fitted on the same split)
+  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitNormalization(normalize, data.train);
+  const sets = {
+    train: applyNormalization(preprocessing, data.train),
+    validation: data.validation && applyNormalization(preprocessing, data.validation),
+    test: data.test && applyNormalization(preprocessing, data.test),
+  };
+  const device = engine.resolveDevice(request.device ?? 'auto');
+  const plan: TrainPlan = {
+    spec, device, epochs, batchSize,
+    trainCount: sets.train.count,
+    validationCount: sets.validation?.count ?? 0,
+    testCount: sets.test?.count ?? 0,
+    classLabels: data.all.classLabels,
+    dataDescription: describeDataSource(request.data),
+    ...(resumption ? { resumedFrom: { epoch: resumption.checkpoint.state.epoch } } : {}),
+    ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+    ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+  };
+  const threads = request.threads ?? 0;
+  const effectiveTestSplit = data.separateTest ? 0 : testSplit;
+  const engineOptions = { epochs, batchSize, seed, device, threads };
+  const schedules = {
+    ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+    ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+  };
+  return {
+    request, plan, spec, data, preprocessing, sets, resumption,
+    engineOptions: { ...engineOptions, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
+    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, digest: data.digest, counts: data.counts }),
+    recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
+    scheduleOptions: schedules,
+  };
+}
+
+/** A request as the run record a checkpoint keeps. */
+function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | 'testData' | 'threads' | 'lrSchedule' | 'earlyStopping' | 'trainDigest'> & { digest: string }): RunRecord {
+  return {
+    data: request.data,
+    ...(request.testData ? { testData: request.testData } : {}),
+    normalize: prepared.normalize,
+    valSplit: prepared.valSplit,
+    testSplit: prepared.testSplit,
+    seed: prepared.seed,
+    epochs: prepared.epochs,
+    batchSize: prepared.batchSize,
+    threads: request.threads ?? 0,
+    ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
+    ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+    trainDigest: prepared.digest,
+    counts: prepared.counts,
+  };
+}
+
+// ---- the model a run's weights make ----
+
+function epochRecords(history: engine.EpochStats[]): EpochRecord[] {
+  const finite = (value: number | undefined) => (value === undefined ? undefined : Number.isFinite(value) ? value : null);
+  return history.map((epoch) => ({
+    epoch: epoch.epoch,
+    trainLoss: finite(epoch.trainLoss) ?? null,
+    trainAccuracy: finite(epoch.trainAccuracy) ?? null,
+    validationLoss: finite(epoch.validationLoss),
+    validationAccuracy: finite(epoch.validationAccuracy),
+    seconds: epoch.seconds,
+    learningRate: epoch.learningRate,
+  }));
+}
+
+/** The run's model with these weights, its history so far and where it trained; `extraOptions` end its options. */
+export function modelOf(
+  run: PreparedRun,
+  weights: { parameters: Float32Array; history: engine.EpochStats[]; status: string; seconds: number; device: string },
+  extraOptions: Record<string, unknown> = {},
+): Model<Preprocessing> {
+  const { spec, data } = run;
+  return {
+    spec,
+    parameters: weights.parameters,
+    labels: data.all.classLabels,
+    featureNames: data.all.featureNames,
+    inputShape: [...spec.input],
+    preprocessing: run.preprocessing,
+    training: {
+      options: { ...run.recordedOptions, status: weights.status, ...run.scheduleOptions, ...extraOptions },
+      history: epochRecords(weights.history),
+      device: weights.device,
+      seconds: weights.seconds,
+    },
+  };
+}
