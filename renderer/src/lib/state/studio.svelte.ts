@@ -18,6 +18,8 @@ class Studio {
   connection = $state<ConnectionState>('connecting');
   devices = $state.raw<DeviceInfo[]>([]);
   presets = $state.raw<PresetInfo[]>([]);
+  /** What the catalog could not load (devices, presets, datasets, models), shown above every screen. */
+  catalogError = $state<string | undefined>(undefined);
 
   readonly models: ModelsState = new ModelsState();
   readonly savedRuns: SavedRunsState = new SavedRunsState({
@@ -85,6 +87,17 @@ class Studio {
     if (presets.result) this.presets = presets.result;
     if (datasets.result) this.data.listed(datasets.result);
     if (models.result) this.models.listed(models.result);
+    // a part that failed is said, not left empty without a word
+    const failed = [
+      ['devices', devices.error],
+      ['model presets', presets.error],
+      ['datasets', datasets.error],
+      ['models', models.error],
+    ].filter(([, error]) => error) as [string, { message: string }][];
+    for (const [what, error] of failed) console.error(`NN Studio: could not load the ${what}: ${error.message}`);
+    this.catalogError = failed.length
+      ? `Could not load ${failed.map(([what, error]) => `the ${what} (${error.message})`).join('; ')}. Reload the page to try again.`
+      : undefined;
   }
 }
 
