@@ -184,10 +184,8 @@ inline int bench() {
       {{"fast_mnist conv2", 256, 24, 12, 12, 32, 5, 5, 1, 'v'}, 2, 2, R},
   };
   for (const ConvPoolRow& row : pools) benchConvPool(b, row);
-  const int layers[][2] = {{784, 128},   {128, 10},   {196, 128},  {392, 128},
-                           {10816, 10}, {43264, 10}, {9216, 128}, {1152, 128}};
-  for (const auto& l : layers)
-    for (int N : {32, 64, 100, 128, 1000}) benchDense(b, N, l[0], l[1]);
+  for (const auto& l : kPresetDenseLayers)
+    for (int N : kPresetBatches) benchDense(b, N, l[0], l[1]);
   const int heads[][3] = {{32, 128, 10},  {64, 84, 10},   {64, 128, 10},  {100, 128, 10}, {128, 128, 10},
                           {128, 256, 10}, {64, 512, 10},  {128, 320, 10}, {32, 1024, 10}, {256, 128, 10},
                           {128, 128, 32}, {256, 512, 10}, {128, 784, 10}, {32, 2048, 10}};

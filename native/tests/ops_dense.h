@@ -125,6 +125,11 @@ inline void checkGemmRow(const GemmRow& r, uint64_t seed) {
 
 // ---- dense layer ----
 
+// the presets' dense layers (inputs, units) and the batch sizes they train with
+inline constexpr int kPresetDenseLayers[][2] = {{784, 128},   {128, 10},   {196, 128},  {392, 128},
+                                                {10816, 10}, {43264, 10}, {9216, 128}, {1152, 128}};
+inline constexpr int kPresetBatches[] = {32, 64, 100, 128, 1000};
+
 struct DenseRow {
   int N, inputs, units;
   ActivationFn act, inAct;  // the layer's activation; the one that produced its input (the input gradient's gate)

@@ -162,11 +162,9 @@ std::vector<DenseRow> denseRows() {
   rows.push_back({33, 5, 17, kSoftplus, kLeaky});
   rows.push_back({3, 1000, 1, kSigmoid, kTanh});
   // the presets' layers at every batch size they train with
-  const int layers[][2] = {{784, 128},   {128, 10},   {196, 128},  {392, 128},
-                           {10816, 10}, {43264, 10}, {9216, 128}, {1152, 128}};
   int k = 0;
-  for (const auto& l : layers)
-    for (int N : {32, 64, 100, 128, 1000}) {
+  for (const auto& l : kPresetDenseLayers)
+    for (int N : kPresetBatches) {
       rows.push_back({N, l[0], l[1], acts[k % 6], acts[(k + 2) % 6]});
       ++k;
     }
