@@ -1,6 +1,6 @@
 // Helpers for the CUDA tests: device buffers filled from host vectors (poisoned with NaN before every
-// launch whose output is checked), random inputs, the CPU-parity check with its tolerance, bitwise
-// determinism checks, and the skip rule (a machine without a CUDA device prints "skipped: no CUDA
+// launch whose output is checked), random inputs, bitwise determinism checks, a relative error (the op
+// table's tolerances are in op_table.h), and the skip rule (a machine without a CUDA device prints "skipped: no CUDA
 // device" and passes).
 #pragma once
 
@@ -44,6 +44,7 @@ struct DeviceVector {
   explicit DeviceVector(size_t n) : count(n) {
     cudaOk(cudaMalloc(&ptr, sizeof(T) * (n ? n : 1)), "cudaMalloc");
     cudaOk(cudaMemset(ptr, 0xFF, sizeof(T) * (n ? n : 1)), "poison");  // 0xFFFFFFFF is a NaN as float
+    cudaOk(cudaDeviceSynchronize(), "poison");
   }
   DeviceVector(const DeviceVector&) = delete;
   DeviceVector& operator=(const DeviceVector&) = delete;
@@ -56,10 +57,12 @@ struct DeviceVector {
   }
 };
 
-// NaN bytes again (the constructor's poison), before a launch whose output is checked
+// NaN bytes again (the constructor's poison), before a launch whose output is checked; done before this
+// returns, so a launch on any stream (a non-blocking one too) sees it
 template <class T>
 void poison(DeviceVector<T>& v) {
   cudaOk(cudaMemset(v.ptr, 0xFF, sizeof(T) * (v.count ? v.count : 1)), "poison");
+  cudaOk(cudaDeviceSynchronize(), "poison");
 }
 
 // uniform in [-scale, scale) from the engine's portable RNG
@@ -84,46 +87,6 @@ inline std::vector<float> randomNonZero(size_t n, uint64_t seed, float scale, fl
 template <class T>
 bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-// A GPU tensor against the CPU's: max |gpu - cpu| over the finite elements, the tolerance, the verdict.
-struct Comparison {
-  double maxErr = 0, maxRef = 0, tol = 0;
-  size_t worst = 0, nonFinite = 0;  // the index of maxErr; elements that are NaN or infinite
-  bool sizeMismatch = false, ok = false;
-  // max |gpu - cpu|, infinite where an element is not finite or the sizes differ
-  double error() const { return nonFinite || sizeMismatch ? INFINITY : maxErr; }
-};
-
-// The CUDA parity tolerance: max |gpu - cpu| <= 1e-4 (1 + max |cpu|), every element finite. `relative`:
-// <= 1e-4 max |cpu| instead (sums that are exact in any order, so no absolute slack is needed).
-inline Comparison compareToCpu(const std::vector<float>& gpu, const std::vector<float>& cpu, bool relative = false) {
-  Comparison r;
-  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
-    r.maxRef = std::max(r.maxRef, std::fabs(double(cpu[i])));
-    if (!std::isfinite(gpu[i])) {
-      ++r.nonFinite;
-      continue;
-    }
-    const double err = std::fabs(double(gpu[i]) - double(cpu[i]));
-    if (err > r.maxErr) {
-      r.maxErr = err;
-      r.worst = i;
-    }
-  }
-  r.tol = relative ? 1e-4 * std::max(r.maxRef, 1e-20) : 1e-4 * (1.0 + r.maxRef);
-  r.sizeMismatch = gpu.size() != cpu.size();
-  r.ok = !r.sizeMismatch && r.nonFinite == 0 && r.maxErr <= r.tol;
-  return r;
-}
-
-// one check named `what` with the comparison's numbers
-inline void reportComparison(const std::string& what, const Comparison& r, const char* file, int line) {
-  std::string detail = "max |err| " + nnstudio_test::num(r.maxErr) + " at " + std::to_string(r.worst) + " (tol " +
-                       nnstudio_test::num(r.tol) + ", max |ref| " + nnstudio_test::num(r.maxRef) + ")";
-  if (r.nonFinite) detail += ", " + std::to_string(r.nonFinite) + " not finite";
-  if (r.sizeMismatch) detail += ", size mismatch";
-  nnstudio_test::report(r.ok, what, file, line, detail);
 }
 
 // `launch` (which writes `outputs`) 3 times in a row on `stream`, then `replays` replays of a CUDA graph
@@ -159,22 +122,35 @@ bool sameBitsWhenRepeated(cudaStream_t stream, Launch&& launch, const std::vecto
   return same;
 }
 
-// max |a - b| / max(floor, max |b|): relative to the reference's magnitude; a size mismatch or a
-// non-finite value anywhere gives infinity
-inline double relError(const std::vector<float>& a, const std::vector<float>& b, double floor = 1.0) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0, scale = floor;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(double(b[i])));
+// ---- tolerances: a comparison's normalised error must not exceed `limit` ----
+
+// error = max |gpu - ref| / (1 + max |ref|) when floor < 0, else max |gpu - ref| / max(floor, max |ref|);
+// infinite when a value is not finite or the sizes differ
+struct Tolerance {
+  double limit;
+  double floor;
+};
+inline constexpr Tolerance kParity{1e-4, -1.0};     // sums in another order than the CPU's: 1e-4 (1 + max |cpu|)
+inline constexpr Tolerance kRelative{1e-4, 1e-20};  // sums exact in any order (dyadic inputs): 1e-4 max |cpu|
+inline constexpr Tolerance kExact{0.0, 1.0};        // the CPU's values
+inline constexpr Tolerance relative(double limit, double floor = 1.0) { return {limit, floor}; }
+
+inline double normalisedError(const std::vector<float>& gpu, const std::vector<float>& ref, const Tolerance& tol) {
+  if (gpu.size() != ref.size()) return INFINITY;
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(gpu[i]) || !std::isfinite(ref[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(double(gpu[i]) - double(ref[i])));
+    scale = std::max(scale, std::fabs(double(ref[i])));
   }
-  return worst / scale;
+  return worst / (tol.floor < 0 ? 1.0 + scale : std::max(tol.floor, scale));
+}
+
+// max |a - b| / max(floor, max |b|): relative to the reference's magnitude
+inline double relError(const std::vector<float>& a, const std::vector<float>& b, double floor = 1.0) {
+  return normalisedError(a, b, relative(0, floor));
 }
 
 }  // namespace nnstudio::test
 
-// max |gpu - cpu| <= 1e-4 (1 + max |cpu|), reported at the caller's line
-#define CHECK_PARITY(what, gpu, cpu)                                                                    \
-  ::nnstudio::test::reportComparison(what, ::nnstudio::test::compareToCpu(gpu, cpu), __FILE__, __LINE__)
 #endif

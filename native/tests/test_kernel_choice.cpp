@@ -33,43 +33,24 @@ namespace {
 
 // ---- caps ----
 
-DeviceCaps h100() {
+// a GPU's caps: SMs, compute capability, shared memory a block may opt into, the clusters our kernels get
+DeviceCaps gpu(int sms, int major, int minor, int sharedKiB, TensorCores tensorCores, int clusters) {
   DeviceCaps c;
-  c.sms = 132;
-  c.computeMajor = 9;
-  c.sharedOptin = 227 * 1024;
-  c.l2Bytes = 50 << 20;
-  c.tensorCores = TensorCores::Wgmma;
-  c.clusterLaunch = true;
-  c.gemmMaxCluster = 16;
-  c.headMaxCluster = 16;
+  c.sms = sms;
+  c.computeMajor = major;
+  c.computeMinor = minor;
+  c.sharedOptin = size_t(sharedKiB) * 1024;
+  c.tensorCores = tensorCores;
+  c.clusterLaunch = clusters > 1;
+  c.gemmMaxCluster = clusters;
+  c.headMaxCluster = clusters;
   c.headSharedBytes = c.sharedOptin - 1024;
   return c;
 }
 
-// an RTX 4070-like GPU: 46 SMs, 99 KiB of shared memory, no clusters
-DeviceCaps smallGpu() {
-  DeviceCaps c;
-  c.sms = 46;
-  c.computeMajor = 8;
-  c.computeMinor = 9;
-  c.sharedOptin = 99 * 1024;
-  c.tensorCores = TensorCores::Tf32MmaSync;
-  c.headSharedBytes = c.sharedOptin - 1024;
-  return c;
-}
-
-// a Turing GPU (sm_75): no TF32 tensor cores, 64 KiB
-DeviceCaps turing() {
-  DeviceCaps c;
-  c.sms = 40;
-  c.computeMajor = 7;
-  c.computeMinor = 5;
-  c.sharedOptin = 64 * 1024;
-  c.tensorCores = TensorCores::Fp16MmaSync;
-  c.headSharedBytes = c.sharedOptin - 1024;
-  return c;
-}
+DeviceCaps h100() { return gpu(132, 9, 0, 227, TensorCores::Wgmma, 16); }
+DeviceCaps smallGpu() { return gpu(46, 8, 9, 99, TensorCores::Tf32MmaSync, 1); }  // RTX 4070-like: no clusters
+DeviceCaps turing() { return gpu(40, 7, 5, 64, TensorCores::Fp16MmaSync, 1); }     // sm_75: no TF32 tensor cores
 
 // ---- the presets' layers ----
 
@@ -139,7 +120,8 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
   return lines;
 }
 
-const char* const kPresets[] = {"seed000", "seed001", "seed001_256", "seed002", "keras_cnn", "lenet5", "mlp", "fast_mnist"};
+const char* const kPresets[] = {"seed000",   "seed001", "seed001_256", "seed002",
+                                "keras_cnn", "lenet5",  "mlp",         "fast_mnist"};
 
 // The H100's choices, as before the chooser (see the header).
 const char* const kH100Choices[] = {
@@ -154,7 +136,8 @@ void testPresetChoices() {
   CHECK_MSG(got.size() == expected, "one choice line per expected line (" + std::to_string(got.size()) + " vs " +
                                         std::to_string(expected) + ")");
   for (size_t i = 0; i < got.size() && i < expected; ++i)
-    CHECK_MSG(got[i] == kH100Choices[i], got[i] + (got[i] == kH100Choices[i] ? "" : "  (was: " + std::string(kH100Choices[i]) + ")"));
+    CHECK_MSG(got[i] == kH100Choices[i],
+              got[i] + (got[i] == kH100Choices[i] ? "" : "  (was: " + std::string(kH100Choices[i]) + ")"));
 }
 
 // ---- other GPUs ----
@@ -201,7 +184,8 @@ void testOtherDevices() {
                                        std::to_string(rowsH100) + ")");
   // no clusters: no split-K, the dense head in one block
   CHECK_MSG(chooseGemm(smallGpu(), o, 100, 10, 10816).splits == 1 && chooseGemm(h100(), o, 100, 10, 10816).splits > 1,
-            "split-K only where clusters launch (seed001's head: " + chooseGemm(h100(), o, 100, 10, 10816).name() + ")");
+            "split-K only where clusters launch (seed001's head: " + chooseGemm(h100(), o, 100, 10, 10816).name() +
+                ")");
   CHECK_MSG(denseHeadBlocks(smallGpu(), 0) == 1 && denseHeadBlocks(h100(), 0) == 8 && denseHeadBlocks(h100(), 16) == 16,
             "dense head blocks: 1 without clusters, 8 by default, 16 on request where co-scheduled");
   CHECK_MSG(optimizerBlocks(smallGpu(), 100000000, 256) == 4 * 46 && optimizerBlocks(h100(), 1000, 256) == 4,
@@ -218,7 +202,8 @@ void testDirectLimits() {
   g.stride = 2;
   for (ConvPass pass : {ConvPass::Forward, ConvPass::InputGradient})
     CHECK_MSG(chooseConvPass(h100(), forced, pass, 1, g).kernel != ConvKernel::Direct,
-              std::string("direct refuses stride 2 (") + (pass == ConvPass::Forward ? "forward" : "input gradient") + ")");
+              std::string("direct refuses stride 2 (") + (pass == ConvPass::Forward ? "forward" : "input gradient") +
+                  ")");
   g = geometry(2, 9, 9, 3, 1, 9, 9);
   CHECK_MSG(chooseConvPass(h100(), forced, ConvPass::Forward, 1, g).kernel != ConvKernel::Direct, "direct refuses 1x1");
   g = geometry(2, 9, 9, 3, 7, 3, 3);
@@ -355,7 +340,8 @@ void testPerDevice() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--print") == 0) {  // the table of kH100Choices, after a deliberate change
     for (const char* name : kPresets)
-      for (const std::string& line : presetChoices(name, h100(), KernelOverrides())) std::printf("    \"%s\",\n", line.c_str());
+      for (const std::string& line : presetChoices(name, h100(), KernelOverrides()))
+        std::printf("  \"%s\",\n", line.c_str());
     return 0;
   }
   try {

@@ -202,12 +202,13 @@ std::string ConvPassChoice::name() const {
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s", kernel == ConvKernel::TensorCoreTf32 ? "tf32" : "3xtf32",
-                    tc.bm, tc.wn * 32, tc.bk, tc.stages, tc.minBlocks > 1 ? " minb" : "");
+      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s",
+                    kernel == ConvKernel::TensorCoreTf32 ? "tf32" : "3xtf32", tc.bm, tc.wn * 32, tc.bk, tc.stages,
+                    tc.minBlocks > 1 ? " minb" : "");
       break;
     default:
-      std::snprintf(text, sizeof text, "gemm %dx%d tm%d tn%d bk%d", gemm.bm, gemm.threads / (gemm.bm / gemm.tm) * gemm.tn,
-                    gemm.tm, gemm.tn, gemm.bk);
+      std::snprintf(text, sizeof text, "gemm %dx%d tm%d tn%d bk%d", gemm.bm,
+                    gemm.threads / (gemm.bm / gemm.tm) * gemm.tn, gemm.tm, gemm.tn, gemm.bk);
   }
   return text;
 }

@@ -97,11 +97,11 @@ bool headFusionPays(int N, int64_t inputs, int64_t units) {
 // largest, but non-portable), and one block the slowest from 64 rows on (128 x 128 -> 10: 21.5 vs 12.3 us).
 constexpr int kHeadAutoBlocks = 8;
 
-bool headFits(const DeviceCaps& caps, int N, int inputs, int units, int blocks) {
+}  // namespace
+
+bool denseHeadFits(const DeviceCaps& caps, int N, int inputs, int units, int blocks) {
   return denseHeadLayout(N, inputs, units, blocks).floats * sizeof(float) <= caps.headSharedBytes;
 }
-
-}  // namespace
 
 DenseHeadLayout denseHeadLayout(int N, int I, int K, int blocks) {
   DenseHeadLayout l;
@@ -139,7 +139,7 @@ int denseHeadBlocks(const DeviceCaps& caps, int requested) {
 
 bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units) {
   if (N < 1 || inputs < 1 || units < 1 || units > kDenseHeadMaxUnits) return false;
-  return headFits(caps, N, inputs, units, denseHeadBlocks(caps, 0));
+  return denseHeadFits(caps, N, inputs, units, denseHeadBlocks(caps, 0));
 }
 
 bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int N, int64_t inputs, int64_t units,

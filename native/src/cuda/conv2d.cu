@@ -522,25 +522,25 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      conv2d_tc_forward(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, out, in, weight, bias, N, g, act, alpha);
+      conv2d_tc_forward(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, out, in, weight, bias, N, g, act,
+                        alpha);
       break;
     case ConvKernel::ImplicitGemm:
-      dispatchGemm<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 4), c.gemm);  // float4 epilogue
+      // float4 epilogue
+      dispatchGemm<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 4), c.gemm);
       break;
   }
 }
 
-size_t conv2d_weights_workspace(int N, const ConvGeometry& g) { return convWgradWorkspace(chooseConvWeightGrad(N, g), g); }
-
-size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits) {
-  return convWgradWorkspace(chooseConvWeightGrad(N, g, splits), g);
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g) {
+  return convWgradWorkspace(chooseConvWeightGrad(N, g, kernelOverrides().convWgradSplits), g);
 }
 
-void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,
-                                   const float* in, int N, const ConvGeometry& g, float* workspace, int splits) {
+void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
+                             int N, const ConvGeometry& g, float* workspace) {
   if (g.F <= 0 || g.colRows() <= 0) return;
   checkSizes(std::max(N, 0), g);
-  const ConvWgradPlan plan = chooseConvWeightGrad(N, g, splits);
+  const ConvWgradPlan plan = chooseConvWeightGrad(N, g, kernelOverrides().convWgradSplits);
   WgradArgs a{};
   a.dOut = dOut;
   a.in = in;
@@ -591,11 +591,6 @@ void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* d
                  0, stream, workspace, dWeight, dBias, plan.S, a.K, a.Kp, total);
     checkLaunch("conv2d weight gradient reduction");
   }
-}
-
-void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
-                             int N, const ConvGeometry& g, float* workspace) {
-  conv2d_backward_weights_split(stream, dWeight, dBias, dOut, in, N, g, workspace, 0);
 }
 
 void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight, const float* in,

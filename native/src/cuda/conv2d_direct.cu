@@ -359,8 +359,9 @@ void fillPlan(DirectArgs& a, const ConvDirectPlan& p) {
 
 }  // namespace
 
-void conv2d_direct_forward(cudaStream_t stream, const ConvDirectPlan& p, float* out, const float* in, const float* weight,
-                           const float* bias, int N, const ConvGeometry& g, ActivationFn act, float alpha) {
+void conv2d_direct_forward(cudaStream_t stream, const ConvDirectPlan& p, float* out, const float* in,
+                           const float* weight, const float* bias, int N, const ConvGeometry& g, ActivationFn act,
+                           float alpha) {
   DirectArgs a{};
   a.src = in;
   a.weight = weight;
@@ -385,8 +386,8 @@ void conv2d_direct_forward(cudaStream_t stream, const ConvDirectPlan& p, float* 
 }
 
 void conv2d_direct_backward_input(cudaStream_t stream, const ConvDirectPlan& p, float* dIn, const float* dOut,
-                                  const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
-                                  float inAlpha) {
+                                  const float* weight, const float* in, int N, const ConvGeometry& g,
+                                  ActivationFn inAct, float inAlpha) {
   DirectArgs a{};
   a.src = dOut;
   a.weight = weight;

@@ -352,7 +352,9 @@ void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
 // the chooser's tile (kernel_choice.h: tcTile, tcVariant)
 template <int MODE, int SPLIT>
 void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t) {
-  auto is = [&](int bm, int wn, int bk, int stages, int minBlocks) { return t == ConvTcTile{bm, wn, bk, stages, minBlocks}; };
+  auto is = [&](int bm, int wn, int bk, int stages, int minBlocks) {
+    return t == ConvTcTile{bm, wn, bk, stages, minBlocks};
+  };
   if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, SPLIT>(stream, a);
   else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, SPLIT>(stream, a);
   else if (is(32, 4, 32, 3, 1)) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);

@@ -333,24 +333,8 @@ KernelFn kernelFor(int KP) {
 
 // Can clusters of `blocks` blocks of every instance run with `sharedBytes` each?
 bool clustersFit(int blocks, size_t sharedBytes) {
-  for (int kp : {4, 8, 12, 16, 32}) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(unsigned(blocks));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = sharedBytes;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = unsigned(blocks);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernelFor(kp), &config) != cudaSuccess || clusters < 1) {
-      cudaGetLastError();
-      return false;
-    }
-  }
+  for (int kp : {4, 8, 12, 16, 32})
+    if (!clusterFits(kernelFor(kp), kThreads, sharedBytes, blocks)) return false;
   return true;
 }
 
@@ -375,7 +359,9 @@ int denseHeadClusterLimit(size_t sharedBytes, bool clusterLaunch) {
   return 1;
 }
 
-bool dense_head_supported(int N, int inputs, int units) { return denseHeadSupported(currentDeviceCaps(), N, inputs, units); }
+bool dense_head_supported(int N, int inputs, int units) {
+  return denseHeadSupported(currentDeviceCaps(), N, inputs, units);
+}
 
 void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWeight, float* dBias, float* dIn,
                       const float* in, const float* weight, const float* bias, const int32_t* labels, int N,
@@ -384,8 +370,7 @@ void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWe
   if (N == 0) return;
   const DeviceCaps& caps = currentDeviceCaps();
   blocks = denseHeadBlocks(caps, blocks);
-  if (N < 1 || inputs < 1 || units < 1 || units > kDenseHeadMaxUnits ||
-      denseHeadLayout(N, inputs, units, blocks).floats * sizeof(float) > caps.headSharedBytes)
+  if (N < 1 || inputs < 1 || units < 1 || units > kDenseHeadMaxUnits || !denseHeadFits(caps, N, inputs, units, blocks))
     throw EngineError("dense head: shape too large for the fused kernel");
   const HeadLayout l = denseHeadLayout(N, inputs, units, blocks);
   HeadArgs a;
@@ -416,20 +401,8 @@ void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWe
   if (l.blocks == 1) {
     launchKernel("denseHeadKernel", kernel, 1, kThreads, bytes, stream, a, l);
   } else {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(unsigned(l.blocks));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = bytes;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[2];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = unsigned(l.blocks);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    attribute[1] = programmaticLaunchAttribute();
-    config.attrs = attribute;
-    config.numAttrs = 2;
-    check(cudaLaunchKernelEx(&config, kernel, a, l), "denseHeadKernel (cluster)");
+    launchClusterKernel("denseHeadKernel (cluster)", kernel, dim3(unsigned(l.blocks)), kThreads, bytes, stream,
+                        l.blocks, a, l);
   }
   checkLaunch("dense head");
 }

@@ -348,27 +348,6 @@ bool allowWideClusters(Kernel kernel) {
   return true;
 }
 
-// Can clusters of `size` blocks of this kernel be resident at once?
-template <class Kernel>
-bool clusterFits(Kernel kernel, int threads, int size) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(size));
-  config.blockDim = dim3(unsigned(threads));
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = unsigned(size);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return clusters > 0;
-}
-
 // the kernels that split K, smallest and largest tile
 constexpr auto kSplitSmall = KernelOf<GemmTile::Small16x16, true, false, false>::fn;
 constexpr auto kSplitLarge = KernelOf<GemmTile::Large64x64, false, true, false>::fn;
@@ -383,15 +362,15 @@ bool clusterCodeAvailable() {
   }
   if (attr.ptxVersion < 90 || attr.binaryVersion < 90) return false;
   // and the GPU can co-schedule clusters of the portable maximum for the kernels that split
-  return clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), kGemmPortableCluster) &&
-         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), kGemmPortableCluster);
+  return clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), 0, kGemmPortableCluster) &&
+         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), 0, kGemmPortableCluster);
 }
 
 // Can clusters of kGemmWideCluster blocks of the split kernels run?
 bool wideClustersFit() {
   return allowWideClusters(kSplitSmall) && allowWideClusters(kSplitLarge) &&
-         clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), kGemmWideCluster) &&
-         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), kGemmWideCluster);
+         clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), 0, kGemmWideCluster) &&
+         clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), 0, kGemmWideCluster);
 }
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -411,20 +390,8 @@ void launchCfg(cudaStream_t stream, const GemmPlan& p, int M, int N, int K, cons
     if (!oncePerDevice(allowed, [&] { return allowWideClusters(kernel); }))
       throw EngineError("gemm: clusters of " + std::to_string(p.splits) + " blocks are not allowed");
   }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[2];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = unsigned(p.splits);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  attribute[1] = programmaticLaunchAttribute();
-  config.attrs = attribute;
-  config.numAttrs = 2;
-  check(cudaLaunchKernelEx(&config, kernel, M, N, K, A, B, C, epi, p.splits, p.tilesN, flags), "gemm (split-K)");
+  launchClusterKernel("gemm (split-K)", kernel, grid, block, 0, stream, p.splits, M, N, K, A, B, C, epi, p.splits,
+                      p.tilesN, flags);
 }
 
 template <GemmTile c>

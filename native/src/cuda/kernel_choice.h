@@ -3,7 +3,9 @@
 // measurement behind it (choose_conv.cpp, choose_conv_pool.cpp, choose_dense.cpp); the kernel files only
 // implement the variants and launch the plan they are given. Plain C++ (no CUDA), so the choices are
 // unit-tested on the CPU with the H100's caps (tests/test_kernel_choice.cpp) and the op table
-// (tests/test_cuda_ops.cpp) can ask which variants exist for a shape.
+// (tests/test_cuda_ops.cpp) can ask which variants exist for a shape. The measurements name the per-kernel
+// `--bench` modes they were taken with; `test_cuda_ops --bench` now times every variant the chooser
+// reaches on the presets' shapes.
 //
 // Determinism: a choice that changes the order of a sum (the conv weight gradient's split, the direct
 // kernel's channel splits, the fused conv + pool weight gradient's chunks) uses fixed block targets, so
@@ -148,6 +150,8 @@ inline constexpr int kDenseHeadMaxUnits = 32;
 DenseHeadLayout denseHeadLayout(int N, int inputs, int units, int blocks);
 // the cluster a launch uses: `requested` (0: the choice by shape) within what the device co-schedules
 int denseHeadBlocks(const DeviceCaps& caps, int requested);
+// the head's layout over `blocks` blocks fits the device's shared memory
+bool denseHeadFits(const DeviceCaps& caps, int N, int inputs, int units, int blocks);
 // the fused kernel takes this head on this device (with its own choice of blocks)
 bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units);
 // fuse a training step's head (the last dense layer, the loss and its backward) into one launch?

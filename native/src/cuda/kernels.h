@@ -3,7 +3,7 @@
 // enqueues work on `stream` (no synchronisation, no allocation), so a whole training step can be
 // captured in one CUDA graph. Pointers are device memory; shapes and layouts are those of
 // cpu/layers.h, whose functions are the reference every kernel is tested against
-// (tests/test_cuda_layers.cpp). Backward launchers overwrite, never accumulate into, their outputs.
+// (tests/test_cuda_ops.cpp, the op table). Backward launchers overwrite, never accumulate into, their outputs.
 //
 // Fusions: layers take their activation (bias + activation in the producing kernel's epilogue), and
 // the input-gradient launchers take the activation that produced their input (`inAct`), so that they
@@ -96,12 +96,9 @@ void conv2d_forward(cudaStream_t stream,
                     const float* bias,    // (F)
                     int N, const ConvGeometry& g, ActivationFn act, float alpha);
 // dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
-// `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction.
+// `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction (the split is the chooser's;
+// tests force one with KernelOverrides::convWgradSplits, for both calls).
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
-// tests: the same with the pixels split into `splits` chunks (clamped to [1, N*OH*OW / 32 rounded up])
-size_t conv2d_weights_workspace_split(int N, const ConvGeometry& g, int splits);
-void conv2d_backward_weights_split(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut,
-                                   const float* in, int N, const ConvGeometry& g, float* workspace, int splits);
 void conv2d_backward_weights(cudaStream_t stream,
                              float* dWeight,       // (F, C, kh, kw)
                              float* dBias,         // (F)

@@ -54,4 +54,50 @@ void launchKernel(const char* what, void (*kernel)(Params...), dim3 grid, dim3 b
   check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
 }
 
+// ---- thread-block clusters (sm_90+) ----
+
+// clusters of `blocks` blocks along x
+inline cudaLaunchAttribute clusterAttribute(int blocks) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = unsigned(blocks);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  return attribute;
+}
+
+// launchKernel over clusters of `clusterBlocks` blocks; checked (throws EngineError naming `what`).
+template <class... Params, class... Args>
+void launchClusterKernel(const char* what, void (*kernel)(Params...), dim3 grid, dim3 block, size_t sharedBytes,
+                         cudaStream_t stream, int clusterBlocks, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = sharedBytes;
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2] = {clusterAttribute(clusterBlocks), programmaticLaunchAttribute()};
+  config.attrs = attributes;
+  config.numAttrs = 2;
+  check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
+}
+
+// Can clusters of `blocks` blocks of this kernel (`threads` threads and `sharedBytes` of dynamic shared
+// memory each) be resident at once on the current device?
+template <class... Params>
+bool clusterFits(void (*kernel)(Params...), int threads, size_t sharedBytes, int blocks) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = sharedBytes;
+  cudaLaunchAttribute attributes[1] = {clusterAttribute(blocks)};
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    cudaGetLastError();  // not an error of the next launch
+    return false;
+  }
+  return clusters > 0;
+}
+
 }  // namespace nnstudio::cuda

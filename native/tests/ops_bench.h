@@ -1,0 +1,199 @@
+// `test_cuda_ops --bench`: microseconds per launch of every variant the chooser reaches, on the presets'
+// full shapes, inside a CUDA graph of 20 launches (median of 50), as the engine runs them. The measurements
+// behind the chooser's thresholds (cuda/choose_*.cpp) are taken this way.
+#pragma once
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cuda_timing.h"
+#include "ops_conv.h"
+#include "ops_dense.h"
+
+namespace nnstudio::test {
+
+class Bench {
+ public:
+  Bench() { cudaOk(cudaStreamCreate(&stream_), "stream"); }
+  ~Bench() { cudaStreamDestroy(stream_); }
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+  cudaStream_t stream() const { return stream_; }
+
+  // "what 12.3 us": µs per call of fn (it enqueues on stream()), in a CUDA graph
+  template <class Fn>
+  std::string time(const char* what, Fn&& fn) const {
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s%.1f us", what, *what ? " " : "", timeLaunches(fn, stream_, true));
+    return text;
+  }
+  static void line(const std::string& op, const std::string& shape, const std::string& variant, const std::string& t) {
+    std::printf("  %s | %s | %s | %s\n", op.c_str(), shape.c_str(), variant.c_str(), t.c_str());
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// the forward and input gradient over every variant (ReLU, ReLU-gated), the weight gradient once
+inline void benchConv(const Bench& b, const ConvCase& c) {
+  const cpu::ConvGeometry g = geometryOf(c);
+  const std::string shape = describe(c, g);
+  const int N = c.N;
+  DeviceVector<float> in(randomNonZero(size_t(N) * g.C * g.H * g.W, 1, 1.0f)),
+      weight(randomNonZero(size_t(g.F) * size_t(g.colRows()), 2, 0.3f)), bias(randomNonZero(size_t(g.F), 3, 0.1f)),
+      dOut(randomNonZero(size_t(N) * g.F * g.OH * g.OW, 4, 1.0f)), out(dOut.count), dIn(in.count), dW(weight.count),
+      dB(bias.count);
+  const cudaStream_t s = b.stream();
+  const ActivationFn R = ActivationFn::ReLU;
+  for (cuda::ConvPass pass : {cuda::ConvPass::Forward, cuda::ConvPass::InputGradient}) {
+    const bool forward = pass == cuda::ConvPass::Forward;
+    auto choiceOf = [&](const cuda::KernelOverrides& o) { return cuda::chooseConvPass(caps(), o, pass, N, g).name(); };
+    for (const Reached& r : reached(convVariants(), choiceOf)) {
+      const std::string t = under(r.variant, [&] {
+        return b.time("", [&] {
+          if (forward) cuda::conv2d_forward(s, out.ptr, in.ptr, weight.ptr, bias.ptr, N, g, R, 0);
+          else cuda::conv2d_backward_input(s, dIn.ptr, dOut.ptr, weight.ptr, in.ptr, N, g, R, 0);
+        });
+      });
+      Bench::line(forward ? "conv2d forward" : "conv2d input gradient", shape, r.label(), t);
+    }
+  }
+  DeviceVector<float> work(std::max<size_t>(cuda::conv2d_weights_workspace(N, g), 1));
+  const std::string chunks = std::to_string(cuda::chooseConvWeightGrad(N, g).S) + " chunks";
+  Bench::line("conv2d weight gradient", shape, "default (" + chunks + ")", b.time("", [&] {
+                cuda::conv2d_backward_weights(s, dW.ptr, dB.ptr, dOut.ptr, in.ptr, N, g, work.ptr);
+              }));
+}
+
+// fused against the conv and the pool's own kernels: forward, and the weight gradient from the pool's gradient
+inline void benchConvPool(const Bench& b, const ConvPoolRow& row) {
+  const cpu::ConvGeometry g = geometryOf(row.c);
+  const cpu::PoolGeometry p = poolAfter(row, g);
+  const std::string shape = describe(row.c, g, "; pool " + std::to_string(p.size) + "/" + std::to_string(p.stride));
+  if (!cuda::convPoolSupported(g, p)) return Bench::line("conv2d + max pool", shape, "fused", "not supported");
+  const int N = row.c.N;
+  const size_t outSize = size_t(N) * g.F * g.OH * g.OW, pooledSize = size_t(N) * g.F * p.OH * p.OW;
+  DeviceVector<float> in(randomNonZero(size_t(N) * g.C * g.H * g.W, 1, 1.0f)),
+      weight(randomNonZero(size_t(g.F) * size_t(g.colRows()), 2, 0.3f)), bias(randomNonZero(size_t(g.F), 3, 0.1f)),
+      dPooled(randomNonZero(pooledSize, 4, 1.0f)), pooled(pooledSize), dW(weight.count), dB(bias.count), out(outSize),
+      dOut(outSize);
+  DeviceVector<int32_t> argmax(pooledSize);
+  const size_t ws = std::max(cuda::conv2d_maxpool_weights_workspace(N, g, p), cuda::conv2d_weights_workspace(N, g));
+  DeviceVector<float> work(std::max<size_t>(ws, 1));
+  const cudaStream_t s = b.stream();
+  const ActivationFn act = row.act;
+  Bench::line("conv2d + max pool", shape, "fused",
+              b.time("forward",
+                     [&] {
+                       cuda::conv2d_maxpool_forward(s, pooled.ptr, argmax.ptr, in.ptr, weight.ptr, bias.ptr, N, g, p,
+                                                    act, 0);
+                     }) +
+                  ", " + b.time("weight gradient", [&] {
+                    cuda::conv2d_maxpool_backward_weights(s, dW.ptr, dB.ptr, dPooled.ptr, pooled.ptr, argmax.ptr,
+                                                          in.ptr, N, g, p, act, 0, work.ptr);
+                  }));
+  Bench::line("conv2d + max pool", shape, "separate",
+              b.time("forward",
+                     [&] {
+                       cuda::conv2d_forward(s, out.ptr, in.ptr, weight.ptr, bias.ptr, N, g, act, 0);
+                       cuda::maxpool_forward(s, pooled.ptr, argmax.ptr, out.ptr, N, p);
+                     }) +
+                  ", " + b.time("weight gradient", [&] {
+                    cuda::maxpool_backward_from_output(s, dOut.ptr, dPooled.ptr, argmax.ptr, pooled.ptr, N, p, act, 0);
+                    cuda::conv2d_backward_weights(s, dW.ptr, dB.ptr, dOut.ptr, in.ptr, N, g, work.ptr);
+                  }));
+}
+
+// the three passes over every GEMM plan (ReLU forward, ReLU-gated input gradient)
+inline void benchDense(const Bench& b, int N, int inputs, int units) {
+  DeviceVector<float> in(randomVector(size_t(N) * inputs, 5)), w(randomVector(size_t(units) * inputs, 6, 0.02f)),
+      bias(randomVector(size_t(units), 7)), dOut(randomVector(size_t(N) * units, 8)), out(size_t(N) * units),
+      dW(w.count), dB(bias.count), dIn(in.count);
+  const cudaStream_t s = b.stream();
+  const ActivationFn R = ActivationFn::ReLU;
+  auto plans = [&](const cuda::KernelOverrides& o) {
+    return gemmPlan(o, N, units, inputs) + " " + gemmPlan(o, units, inputs, N) + " " + gemmPlan(o, N, inputs, units);
+  };
+  const std::string shape = "N=" + std::to_string(N) + " " + std::to_string(inputs) + "->" + std::to_string(units);
+  for (const Reached& r : reached(gemmVariants(), plans)) {
+    const std::string t = under(r.variant, [&] {
+      return b.time("forward",
+                    [&] { cuda::dense_forward(s, out.ptr, in.ptr, w.ptr, bias.ptr, N, inputs, units, R, 0); }) +
+             ", " + b.time("dW+dB", [&] {
+               cuda::dense_backward_weights(s, dW.ptr, dB.ptr, dOut.ptr, in.ptr, N, inputs, units, nullptr);
+             }) +
+             ", " + b.time("dIn", [&] {
+               cuda::dense_backward_input(s, dIn.ptr, dOut.ptr, w.ptr, in.ptr, N, inputs, units, R, 0);
+             });
+    });
+    Bench::line("dense", shape, r.label(), t);
+  }
+}
+
+// a training step's head: the four separate launches, then fused at every cluster size that fits
+inline void benchHead(const Bench& b, int N, int I, int K, bool inputGrad) {
+  const HeadRow r{N, I, K, LossKind::SoftmaxCrossEntropy, ActivationFn::Linear, ActivationFn::ReLU, inputGrad};
+  DeviceVector<float> x(headInput(r, 1)), w(randomVector(size_t(K) * I, 2, 0.05f)), bias(randomVector(size_t(K), 3)),
+      out(size_t(N) * K), gW(w.count), gB(bias.count), gIn(x.count), dOut(out.count);
+  DeviceVector<int32_t> labels(headLabels(r));
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
+  float* dIn = inputGrad ? gIn.ptr : nullptr;
+  const cudaStream_t s = b.stream();
+  Bench::line("dense head", headShape(r), "separate", b.time("", [&] {
+                cuda::dense_forward(s, out.ptr, x.ptr, w.ptr, bias.ptr, N, I, K, ActivationFn::Linear, 0.0f);
+                cuda::loss_forward_backward(s, r.loss, out.ptr, labels.ptr, N, K, dOut.ptr, state.ptr);
+                cuda::dense_backward_weights(s, gW.ptr, gB.ptr, dOut.ptr, x.ptr, N, I, K, nullptr);
+                if (dIn) cuda::dense_backward_input(s, dIn, dOut.ptr, w.ptr, x.ptr, N, I, K, r.inAct, 0.0f);
+              }));
+  for (int blocks : {1, 2, 4, 8, 16}) {
+    if (cuda::denseHeadBlocks(caps(), blocks) != blocks || !cuda::denseHeadFits(caps(), N, I, K, blocks)) continue;
+    Bench::line("dense head", headShape(r), "fused, " + std::to_string(blocks) + " block(s)", b.time("", [&] {
+                  cuda::dense_head_fused(s, r.loss, out.ptr, gW.ptr, gB.ptr, dIn, x.ptr, w.ptr, bias.ptr, labels.ptr, N,
+                                         I, K, ActivationFn::Linear, 0.0f, r.inAct, 0.0f, state.ptr, blocks);
+                }));
+  }
+}
+
+inline int bench() {
+  const Bench b;
+  std::printf("microseconds per launch inside a CUDA graph of 20 launches (median of 50)\n");
+  const ActivationFn R = ActivationFn::ReLU;
+  const ConvCase convs[] = {
+      {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},
+      {"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'},      {"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v'},
+      {"seed002 conv1", 32, 1, 28, 28, 8, 5, 5, 1, 'v'},      {"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 1, 'v'},
+      {"keras conv1", 128, 1, 28, 28, 32, 3, 3, 1, 'v'},      {"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'},
+      {"lenet conv1", 64, 1, 28, 28, 6, 5, 5, 1, 's'},        {"lenet conv2", 64, 6, 14, 14, 16, 5, 5, 1, 'v'},
+      {"fast_mnist conv1", 256, 1, 28, 28, 24, 5, 5, 1, 'v'}, {"fast_mnist conv2", 256, 24, 12, 12, 32, 5, 5, 1, 'v'},
+      {"C16 F16 3x3", 32, 16, 28, 28, 16, 3, 3, 1, 's'},      {"C64 F64 s 3x3", 128, 64, 14, 14, 64, 3, 3, 1, 's'},
+      {"C32 F64 s2", 128, 32, 26, 26, 64, 3, 3, 2, 's'},
+  };
+  for (const ConvCase& c : convs) benchConv(b, c);
+  const ConvPoolRow pools[] = {
+      {{"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'}, 4, 4, R},
+      {{"seed001 F64", 100, 1, 28, 28, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed001 F256", 1000, 1, 28, 28, 256, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"seed002 conv2", 32, 8, 24, 24, 8, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"keras conv2", 128, 32, 26, 26, 64, 3, 3, 1, 'v'}, 2, 2, R},
+      {{"lenet conv2", 128, 6, 14, 14, 16, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast_mnist conv1", 256, 1, 28, 28, 24, 5, 5, 1, 'v'}, 2, 2, R},
+      {{"fast_mnist conv2", 256, 24, 12, 12, 32, 5, 5, 1, 'v'}, 2, 2, R},
+  };
+  for (const ConvPoolRow& row : pools) benchConvPool(b, row);
+  for (const auto& l : kPresetDenseLayers)
+    for (int N : kPresetBatches) benchDense(b, N, l[0], l[1]);
+  const int heads[][3] = {{32, 128, 10},  {64, 84, 10},   {64, 128, 10},  {100, 128, 10}, {128, 128, 10},
+                          {128, 256, 10}, {64, 512, 10},  {128, 320, 10}, {32, 1024, 10}, {256, 128, 10},
+                          {128, 128, 32}, {256, 512, 10}, {128, 784, 10}, {32, 2048, 10}};
+  for (const auto& h : heads)
+    for (bool inputGrad : {true, false}) benchHead(b, h[0], h[1], h[2], inputGrad);
+  return 0;
+}
+
+}  // namespace nnstudio::test
+
+#endif

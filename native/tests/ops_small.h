@@ -1,0 +1,322 @@
+// The op table's small kernels (test_cuda_ops.cpp): activations, max and average pools, dropout, the
+// losses (with prediction and evaluation), the optimizer steps and the batch gathers, each against the CPU
+// backend's function. One kernel each: the chooser has no variants for them. Tolerances: elementwise float
+// results 1e-5 relative (pools, losses' gradients and probabilities, optimizers 1e-6); losses computed in
+// double on both sides 1e-9; dropout masks, max-pool values and indices exact.
+#pragma once
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/thread_pool.h"
+#include "cuda/kernels.h"
+#include "op_table.h"
+#include "spec/model.h"
+#include "spec/rng.h"
+
+namespace nnstudio::test {
+
+inline constexpr char kOneKernel[] = "the kernel";
+
+// ---- activations ----
+
+// f on rows x width, forward, backward and forward in place (as the network runs it)
+inline void checkActivation(ActivationFn fn, int rows, int width) {
+  Row line(std::string("activation ") + activationName(fn), std::to_string(rows) + "x" + std::to_string(width),
+           kOneKernel);
+  const size_t n = size_t(rows) * width;
+  const auto x = randomVector(n, 1, 4.0f), dy = randomVector(n, 2);
+  std::vector<float> y(n), dx(n);
+  cpu::activation_forward(y.data(), x.data(), rows, width, fn, 0.1f);
+  cpu::activation_backward(dx.data(), dy.data(), y.data(), rows, width, fn, 0.1f);
+  DeviceVector<float> dX(x), dY(n), dDy(dy), dDx(n), inPlace(x);
+  cuda::activation_forward(nullptr, dY.ptr, dX.ptr, rows, width, fn, 0.1f);
+  cuda::activation_backward(nullptr, dDx.ptr, dDy.ptr, dY.ptr, rows, width, fn, 0.1f);
+  cuda::activation_forward(nullptr, inPlace.ptr, inPlace.ptr, rows, width, fn, 0.1f);
+  line.compare("forward", dY.download(), y, relative(1e-5));
+  line.compare("backward", dDx.download(), dx, relative(1e-5));
+  line.compare("forward in place", inPlace.download(), y, relative(1e-5));
+}
+
+// ---- pools ----
+
+struct PoolRow {
+  int C, H, W, size, stride;
+};
+
+inline cpu::PoolGeometry poolGeometry(const PoolRow& r) {
+  cpu::PoolGeometry g;
+  g.C = r.C, g.H = r.H, g.W = r.W, g.size = r.size, g.stride = r.stride;
+  g.OH = (r.H - r.size) / r.stride + 1;
+  g.OW = (r.W - r.size) / r.stride + 1;
+  return g;
+}
+
+inline std::string poolShape(const PoolRow& r, int N) {
+  return "N" + std::to_string(N) + " " + std::to_string(r.C) + "x" + std::to_string(r.H) + "x" + std::to_string(r.W) +
+         " size " + std::to_string(r.size) + " stride " + std::to_string(r.stride);
+}
+
+// Max pool: values and argmax exact, the backward (overlapping windows summed), gated by a sigmoid read from
+// its input, and gated from its output (the fused conv + pool path: activated inputs, tanh). Average pool:
+// forward and backward. stride == size takes the one-thread-per-window backward.
+inline void checkPools(cpu::ThreadPool& pool, const PoolRow& r) {
+  const cpu::PoolGeometry g = poolGeometry(r);
+  const int N = 5;
+  const size_t inN = size_t(N) * r.C * r.H * r.W, outN = size_t(N) * r.C * g.OH * g.OW;
+  auto x = randomVector(inN, 10 + r.C, 2.0f);
+  for (size_t i = 0; i < inN; i += 7) x[i] = std::max(x[i], 0.0f);  // ties at 0 after a relu-like input
+  const auto dy = randomVector(outN, 20 + r.C);
+  std::vector<float> y(outN), dx(inN), ya(outN), dxa(inN), gated(inN);
+  std::vector<int32_t> arg(outN);
+  cpu::maxpool_forward(pool, y.data(), arg.data(), x.data(), N, g);
+  cpu::maxpool_backward(pool, dx.data(), dy.data(), arg.data(), N, g);
+  cpu::avgpool_forward(pool, ya.data(), x.data(), N, g);
+  cpu::avgpool_backward(pool, dxa.data(), dy.data(), N, g);
+  cpu::activation_backward(gated.data(), dx.data(), x.data(), 1, int64_t(inN), ActivationFn::Sigmoid, 0);
+  // the gate read from the pool's output, given activated inputs
+  std::vector<float> act(inN), pooledAct(outN), fromInput(inN);
+  std::vector<int32_t> argAct(outN);
+  cpu::activation_forward(act.data(), x.data(), 1, int64_t(inN), ActivationFn::Tanh, 0);
+  cpu::maxpool_forward(pool, pooledAct.data(), argAct.data(), act.data(), N, g);
+  cpu::maxpool_backward(pool, fromInput.data(), dy.data(), argAct.data(), N, g);
+  cpu::activation_backward(fromInput.data(), fromInput.data(), act.data(), 1, int64_t(inN), ActivationFn::Tanh, 0);
+
+  DeviceVector<float> dX(x), dY(outN), dDy(dy), dDx(inN), dYa(outN), dDxa(inN), dGated(inN), dPooledAct(pooledAct),
+      dFromOutput(inN);
+  DeviceVector<int32_t> dArg(outN), dArgAct(argAct);
+  {
+    Row line("maxpool", poolShape(r, N), kOneKernel);
+    cuda::maxpool_forward(nullptr, dY.ptr, dArg.ptr, dX.ptr, N, g);
+    cuda::maxpool_backward(nullptr, dDx.ptr, dDy.ptr, dArg.ptr, dX.ptr, N, g, ActivationFn::Linear, 0);
+    cuda::maxpool_backward(nullptr, dGated.ptr, dDy.ptr, dArg.ptr, dX.ptr, N, g, ActivationFn::Sigmoid, 0);
+    cuda::maxpool_backward_from_output(nullptr, dFromOutput.ptr, dDy.ptr, dArgAct.ptr, dPooledAct.ptr, N, g,
+                                       ActivationFn::Tanh, 0);
+    line.compare("forward", dY.download(), y, kExact);
+    line.check(dArg.download() == arg, "argmax");
+    line.compare("backward", dDx.download(), dx, relative(1e-6));
+    line.compare("backward with a sigmoid gate", dGated.download(), gated, relative(1e-6));
+    line.compare("backward gated from its output", dFromOutput.download(), fromInput, relative(1e-6));
+  }
+  {
+    Row line("avgpool", poolShape(r, N), kOneKernel);
+    cuda::avgpool_forward(nullptr, dYa.ptr, dX.ptr, N, g);
+    cuda::avgpool_backward(nullptr, dDxa.ptr, dDy.ptr, dX.ptr, N, g, ActivationFn::Linear, 0);
+    line.compare("forward", dYa.download(), ya, relative(1e-6));
+    line.compare("backward", dDxa.download(), dxa, relative(1e-6));
+  }
+}
+
+// ---- dropout ----
+
+// The CPU's masks bit for bit: the network's seed for this layer and step (cpu/network.cpp, cpu/session.cpp).
+inline void checkDropout(cpu::ThreadPool& pool, int N, int64_t width, float rate) {
+  Row line("dropout", "N" + std::to_string(N) + " x " + std::to_string(width) + " rate " + nnstudio_test::num(rate),
+           kOneKernel);
+  const uint64_t runSeed = 77, layer = 3;
+  const long long globalStep = 41;
+  const auto x = randomVector(size_t(N) * width, 5), dy = randomVector(size_t(N) * width, 6);
+  std::vector<float> y(x.size()), mask(x.size()), dx(x.size());
+  const uint64_t seed = mixSeed(mixSeed(runSeed, uint64_t(globalStep), 0xD0), layer);
+  cpu::dropout_forward(pool, y.data(), mask.data(), x.data(), N, width, rate, seed);
+  cpu::dropout_backward(pool, dx.data(), dy.data(), mask.data(), N, width);
+  cuda::StepState hostState;
+  hostState.globalStep = globalStep;
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{hostState});
+  DeviceVector<float> dX(x), dY(x.size()), dMask(x.size()), dDy(dy), dDx(x.size());
+  cuda::dropout_forward(nullptr, dY.ptr, dMask.ptr, dX.ptr, N, width, rate, runSeed, layer, state.ptr);
+  cuda::dropout_backward(nullptr, dDx.ptr, dDy.ptr, dMask.ptr, N, width);
+  line.check(dMask.download() == mask, "masks equal the CPU's bit for bit");
+  line.compare("forward", dY.download(), y, kExact);
+  line.compare("backward", dDx.download(), dx, kExact);
+}
+
+// ---- losses ----
+
+// Per-sample losses and gradient (the batch mean into StepState), predictions, probabilities, evaluation
+// totals and the confusion matrix; N larger than the loss kernel's block.
+inline void checkLoss(LossKind loss, int K, int N) {
+  Row line(std::string("loss ") + lossName(loss), "N" + std::to_string(N) + " K=" + std::to_string(K), kOneKernel);
+  const int classes = K == 1 ? 2 : K;
+  const auto z = randomVector(size_t(N) * K, 30 + K, 3.0f);
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  Rng rng(40 + K);
+  for (int32_t& l : labels) l = int32_t(rng.below(uint32_t(classes)));
+  std::vector<float> dz(z.size()), prob(size_t(N) * classes);
+  std::vector<int32_t> pred(static_cast<size_t>(N));
+  int64_t correct = 0;
+  const double cpuLoss = cpu::loss_forward_backward(loss, z.data(), labels.data(), N, K, dz.data(), &correct);
+  cpu::loss_predict(loss, z.data(), N, K, pred.data(), prob.data());
+
+  DeviceVector<float> dZ(z), dDz(z.size()), dProb(prob.size());
+  DeviceVector<int32_t> dLabels(labels), dPred{size_t(N)};
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
+  DeviceVector<cuda::StepState> evalState(std::vector<cuda::StepState>{cuda::StepState{}});
+  DeviceVector<unsigned long long> confusion(std::vector<unsigned long long>(size_t(classes) * classes, 0));
+  cuda::loss_forward_backward(nullptr, loss, dZ.ptr, dLabels.ptr, N, K, dDz.ptr, state.ptr);
+  cuda::loss_predict(nullptr, loss, dZ.ptr, dLabels.ptr, N, K, dPred.ptr, dProb.ptr, evalState.ptr, confusion.ptr);
+  const cuda::StepState s = state.download()[0], e = evalState.download()[0];
+  line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "batch loss",
+             nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));
+  line.check(s.correct == correct && s.samples == N && s.lossSteps == 1 && !s.diverged, "counts");
+  line.compare("gradient", dDz.download(), dz, relative(1e-6));
+  line.check(dPred.download() == pred, "predictions");
+  line.compare("probabilities", dProb.download(), prob, relative(1e-6));
+  line.check(std::fabs(e.sampleLossSum / N - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)) && e.correct == correct &&
+                 e.samples == N,
+             "evaluation totals");
+  std::vector<unsigned long long> expected(size_t(classes) * classes, 0);
+  for (int i = 0; i < N; ++i) ++expected[size_t(labels[size_t(i)]) * classes + size_t(pred[size_t(i)])];
+  line.check(confusion.download() == expected, "confusion matrix");
+}
+
+// a non-finite batch loss flags divergence once and adds nothing to the totals
+inline void checkLossDivergence() {
+  Row line(std::string("loss ") + lossName(LossKind::SoftmaxCrossEntropy), "N4 K=10, a NaN output", kOneKernel);
+  std::vector<float> z = randomVector(40, 3);
+  z[7] = NAN;
+  std::vector<int32_t> labels(4, 1);
+  cuda::StepState start;
+  start.globalStep = 9;
+  DeviceVector<float> dZ(z), dDz(z.size());
+  DeviceVector<int32_t> dLabels(labels);
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{start});
+  cuda::loss_forward_backward(nullptr, LossKind::SoftmaxCrossEntropy, dZ.ptr, dLabels.ptr, 4, 10, dDz.ptr, state.ptr);
+  const cuda::StepState s = state.download()[0];
+  line.check(s.diverged == 1 && s.divergedNaN == 1 && s.divergedAt == 10 && s.lossSteps == 0 && s.samples == 0,
+             "a NaN loss flags divergence at the right step and adds nothing");
+}
+
+// ---- optimizers ----
+
+inline OptimizerSpec optimizerNamed(const std::string& name) {
+  OptimizerSpec opt;
+  opt.kind = name == "adam" ? OptimizerKind::Adam : OptimizerKind::SGD;
+  opt.lr = name == "adam" ? 0.01f : 0.1f;
+  opt.momentum = name == "sgd momentum" ? 0.9f : 0.0f;
+  opt.beta1 = 0.95f;
+  opt.beta2 = 0.99f;
+  opt.eps = 1e-8f;
+  return opt;
+}
+
+inline void optimizerStep(const OptimizerSpec& opt, DeviceVector<float>& p, const DeviceVector<float>& g,
+                          DeviceVector<float>& moments, DeviceVector<float>& backup, size_t n, cuda::StepState* state,
+                          const cuda::BatchGather* next = nullptr) {
+  if (opt.kind == OptimizerKind::Adam)
+    cuda::adam_step(nullptr, p.ptr, g.ptr, moments.ptr, moments.ptr + n, backup.ptr, n, opt.lr, opt.beta1, opt.beta2,
+                    opt.eps, state, next);
+  else
+    cuda::sgd_step(nullptr, p.ptr, g.ptr, moments.ptr, backup.ptr, n, opt.lr, opt.momentum, state, next);
+}
+
+// Two steps equal the CPU's; the backup holds the weights before the last update; the step counters advance;
+// once diverged, updates stop but the counters still advance. n is not a multiple of the block.
+inline void checkOptimizer(const std::string& name, size_t n) {
+  Row line("optimizer " + name, std::to_string(n) + " parameters", kOneKernel);
+  const OptimizerSpec opt = optimizerNamed(name);
+  const auto p0 = randomVector(n, 50), g1 = randomVector(n, 51), g2 = randomVector(n, 52);
+  std::vector<float> p = p0, state;
+  optimizerStepCpu(opt, p, g1, state, 1);
+  const std::vector<float> afterOne = p;
+  optimizerStepCpu(opt, p, g2, state, 2);
+  DeviceVector<float> dP(p0), dG1(g1), dG2(g2), dBackup(n), moments(std::vector<float>(2 * n, 0.0f));
+  DeviceVector<cuda::StepState> st(std::vector<cuda::StepState>{cuda::StepState{}});
+  optimizerStep(opt, dP, dG1, moments, dBackup, n, st.ptr);
+  optimizerStep(opt, dP, dG2, moments, dBackup, n, st.ptr);
+  line.compare("two steps", dP.download(), p, relative(1e-6));
+  line.compare("backup: the weights before the last update", dBackup.download(), afterOne, kExact);
+  const cuda::StepState s = st.download()[0];
+  line.check(s.globalStep == 2 && s.epochStep == 2 && s.blocksDone == 0, "the step counters advanced twice");
+  cuda::StepState flagged = s;
+  flagged.diverged = 1;
+  DeviceVector<cuda::StepState> st2(std::vector<cuda::StepState>{flagged});
+  const std::vector<float> before = dP.download();
+  optimizerStep(opt, dP, dG1, moments, dBackup, n, st2.ptr);
+  line.check(dP.download() == before && st2.download()[0].globalStep == 3, "no update after divergence");
+}
+
+// ---- the batch gathers ----
+
+// The step's rows of the epoch's order, feature size `fs` (odd: the scalar path).
+inline void checkGather(int64_t fs) {
+  Row line("gather", "50 rows of " + std::to_string(fs) + ", batch 8 at step 2", kOneKernel);
+  const int64_t count = 50;
+  const auto features = randomVector(size_t(count * fs), 60);
+  std::vector<int32_t> labels(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) labels[size_t(i)] = i % 7;
+  std::vector<uint32_t> order(static_cast<size_t>(count));
+  for (uint32_t i = 0; i < count; ++i) order[i] = uint32_t((i * 17 + 3) % count);
+  const int batch = 8, n = 8;
+  cuda::StepState st;
+  st.epochStep = 2;  // the third batch: order[16..23]
+  DeviceVector<float> dF(features), dBx(size_t(batch * fs));
+  DeviceVector<int32_t> dL(labels), dBy{size_t(batch)};
+  DeviceVector<uint32_t> dOrder(order);
+  DeviceVector<cuda::StepState> dSt(std::vector<cuda::StepState>{st});
+  cuda::gather_batch(nullptr, dBx.ptr, dBy.ptr, dF.ptr, dL.ptr, dOrder.ptr, fs, n, batch, dSt.ptr);
+  std::vector<float> ex;
+  std::vector<int32_t> ey;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t row = order[size_t(16 + i)];
+    ex.insert(ex.end(), features.begin() + row * fs, features.begin() + (row + 1) * fs);
+    ey.push_back(labels[row]);
+  }
+  line.check(dBx.download() == ex && dBy.download() == ey, "the step's rows");
+}
+
+// The optimizer gathers the next step's batch: the rows after this step's, a short tail batch at the end of
+// the epoch, nothing once the epoch is done (the buffers keep their fill).
+inline void checkOptimizerGathersNext(const std::string& name) {
+  Row line("optimizer " + name, "1000 parameters, next batch of 16 from 50 rows", "the kernel's gather");
+  const OptimizerSpec opt = optimizerNamed(name);
+  const int64_t count = 50, fs = 16;
+  const int batch = 16;  // steps of 16, 16, 16 and a tail of 2
+  const auto features = randomVector(size_t(count * fs), 61);
+  std::vector<int32_t> labels(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) labels[size_t(i)] = (i * 3) % 7;
+  std::vector<uint32_t> order(static_cast<size_t>(count));
+  for (uint32_t i = 0; i < count; ++i) order[i] = uint32_t((i * 23 + 5) % count);
+  const size_t P = 1000;
+  DeviceVector<float> dP(randomVector(P, 62)), dG(randomVector(P, 63)), dBackup(P), moments(std::vector<float>(2 * P));
+  DeviceVector<float> dF(features);
+  DeviceVector<int32_t> dL(labels);
+  DeviceVector<uint32_t> dOrder(order);
+  for (long long step : {0LL, 2LL, 3LL}) {
+    DeviceVector<float> dBx(std::vector<float>(size_t(batch * fs), -7.0f));
+    DeviceVector<int32_t> dBy(std::vector<int32_t>(size_t(batch), -1));
+    cuda::BatchGather next;
+    next.features = dF.ptr;
+    next.labels = dL.ptr;
+    next.order = dOrder.ptr;
+    next.batchFeatures = dBx.ptr;
+    next.batchLabels = dBy.ptr;
+    next.featureSize = fs;
+    next.count = count;
+    next.batch = batch;
+    cuda::StepState st;
+    st.epochStep = step;
+    DeviceVector<cuda::StepState> dSt(std::vector<cuda::StepState>{st});
+    optimizerStep(opt, dP, dG, moments, dBackup, P, dSt.ptr, &next);
+    std::vector<float> ex(size_t(batch * fs), -7.0f);
+    std::vector<int32_t> ey(size_t(batch), -1);
+    const int64_t first = (step + 1) * batch;
+    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(batch, count - first));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t row = order[size_t(first + i)];
+      std::copy(features.begin() + row * fs, features.begin() + (row + 1) * fs, ex.begin() + i * fs);
+      ey[size_t(i)] = labels[row];
+    }
+    line.check(dBx.download() == ex && dBy.download() == ey && dSt.download()[0].epochStep == step + 1,
+               "after step " + std::to_string(step) + " it gathers the next " + std::to_string(n) + " rows");
+  }
+}
+
+}  // namespace nnstudio::test
+
+#endif
