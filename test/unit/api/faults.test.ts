@@ -97,8 +97,10 @@ describe('faults through the UI API', () => {
     assert.ok(none.modelId);
     await assertUsable(api, none.modelId, mnist.id, 'cancelled before the first step');
 
-    // during the first step: the cancel from its step event stops the run within the epoch
-    const first = await start(api, { ...settings, epochs: 3 });
+    // during the first step: the cancel from its step event stops the run within the epoch (an epoch of ~26
+    // steps, so that the event's round trip through the event loop lands inside it on a loaded machine too)
+    const longer = await open(api, { kind: 'mnist', limit: 8000 });
+    const first = await start(api, { ...settings, datasetId: longer.id, epochs: 3 });
     let cancelledAt = -1;
     const stopped = await watch(api, first, (event) => {
       if (cancelledAt < 0 && event.event === 'training:progress' && event.payload.type === 'step') {
@@ -110,7 +112,7 @@ describe('faults through the UI API', () => {
     assert.match(stopped.message, /^training cancelled at epoch 1, step \d+ of \d+; kept the weights of the last completed step$/);
     assert.deepEqual(stopped.history, []);
     assert.ok(stopped.modelId);
-    await assertUsable(api, stopped.modelId, mnist.id, 'cancelled in the first step');
+    await assertUsable(api, stopped.modelId, longer.id, 'cancelled in the first step');
 
     // during the last step: too late to skip anything; the run completes with every epoch
     const last = await start(api, { ...settings, epochs: 2 });
