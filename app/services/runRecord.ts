@@ -19,6 +19,8 @@ export interface RunRecord {
   epochs: number;
   batchSize: number;
   threads: number;
+  /** The device the run trained on (trainingSetup's resumeDevice); absent in older checkpoints. */
+  device?: 'cpu' | 'cuda';
   lrSchedule?: LrSchedule;
   earlyStopping?: EarlyStopping;
   /** sha256 of the training split's features and labels (before normalisation). */
@@ -47,6 +49,7 @@ const runRecordSchema = z.strictObject({
   epochs: countSchema(countLimits.epochs),
   batchSize: countSchema(countLimits.batchSize),
   threads: countSchema(countLimits.threads),
+  device: z.enum(['cpu', 'cuda']).optional(),
   lrSchedule: lrScheduleSchema.optional(),
   earlyStopping: earlyStoppingSchema.optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),

@@ -41,8 +41,8 @@ export interface TrainRequest {
 
 /**
  * Continue the run of a checkpoint: its data, split, normalisation, spec, seed, batch size, schedule and
- * early stopping; `epochs` is the new total (default: the run's), device and threads may change (the CPU
- * gives the same bits with the same thread count). The CLI's `--resume` keeps writing to `resumeFrom`; the
+ * early stopping; `epochs` is the new total (default: the run's), device (default: resumeDevice) and threads
+ * may change (the CPU gives the same bits with the same thread count). The CLI's `--resume` keeps writing to `resumeFrom`; the
  * UI's `training:continue` gives the new run a checkpoint file of its own.
  */
 export interface ResumeRequest {
@@ -127,6 +127,15 @@ export interface Resumption {
   path: string;
 }
 
+/**
+ * Where a resume runs when it names no device: a CPU run stays on the CPU (on a machine with a GPU, 'auto'
+ * would move it there and the continued run would no longer give the uninterrupted run's bits); a GPU run,
+ * or one recorded before runs kept their device, takes the GPU where there is one.
+ */
+export function resumeDevice(record: RunRecord): engine.DeviceChoice {
+  return record.device === 'cpu' ? 'cpu' : 'auto';
+}
+
 /** A ResumeRequest as the TrainRequest of the checkpoint's run, with the checkpoint to continue. */
 async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request: TrainRequest; resumption: Resumption }> {
   const checkpoint = await loadCheckpoint(request.resumeFrom, { preprocessingSchema });
@@ -145,7 +154,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     valSplit: record.valSplit,
     testSplit: record.testSplit,
     seed: record.seed,
-    device: request.device,
+    device: request.device ?? resumeDevice(record),
     threads: request.threads ?? record.threads,
     lrSchedule: record.lrSchedule,
     earlyStopping: record.earlyStopping,
@@ -261,7 +270,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
     engineOptions: { ...engineOptions, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
-    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, digest: data.digest, counts: data.counts }),
+    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts }),
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
   };
@@ -279,6 +288,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     epochs: prepared.epochs,
     batchSize: prepared.batchSize,
     threads: request.threads ?? 0,
+    device: prepared.device,
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
     trainDigest: prepared.digest,

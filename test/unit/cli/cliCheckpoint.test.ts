@@ -8,6 +8,8 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { decodeCheckpoint } from '../../../app/core/model/checkpointFile';
 import { loadModel } from '../../../app/core/model/modelFile';
+import { parseRunRecord } from '../../../app/services/runRecord';
+import { resumeDevice } from '../../../app/services/trainingSetup';
 import { errorLine, repoRoot, runCli, scratchDir } from './cliHarness';
 
 const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
@@ -125,4 +127,18 @@ test('--resume refuses a model file, a damaged checkpoint and flags it would ign
   const more = await runCli(['train', '--resume', 'iris.ckpt', '--epochs', '5', '--device', 'cpu', '--out', 'more.safetensors', '--json'], dir);
   assert.equal(more.code, 0, more.stderr);
   assert.equal(JSON.parse(more.stdout).history.length, 5);
+});
+
+test('a checkpoint keeps the device its run trained on, and a resume without --device stays on the CPU', async () => {
+  const dir = scratchDir('device');
+  const checkpoint = path.join(dir, 'iris.checkpoint.safetensors');
+  const trained = await runCli(['train', '--data', iris, '--epochs', '2', '--device', 'cpu', '--threads', '1', '--checkpoint', checkpoint,
+    '--out', 'iris.safetensors', '--json'], dir);
+  assert.equal(trained.code, 0, trained.stderr);
+  const record = parseRunRecord(decodeCheckpoint(fs.readFileSync(checkpoint), checkpoint).run, checkpoint);
+  assert.equal(record.device, 'cpu');
+  // On a machine with a GPU, 'auto' would move a CPU run there and the continued run would lose its bits.
+  assert.equal(resumeDevice(record), 'cpu');
+  assert.equal(resumeDevice({ ...record, device: 'cuda' }), 'auto', 'a GPU run goes back to a GPU where there is one');
+  assert.equal(resumeDevice({ ...record, device: undefined }), 'auto', 'an older checkpoint keeps the default');
 });
