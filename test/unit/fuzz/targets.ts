@@ -356,7 +356,9 @@ function mutateSafetensors(random: Random, seeds: readonly Uint8Array[], log: Lo
     const choice = random.int(4);
     if (choice <= 1) {
       // a metadata entry's own JSON (nnstudio, nnstudio_checkpoint)
-      const outer = JSON.parse(header) as { __metadata__?: Record<string, string> };
+      // The header is valid JSON but, after an earlier round, not always an object ("null", "[]").
+      const parsed = JSON.parse(header) as { __metadata__?: Record<string, string> } | null;
+      const outer = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
       const metadata = outer.__metadata__;
       const keys = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? Object.keys(metadata) : [];
       const key = keys.length > 0 ? random.pick(keys) : undefined;
