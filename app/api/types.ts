@@ -13,6 +13,8 @@ import type { Channel, PayloadOf } from './schemas';
 
 export type { Channel, PayloadOf } from './schemas';
 export type { ClassificationReport } from '../core/metrics/classification';
+export type { Histogram, RegressionReport, WorstPrediction } from '../core/metrics/regression';
+import type { Histogram, RegressionReport, WorstPrediction } from '../core/metrics/regression';
 export type { ModelSpec } from '../core/model/spec';
 export type { RunRecord, RunStatus as SavedRunStatus, RunSummary } from '../core/runs/runFile';
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
@@ -92,7 +94,7 @@ export interface TrainingDone {
   /** The trained model, kept in the session (absent when the run failed before it trained). */
   modelId?: string;
   history: EpochRecord[];
-  test?: { loss: number; report: ClassificationReport };
+  test?: { loss: number; report: ClassificationReport; regression?: RegressionReport };
   plan?: TrainPlan;
   seconds?: number;
   /** The test set's evaluation kept in the session, for evaluation:examples (absent without a test set). */
@@ -122,6 +124,20 @@ export interface RunInfo {
   continuedFrom?: string;
 }
 
+/** A regression model's evaluation for the Evaluate screen, in the targets' original units. */
+export interface RegressionResult {
+  report: RegressionReport;
+  targetNames: string[];
+  /** Predicted against true values of the first target, for the scatter plot (an even sample of at most maxScatterPoints rows). */
+  scatter: { truth: number; predicted: number; row: number }[];
+  /** Residuals (predicted − true) of the first target. */
+  residuals: Histogram;
+  /** The rows with the largest absolute error in the first target, largest first, each with its feature values. */
+  worst: (WorstPrediction & { features: number[] })[];
+  /** Names of those feature values (after the model's column encoding, before normalisation). */
+  featureNames: string[];
+}
+
 export interface EvaluationResult {
   /** Its per-example outputs stay in the session under this id (the last few evaluations), for evaluation:examples. */
   evaluationId: string;
@@ -129,7 +145,9 @@ export interface EvaluationResult {
   datasetId: string;
   count: number;
   loss: number;
+  /** Classification metrics (empty for a regression model: see `regression`). */
   report: ClassificationReport;
+  regression?: RegressionResult;
   /** Predicted class per example. */
   predictions: number[];
   /** The predicted class's probability per example (for "examples sorted by confidence"). */
@@ -142,6 +160,9 @@ export interface EvaluationResult {
 export type { CellExample, CellExamples };
 
 export interface PredictionResult {
+  /** A regression model's predicted values (rows, targets) in the original units; probabilities and predictions are empty. */
+  values?: number[][];
+  targetNames?: string[];
   /** (rows, classes): each row sums to 1. */
   probabilities: number[][];
   /** The most probable class per row. */

@@ -53,6 +53,11 @@ export interface TrainOptions {
   resume?: TrainState;
   /** Emit a 'checkpoint' event with the TrainState at every epoch end. */
   checkpoints?: boolean;
+  /** Classification: per-class loss weights (PyTorch's weighted mean). */
+  classWeights?: number[];
+  /** Regression: the target scaling, so epoch metrics are in the targets' units. */
+  targetMean?: number[];
+  targetStd?: number[];
 }
 
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
@@ -167,6 +172,9 @@ export function train(
       earlyStopping: options.earlyStopping,
       resume: options.resume,
       checkpoints: options.checkpoints,
+      classWeights: options.classWeights,
+      targetMean: options.targetMean,
+      targetStd: options.targetStd,
     },
     options.initialParameters ?? null,
     onProgress ?? null,

@@ -26,6 +26,8 @@ export interface NativeParamTensor {
 export interface NativeDataset {
   features: Float32Array;
   labels: Int32Array;
+  /** Regression: (count, targets) normalised target values. */
+  targets?: Float32Array;
 }
 
 import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
@@ -48,6 +50,11 @@ export interface NativeTrainOptions {
   resume?: NativeTrainState;
   /** Send a 'checkpoint' event with the TrainState after every epoch. */
   checkpoints?: boolean;
+  /** Classification: per-class loss weights. */
+  classWeights?: number[];
+  /** Regression: the target scaling, so epoch metrics are in the targets' units. */
+  targetMean?: number[];
+  targetStd?: number[];
 }
 
 export type NativeStepEvent = StepProgress;
@@ -97,6 +104,8 @@ export interface NativeEvalResult {
   classes: number;
   predictions: Int32Array;
   probabilities: Float32Array;
+  /** Regression: the head's outputs (count, targets), normalised units. */
+  outputs?: Float32Array;
 }
 
 export interface NativeAddon {

@@ -3,7 +3,9 @@
 // built-in MNIST reads a Kaggle-style pixel CSV of the same images the same way.
 import type { Dataset } from '../core/data/dataset';
 import { applyNormalization, normalizeFeatures, type Preprocessing } from '../core/data/preprocess';
-import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
+import { classificationReport, emptyClassificationReport, type ClassificationReport } from '../core/metrics/classification';
+import { regressionReport, residualHistogram, worstPredictions, type Histogram, type RegressionReport, type WorstPrediction } from '../core/metrics/regression';
+import { scaleTargets, unscaleOutputs } from '../core/data/targetScaling';
 import type { Model } from '../core/model/modelFile';
 import * as engine from '../engine';
 import { describeDataSource, loadDataSourceFor, type DataSource, type KnownData } from './dataSources';
@@ -14,9 +16,24 @@ export interface EvaluateOptions {
   threads?: number;
 }
 
+/** A regression model's evaluation, in the targets' original units. */
+export interface RegressionEvaluation {
+  report: RegressionReport;
+  targetNames: string[];
+  /** (count, targets) row-major. */
+  predicted: Float64Array;
+  truth: Float32Array;
+  /** Residuals (predicted − true) of the first target. */
+  residuals: Histogram;
+  /** The rows with the largest absolute error in the first target. */
+  worst: WorstPrediction[];
+}
+
 export interface Evaluation {
   loss: number;
+  /** Classification metrics; for a regression model an empty report (no classes) and `regression` holds the metrics. */
   report: ClassificationReport;
+  regression?: RegressionEvaluation;
   predictions: Int32Array;
   /** (count, classes) row-major. */
   probabilities: Float32Array;
@@ -26,7 +43,11 @@ export interface Evaluation {
 }
 
 export interface Prediction {
+  /** Class names; empty for a regression model. */
   labels: string[];
+  /** Regression: the predicted values (count, targets) in the original units, and the target names. */
+  values?: Float64Array;
+  targetNames?: string[];
   predictions: Int32Array;
   probabilities: Float32Array;
   /** True labels where the file had them (-1 otherwise). */
@@ -64,12 +85,37 @@ async function prepareWithRaw(model: Model<Preprocessing>, source: DataSource, u
 export async function evaluateModel(model: Model<Preprocessing>, source: DataSource, options: EvaluateOptions = {}): Promise<Evaluation> {
   const { dataset, raw } = await prepareWithRaw(model, source, false);
   if (dataset.count === 0) throw new Error(`${describeDataSource(source)}: no examples to evaluate`);
+  if (model.preprocessing.target !== undefined) return evaluateRegression(model, dataset, raw, options);
   const result = await engine.evaluate(model.spec, model.parameters, dataset, options);
   const report = classificationReport(dataset.labels, result.predictions, model.labels.length, model.labels);
   return { loss: result.loss, report, predictions: result.predictions, probabilities: result.probabilities, dataset, rawDataset: raw };
 }
 
+/** Metrics in the original units: the head's outputs turned back with the stored target scaling. */
+async function evaluateRegression(model: Model<Preprocessing>, dataset: Dataset, raw: Dataset, options: EvaluateOptions): Promise<Evaluation> {
+  const scaling = model.preprocessing.target!;
+  const truth = dataset.targets;
+  if (truth === undefined) throw new Error(`${dataset.source}: the file has no ${scaling.names.join(', ')} column to evaluate against`);
+  const result = await engine.evaluate(model.spec, model.parameters, { ...dataset, targets: scaleTargets(scaling, truth) }, options);
+  const width = scaling.names.length;
+  const predicted = unscaleOutputs(scaling, result.outputs ?? new Float32Array());
+  const regression: RegressionEvaluation = {
+    report: regressionReport(truth, predicted, width, scaling.names),
+    targetNames: [...scaling.names],
+    predicted,
+    truth,
+    residuals: residualHistogram(truth, predicted, width, 0),
+    worst: worstPredictions(truth, predicted, width, 0, 20),
+  };
+  return {
+    loss: result.loss, report: emptyClassificationReport(), regression,
+    predictions: new Int32Array(), probabilities: new Float32Array(), dataset, rawDataset: raw,
+  };
+}
+
 export interface RowPrediction {
+  /** Regression: predicted values (rows, targets) in the original units; predictions and probabilities are empty. */
+  values?: Float64Array;
   predictions: Int32Array;
   /** (rows, classes) row-major. */
   probabilities: Float32Array;
@@ -99,16 +145,25 @@ export async function predictRows(model: Model<Preprocessing>, values: Float32Ar
     source: 'input',
   };
   const result = await engine.evaluate(model.spec, model.parameters, rows, options);
-  return { predictions: result.predictions, probabilities: result.probabilities };
+  const predicted = regressionValues(model, result);
+  return { predictions: result.predictions, probabilities: result.probabilities, ...(predicted ? { values: predicted } : {}) };
+}
+
+/** A regression model's outputs in the original units (undefined for a classifier). */
+function regressionValues(model: Model<Preprocessing>, result: engine.EvaluateResult): Float64Array | undefined {
+  const scaling = model.preprocessing.target;
+  return scaling === undefined ? undefined : unscaleOutputs(scaling, result.outputs ?? new Float32Array());
 }
 
 /** Predicts every row of `source`, labelled or not. */
 export async function predictWithModel(model: Model<Preprocessing>, source: DataSource, options: EvaluateOptions = {}): Promise<Prediction> {
   const dataset = await prepareForPrediction(model, source);
   if (dataset.count === 0) throw new Error(`${describeDataSource(source)}: no examples to predict`);
-  const unlabeledView = { ...dataset, labels: new Int32Array(dataset.count) };
+  const unlabeledView = { ...dataset, labels: new Int32Array(dataset.count), targets: undefined };
   const result = await engine.evaluate(model.spec, model.parameters, unlabeledView, options);
-  return { labels: model.labels, predictions: result.predictions, probabilities: result.probabilities, truth: dataset.labels, dataset };
+  const values = regressionValues(model, result);
+  const regression = values ? { values, targetNames: [...model.preprocessing.target!.names] } : {};
+  return { labels: model.labels, predictions: result.predictions, probabilities: result.probabilities, truth: dataset.labels, dataset, ...regression };
 }
 
 /** Prediction input may or may not carry the label column: try labelled first, then without labels. */

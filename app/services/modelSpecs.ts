@@ -3,8 +3,9 @@
 import { defaultSpec } from '../core/model/defaults';
 import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
 import { getPreset, presetForData, type Preset } from '../core/model/presets';
-import { classCount as specClassCount, inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
+import { inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
 import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
+import { asHead, headError, toRegression, type ModelHead } from '../core/model/head';
 import { adamDefaults, parseModelSpec, type LayerSpec, type LossName, type ModelSpec, type OptimizerSpec } from '../core/model/spec';
 
 export type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
@@ -17,6 +18,8 @@ export interface ModelChoice {
   optimizer?: 'sgd' | 'adam';
   lr?: number;
   momentum?: number;
+  /** L2 penalty on the weights (not biases); default: the preset's, else 0. */
+  weightDecay?: number;
   seed?: number;
 }
 
@@ -40,6 +43,7 @@ function chooseOptimizer(base: OptimizerSpec, choice: ModelChoice, courseForm: b
       kind: 'sgd',
       lr: choice.lr ?? inherited?.lr ?? (courseForm ? 0.01 : 0.01),
       momentum: choice.momentum ?? inherited?.momentum ?? 0,
+      ...weightDecayOf(base, choice),
     };
   }
   if (choice.momentum !== undefined) throw new Error('--momentum applies to --optimizer sgd only');
@@ -50,31 +54,36 @@ function chooseOptimizer(base: OptimizerSpec, choice: ModelChoice, courseForm: b
     beta1: inherited?.beta1 ?? adamDefaults.beta1,
     beta2: inherited?.beta2 ?? adamDefaults.beta2,
     eps: inherited?.eps ?? adamDefaults.eps,
+    ...weightDecayOf(base, choice),
   };
 }
 
-/** Builds and validates the spec; throws with a message naming the layer or option at fault. */
-export function buildModelSpec(choice: ModelChoice, inputShape: readonly number[], classCount: number): BuiltModel {
-  const built = composeModelSpec(choice, inputShape, classCount);
-  inferShapes(built.spec);
-  const error = classCountError(built.spec, classCount);
-  if (error) throw new Error(error);
-  return built;
+/** The chosen weight decay, else the base spec's; absent when 0 (specs without it stay as they were). */
+function weightDecayOf(base: OptimizerSpec, choice: ModelChoice): { weightDecay?: number } {
+  const decay = choice.weightDecay ?? base.weightDecay ?? 0;
+  return decay > 0 ? { weightDecay: decay } : {};
 }
 
-/** The head's width against the data's classes: a message, or undefined when they fit. */
-function classCountError(spec: ModelSpec, classCount: number): string | undefined {
-  const outputs = specClassCount(spec);
-  if (outputs === classCount) return undefined;
-  const widths = classCount === 2 ? '1 or 2 units' : `${classCount} units`;
-  return `the last layer predicts ${outputs} classes but the data has ${classCount}: give it ${widths}`;
+/**
+ * Builds and validates the spec; throws with a message naming the layer or option at fault. `head` is the
+ * data's class count, or a regression head ({task: 'regression', outputs: target columns}).
+ */
+export function buildModelSpec(choice: ModelChoice, inputShape: readonly number[], head: number | ModelHead): BuiltModel {
+  const built = composeModelSpec(choice, inputShape, head);
+  inferShapes(built.spec);
+  const error = headError(built.spec, asHead(head));
+  if (error) throw new Error(error);
+  return built;
 }
 
 /**
  * Parses the user's choice into a spec that is valid JSON-wise (every field in range) but whose layers may
  * not fit together yet: buildModelSpec throws on that, checkModelChoice reports it per layer.
  */
-export function composeModelSpec(choice: ModelChoice, inputShape: readonly number[], classCount: number): BuiltModel {
+export function composeModelSpec(choice: ModelChoice, inputShape: readonly number[], head: number | ModelHead): BuiltModel {
+  const { task, outputs } = asHead(head);
+  if (task === 'regression') return composeRegressionSpec(choice, inputShape, outputs);
+  const classCount = outputs;
   if (choice.layers !== undefined && choice.preset !== undefined) throw new Error('give either --layers or --preset, not both');
   const seed = choice.seed ?? 0;
   let base: ModelSpec;
@@ -109,13 +118,29 @@ export function composeModelSpec(choice: ModelChoice, inputShape: readonly numbe
 }
 
 /**
+ * A regression model: the classification model the choice would give for two classes (the default
+ * dense 100 relu for tables, a preset, the user's layers), turned to a linear head of `targets` units
+ * trained with mse (or the loss chosen).
+ */
+function composeRegressionSpec(choice: ModelChoice, inputShape: readonly number[], targets: number): BuiltModel {
+  if (choice.layers !== undefined && isCourseLayers(choice.layers)) {
+    throw new Error('--layers: the course form (widths only) is for classification; give layers like "dense:100:relu,dense:1"');
+  }
+  const asClassifier = composeModelSpec({ ...choice, loss: undefined }, inputShape, 2);
+  const sizeHead = choice.layers === undefined;
+  const base = toRegression(asClassifier.spec, targets, { lossChosen: false, sizeHead });
+  const spec = parseModelSpec({ ...base, loss: choice.loss ?? base.loss });
+  return { ...asClassifier, spec };
+}
+
+/**
  * Like buildModelSpec, but never throws for a bad choice: returns every layer's shape up to the first
  * invalid one, and that layer's error, for the model editor's live table.
  */
-export function checkModelChoice(choice: ModelChoice, inputShape: readonly number[], classCount: number): ModelCheck {
+export function checkModelChoice(choice: ModelChoice, inputShape: readonly number[], head: number | ModelHead): ModelCheck {
   let spec: ModelSpec;
   try {
-    spec = composeModelSpec(choice, inputShape, classCount).spec;
+    spec = composeModelSpec(choice, inputShape, head).spec;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { ok: false, input: [...inputShape], layers: [], totalParameters: 0, totalMultiplyAdds: 0, error: { message } };
@@ -132,7 +157,7 @@ export function checkModelChoice(choice: ModelChoice, inputShape: readonly numbe
   if (report.error) {
     error = { message: report.error.message, layerIndex: report.error.layerIndex };
   } else {
-    const message = classCountError(spec, classCount);
+    const message = headError(spec, asHead(head));
     if (message) error = { message, layerIndex: layers.length - 1 };
   }
   if (error?.layerIndex !== undefined) layers[error.layerIndex].error = error.message;

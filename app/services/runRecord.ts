@@ -23,6 +23,8 @@ export interface RunRecord {
   device?: 'cpu' | 'cuda';
   lrSchedule?: LrSchedule;
   earlyStopping?: EarlyStopping;
+  /** Classification loss weights as asked ('balanced' or one per class). */
+  classWeights?: 'balanced' | number[];
   /** sha256 of the training split's features and labels (before normalisation). */
   trainDigest: string;
   counts: { train: number; validation: number; test: number };
@@ -52,6 +54,7 @@ const runRecordSchema = z.strictObject({
   device: z.enum(['cpu', 'cuda']).optional(),
   lrSchedule: lrScheduleSchema.optional(),
   earlyStopping: earlyStoppingSchema.optional(),
+  classWeights: z.union([z.literal('balanced'), z.array(z.number().positive().finite()).min(1)]).optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
   counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
 });

@@ -290,7 +290,9 @@ export function runRecordFrom(outcome: TrainOutcome, context: RunContext, finish
     data,
     history: training?.history ?? [],
     seconds: training?.seconds ?? 0,
-    test: outcome.test ? { loss: finiteOrNull(outcome.test.loss), report: outcome.test.report } : null,
+    test: outcome.test
+      ? { loss: finiteOrNull(outcome.test.loss), report: outcome.test.report, ...(outcome.test.regression ? { regression: outcome.test.regression } : {}) }
+      : null,
     modelFile: null,
   };
 }

@@ -5,11 +5,13 @@
 // test set and returns the outcome, recorded in the run history when the face asks.
 import type { Dataset } from '../core/data/dataset';
 import type { Preprocessing } from '../core/data/preprocess';
-import { classificationReport, type ClassificationReport } from '../core/metrics/classification';
+import { classificationReport, emptyClassificationReport, type ClassificationReport } from '../core/metrics/classification';
 import type { Checkpoint } from '../core/model/checkpointFile';
 import type { Model } from '../core/model/modelFile';
 import type { EpochProgress, StepProgress, TrainPlan } from '../core/model/trainingTypes';
 import * as engine from '../engine';
+import { regressionReport, type RegressionReport } from '../core/metrics/regression';
+import { unscaleOutputs } from '../core/data/targetScaling';
 import { CheckpointWriter } from './checkpointWriter';
 import type { TrainingControl } from './runControl';
 import { recordRun, type RunNaming, type RunStore } from './runs';
@@ -42,7 +44,8 @@ export interface TrainOutcome {
   /** The last checkpoint written, if any. */
   checkpointPath?: string;
   model: Model<Preprocessing>;
-  test?: { loss: number; report: ClassificationReport };
+  /** For a regression run `report` is empty and `regression` holds the test metrics (original units). */
+  test?: { loss: number; report: ClassificationReport; regression?: RegressionReport };
   /** The test examples as read (before normalisation) with the model's outputs, for browsing them. */
   testPredictions?: { data: Dataset; predictions: Int32Array; probabilities: Float32Array };
   plan: TrainPlan;
@@ -171,6 +174,12 @@ async function testMetrics(run: PreparedRun, parameters: Float32Array) {
   const { data, sets, spec, engineOptions } = run;
   if (!data.test || !sets.test || sets.test.count === 0) return undefined;
   const evaluation = await engine.evaluate(spec, parameters, sets.test, { device: engineOptions.device, threads: engineOptions.threads });
+  const scaling = run.preprocessing.target;
+  if (scaling !== undefined && data.test.targets !== undefined) {
+    const predicted = unscaleOutputs(scaling, evaluation.outputs ?? new Float32Array());
+    const regression = regressionReport(data.test.targets, predicted, scaling.names.length, scaling.names);
+    return { test: { loss: evaluation.loss, report: emptyClassificationReport(), regression }, predictions: { data: data.test, predictions: evaluation.predictions, probabilities: evaluation.probabilities } };
+  }
   const labels = data.all.classLabels;
   return {
     test: { loss: evaluation.loss, report: classificationReport(sets.test.labels, evaluation.predictions, labels.length, labels) },
@@ -182,7 +191,7 @@ async function outcomeOf(run: PreparedRun, result: engine.TrainResult, lastCheck
   const tested = await testMetrics(run, result.parameters);
   const best = result.stoppedEarly || result.restoredBest ? { bestEpoch: result.bestEpoch } : {};
   const model = modelOf(run, result, best);
-  if (tested) model.metrics = { test: tested.test.report, testLoss: tested.test.loss };
+  if (tested) model.metrics = { test: tested.test.regression ?? tested.test.report, testLoss: tested.test.loss };
   return {
     status: result.status,
     message: result.message,

@@ -1,10 +1,12 @@
 // Everything a run needs before its first step, for a new run and for one continued from a checkpoint alike:
 // data → split → spec and settings → normalisation → the plan a face shows, the record a checkpoint keeps and
 // the model the run's weights become. trainModel (training.ts) drives the engine with it.
-import type { Dataset } from '../core/data/dataset';
+import { classCounts, type Dataset } from '../core/data/dataset';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
-import { stratifiedSplit, subset } from '../core/data/split';
+import { stratificationKeys, stratifiedSplit, subset } from '../core/data/split';
+import { fitTargetScaling, scaleTargets } from '../core/data/targetScaling';
+import { headOfDataset } from '../core/model/head';
 import { loadCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
 import { checkCount, countLimits } from '../core/model/countLimits';
 import { defaultTraining } from '../core/model/defaults';
@@ -35,6 +37,8 @@ export interface TrainRequest {
   /** Default constant. */
   lrSchedule?: engine.LrSchedule;
   earlyStopping?: engine.EarlyStopping;
+  /** Classification: weigh each class's examples in the loss ('balanced': n / (classes * n_class), like scikit-learn). */
+  classWeights?: ClassWeights;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
 }
@@ -53,6 +57,9 @@ export interface ResumeRequest {
   /** Default: keep writing to `resumeFrom`. */
   checkpointPath?: string;
 }
+
+/** 'balanced' or one positive weight per class, in the classes' order. */
+export type ClassWeights = 'balanced' | number[];
 
 export const defaultValSplit = 0.1;
 export const defaultTestSplit = 0.2;
@@ -83,7 +90,7 @@ export function planSplit(
   checkFraction('testSplit', testSplit);
   const separate = separateTestSource(data, options.test?.source);
   const separateCount = options.test?.count ?? (separate?.kind === 'mnist' ? builtinMnistCounts[separate.split] : undefined);
-  const split = stratifiedSplit(all.labels, { validation: valSplit, test: separate ? 0 : testSplit }, 0);
+  const split = stratifiedSplit(stratificationKeys(all), { validation: valSplit, test: separate ? 0 : testSplit }, 0);
   return {
     trainCount: split.train.length,
     validationCount: split.validation.length,
@@ -109,7 +116,7 @@ async function loadSplitData(request: TrainRequest, valSplit: number, testSplit:
   if (all.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
   const testSource = separateTestSource(request.data, request.testData);
   const testSet = testSource ? await loadDataSourceFor(testSource, knownData(all)) : undefined;
-  const split = stratifiedSplit(all.labels, { validation: valSplit, test: testSet ? 0 : testSplit }, seed);
+  const split = stratifiedSplit(stratificationKeys(all), { validation: valSplit, test: testSet ? 0 : testSplit }, seed);
   const train = subset(all, split.train);
   if (train.count === 0) throw new Error('no training examples left after the validation and test splits');
   const validation = split.validation.length > 0 ? subset(all, split.validation) : undefined;
@@ -158,6 +165,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     threads: request.threads ?? record.threads,
     lrSchedule: record.lrSchedule,
     earlyStopping: record.earlyStopping,
+    classWeights: record.classWeights,
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
   return { request: trainRequest, resumption: { checkpoint, record, path: request.resumeFrom } };
@@ -174,6 +182,10 @@ function checkSameRun(data: LoadedData, source: DataSource, { checkpoint, record
   }
   if (checkpoint.model.labels.join('\u0000') !== data.all.classLabels.join('\u0000')) {
     throw new Error(`${path}: the data's classes differ from the checkpoint's`);
+  }
+  const targets = checkpoint.model.preprocessing.target?.names ?? [];
+  if (targets.join('\u0000') !== (data.all.targetNames ?? []).join('\u0000')) {
+    throw new Error(`${path}: the data's target columns differ from the checkpoint's`);
   }
 }
 
@@ -195,7 +207,7 @@ function runSettings(request: TrainRequest, data: LoadedData, seed: number, resu
     return { spec: checkpoint.model.spec, epochs: request.epochs ?? record.epochs, batchSize: record.batchSize, request };
   }
   const { all, train } = data;
-  const built = buildModelSpec({ ...request.model, seed: request.model.seed ?? seed }, all.featureShape, all.classLabels.length);
+  const built = buildModelSpec({ ...request.model, seed: request.model.seed ?? seed }, all.featureShape, headOfDataset(all));
   const defaults = defaultTraining(all.featureShape, train.count);
   const epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
   const batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
@@ -242,11 +254,11 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
 
   const normalize = request.normalize ?? (data.all.featureShape.length === 3 ? 'none' : 'zscore');
   // a continued run takes the checkpoint's statistics (the same numbers, fitted on the same split)
-  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitNormalization(normalize, data.train);
+  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitPreprocessing(normalize, data.train);
   const sets = {
-    train: applyNormalization(preprocessing, data.train),
-    validation: data.validation && applyNormalization(preprocessing, data.validation),
-    test: data.test && applyNormalization(preprocessing, data.test),
+    train: engineSet(preprocessing, data.train),
+    validation: data.validation && engineSet(preprocessing, data.validation),
+    test: data.test && engineSet(preprocessing, data.test),
   };
   const device = engine.resolveDevice(request.device ?? 'auto');
   const plan: TrainPlan = {
@@ -255,6 +267,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     validationCount: sets.validation?.count ?? 0,
     testCount: sets.test?.count ?? 0,
     classLabels: data.all.classLabels,
+    ...(data.all.task === 'regression' ? { task: 'regression' as const, targetNames: data.all.targetNames ?? ['target'] } : {}),
     dataDescription: describeDataSource(request.data),
     ...(resumption ? { resumedFrom: { epoch: resumption.checkpoint.state.epoch } } : {}),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
@@ -263,21 +276,49 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
   const threads = request.threads ?? 0;
   const effectiveTestSplit = data.separateTest ? 0 : testSplit;
   const engineOptions = { epochs, batchSize, seed, device, threads };
+  const targetScaling = preprocessing.target ? { targetMean: preprocessing.target.mean, targetStd: preprocessing.target.std } : {};
+  const weights = request.classWeights !== undefined ? { classWeights: classWeightsFor(request.classWeights, data.train) } : {};
   const schedules = {
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
   };
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
-    engineOptions: { ...engineOptions, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
+    engineOptions: { ...engineOptions, ...targetScaling, ...weights, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
     record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts }),
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
   };
 }
 
+/** Per-class loss weights for the engine: balanced from the training split's counts, or as given. */
+export function classWeightsFor(choice: ClassWeights, train: Dataset): number[] {
+  const classes = train.classLabels.length;
+  if (train.task === 'regression' || classes === 0) throw new Error('class weights apply to classification only');
+  if (choice !== 'balanced') {
+    if (choice.length !== classes) throw new Error(`--class-weight: ${choice.length} weight(s) for ${classes} classes (${train.classLabels.join(', ')})`);
+    return [...choice];
+  }
+  const counts = classCounts(train);
+  // a class missing from the training split gets weight 1: it contributes no loss anyway
+  return counts.map((count) => (count > 0 ? train.count / (classes * count) : 1));
+}
+
+/** Feature normalisation and, for regression, the target scaling, both fitted on the training split. */
+function fitPreprocessing(normalize: NormalizationKind, train: Dataset): Preprocessing {
+  const preprocessing = fitNormalization(normalize, train);
+  return train.task === 'regression' ? { ...preprocessing, target: fitTargetScaling(train) } : preprocessing;
+}
+
+/** A split as the engine takes it: features normalised, regression targets standardised. */
+function engineSet(preprocessing: Preprocessing, dataset: Dataset): Dataset {
+  const normalized = applyNormalization(preprocessing, dataset);
+  if (preprocessing.target === undefined || dataset.targets === undefined) return normalized;
+  return { ...normalized, targets: scaleTargets(preprocessing.target, dataset.targets) };
+}
+
 /** A request as the run record a checkpoint keeps. */
-function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | 'testData' | 'threads' | 'lrSchedule' | 'earlyStopping' | 'trainDigest'> & { digest: string }): RunRecord {
+function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | 'testData' | 'threads' | 'lrSchedule' | 'earlyStopping' | 'classWeights' | 'trainDigest'> & { digest: string }): RunRecord {
   return {
     data: request.data,
     ...(request.testData ? { testData: request.testData } : {}),
@@ -291,6 +332,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     device: prepared.device,
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+    ...(request.classWeights ? { classWeights: request.classWeights } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };
@@ -298,17 +340,23 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
 
 // ---- the model a run's weights make ----
 
+const regressionFields = ['trainR2', 'validationR2', 'validationMae', 'validationRmse', 'validationMape'] as const;
+
 function epochRecords(history: engine.EpochStats[]): EpochRecord[] {
   const finite = (value: number | undefined) => (value === undefined ? undefined : Number.isFinite(value) ? value : null);
-  return history.map((epoch) => ({
-    epoch: epoch.epoch,
-    trainLoss: finite(epoch.trainLoss) ?? null,
-    trainAccuracy: finite(epoch.trainAccuracy) ?? null,
-    validationLoss: finite(epoch.validationLoss),
-    validationAccuracy: finite(epoch.validationAccuracy),
-    seconds: epoch.seconds,
-    learningRate: epoch.learningRate,
-  }));
+  return history.map((epoch) => {
+    const record: EpochRecord = {
+      epoch: epoch.epoch,
+      trainLoss: finite(epoch.trainLoss) ?? null,
+      trainAccuracy: finite(epoch.trainAccuracy) ?? null,
+      validationLoss: finite(epoch.validationLoss),
+      validationAccuracy: finite(epoch.validationAccuracy),
+      seconds: epoch.seconds,
+      learningRate: epoch.learningRate,
+    };
+    for (const field of regressionFields) if (epoch[field] !== undefined) record[field] = finite(epoch[field]);
+    return record;
+  });
 }
 
 /** The run's model with these weights, its history so far and where it trained; `extraOptions` end its options. */

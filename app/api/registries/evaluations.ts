@@ -2,8 +2,9 @@
 // with a test set) for evaluation:examples. Only the last few are kept: MNIST's test set is 31 MB.
 import { services } from '../../services';
 import type { PredictionSet } from '../../services/examples';
+import type { Evaluation, RegressionEvaluation } from '../../services/evaluation';
 import type { ParsedPayloadOf } from '../schemas';
-import type { CellExamples, EvaluationResult } from '../types';
+import type { CellExamples, EvaluationResult, RegressionResult } from '../types';
 import type { DatasetRegistry } from './datasets';
 import type { IdSequence } from './ids';
 import type { ModelRegistry } from './models';
@@ -14,6 +15,8 @@ export interface EvaluationRecord {
 }
 
 export const keptEvaluations = 3;
+/** The scatter plot's points: enough to see the shape, few enough for the page to draw at once. */
+export const maxScatterPoints = 2000;
 
 export class EvaluationRegistry {
   private readonly records = new Map<string, EvaluationRecord>();
@@ -45,6 +48,7 @@ export class EvaluationRegistry {
     const { model } = this.models.get(modelId);
     const data = this.datasets.get(datasetId);
     const evaluation = await services.evaluation.evaluate(model, data.source, { device });
+    if (evaluation.regression) return this.regressionResult(evaluation, evaluation.regression, { modelId, datasetId });
     const classes = model.labels.length;
     const confidences = Array.from(evaluation.predictions, (predicted, row) => evaluation.probabilities[row * classes + predicted]);
     const evaluationId = this.keep({
@@ -66,6 +70,22 @@ export class EvaluationRegistry {
       report: evaluation.report,
       predictions: Array.from(evaluation.predictions),
       confidences,
+    };
+  }
+
+  /** A regression evaluation: metrics, a sample of points for the scatter plot, residuals and the worst rows. */
+  private regressionResult(evaluation: Evaluation, regression: RegressionEvaluation, ids: { modelId: string; datasetId: string }): EvaluationResult {
+    const width = regression.targetNames.length;
+    const count = evaluation.dataset.count;
+    const step = Math.max(1, Math.ceil(count / maxScatterPoints));
+    const scatter: RegressionResult['scatter'] = [];
+    for (let row = 0; row < count; row += step) scatter.push({ row, truth: regression.truth[row * width], predicted: regression.predicted[row * width] });
+    const raw = evaluation.rawDataset;
+    const rawWidth = raw.features.length / Math.max(1, raw.count);
+    const worst = regression.worst.map((entry) => ({ ...entry, features: Array.from(raw.features.subarray(entry.index * rawWidth, (entry.index + 1) * rawWidth)) }));
+    return {
+      evaluationId: '', ...ids, count, loss: evaluation.loss, report: evaluation.report, predictions: [], confidences: [],
+      regression: { report: regression.report, targetNames: regression.targetNames, scatter, residuals: regression.residuals, worst, featureNames: [...raw.featureNames] },
     };
   }
 

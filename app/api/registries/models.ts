@@ -135,6 +135,11 @@ export class ModelRegistry {
     });
     const predicted = await services.evaluation.predictRows(model, values, { device });
     const classes = model.labels.length;
+    if (predicted.values !== undefined) {
+      const names = model.preprocessing.target?.names ?? ['target'];
+      const rows = inputs.map((_, row) => Array.from(predicted.values!.subarray(row * names.length, (row + 1) * names.length)));
+      return { probabilities: [], predictions: [], classLabels: [], values: rows, targetNames: [...names] };
+    }
     return {
       probabilities: inputs.map((_, row) => Array.from(predicted.probabilities.subarray(row * classes, (row + 1) * classes))),
       predictions: Array.from(predicted.predictions),

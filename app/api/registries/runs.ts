@@ -255,7 +255,7 @@ function trainingDone(runId: string, outcome: TrainOutcome, stopped: Error | und
     message: stopped ? stopped.message : outcome.message,
     modelId,
     history: outcome.model.training?.history ?? [],
-    test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report },
+    test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report, ...(outcome.test.regression ? { regression: outcome.test.regression } : {}) },
     plan: outcome.plan,
     seconds: outcome.model.training?.seconds,
     ...(evaluationId ? { evaluationId } : {}),

@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { services } from '../../services';
 import { countLimits } from '../../core/model/countLimits';
 import { addDataOptions, countWithin, dataSourceFrom, requireOption, threadCount, type DataOptions } from '../options';
-import { formatReport } from '../report';
+import { formatRegressionReport, formatReport } from '../report';
 
 interface EvalCommandOptions extends DataOptions {
   model?: string;
@@ -14,14 +14,14 @@ interface EvalCommandOptions extends DataOptions {
 }
 
 export function evalCommand(): Command {
-  const command = new Command('eval').description('evaluate a saved model on labelled data (accuracy, per-class metrics, confusion matrix)');
+  const command = new Command('eval').description('evaluate a saved model on labelled data: accuracy, per-class metrics and confusion matrix, or for regression R², MAE, RMSE, MAPE');
   addDataOptions(command, 'test data: a CSV file, an IDX images file, or "mnist" (the 10 000 test images)');
   return command
     .option('--model <file>', 'the model file (.safetensors)')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .option('--batch-size <n>', 'evaluation batch size', countWithin('--batch-size', countLimits.evaluationBatchSize))
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
-    .option('--json', 'print one JSON object: {accuracy, macro, weighted, perClass, confusion, labels}')
+    .option('--json', 'print one JSON object (docs/TABLES.md, "eval --json"): {task, accuracy, macro, weighted, perClass, confusion, labels, loss, count} or {task: "regression", r2, mae, rmse, mape, perTarget, loss, count}')
     .action(async (options: EvalCommandOptions) => {
       const modelFile = requireOption(options.model, '--model', 'the model file to evaluate');
       const dataArgument = requireOption(options.data, '--data', 'a CSV file, an IDX images file or "mnist"');
@@ -30,10 +30,14 @@ export function evalCommand(): Command {
       const evaluation = await services.evaluation.evaluate(model, source, {
         device: options.device, batchSize: options.batchSize, threads: options.threads,
       });
+      const regression = evaluation.regression;
+      const count = evaluation.dataset.count;
       if (options.json) {
-        process.stdout.write(`${JSON.stringify({ ...evaluation.report, loss: evaluation.loss, count: evaluation.dataset.count })}\n`);
+        const body = regression ? { task: 'regression', ...regression.report } : { task: 'classification', ...evaluation.report };
+        process.stdout.write(`${JSON.stringify({ ...body, loss: evaluation.loss, count })}\n`);
       } else {
-        process.stdout.write(`${services.datasets.describe(source)}: ${evaluation.dataset.count} examples\n${formatReport(evaluation.report, evaluation.loss)}\n`);
+        const report = regression ? formatRegressionReport(regression.report, evaluation.loss) : formatReport(evaluation.report, evaluation.loss);
+        process.stdout.write(`${services.datasets.describe(source)}: ${count} examples\n${report}\n`);
       }
     });
 }

@@ -14,8 +14,25 @@ interface PredictCommandOptions extends DataOptions {
   threads?: number;
 }
 
+/**
+ * Regression: row, then a `predicted_<target>` column per target in the original units, and the true value
+ * (`<target>`) where the file had it.
+ */
+function regressionCsv(prediction: Prediction, values: Float64Array, names: string[]): string {
+  const width = names.length;
+  const truth = prediction.dataset.targets;
+  const header = ['row', ...names.map((name) => `predicted_${name}`), ...(truth ? names : [])];
+  const rows: (string | number)[][] = [];
+  for (let i = 0; i < values.length / width; i++) {
+    const predicted = Array.from(values.subarray(i * width, (i + 1) * width), (value) => Number(value.toPrecision(7)));
+    rows.push([i + 1, ...predicted, ...(truth ? Array.from(truth.subarray(i * width, (i + 1) * width)) : [])]);
+  }
+  return `${Papa.unparse({ fields: header, data: rows }, { newline: '\n' })}\n`;
+}
+
 /** Columns: row, predicted, then one probability column per class; `label` too when the file had labels. */
 export function predictionsCsv(prediction: Prediction): string {
+  if (prediction.values !== undefined) return regressionCsv(prediction, prediction.values, prediction.targetNames ?? ['target']);
   const classes = prediction.labels.length;
   const labelled = prediction.truth.some((label) => label >= 0);
   const header = ['row', 'predicted', ...(labelled ? ['label'] : []), ...prediction.labels.map((label) => `p_${label}`)];
@@ -47,7 +64,7 @@ export function predictCommand(): Command {
       const csv = predictionsCsv(prediction);
       if (options.out) {
         await writeFileAtomic(options.out, csv);
-        process.stderr.write(`wrote ${prediction.predictions.length} predictions to ${options.out}\n`);
+        process.stderr.write(`wrote ${prediction.dataset.count} predictions to ${options.out}\n`);
       } else {
         process.stdout.write(csv);
       }

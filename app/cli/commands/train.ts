@@ -7,12 +7,14 @@ import { Command, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
 import { lossNames } from '../../core/model/spec';
 import type { ModelChoice } from '../../services/modelSpecs';
+import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
 import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
-import { formatReport } from '../report';
+import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
+import type { EpochProgress } from '../../core/model/trainingTypes';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
@@ -33,6 +35,7 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   lrSchedule?: LrSchedule;
   earlyStop?: EarlyStopping;
   restoreBest?: boolean;
+  classWeight?: ClassWeights;
   /** false with --no-history: the run is not recorded in the run history. */
   history: boolean;
 }
@@ -48,6 +51,8 @@ export function trainCommand(): Command {
     .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
+    .option('--weight-decay <lambda>', 'L2 penalty on the weights (not biases), added to the gradient as lambda * w', nonNegativeNumber('--weight-decay'))
+    .option('--class-weight <weights>', 'classification: "balanced" (n / (classes * n_class)) or one weight per class, comma-separated', parseClassWeight)
     .option('--epochs <n>', 'epochs (default: the preset\'s, 2 for images, 200 for tabular data)', countWithin('--epochs', countLimits.epochs))
     .option('--batch-size <n>', 'mini-batch size', countWithin('--batch-size', countLimits.batchSize))
     .option('--val-split <f>', 'fraction of the training data held out for validation', fraction('--val-split'))
@@ -87,18 +92,18 @@ function progressReporter(options: TrainCommandOptions) {
       if (event.type === 'plan') {
         const plan = event.plan;
         epochs = plan.epochs;
+        const predicts = plan.task === 'regression'
+          ? `regression of ${(plan.targetNames ?? []).join(', ')}`
+          : `${plan.classLabels.length} classes`;
         stream.write(
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
-            `${plan.testCount} test), ${plan.classLabels.length} classes, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
+            `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
         );
         if (plan.resumedFrom) stream.write(`resuming ${options.resume} after epoch ${plan.resumedFrom.epoch}\n`);
       } else if (event.type === 'step' && terminal) {
         terminal.update(renderProgressBar({ ...event, epochs }));
       } else if (event.type === 'epoch') {
-        const validation = event.validationLoss !== undefined
-          ? `  val loss ${event.validationLoss.toFixed(4)}  val acc ${((event.validationAccuracy ?? 0) * 100).toFixed(2)} %`
-          : '';
-        const line = `epoch ${event.epoch}/${epochs}  lr ${event.learningRate.toPrecision(3)}  loss ${event.trainLoss.toFixed(4)}  acc ${(event.trainAccuracy * 100).toFixed(2)} %${validation}  ${event.seconds.toFixed(1)} s`;
+        const line = `epoch ${event.epoch}/${epochs}  lr ${event.learningRate.toPrecision(3)}  ${epochFigures(event)}  ${event.seconds.toFixed(1)} s`;
         if (terminal) terminal.log(line);
         else stream.write(`${line}\n`);
       }
@@ -109,13 +114,46 @@ function progressReporter(options: TrainCommandOptions) {
   };
 }
 
+/** Loss and accuracy, or for a regression run loss and R² (and the validation MAE). */
+function epochFigures(event: EpochProgress): string {
+  const percent = (value: number | undefined) => `${((value ?? 0) * 100).toFixed(2)} %`;
+  if (event.trainR2 !== undefined) {
+    const validation = event.validationLoss !== undefined
+      ? `  val loss ${event.validationLoss.toFixed(4)}  val R² ${(event.validationR2 ?? 0).toFixed(4)}  val MAE ${(event.validationMae ?? 0).toPrecision(4)}`
+      : '';
+    return `loss ${event.trainLoss.toFixed(4)}  R² ${event.trainR2.toFixed(4)}${validation}`;
+  }
+  const validation = event.validationLoss !== undefined
+    ? `  val loss ${event.validationLoss.toFixed(4)}  val acc ${percent(event.validationAccuracy)}`
+    : '';
+  return `loss ${event.trainLoss.toFixed(4)}  acc ${percent(event.trainAccuracy)}${validation}`;
+}
+
 // What --resume takes from the checkpoint instead: giving it again would be ignored, so it is an error.
 const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
   ['data', '--data'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
   ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
-  ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'],
+  ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
 ];
+
+function nonNegativeNumber(flag: string) {
+  return (text: string): number => {
+    const value = Number(text);
+    if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw new Error(`${flag} must be a number of at least 0, got "${text}"`);
+    return value;
+  };
+}
+
+/** "balanced" or positive weights, one per class in the classes' order. */
+function parseClassWeight(text: string): ClassWeights {
+  if (text.trim().toLowerCase() === 'balanced') return 'balanced';
+  const weights = text.split(',').map((part) => Number(part));
+  if (weights.some((weight, i) => !(weight > 0) || !Number.isFinite(weight) || text.split(',')[i].trim() === '')) {
+    throw new Error(`--class-weight must be "balanced" or positive numbers separated by commas, got "${text}"`);
+  }
+  return weights;
+}
 
 async function runTrain(options: TrainCommandOptions): Promise<void> {
   checkFlags(options);
@@ -174,7 +212,7 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     testData,
     model: {
       layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
-      lr: options.lr, momentum: options.momentum,
+      lr: options.lr, momentum: options.momentum, weightDecay: options.weightDecay,
     },
     normalize: options.normalize,
     epochs: options.epochs,
@@ -185,6 +223,7 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     device: options.device,
     threads: options.threads,
     lrSchedule: options.lrSchedule,
+    ...(options.classWeight !== undefined ? { classWeights: options.classWeight } : {}),
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,
   };
@@ -206,13 +245,16 @@ function report(outcome: TrainOutcome, options: TrainCommandOptions, runId: stri
       stoppedEarly: outcome.stoppedEarly,
       bestEpoch: outcome.bestEpoch ?? null,
       checkpoint: outcome.checkpointPath ? path.resolve(outcome.checkpointPath) : null,
-      test: outcome.test ? { loss: outcome.test.loss, ...outcome.test.report } : null,
+      test: outcome.test ? { loss: outcome.test.loss, ...(outcome.test.regression ?? outcome.test.report) } : null,
     })}\n`);
     return;
   }
   if (outcome.message) process.stderr.write(`${outcome.message}\n`);
   const lines = [`trained for ${formatDuration(training.seconds)} on ${training.device}`];
-  if (outcome.test) lines.push('', `test set (${outcome.plan.testCount} examples):`, formatReport(outcome.test.report, outcome.test.loss));
+  if (outcome.test) {
+    const { regression, report: classes, loss } = outcome.test;
+    lines.push('', `test set (${outcome.plan.testCount} examples):`, regression ? formatRegressionReport(regression, loss) : formatReport(classes, loss));
+  }
   lines.push('', `saved ${outcome.status === 'diverged' ? 'the last good weights' : 'the model'} to ${options.out}`);
   if (runId) lines.push(`recorded as run ${runId} (nnstudio runs show ${runId})`);
   process.stdout.write(`${lines.join('\n')}\n`);

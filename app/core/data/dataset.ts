@@ -18,6 +18,12 @@ export interface Dataset {
   pixelScale?: number;
   /** How CSV columns became features (CSV datasets only). */
   encoding?: CsvEncoding;
+  /** Absent: classification. */
+  task?: 'classification' | 'regression';
+  /** Regression: count * targetNames.length values in the original units, row-major (absent for unlabeled data). */
+  targets?: Float32Array;
+  /** Regression: the target columns. */
+  targetNames?: string[];
 }
 
 export function featureSize(shape: readonly number[]): number {

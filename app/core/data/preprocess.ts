@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { type Dataset, featureSize, formatShape, isImageShape } from './dataset';
 import { csvEncodingSchema } from './encoding';
+import { targetScalingSchema } from './targetScaling';
 
 export const normalizationKinds = ['none', 'minmax', 'zscore'] as const;
 export type NormalizationKind = (typeof normalizationKinds)[number];
@@ -33,6 +34,8 @@ export const preprocessingSchema = z
     pixelScale: z.number().positive().finite().optional(),
     /** How a CSV's columns became features (label column, categorical maps, feature names). */
     encoding: csvEncodingSchema.optional(),
+    /** Regression: how targets were standardised for training (outputs are turned back with it). */
+    target: targetScalingSchema.optional(),
   })
   .superRefine((value, context) => {
     const issue = (message: string) => context.addIssue({ code: 'custom', message });

@@ -130,18 +130,38 @@ export function subset(dataset: Dataset, indices: ArrayLike<number>): Dataset {
   const count = indices.length;
   const features = new Float32Array(count * width);
   const labels = new Int32Array(count);
+  const sourceTargets = dataset.targets;
+  const targetWidth = sourceTargets === undefined || dataset.count === 0 ? 0 : sourceTargets.length / dataset.count;
+  const targets = sourceTargets === undefined ? undefined : new Float32Array(count * targetWidth);
   for (let k = 0; k < count; k++) {
     const index = indices[k];
     if (!(index >= 0 && index < dataset.count)) throw new Error(`${dataset.source}: example index ${index} outside 0..${dataset.count - 1}`);
     features.set(dataset.features.subarray(index * width, (index + 1) * width), k * width);
     labels[k] = dataset.labels[index];
+    if (targets !== undefined) targets.set(sourceTargets!.subarray(index * targetWidth, (index + 1) * targetWidth), k * targetWidth);
   }
-  return { ...dataset, features, labels, count };
+  return { ...dataset, features, labels, count, ...(targets !== undefined ? { targets } : {}) };
+}
+
+/**
+ * What a split is stratified by: the class for classification; for regression the quantile bin of the
+ * first target (up to 10 bins of at least 5 rows), so that every split spans the range of the target.
+ */
+export function stratificationKeys(dataset: Dataset): Int32Array {
+  const targets = dataset.targets;
+  if (dataset.task !== 'regression' || targets === undefined || dataset.count === 0) return dataset.labels;
+  const width = targets.length / dataset.count;
+  const bins = Math.max(1, Math.min(10, Math.floor(dataset.count / 5)));
+  const order = Array.from({ length: dataset.count }, (_, i) => i);
+  order.sort((a, b) => targets[a * width] - targets[b * width] || a - b);
+  const keys = new Int32Array(dataset.count);
+  order.forEach((row, rank) => { keys[row] = Math.floor((rank * bins) / dataset.count); });
+  return keys;
 }
 
 /** Splits a dataset into train / validation / test datasets (see stratifiedSplit). */
 export function splitDataset(dataset: Dataset, fractions: SplitFractions, seed: number) {
-  const indices = stratifiedSplit(dataset.labels, fractions, seed);
+  const indices = stratifiedSplit(stratificationKeys(dataset), fractions, seed);
   return {
     indices,
     train: subset(dataset, indices.train),

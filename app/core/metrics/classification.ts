@@ -110,3 +110,9 @@ export function classificationReport(
     labels,
   };
 }
+
+/** The report of a model without classes (regression): every figure 0, no classes, no matrix. */
+export function emptyClassificationReport(): ClassificationReport {
+  const zero = { precision: 0, recall: 0, f1: 0 };
+  return { accuracy: 0, macro: { ...zero }, weighted: { ...zero }, perClass: [], confusion: [], labels: [] };
+}

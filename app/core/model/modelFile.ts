@@ -26,7 +26,7 @@ export interface Model<Preprocessing = unknown> {
   spec: ModelSpec;
   /** Flat, in parameterTable(spec) order. */
   parameters: Float32Array;
-  /** Class names, index = class id; as many as classCount(spec). */
+  /** Class names, index = class id; as many as classCount(spec); none for a regression model. */
   labels: string[];
   /** Names of the data's input columns (may be empty, e.g. for IDX images). */
   featureNames: string[];
@@ -116,6 +116,11 @@ function shapeText(shape: readonly unknown[]): string {
   return `[${shape.join(',')}]`;
 }
 
+/** Class names a model of this spec has: one per class, none for regression (its targets are named in preprocessing.target). */
+function labelCount(spec: ModelSpec): number {
+  return spec.task === 'regression' ? 0 : classCount(spec);
+}
+
 // ---- encoding ----
 
 // The checks decodeModel would make, before anything is written: a saved file always loads.
@@ -124,7 +129,7 @@ function checkModel(model: Model, table: ParamTensor[]): void {
   if (model.parameters.length !== expected) {
     throw new Error(`the model has ${model.parameters.length} parameters, its spec needs ${expected}`);
   }
-  const classes = classCount(model.spec);
+  const classes = labelCount(model.spec);
   if (model.labels.length !== classes) {
     throw new Error(`the model has ${model.labels.length} class labels, its spec predicts ${classes} classes`);
   }
@@ -311,7 +316,7 @@ function readModelFields<Preprocessing>(metadata: Record<string, unknown>, optio
   try {
     spec = parseModelSpec(metadata.spec);
     table = parameterTable(spec);
-    classes = classCount(spec);
+    classes = labelCount(spec);
   } catch (error) {
     const message = (error as Error).message;
     fail(message.startsWith('invalid model spec') ? message : `invalid model spec: ${message}`);

@@ -5,7 +5,10 @@ import { issueText } from '../files/messages';
 
 export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
 export type ActivationName = (typeof activationNames)[number];
-export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae'] as const;
+export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
+export const regressionLossNames = ['mse', 'mae', 'huber'] as const;
+export const taskNames = ['classification', 'regression'] as const;
+export type TaskName = (typeof taskNames)[number];
 export type LossName = (typeof lossNames)[number];
 export const paddingNames = ['valid', 'same', 'full'] as const;
 
@@ -59,6 +62,7 @@ export const sgdSchema = z.strictObject({
   kind: z.literal('sgd'),
   lr: z.number().positive().finite(),
   momentum: z.number().min(0).lt(1).optional(),
+  weightDecay: z.number().nonnegative().finite().optional(),
 });
 export const adamSchema = z.strictObject({
   kind: z.literal('adam'),
@@ -66,6 +70,7 @@ export const adamSchema = z.strictObject({
   beta1: z.number().min(0).lt(1).optional(),
   beta2: z.number().min(0).lt(1).optional(),
   eps: z.number().positive().optional(),
+  weightDecay: z.number().nonnegative().finite().optional(),
 });
 export const optimizerSchema = z.discriminatedUnion('kind', [sgdSchema, adamSchema]);
 export type OptimizerSpec = z.infer<typeof optimizerSchema>;
@@ -73,7 +78,9 @@ export type OptimizerSpec = z.infer<typeof optimizerSchema>;
 export const modelSpecSchema = z.strictObject({
   input: z.union([z.tuple([positiveInt]), z.tuple([positiveInt, positiveInt, positiveInt])]),
   layers: z.array(layerSchema).min(1),
+  task: z.enum(taskNames).optional(),
   loss: z.enum(lossNames),
+  huberDelta: z.number().positive().finite().optional(),
   optimizer: optimizerSchema,
   seed: z.number().int().nonnegative(),
 });

@@ -24,6 +24,13 @@ export interface EpochStats {
   trainAccuracy: number;
   validationLoss?: number;
   validationAccuracy?: number;
+  /** Regression runs only: R² of the epoch's training steps, and the validation metrics in the targets' units. */
+  trainR2?: number;
+  validationR2?: number;
+  validationMae?: number;
+  validationRmse?: number;
+  /** Absent when a validation target is 0. */
+  validationMape?: number;
   seconds: number;
   /** Of the epoch's last step. */
   learningRate: number;
@@ -75,6 +82,13 @@ export interface EpochRecord {
   trainAccuracy: number | null;
   validationLoss?: number | null;
   validationAccuracy?: number | null;
+  /** Regression runs: R² of the epoch's training steps and the validation metrics, in the targets' units. */
+  trainR2?: number | null;
+  validationR2?: number | null;
+  validationMae?: number | null;
+  validationRmse?: number | null;
+  /** Absent when a validation target is 0. */
+  validationMape?: number | null;
   seconds: number;
   /** Of the epoch's last step (files from before learning-rate schedules have none). */
   learningRate?: number;
@@ -100,7 +114,12 @@ export interface TrainPlan {
   trainCount: number;
   validationCount: number;
   testCount: number;
+  /** Empty for regression. */
   classLabels: string[];
+  /** Absent: classification. */
+  task?: 'classification' | 'regression';
+  /** Regression: the target columns the model predicts. */
+  targetNames?: string[];
   dataDescription: string;
   /** A resumed or continued run: the epochs its checkpoint had completed (the file's path is the caller's). */
   resumedFrom?: { epoch: number };

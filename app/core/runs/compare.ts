@@ -65,6 +65,8 @@ export function compareRuns(first: RunRecord, second: RunRecord): RunComparison 
       metric('test loss', (record) => record.test?.loss, 'lower', 'decimal'),
       metric('test macro F1', (record) => record.test?.report.macro.f1, 'higher', 'decimal'),
       metric('test weighted F1', (record) => record.test?.report.weighted.f1, 'higher', 'decimal'),
+      metric('test R²', (record) => record.test?.regression?.r2, 'higher', 'decimal'),
+      metric('test MAE', (record) => record.test?.regression?.mae, 'lower', 'decimal'),
       metric('final validation accuracy', (record) => lastEpoch(record)?.validationAccuracy, 'higher', 'percent'),
       metric('final validation loss', (record) => lastEpoch(record)?.validationLoss, 'lower', 'decimal'),
       metric('final training accuracy', (record) => lastEpoch(record)?.trainAccuracy, 'higher', 'percent'),

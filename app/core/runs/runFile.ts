@@ -1,6 +1,7 @@
 // Run history files (docs/FILE_FORMAT.md, "Run files"): one JSON file per finished training run, with what
 // was trained (spec, options, data), how it went (per-epoch history, status) and how well (test metrics),
 // and the name of the model file saved beside it. Pure: no file system here (app/services/runs.ts stores).
+import { regressionReportSchema, type RegressionReport } from '../metrics/regression';
 import { z } from 'zod';
 import { issueText, parseErrorText, valueText } from '../files/messages';
 import { classificationReportSchema, type ClassificationReport } from '../metrics/classification';
@@ -56,7 +57,9 @@ export interface RunData {
 export interface RunTest {
   /** null when the loss was not finite. */
   loss: number | null;
+  /** Empty for a regression run, whose metrics are in `regression`. */
   report: ClassificationReport;
+  regression?: RegressionReport;
 }
 
 export interface RunRecord {
@@ -133,7 +136,7 @@ const recordSchema = z.looseObject({
   data: dataSchema,
   history: z.array(epochRecordSchema),
   seconds: z.number().nonnegative(),
-  test: z.strictObject({ loss: z.number().nullable(), report: classificationReportSchema }).nullable(),
+  test: z.strictObject({ loss: z.number().nullable(), report: classificationReportSchema, regression: regressionReportSchema.optional() }).nullable(),
   modelFile: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\.safetensors$/, 'a file name in the runs folder').nullable(),
 });
 
@@ -208,6 +211,8 @@ export interface RunSummary {
   device: string;
   testAccuracy: number | null;
   testMacroF1: number | null;
+  /** Regression runs: R² on the test set (testAccuracy and testMacroF1 are then 0). */
+  testR2?: number;
   testLoss: number | null;
   /** Whether the run kept a model file (Open needs one). */
   hasModel: boolean;
@@ -229,6 +234,7 @@ export function summarizeRun(record: RunRecord): RunSummary {
     device: record.options.deviceName,
     testAccuracy: record.test?.report.accuracy ?? null,
     testMacroF1: record.test?.report.macro.f1 ?? null,
+    ...(record.test?.regression ? { testR2: record.test.regression.r2 } : {}),
     testLoss: record.test?.loss ?? null,
     hasModel: record.modelFile !== null,
   };
