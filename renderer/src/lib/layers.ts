@@ -18,7 +18,8 @@ export const layerKinds: { kind: LayerKind; title: string }[] = [
 export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
 export type ActivationName = (typeof activationNames)[number];
 export const paddingNames = ['valid', 'same', 'full'] as const;
-export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae'] as const;
+export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
+export const regressionLossNames = ['mse', 'mae', 'huber'] as const;
 export type LossName = (typeof lossNames)[number];
 
 export const lossTitles: Record<LossName, string> = {
@@ -26,6 +27,7 @@ export const lossTitles: Record<LossName, string> = {
   binary_cross_entropy: 'Binary cross-entropy',
   mse: 'Mean squared error',
   mae: 'Mean absolute error',
+  huber: 'Huber (squared near 0, absolute beyond 1)',
 };
 
 /** A new layer of a kind, with sensible values to start from. */
