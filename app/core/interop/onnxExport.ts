@@ -7,6 +7,7 @@
 // transB=1, conv weights (filters, C, kh, kw) = Conv's W, and flatten keeps C,H,W order as ONNX's does.
 import { onnx } from 'onnx-proto';
 import type { Preprocessing } from '../data/preprocess';
+import type { TargetScaling } from '../data/targetScaling';
 import type { Model } from '../model/modelFile';
 import { classCount, inferShapes, layerLabels, parameterTable } from '../model/shapes';
 import type { ActivationName, LayerSpec, ModelSpec } from '../model/spec';
@@ -16,6 +17,8 @@ export const onnxOpsetVersion = 13;
 export const onnxIrVersion = 7;
 export const onnxInputName = 'input';
 export const onnxOutputName = 'probabilities';
+/** A regression model's output: the predicted target values in the data's units. */
+export const onnxRegressionOutputName = 'values';
 
 export interface OnnxExportOptions {
   /** producer_version, e.g. the package version. */
@@ -141,8 +144,11 @@ function addPreprocessing(graph: GraphBuilder, input: string, preprocessing: Pre
 }
 
 /** What the graph's output holds, per loss: the engine's evaluation probabilities (engine.h). */
-export function describeOnnxOutput(spec: ModelSpec): string {
+export function describeOnnxOutput(spec: ModelSpec, target?: TargetScaling): string {
   const width = inferShapes(spec).at(-1)!.outputShape[0];
+  if (target !== undefined) {
+    return `(N, ${width}): the predicted ${target.names.join(', ')} in the training data's units (the network's output * std + mean of the training targets)`;
+  }
   if (width === 1) {
     const q = spec.loss === 'mse' || spec.loss === 'mae' ? 'the raw output q' : 'q = sigmoid(logit)';
     return `(N, 2): [1 - q, q] with ${q}; class 1 when q >= 0.5`;
@@ -155,6 +161,14 @@ export function describeOnnxOutput(spec: ModelSpec): string {
     default:
       return `(N, ${width}): the network's outputs as trained on ${spec.loss} against one-hot targets; the class is the argmax`;
   }
+}
+
+/** Regression: the network predicts standardised targets; output * std + mean gives them in the data's units. */
+function addRegressionHead(graph: GraphBuilder, outputs: string, target: TargetScaling): string {
+  const std = graph.constant('target_std', [target.std.length], target.std);
+  const mean = graph.constant('target_mean', [target.mean.length], target.mean);
+  const scaled = graph.node('Mul', [outputs, std], 'target_scaled', {}, 'standardised prediction * std of the training targets');
+  return graph.node('Add', [scaled, mean], onnxRegressionOutputName, {}, '+ mean of the training targets');
 }
 
 function addHead(graph: GraphBuilder, logits: string, spec: ModelSpec, width: number): string {
@@ -189,7 +203,8 @@ function metadataProps(model: Model<Preprocessing>): onnx.IStringStringEntryProt
     preprocessing: describePreprocessing(model.preprocessing),
     'nnstudio.preprocessing': JSON.stringify(model.preprocessing),
     'nnstudio.spec': JSON.stringify(model.spec),
-    output: describeOnnxOutput(model.spec),
+    output: describeOnnxOutput(model.spec, model.preprocessing.target),
+    ...(model.preprocessing.target ? { target_names: JSON.stringify(model.preprocessing.target.names) } : {}),
   };
   if (model.preprocessing.encoding?.columns.some((column) => column.kind === 'categorical')) {
     entries.categorical_columns = 'one-hot: the input takes the encoded features named in feature_names (column=category), not the CSV text';
@@ -225,22 +240,23 @@ export function buildOnnxModel(model: Model<Preprocessing>, options: OnnxExportO
     shape = shapes[index].outputShape;
   });
   const width = shape[0];
-  const output = addHead(graph, value, spec, width);
-
-  const classes = classCount(spec);
+  const target = model.preprocessing.target;
+  const output = target ? addRegressionHead(graph, value, target) : addHead(graph, value, spec, width);
+  const outputDescription = describeOnnxOutput(spec, target);
+  const outputWidth = target ? width : classCount(spec);
   return {
     irVersion: onnxIrVersion,
     opsetImport: [{ domain: '', version: onnxOpsetVersion }],
     producerName: 'NN Studio',
     producerVersion: options.producerVersion ?? '',
     docString: `A model trained in NN Studio. Input "${onnxInputName}": raw values (N, ${spec.input.join(', ')}); ` +
-      `output "${onnxOutputName}": ${describeOnnxOutput(spec)}. Preprocessing: ${describePreprocessing(model.preprocessing)}.`,
+      `output "${output}": ${outputDescription}. Preprocessing: ${describePreprocessing(model.preprocessing)}.`,
     graph: {
       name: options.graphName ?? 'nnstudio_model',
       node: graph.nodes,
       initializer: graph.initializers,
       input: [floatValueInfo(input, ['N', ...spec.input], 'raw values as the data file holds them')],
-      output: [floatValueInfo(output, ['N', classes], describeOnnxOutput(spec))],
+      output: [floatValueInfo(output, ['N', outputWidth], outputDescription)],
     },
     metadataProps: metadataProps(model),
   };
