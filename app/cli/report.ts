@@ -44,11 +44,11 @@ function confusionLines(report: ClassificationReport): string[] {
   }));
   pairs.sort((a, b) => b.count - a.count || a.truth - b.truth || a.predicted - b.predicted);
   const shown = pairs.slice(0, listedConfusions);
-  const heading = `confusion matrix: ${classes} classes, too wide for a terminal (--json has all of it); ` +
-    (pairs.length === 0 ? 'no example was confused' : `the ${shown.length} largest of ${pairs.length} confusions:`);
-  if (shown.length === 0) return [heading];
+  const heading = [`confusion matrix: ${classes} classes, too wide for a terminal (--json has all of it)`,
+    pairs.length === 0 ? 'no example was confused' : `the ${shown.length} largest of ${pairs.length} confusions:`];
+  if (shown.length === 0) return heading;
   const rows = [['true class', 'predicted', 'examples'], ...shown.map((p) => [report.labels[p.truth], report.labels[p.predicted], String(p.count)])];
-  return [heading, ...table(rows, (column) => column === 2)];
+  return [...heading, ...table(rows, (column) => column === 2)];
 }
 
 const significant = (value: number) => (Math.abs(value) >= 1e6 || (value !== 0 && Math.abs(value) < 1e-3) ? value.toExponential(4) : trimZeros(value.toPrecision(6)));

@@ -59,8 +59,9 @@ describe('residuals and worst predictions', () => {
 
   test('the worst predictions come largest absolute error first, per column', () => {
     const worst = worstPredictions(truth, predicted, 2, 1, 2);
-    assert.deepEqual(worst.map((w) => w.index), [0, 2]);
-    assert.deepEqual(worst[0], { index: 0, truth: 1, predicted: 1.5, error: 0.5 });
-    assert.equal(worstPredictions(truth, predicted, 2, 0, 1)[0].index, 3);
+    assert.deepEqual(worst.map((w) => w.index), [3, 0]);
+    assert.deepEqual(worst[0], { index: 3, truth: 4, predicted: 5, error: 1 });
+    // column 0's errors: -0.5, 0.5, 0, 1; equal sizes keep the lower row first
+    assert.deepEqual(worstPredictions(truth, predicted, 2, 0, 3).map((w) => w.index), [3, 0, 1]);
   });
 });
