@@ -16,6 +16,7 @@ import { decodeModel, ModelFileError } from '../../../app/core/model/modelFile';
 import { parseModelSpec } from '../../../app/core/model/spec';
 import { decodeRun, RunFileError } from '../../../app/core/runs/runFile';
 import { checkpointSeeds, modelSeeds, runSeeds } from './seeds';
+import { fuzzReader } from './runner';
 
 const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-fuzz-regressions-'));
 process.on('exit', () => fs.rmSync(folder, { recursive: true, force: true }));
@@ -258,5 +259,13 @@ describe('messages quote file content on one short line', () => {
       assert.match(error.message, /^long\.csv: no categorical column named "b" \(columns: a, "y{40}…", label\)$/);
       return true;
     });
+  });
+
+  test('the checkpoint mutator survives a header that is valid JSON but not an object (seed 777001, cases 16117, 22437, 27037)', async () => {
+    for (const start of [16117, 22437, 27037]) {
+      const report = await fuzzReader('checkpoint', { seed: 777001, count: 1, start });
+      assert.deepEqual(report.failures.map((failure) => failure.problem), [], `case ${start}`);
+      assert.equal(report.accepted + report.rejected, 1, `case ${start} ran`);
+    }
   });
 });
