@@ -89,6 +89,22 @@ describe('regression through the addon (CPU)', () => {
     assert.equal(unlabeled.loss, 0);
   });
 
+  test("a regression checkpoint resumes exactly through the addon, with the history's metrics", async () => {
+    const options = { epochs: 4, batchSize: 32, device: 'cpu' as const, seed: 8, targetMean: [train.mean], targetStd: [train.std] };
+    const checkpoints: engine.CheckpointEvent[] = [];
+    const whole = await engine.train(regressionSpec, train.dataset, valid.dataset, { ...options, checkpoints: true }, (event) => {
+      if (event.type === 'checkpoint') checkpoints.push(event);
+    }).promise;
+    assert.equal(checkpoints.length, 4);
+    assert.equal(typeof checkpoints[1].history[1].validationR2, 'number');
+    const { type: _checkpoint, ...state } = checkpoints[1];
+    const resumed = await engine.train(regressionSpec, train.dataset, valid.dataset, { ...options, resume: state }).promise;
+    assert.deepEqual(resumed.parameters, whole.parameters);
+    // every field but the wall-clock seconds, bit for bit
+    const withoutTime = (history: engine.EpochStats[]) => history.map(({ seconds: _seconds, ...rest }) => rest);
+    assert.deepEqual(withoutTime(resumed.history), withoutTime(whole.history));
+  });
+
   test('a classification run has none of the regression fields', async () => {
     const epochs: engine.EpochStats[] = [];
     const data = blobs(64);
