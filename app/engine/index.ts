@@ -29,7 +29,10 @@ export type DeviceInfo = NativeDevice;
 export type LayerShape = NativeLayerInfo;
 export type ParameterTensor = NativeParamTensor;
 
-/** Samples as the engine takes them: features (count, featureSize) row-major, labels (count) class indices. */
+/**
+ * Samples as the engine takes them: features (count, featureSize) row-major, labels (count) class indices;
+ * a regression's targets (count, width) instead of labels.
+ */
 export type Dataset = NativeDataset;
 
 export interface TrainOptions {
@@ -53,9 +56,12 @@ export interface TrainOptions {
   resume?: TrainState;
   /** Emit a 'checkpoint' event with the TrainState at every epoch end. */
   checkpoints?: boolean;
-  /** Classification: per-class loss weights (PyTorch's weighted mean). */
+  /** Classification: one weight per class (> 0), PyTorch's CrossEntropyLoss(weight) semantics. */
   classWeights?: number[];
-  /** Regression: the target scaling, so epoch metrics are in the targets' units. */
+  /**
+   * Regression: the targets given are (y - targetMean) / targetStd per column; the engine reports the
+   * validation MAE, RMSE and MAPE in the original units with them (empty or absent: identity).
+   */
   targetMean?: number[];
   targetStd?: number[];
 }
@@ -189,7 +195,10 @@ export function train(
   };
 }
 
-/** Loss, accuracy, predictions (count) and probabilities (count, classes) of `parameters` on `data`. */
+/**
+ * Loss, accuracy, predictions (count) and probabilities (count, classes) of `parameters` on `data`; for a
+ * regression spec the head's outputs (count, width) and the loss when `data` has targets.
+ */
 export function evaluate(
   spec: ModelSpec,
   parameters: Float32Array,

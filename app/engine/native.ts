@@ -25,8 +25,9 @@ export interface NativeParamTensor {
 
 export interface NativeDataset {
   features: Float32Array;
+  /** Class indices (classification); a regression's are ignored (the app's hold -1). */
   labels: Int32Array;
-  /** Regression: (count, targets) normalised target values. */
+  /** Regression: count x (the head's width) targets, row-major, normalised units; absent for prediction input. */
   targets?: Float32Array;
 }
 
@@ -50,9 +51,9 @@ export interface NativeTrainOptions {
   resume?: NativeTrainState;
   /** Send a 'checkpoint' event with the TrainState after every epoch. */
   checkpoints?: boolean;
-  /** Classification: per-class loss weights. */
+  /** Classification: one weight per class (> 0); losses become sum(w_y l) / sum(w_y). */
   classWeights?: number[];
-  /** Regression: the target scaling, so epoch metrics are in the targets' units. */
+  /** Regression: per target column, the normalisation the targets went through (for the metrics' units). */
   targetMean?: number[];
   targetStd?: number[];
 }
@@ -99,12 +100,16 @@ export interface NativeEvaluateOptions {
 }
 
 export interface NativeEvalResult {
+  /** Mean loss (unweighted); 0 without labels or targets. */
   loss: number;
   accuracy: number;
+  /** 0 for a regression. */
   classes: number;
+  /** Empty for a regression. */
   predictions: Int32Array;
+  /** Empty for a regression. */
   probabilities: Float32Array;
-  /** Regression: the head's outputs (count, targets), normalised units. */
+  /** Regression: the head's outputs, count x width, normalised units. */
   outputs?: Float32Array;
 }
 

@@ -175,6 +175,85 @@ inline void checkLoss(LossKind loss, int K, int N) {
   line.check(confusion.download() == expected, "confusion matrix");
 }
 
+// A regression's loss on float targets (N, K): the batch loss, its squared errors and the gradient
+// against the CPU's; the evaluation totals of loss_predict. huber with `delta` around the errors' scale
+// puts elements on both sides of it.
+inline void checkRegressionLoss(LossKind loss, int K, int N, float delta = 1.0f) {
+  Row line(std::string("loss ") + lossName(loss) + " regression",
+           "N" + std::to_string(N) + " K=" + std::to_string(K) + (loss == LossKind::Huber ? " delta " + nnstudio_test::num(delta) : ""),
+           kOneKernel);
+  const auto z = randomVector(size_t(N) * K, 60 + K, 2.0f), t = randomVector(size_t(N) * K, 70 + K, 2.0f);
+  NetworkPlan plan;
+  plan.loss = loss;
+  plan.task = TaskKind::Regression;
+  plan.huberDelta = delta;
+  LossTargets host;
+  host.targets = t.data();
+  LossCounts counts;
+  std::vector<float> dz(z.size());
+  const double cpuLoss = cpu::loss_forward_backward(plan, z.data(), host, N, K, dz.data(), &counts);
+
+  DeviceVector<float> dZ(z), dT(t), dDz(z.size());
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
+  DeviceVector<cuda::StepState> evalState(std::vector<cuda::StepState>{cuda::StepState{}});
+  LossTargets device;
+  device.targets = dT.ptr;
+  const cuda::LossConfig config{loss, delta, true};
+  cuda::loss_forward_backward(nullptr, config, dZ.ptr, device, N, K, dDz.ptr, state.ptr);
+  cuda::loss_predict(nullptr, config, dZ.ptr, device, N, K, nullptr, nullptr, evalState.ptr, nullptr);
+  const cuda::StepState s = state.download()[0], e = evalState.download()[0];
+  line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "batch loss",
+             nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));
+  line.check(std::fabs(s.squaredErrorSum - counts.squaredError) <= 1e-9 * (1 + counts.squaredError) && s.correct == 0 &&
+                 s.samples == N && s.lossSteps == 1 && !s.diverged,
+             "squared errors and counts");
+  line.compare("gradient", dDz.download(), dz, relative(1e-6));
+  line.check(std::fabs(e.sampleLossSum / N - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)) && e.weightSum == N,
+             "evaluation totals");
+}
+
+// Class weights: the weighted batch loss and gradient against the CPU's; loss_predict's weighted sum and
+// the weights' sum (the validation loss is their ratio).
+inline void checkWeightedLoss(LossKind loss, int K, int N) {
+  Row line(std::string("loss ") + lossName(loss) + " class weights", "N" + std::to_string(N) + " K=" + std::to_string(K),
+           kOneKernel);
+  const int classes = K == 1 ? 2 : K;
+  const auto z = randomVector(size_t(N) * K, 80 + K, 3.0f);
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  std::vector<float> weights(static_cast<size_t>(classes));
+  Rng rng(90 + K);
+  for (int32_t& l : labels) l = int32_t(rng.below(uint32_t(classes)));
+  for (float& w : weights) w = 0.25f + 3.0f * float(rng.uniform());
+  NetworkPlan plan;
+  plan.loss = loss;
+  LossTargets host;
+  host.labels = labels.data();
+  host.classWeights = weights.data();
+  LossCounts counts;
+  std::vector<float> dz(z.size());
+  const double cpuLoss = cpu::loss_forward_backward(plan, z.data(), host, N, K, dz.data(), &counts);
+
+  DeviceVector<float> dZ(z), dDz(z.size()), dW(weights);
+  DeviceVector<int32_t> dLabels(labels);
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
+  DeviceVector<cuda::StepState> evalState(std::vector<cuda::StepState>{cuda::StepState{}});
+  LossTargets device;
+  device.labels = dLabels.ptr;
+  device.classWeights = dW.ptr;
+  const cuda::LossConfig config{loss};
+  cuda::loss_forward_backward(nullptr, config, dZ.ptr, device, N, K, dDz.ptr, state.ptr);
+  cuda::loss_predict(nullptr, config, dZ.ptr, device, N, K, nullptr, nullptr, evalState.ptr, nullptr);
+  const cuda::StepState s = state.download()[0], e = evalState.download()[0];
+  line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "weighted batch loss",
+             nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));
+  line.check(s.correct == counts.correct && s.samples == N, "counts");
+  line.compare("gradient", dDz.download(), dz, relative(1e-6));
+  line.check(std::fabs(e.weightSum - counts.weightSum) <= 1e-9 * counts.weightSum &&
+                 std::fabs(e.sampleLossSum / e.weightSum - cpuLoss) <=
+                     1e-9 * (1 + std::fabs(cpuLoss)),
+             "evaluation: weighted loss sum / weight sum", nnstudio_test::num(e.sampleLossSum / e.weightSum));
+}
+
 // a non-finite batch loss flags divergence once and adds nothing to the totals
 inline void checkLossDivergence() {
   Row line(std::string("loss ") + lossName(LossKind::SoftmaxCrossEntropy), "N4 K=10, a NaN output", kOneKernel);
@@ -207,12 +286,44 @@ inline OptimizerSpec optimizerNamed(const std::string& name) {
 
 inline void optimizerStep(const OptimizerSpec& opt, DeviceVector<float>& p, const DeviceVector<float>& g,
                           DeviceVector<float>& moments, DeviceVector<float>& backup, size_t n, cuda::StepState* state,
-                          const cuda::BatchGather* next = nullptr) {
+                          const cuda::BatchGather* next = nullptr, const cuda::WeightDecay& decay = {}) {
   if (opt.kind == OptimizerKind::Adam)
     cuda::adam_step(nullptr, p.ptr, g.ptr, moments.ptr, moments.ptr + n, backup.ptr, n, opt.lr, opt.beta1, opt.beta2,
-                    opt.eps, state, next);
+                    opt.eps, state, next, decay);
   else
-    cuda::sgd_step(nullptr, p.ptr, g.ptr, moments.ptr, backup.ptr, n, opt.lr, opt.momentum, state, next);
+    cuda::sgd_step(nullptr, p.ptr, g.ptr, moments.ptr, backup.ptr, n, opt.lr, opt.momentum, state, next, decay);
+}
+
+// Weight decay on a masked vector (every third parameter a "bias"): two steps equal optimizerStepCpu's
+// with the same mask, and the unmasked parameters move as without decay.
+inline void checkOptimizerDecay(const std::string& name, size_t n) {
+  Row line("optimizer " + name + " weight decay 0.05", std::to_string(n) + " parameters, a third masked", kOneKernel);
+  OptimizerSpec opt = optimizerNamed(name);
+  opt.weightDecay = 0.05f;
+  std::vector<uint8_t> mask(n);
+  for (size_t i = 0; i < n; ++i) mask[i] = i % 3 != 0;
+  const auto p0 = randomVector(n, 53), g1 = randomVector(n, 54), g2 = randomVector(n, 55);
+  std::vector<float> p = p0, state;
+  optimizerStepCpu(opt, p, g1, state, 1, &mask);
+  optimizerStepCpu(opt, p, g2, state, 2, &mask);
+  OptimizerSpec plain = opt;
+  plain.weightDecay = 0;
+  std::vector<float> q = p0, plainState;
+  optimizerStepCpu(plain, q, g1, plainState, 1);
+  optimizerStepCpu(plain, q, g2, plainState, 2);
+  bool masked = true, decayed = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!mask[i]) masked = masked && p[i] == q[i];
+    else decayed = decayed || p[i] != q[i];
+  }
+  line.check(masked && decayed, "on the CPU the masked parameters move as without decay, the others differ");
+  DeviceVector<float> dP(p0), dG1(g1), dG2(g2), dBackup(n), moments(std::vector<float>(2 * n, 0.0f));
+  DeviceVector<uint8_t> dMask(mask);
+  DeviceVector<cuda::StepState> st(std::vector<cuda::StepState>{cuda::StepState{}});
+  const cuda::WeightDecay decay{opt.weightDecay, dMask.ptr};
+  optimizerStep(opt, dP, dG1, moments, dBackup, n, st.ptr, nullptr, decay);
+  optimizerStep(opt, dP, dG2, moments, dBackup, n, st.ptr, nullptr, decay);
+  line.compare("two steps", dP.download(), p, relative(1e-6));
 }
 
 // Two steps equal the CPU's; the backup holds the weights before the last update; the step counters advance;

@@ -251,8 +251,14 @@ void runTable(cpu::ThreadPool& pool) {
   checkDropout(pool, 19, 133, 0.3f);
   for (LossKind loss : {LossKind::SoftmaxCrossEntropy, LossKind::BinaryCrossEntropy, LossKind::MSE, LossKind::MAE})
     for (int K : {1, 3, 10}) checkLoss(loss, K, 600);
+  for (LossKind loss : {LossKind::MSE, LossKind::MAE, LossKind::Huber})
+    for (int K : {1, 3}) checkRegressionLoss(loss, K, 600, 0.7f);
+  checkRegressionLoss(LossKind::Huber, 2, 33, 3.0f);
+  for (LossKind loss : {LossKind::SoftmaxCrossEntropy, LossKind::BinaryCrossEntropy})
+    for (int K : {1, 4}) checkWeightedLoss(loss, K, 600);
   checkLossDivergence();
   for (const char* name : {"sgd", "sgd momentum", "adam"}) checkOptimizer(name, 100003);
+  for (const char* name : {"sgd", "sgd momentum", "adam"}) checkOptimizerDecay(name, 100003);
   for (int64_t fs : {13, 16}) checkGather(fs);
   for (const char* name : {"sgd momentum", "adam"}) checkOptimizerGathersNext(name);
 }

@@ -4,6 +4,8 @@
 //   - whole training runs of a few hundred steps from the same seeds on both backends (same data
 //     order, same dropout masks): final weights within 2e-3 and final losses within 1e-3 relative;
 //   - evaluation (predictions, probabilities, loss, confusion matrix) against the CPU's;
+//   - regression heads (mse, mae, huber), class weights and weight decay: one batch and whole runs (the
+//     regression metrics, evaluation outputs, determinism and an exact resume) against the CPU's;
 //   - the run's behaviour: progress events, cancel, pause, divergence keeping the last finite
 //     weights, clear messages for bad input and for a model too large for the GPU (after which the
 //     GPU still trains);
@@ -229,6 +231,196 @@ void testWholeRuns() {
   }
 }
 
+// ---- regression, class weights, weight decay ----
+
+// (count, 8) features in [-1, 1] and `width` target columns: a linear mix plus a product, with noise.
+struct TaskData {
+  std::vector<float> x, t;
+  std::vector<int32_t> labels;  // -1 each, as the app's regression datasets
+  int width = 1;
+  DatasetView view() const {
+    DatasetView v{x.data(), labels.data(), int64_t(labels.size()), 8};
+    v.targets = t.data();
+    v.targetWidth = width;
+    return v;
+  }
+};
+
+TaskData taskData(int count, int width, uint64_t seed) {
+  TaskData d;
+  d.width = width;
+  Rng rng(seed);
+  for (int i = 0; i < count; ++i) {
+    float f[8];
+    for (float& v : f) v = float(2 * rng.uniform() - 1);
+    d.x.insert(d.x.end(), f, f + 8);
+    d.t.push_back(1.5f * f[0] - f[1] + 0.5f * f[2] * f[3] + 0.05f * float(rng.uniform()));
+    if (width > 1) d.t.push_back(f[4] * f[5] - 0.7f * f[6]);
+    d.labels.push_back(-1);
+  }
+  return d;
+}
+
+// One batch: outputs and gradients of a regression head and of a class-weighted loss, CUDA vs CPU.
+void testTaskNetworks() {
+  std::printf("one batch: regression heads and class weights, CUDA vs CPU\n");
+  const char* regression[] = {
+      R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":12,"activation":"relu"},{"kind":"dense","units":2}],
+         "loss":"mse","optimizer":{"kind":"adam","lr":0.001},"seed":3})",
+      R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":12,"activation":"tanh"},{"kind":"dense","units":2}],
+         "loss":"huber","huberDelta":0.3,"optimizer":{"kind":"adam","lr":0.001},"seed":4})",
+      R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":12,"activation":"tanh"},{"kind":"dense","units":2}],
+         "loss":"mae","optimizer":{"kind":"sgd","lr":0.01},"seed":5})"};
+  const TaskData d = taskData(37, 2, 61);
+  for (const char* text : regression) {
+    const ModelSpec spec = parseModelSpec(text);
+    const NetworkPlan plan = planNetwork(spec);
+    const int N = 37;
+    const auto params = initialParameters(spec, spec.seed);
+    std::vector<float> cpuOut, cpuGrad;
+    const double cpuLoss =
+        forwardBackwardCpu(spec, params, d.x.data(), nullptr, N, false, cpuOut, cpuGrad, 0, d.t.data());
+    cuda::Network net(spec, N);
+    CHECK_MSG(!net.headFused(), std::string(lossName(spec.loss)) + " regression: the head is not fused");
+    DeviceVector<float> dParams(params), dX(d.x), dT(d.t), dGrad(plan.parameterCount);
+    DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{cuda::StepState{}});
+    LossTargets targets;
+    targets.targets = dT.ptr;
+    net.forward(nullptr, dParams.ptr, dX.ptr, N, true, 0, dState.ptr);
+    net.loss(nullptr, targets, N, dState.ptr);
+    net.backward(nullptr, dParams.ptr, dGrad.ptr, N);
+    const cuda::StepState s = dState.download()[0];
+    const double gradErr = relError(dGrad.download(), cpuGrad, 1e-3);
+    CHECK_MSG(gradErr <= 1e-4 && std::fabs(s.batchLossSum - cpuLoss) <= 1e-5 * (1 + cpuLoss),
+              std::string(lossName(spec.loss)) + " regression: gradients (rel error " + nnstudio_test::num(gradErr) +
+                  "), loss " + nnstudio_test::num(s.batchLossSum) + " vs " + nnstudio_test::num(cpuLoss));
+  }
+  {
+    const ModelSpec spec = parseModelSpec(kRuns[1].spec);
+    const NetworkPlan plan = planNetwork(spec);
+    const int N = 29;
+    const Data b = bands(N, 3, 5, 5, 3, 62);
+    const std::vector<float> weights = {0.4f, 2.5f, 1.1f};
+    const auto params = initialParameters(spec, spec.seed);
+    std::vector<float> cpuOut, cpuGrad;
+    const double cpuLoss = forwardBackwardCpu(spec, params, b.x.data(), b.y.data(), N, false, cpuOut, cpuGrad, 0,
+                                              nullptr, weights.data());
+    cuda::Network net(spec, N, false, true, /*weightedLoss=*/true);
+    DeviceVector<float> dParams(params), dX(b.x), dW(weights), dGrad(plan.parameterCount);
+    DeviceVector<int32_t> dLabels(b.y);
+    DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{cuda::StepState{}});
+    LossTargets targets;
+    targets.labels = dLabels.ptr;
+    targets.classWeights = dW.ptr;
+    net.forward(nullptr, dParams.ptr, dX.ptr, N, true, 0, dState.ptr);
+    net.loss(nullptr, targets, N, dState.ptr);
+    net.backward(nullptr, dParams.ptr, dGrad.ptr, N);
+    const cuda::StepState s = dState.download()[0];
+    const double gradErr = relError(dGrad.download(), cpuGrad, 1e-3);
+    CHECK_MSG(!net.headFused() && gradErr <= 1e-4 && std::fabs(s.batchLossSum - cpuLoss) <= 1e-5 * (1 + cpuLoss),
+              "class-weighted cross-entropy: gradients (rel error " + nnstudio_test::num(gradErr) + "), loss " +
+                  nnstudio_test::num(s.batchLossSum) + " vs " + nnstudio_test::num(cpuLoss));
+  }
+}
+
+struct Checkpoints : ProgressSink {
+  std::vector<TrainState> states;
+  bool wantsCheckpoints() const override { return true; }
+  void onCheckpoint(const TrainState& s) override { states.push_back(s); }
+};
+
+bool close(double a, double b, double rel) { return std::fabs(a - b) <= rel * (1 + std::fabs(b)); }
+
+// Whole runs with the task features, CUDA vs CPU: weights, history (the regression metrics included) and
+// evaluation; on the GPU the same seed gives the same bits and a resumed run the uninterrupted one's.
+void testTaskRuns() {
+  std::printf("whole runs: regression, class weights, weight decay, CUDA vs CPU\n");
+  auto cpu = createBackend(DeviceKind::CPU, 2);
+  auto gpu = createBackend(DeviceKind::CUDA);
+  struct TaskRun {
+    const char* name;
+    const char* spec;
+    int width, batch, epochs;
+  };
+  const TaskRun runs[] = {
+      {"regression mse, adam + weight decay, 2 columns",
+       R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":32,"activation":"relu"},{"kind":"dense","units":2}],
+          "loss":"mse","optimizer":{"kind":"adam","lr":0.005,"weightDecay":0.001},"seed":13})",
+       2, 16, 4},
+      {"regression huber 0.5, sgd momentum + weight decay, last partial batch",
+       R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":24,"activation":"tanh"},{"kind":"dense","units":1}],
+          "loss":"huber","huberDelta":0.5,"optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9,"weightDecay":0.01},"seed":14})",
+       1, 30, 4},
+      {"regression mae, 1 column",
+       R"({"input":[8],"task":"regression","layers":[{"kind":"dense","units":24,"activation":"tanh"},{"kind":"dense","units":1}],
+          "loss":"mae","optimizer":{"kind":"adam","lr":0.01},"seed":15})",
+       1, 32, 3},
+  };
+  for (const TaskRun& c : runs) {
+    const ModelSpec spec = parseModelSpec(c.spec);
+    const TaskData train = taskData(1000, c.width, 71), valid = taskData(200, c.width, 72);
+    const DatasetView tv = train.view(), vv = valid.view();
+    TrainOptions o = runOptions(c.epochs, c.batch);
+    o.targetMean.assign(size_t(c.width), 3.0f);  // the metrics in "original" units: y * 2 + 3
+    o.targetStd.assign(size_t(c.width), 2.0f);
+    const TrainResult a = cpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    Checkpoints sink;
+    const TrainResult b = gpu->train(spec, tv, &vv, o, &sink, nullptr);
+    const std::string name = c.name;
+    CHECK_MSG(b.status == TrainStatus::Completed && b.steps == a.steps, name + ": completed");
+    const double wErr = relError(b.parameters, a.parameters, 1e-3);
+    CHECK_MSG(wErr <= 2e-3, name + ": final weights (rel error " + nnstudio_test::num(wErr) + ")");
+    for (size_t e = 0; e < a.history.size() && e < b.history.size(); ++e) {
+      const EpochStats &ea = a.history[e], &eb = b.history[e];
+      CHECK_MSG(eb.hasRegression && close(eb.trainLoss, ea.trainLoss, 1e-3) && close(eb.validationLoss, ea.validationLoss, 1e-3) &&
+                    close(eb.trainR2, ea.trainR2, 1e-3) && close(eb.validationR2, ea.validationR2, 1e-3) &&
+                    close(eb.validationRmse, ea.validationRmse, 1e-3) && close(eb.validationMae, ea.validationMae, 1e-3) &&
+                    eb.hasValidationMape == ea.hasValidationMape,
+                name + ": epoch " + std::to_string(e + 1) + " loss " + nnstudio_test::num(eb.trainLoss) + " vs " +
+                    nnstudio_test::num(ea.trainLoss) + ", validation R^2 " + nnstudio_test::num(eb.validationR2) + " vs " +
+                    nnstudio_test::num(ea.validationR2));
+    }
+    CHECK_MSG(b.history.back().validationR2 > 0.5, name + ": it learned (R^2 " + nnstudio_test::num(b.history.back().validationR2) + ")");
+    const TrainResult again = gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    CHECK_MSG(again.parameters == b.parameters, name + ": deterministic on the GPU");
+    TrainOptions rest = o;
+    rest.resume = &sink.states[0];
+    const TrainResult resumed = gpu->train(spec, tv, &vv, rest, nullptr, nullptr);
+    CHECK_MSG(resumed.parameters == b.parameters && resumed.history.back().validationR2 == b.history.back().validationR2,
+              name + ": resumed after epoch 1, the uninterrupted run's bits");
+    // evaluation: outputs against the CPU's, the loss, and without targets
+    const EvalResult ec = cpu->evaluate(spec, a.parameters, vv, 64), eg = gpu->evaluate(spec, a.parameters, vv, 64);
+    CHECK_MSG(eg.outputs.size() == size_t(vv.count) * size_t(c.width) && relError(eg.outputs, ec.outputs, 1e-3) <= 1e-4 &&
+                  close(eg.loss, ec.loss, 1e-4) && eg.predictions.empty() && eg.classes == 0,
+              name + ": evaluation outputs and loss " + nnstudio_test::num(eg.loss) + " vs " + nnstudio_test::num(ec.loss));
+    DatasetView unlabeled = vv;
+    unlabeled.targets = nullptr;
+    const EvalResult ep = gpu->evaluate(spec, a.parameters, unlabeled, 64);
+    CHECK_MSG(ep.outputs == eg.outputs && ep.loss == 0, name + ": evaluation without targets");
+  }
+  {
+    // classification: class weights and weight decay, validation loss weighted on both
+    ModelSpec spec = parseModelSpec(kRuns[1].spec);
+    spec.optimizer.weightDecay = 0.002f;
+    const Data train = bands(1390, 3, 5, 5, 3, 31), valid = bands(300, 3, 5, 5, 3, 32);
+    const DatasetView tv = train.view(), vv = valid.view();
+    TrainOptions o = runOptions(3, 20);
+    o.classWeights = {0.5f, 2.0f, 1.25f};
+    const TrainResult a = cpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    const TrainResult b = gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    const double wErr = relError(b.parameters, a.parameters, 1e-3);
+    bool history = a.history.size() == b.history.size();
+    for (size_t e = 0; history && e < a.history.size(); ++e)
+      history = close(b.history[e].trainLoss, a.history[e].trainLoss, 1e-3) &&
+                close(b.history[e].validationLoss, a.history[e].validationLoss, 1e-3) && !b.history[e].hasRegression;
+    CHECK_MSG(wErr <= 2e-3 && history, "class weights + weight decay: weights (rel error " + nnstudio_test::num(wErr) +
+                                           ") and weighted losses as the CPU's");
+    TrainOptions unweighted = runOptions(3, 20);
+    const TrainResult u = gpu->train(spec, tv, &vv, unweighted, nullptr, nullptr);
+    CHECK_MSG(u.parameters != b.parameters, "class weights change the GPU run");
+  }
+}
+
 struct Recorder : ProgressSink {
   std::vector<StepProgress> steps;
   std::vector<EpochStats> epochs;
@@ -370,6 +562,8 @@ int main() {
       testNetworks("never fused");
     }
     testWholeRuns();
+    testTaskNetworks();
+    testTaskRuns();
     testRunBehaviour();
     auto gpu = createBackend(DeviceKind::CUDA);
     nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);

@@ -94,9 +94,10 @@ Comparison compare(const std::vector<double>& analytic, const std::vector<double
   return c;
 }
 
-std::string spec(const std::string& input, const std::string& layers, const std::string& loss = "softmax_cross_entropy") {
+std::string spec(const std::string& input, const std::string& layers, const std::string& loss = "softmax_cross_entropy",
+                 const std::string& extra = "") {
   return "{\"input\":" + input + ",\"layers\":[" + layers + "],\"loss\":\"" + loss +
-         "\",\"optimizer\":{\"kind\":\"sgd\",\"lr\":0.1},\"seed\":3}";
+         "\",\"optimizer\":{\"kind\":\"sgd\",\"lr\":0.1},\"seed\":3" + extra + "}";
 }
 
 struct Options {
@@ -106,6 +107,8 @@ struct Options {
   int batch = 3;
   bool distinctInputs = false;  // inputs a shuffled grid at least 2e-3 apart: no max-pool tie within a step
   double kinkBudget = 0.05;     // ReLU or max-pool after a conv: a weight moves many units, some cross a kink
+  std::vector<float> classWeights;  // classification: weighted loss (empty: none)
+  float targetOffset = 0.0f;        // regression: added to the random targets (MAE: away from the kink)
 };
 
 // Checks parameter gradients (forwardBackwardCpu) and input gradients (cpu::Network) of one network.
@@ -132,14 +135,26 @@ void check(const std::string& name, const std::string& json, Options opt = {}) {
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = -1.0f + 2.0f * float(i) / float(inputs.size());
     for (size_t i = inputs.size() - 1; i > 0; --i) std::swap(inputs[i], inputs[rng.below(uint32_t(i + 1))]);
   }
-  std::vector<int32_t> labels(static_cast<size_t>(B));
-  for (auto& y : labels) y = int32_t(rng.below(uint32_t(classes)));
+  std::vector<int32_t> labels(static_cast<size_t>(B), 0);
+  if (!plan.regression())
+    for (auto& y : labels) y = int32_t(rng.below(uint32_t(classes)));
+  // a regression's targets: continuous values around the outputs' scale
+  std::vector<float> targets(plan.regression() ? size_t(B) * size_t(plan.outputWidth) : 0);
+  for (auto& t : targets) t = 2 * rng.uniform() - 1 + opt.targetOffset;
+  const float* targetData = targets.empty() ? nullptr : targets.data();
+  const float* weights = opt.classWeights.empty() ? nullptr : opt.classWeights.data();
+  LossTargets lossTargets;
+  lossTargets.labels = plan.regression() ? nullptr : labels.data();
+  lossTargets.targets = targetData;
+  lossTargets.classWeights = weights;
 
   // ---- parameter gradients ----
   std::vector<float> outputs, grads, scratch;
-  forwardBackwardCpu(s, params, inputs.data(), labels.data(), B, opt.training, outputs, grads, opt.dropoutSeed);
+  forwardBackwardCpu(s, params, inputs.data(), labels.data(), B, opt.training, outputs, grads, opt.dropoutSeed,
+                     targetData, weights);
   auto lossAt = [&](const std::vector<float>& p) {
-    return forwardBackwardCpu(s, p, inputs.data(), labels.data(), B, opt.training, outputs, scratch, opt.dropoutSeed);
+    return forwardBackwardCpu(s, p, inputs.data(), labels.data(), B, opt.training, outputs, scratch, opt.dropoutSeed,
+                              targetData, weights);
   };
   std::vector<double> analytic(grads.begin(), grads.end()), numeric(grads.size());
   std::vector<Numeric> info(grads.size());
@@ -156,7 +171,7 @@ void check(const std::string& name, const std::string& json, Options opt = {}) {
   cpu::ThreadPool pool(1);
   cpu::Network net(s, B, pool, true);
   net.forward(params.data(), inputs.data(), B, opt.training, opt.dropoutSeed);
-  net.loss(labels.data(), B, true, nullptr);
+  net.loss(lossTargets, B, true, nullptr);
   std::vector<float> g(plan.parameterCount);
   net.backward(params.data(), g.data(), B);
   std::vector<double> analyticIn(net.inputGradient(), net.inputGradient() + inputs.size()), numericIn(inputs.size());
@@ -164,7 +179,7 @@ void check(const std::string& name, const std::string& json, Options opt = {}) {
   std::vector<float> x = inputs;
   auto lossOfInputs = [&] {
     net.forward(params.data(), x.data(), B, opt.training, opt.dropoutSeed);
-    return net.loss(labels.data(), B, false, nullptr);
+    return net.loss(lossTargets, B, false, nullptr);
   };
   for (size_t i = 0; i < x.size(); ++i) {
     infoIn[i] = differentiate(x[i], lossOfInputs);
@@ -325,6 +340,52 @@ int main() {
   away.headBias = 3.0f;  // outputs near 3, targets 0/1: |y - t| stays far from the kink at 0
   check("mae K=1 (away from the kink)", spec("[4]", dense(5, "tanh") + "," + dense(1), "mae"), away);
   check("mae K=3 (away from the kink)", spec("[4]", dense(5, "tanh") + "," + dense(3), "mae"), away);
+
+  std::printf("regression heads (float targets), class weights\n");
+  const std::string regression = ",\"task\":\"regression\"";
+  Options wide;
+  wide.batch = 5;
+  check("regression mse K=1", spec("[4]", dense(5, "tanh") + "," + dense(1), "mse", regression), wide);
+  check("regression mse K=3", spec("[4]", dense(5, "tanh") + "," + dense(3), "mse", regression), wide);
+  Options offset = wide;
+  offset.targetOffset = 4.0f;  // targets near 4, outputs near 0: away from MAE's kink
+  check("regression mae K=2 (away from the kink)", spec("[4]", dense(5, "tanh") + "," + dense(2), "mae", regression), offset);
+  // huber: delta 0.4 with targets in [-1, 1]: some elements in the quadratic zone, some in the linear one
+  check("regression huber K=3 delta 0.4",
+        spec("[4]", dense(5, "tanh") + "," + dense(3), "huber", regression + ",\"huberDelta\":0.4"), wide);
+  check("regression huber K=2 delta 1 (quadratic zone)", spec("[4]", dense(5, "tanh") + "," + dense(2), "huber", regression),
+        wide);
+  check("regression huber K=1 delta 0.05 (linear zone)",
+        spec("[4]", dense(5, "tanh") + "," + dense(1), "huber", regression + ",\"huberDelta\":0.05"), offset);
+  Options weighted;
+  weighted.batch = 6;
+  weighted.classWeights = {0.5f, 2.0f, 1.25f, 3.0f};
+  check("softmax_cross_entropy K=4, class weights", spec("[4]", dense(5, "tanh") + "," + dense(4)), weighted);
+  Options weightedBinary;
+  weightedBinary.batch = 6;
+  weightedBinary.classWeights = {0.3f, 2.5f};
+  check("binary_cross_entropy K=1, class weights", spec("[4]", dense(5, "tanh") + "," + dense(1), "binary_cross_entropy"),
+        weightedBinary);
+  {
+    // the weighted loss is the hand formula sum(w_y * l) / sum(w_y), and weights all 1 change no bit
+    ModelSpec s = parseModelSpec(spec("[2]", dense(3)));
+    std::vector<float> params = initialParameters(s, 2), x = {0.3f, -0.7f, 1.1f, 0.2f, -0.4f, 0.9f};
+    std::vector<int32_t> y = {2, 0, 2};
+    std::vector<float> w = {0.5f, 1.0f, 3.0f}, ones = {1.0f, 1.0f, 1.0f};
+    std::vector<float> out, g, out1, g1, out0, g0;
+    const double weightedLoss = forwardBackwardCpu(s, params, x.data(), y.data(), 3, false, out, g, 0, nullptr, w.data());
+    double num = 0, den = 0;
+    for (int n = 0; n < 3; ++n) {
+      double se = 0;
+      for (int k = 0; k < 3; ++k) se += std::exp(double(out[n * 3 + k]));
+      num += w[y[n]] * (std::log(se) - out[n * 3 + y[n]]);
+      den += w[y[n]];
+    }
+    CHECK_NEAR(weightedLoss, num / den, 1e-6);
+    const double l1 = forwardBackwardCpu(s, params, x.data(), y.data(), 3, false, out1, g1, 0, nullptr, ones.data());
+    const double l0 = forwardBackwardCpu(s, params, x.data(), y.data(), 3, false, out0, g0);
+    CHECK_MSG(l1 == l0 && g1 == g0, "class weights all 1 give the unweighted loss and gradients bit for bit");
+  }
   {
     // folding: with a trailing softmax the outputs are still the logits and nothing changes
     ModelSpec a = parseModelSpec(spec("[4]", dense(3, "softmax")));

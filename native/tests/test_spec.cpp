@@ -362,5 +362,55 @@ int main() {
               "seed000 seed 0 starts with the pinned weights 0.965490103 0.591001093 0.188833117, got " +
                   nnstudio_test::num(a[0]) + " " + nnstudio_test::num(a[1]) + " " + nnstudio_test::num(a[2]));
   }
+  // ---- task, huber, weight decay ----
+  std::printf("task, huber, weightDecay\n");
+  {
+    const std::string dense2 = "{\"kind\":\"dense\",\"units\":2}";
+    auto withTop = [&](const std::string& loss, const std::string& extra, const std::string& optimizer =
+                                                                            "{\"kind\":\"adam\",\"lr\":0.001}") {
+      return "{\"input\":[3],\"layers\":[" + dense2 + "],\"loss\":\"" + loss + "\",\"optimizer\":" + optimizer +
+             ",\"seed\":0" + extra + "}";
+    };
+    const ModelSpec plain = parseModelSpec(withTop("mse", ""));
+    CHECK_MSG(plain.task == TaskKind::Classification && plain.huberDelta == 1.0f && plain.optimizer.weightDecay == 0.0f,
+              "defaults: classification, huberDelta 1, no weight decay");
+    const ModelSpec reg = parseModelSpec(withTop("huber", ",\"task\":\"regression\",\"huberDelta\":0.25",
+                                                 "{\"kind\":\"sgd\",\"lr\":0.1,\"weightDecay\":0.001}"));
+    CHECK(reg.task == TaskKind::Regression && reg.loss == LossKind::Huber && reg.huberDelta == 0.25f &&
+          reg.optimizer.weightDecay == 0.001f);
+    CHECK_MSG(classCount(reg) == 0, "a regression predicts no classes");
+    CHECK(parseModelSpec(withTop("mae", ",\"task\":\"regression\"")).loss == LossKind::MAE);
+    CHECK(parseModelSpec(withTop("softmax_cross_entropy", ",\"task\":\"classification\"")).task == TaskKind::Classification);
+    CHECK(parseModelSpec(withTop("huber", "")).loss == LossKind::Huber);  // huber on one-hot labels, as mse
+    CHECK(parseModelSpec(withTop("mse", "", "{\"kind\":\"adam\",\"lr\":0.01,\"weightDecay\":0.0001}")).optimizer.weightDecay ==
+          0.0001f);
+    CHECK_THROWS(parseModelSpec(withTop("softmax_cross_entropy", ",\"task\":\"regression\"")), SpecError,
+                 "spec: a regression needs loss mse, mae or huber, got \"softmax_cross_entropy\"");
+    CHECK_THROWS(parseModelSpec(withTop("binary_cross_entropy", ",\"task\":\"regression\"")), SpecError,
+                 "a regression needs loss mse, mae or huber");
+    CHECK_THROWS(parseModelSpec(withTop("mse", ",\"task\":\"ranking\"")), SpecError,
+                 "unknown task \"ranking\" (expected classification or regression)");
+    CHECK_THROWS(parseModelSpec(withTop("mse", ",\"task\":1")), SpecError, "\"task\" must be a string");
+    CHECK_THROWS(parseModelSpec(withTop("huber", ",\"huberDelta\":0")), SpecError, "\"huberDelta\" must be a finite number > 0");
+    CHECK_THROWS(parseModelSpec(withTop("huber", ",\"huberDelta\":-1")), SpecError, "\"huberDelta\" must be a finite number > 0");
+    CHECK_THROWS(parseModelSpec(withTop("mse", "", "{\"kind\":\"sgd\",\"lr\":0.1,\"weightDecay\":-0.1}")), SpecError,
+                 "optimizer: \"weightDecay\" must be a finite number >= 0");
+    CHECK_THROWS(parseModelSpec(withTop("mse", "", "{\"kind\":\"adam\",\"lr\":0.1,\"weightDecay\":\"a\"}")), SpecError,
+                 "\"weightDecay\" must be a number");
+    CHECK_THROWS(parseModelSpec(withTop("hinge", "")), SpecError, "expected softmax_cross_entropy, binary_cross_entropy, mse, mae or huber");
+    // a spec built in C++ is checked by planNetwork too
+    ModelSpec built = plain;
+    built.task = TaskKind::Regression;
+    built.loss = LossKind::SoftmaxCrossEntropy;
+    CHECK_THROWS(planNetwork(built), SpecError, "a regression needs loss mse, mae or huber");
+    // the decay mask: weights 1, biases 0
+    const ModelSpec two = parseModelSpec(specWith("[3]", "{\"kind\":\"dense\",\"units\":4}," + dense2));
+    const std::vector<uint8_t> mask = weightDecayMask(two);
+    bool maskOk = mask.size() == parameterCount(two);
+    for (const ParamTensor& t : parameterTable(two))
+      for (size_t i = t.offset; i < t.offset + t.size && maskOk; ++i)
+        maskOk = mask[i] == (t.name.find("weight") != std::string::npos ? 1 : 0);
+    CHECK_MSG(maskOk, "weightDecayMask marks the weights, not the biases");
+  }
   return nnstudio_test::summary();
 }

@@ -189,6 +189,9 @@ function checkHead(spec: ModelSpec, layers: LayerInfo[]): SpecError | undefined 
     );
   }
   const width = last.outputShape[0];
+  if (spec.task === 'regression' && spec.loss !== 'mse' && spec.loss !== 'mae' && spec.loss !== 'huber') {
+    return new SpecError(`a regression needs loss mse, mae or huber, got "${spec.loss}"`);
+  }
   if (spec.loss === 'softmax_cross_entropy' && width < 2) {
     return new SpecError(
       `softmax_cross_entropy needs at least 2 outputs, the last layer ${last.label} has ${width} ` +
@@ -198,6 +201,12 @@ function checkHead(spec: ModelSpec, layers: LayerInfo[]): SpecError | undefined 
   return undefined;
 }
 
+/** The head's width: the number of outputs per sample (a regression's target columns). */
+export function outputWidth(spec: ModelSpec): number {
+  const layers = inferShapes(spec);
+  return layers[layers.length - 1].outputShape[0];
+}
+
 /** Output shape, parameters and multiply-adds of every layer; throws SpecError at the first invalid layer. */
 export function inferShapes(spec: ModelSpec): LayerInfo[] {
   const report = inferShapesPartial(spec);
@@ -205,9 +214,13 @@ export function inferShapes(spec: ModelSpec): LayerInfo[] {
   return report.layers;
 }
 
-/** Number of classes the head predicts: the last layer's width, or 2 for a single output unit. */
+/**
+ * Number of classes the head predicts: the last layer's width, or 2 for a single output unit; 0 for a
+ * regression (its head predicts numbers, one per target column: see outputWidth).
+ */
 export function classCount(spec: ModelSpec): number {
   const layers = inferShapes(spec);
+  if (spec.task === 'regression') return 0;
   const width = layers[layers.length - 1].outputShape[0];
   return width === 1 ? 2 : width;
 }

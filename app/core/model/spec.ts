@@ -6,10 +6,11 @@ import { issueText } from '../files/messages';
 export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
 export type ActivationName = (typeof activationNames)[number];
 export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
-export const regressionLossNames = ['mse', 'mae', 'huber'] as const;
+export type LossName = (typeof lossNames)[number];
+/** The losses a regression can train with (its head's outputs are the predictions). */
+export const regressionLossNames = ['mse', 'mae', 'huber'] as const satisfies readonly LossName[];
 export const taskNames = ['classification', 'regression'] as const;
 export type TaskName = (typeof taskNames)[number];
-export type LossName = (typeof lossNames)[number];
 export const paddingNames = ['valid', 'same', 'full'] as const;
 
 const positiveInt = z.number().int().positive();
@@ -62,7 +63,8 @@ export const sgdSchema = z.strictObject({
   kind: z.literal('sgd'),
   lr: z.number().positive().finite(),
   momentum: z.number().min(0).lt(1).optional(),
-  weightDecay: z.number().nonnegative().finite().optional(),
+  /** Coupled L2 on the weights (not the biases): gradient += weightDecay * w. Default 0. */
+  weightDecay: z.number().finite().nonnegative().optional(),
 });
 export const adamSchema = z.strictObject({
   kind: z.literal('adam'),
@@ -70,21 +72,38 @@ export const adamSchema = z.strictObject({
   beta1: z.number().min(0).lt(1).optional(),
   beta2: z.number().min(0).lt(1).optional(),
   eps: z.number().positive().optional(),
-  weightDecay: z.number().nonnegative().finite().optional(),
+  weightDecay: z.number().finite().nonnegative().optional(),
 });
 export const optimizerSchema = z.discriminatedUnion('kind', [sgdSchema, adamSchema]);
 export type OptimizerSpec = z.infer<typeof optimizerSchema>;
 
-export const modelSpecSchema = z.strictObject({
-  input: z.union([z.tuple([positiveInt]), z.tuple([positiveInt, positiveInt, positiveInt])]),
-  layers: z.array(layerSchema).min(1),
-  task: z.enum(taskNames).optional(),
-  loss: z.enum(lossNames),
-  huberDelta: z.number().positive().finite().optional(),
-  optimizer: optimizerSchema,
-  seed: z.number().int().nonnegative(),
-});
+export const modelSpecSchema = z
+  .strictObject({
+    input: z.union([z.tuple([positiveInt]), z.tuple([positiveInt, positiveInt, positiveInt])]),
+    /** Absent: classification. */
+    task: z.enum(taskNames).optional(),
+    layers: z.array(layerSchema).min(1),
+    loss: z.enum(lossNames),
+    /** huber: quadratic below delta, linear above (PyTorch's HuberLoss). Default 1. */
+    huberDelta: z.number().positive().finite().optional(),
+    optimizer: optimizerSchema,
+    seed: z.number().int().nonnegative(),
+  })
+  .superRefine((spec, context) => {
+    if (spec.task === 'regression' && !(regressionLossNames as readonly string[]).includes(spec.loss)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['loss'],
+        message: `a regression needs loss mse, mae or huber, got "${spec.loss}"`,
+      });
+    }
+  });
 export type ModelSpec = z.infer<typeof modelSpecSchema>;
+
+/** The spec's task (absent = classification). */
+export function specTask(spec: Pick<ModelSpec, 'task'>): TaskName {
+  return spec.task ?? 'classification';
+}
 
 /** Adam's defaults (Keras): lr 0.001, betas 0.9/0.999, eps 1e-7. */
 export const adamDefaults = { beta1: 0.9, beta2: 0.999, eps: 1e-7 } as const;

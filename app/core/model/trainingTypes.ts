@@ -34,6 +34,15 @@ export interface EpochStats {
   seconds: number;
   /** Of the epoch's last step. */
   learningRate: number;
+  // ---- regression runs only (absent in classification; a value that is not finite is left out) ----
+  /** R² of the epoch's training predictions (as the steps made them), pooled over target columns. */
+  trainR2?: number;
+  /** Validation metrics in the targets' original units, scikit-learn's, averaged over target columns. */
+  validationMae?: number;
+  validationRmse?: number;
+  validationR2?: number;
+  /** A fraction (0.05 = 5 %); absent when a validation target is 0. */
+  validationMape?: number;
 }
 
 /** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState; a checkpoint keeps it). */

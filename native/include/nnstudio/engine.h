@@ -32,7 +32,10 @@ struct SpecError : EngineError {
 enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation };
 enum class ActivationFn { Linear, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus, Softmax };
 enum class Padding { Valid, Same, Full };
-enum class LossKind { SoftmaxCrossEntropy, BinaryCrossEntropy, MSE, MAE };
+enum class LossKind { SoftmaxCrossEntropy, BinaryCrossEntropy, MSE, MAE, Huber };
+// Classification predicts a class per sample from labels; regression predicts the head's outputs as numbers
+// from float targets (DatasetView::targets), with loss mse, mae or huber.
+enum class TaskKind { Classification, Regression };
 enum class OptimizerKind { SGD, Adam };
 
 struct LayerSpec {
@@ -52,12 +55,17 @@ struct OptimizerSpec {
   float lr = 0.001f;
   float momentum = 0.0f;                                // sgd
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;       // adam
+  // L2, coupled (as PyTorch's weight_decay): gradient += weightDecay * w before the update, for the
+  // weights of dense and conv2d layers only (biases never decay); 0: none.
+  float weightDecay = 0.0f;
 };
 
 struct ModelSpec {
   std::vector<int> input;                 // [C,H,W] or [F]
   std::vector<LayerSpec> layers;
+  TaskKind task = TaskKind::Classification;
   LossKind loss = LossKind::SoftmaxCrossEntropy;
+  float huberDelta = 1.0f;                // huber: quadratic below delta, linear above (> 0)
   OptimizerSpec optimizer;
   uint64_t seed = 0;
 };
@@ -67,11 +75,18 @@ struct ModelSpec {
 //   "activation":"relu"},{"kind":"maxpool2d","size":4},{"kind":"flatten"},{"kind":"dense","units":10}],
 //  "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":0}
 // Activation names: relu, leaky_relu (with "alpha"), sigmoid, tanh, softplus, softmax, linear.
+// Optional fields: "task" ("classification", the default, or "regression"), "huberDelta" (loss huber,
+// default 1), optimizer "weightDecay" (>= 0, default 0). A regression spec needs loss mse, mae or huber.
 // Losses (all reduced by the mean over every element, as PyTorch's defaults):
 //   softmax_cross_entropy: the head outputs logits; a trailing softmax (layer or dense activation) is
 //     folded into the loss. binary_cross_entropy: logits, a trailing sigmoid is folded in; one output
-//     unit takes the label 0/1 as target, K units take the one-hot label. mse / mae: on the head's
-//     outputs after their activation, target the label (one output) or its one-hot (K outputs).
+//     unit takes the label 0/1 as target, K units take the one-hot label. mse / mae / huber: on the head's
+//     outputs after their activation, target the label (one output) or its one-hot (K outputs); in a
+//     regression, the sample's targets (K of them). huber is PyTorch's HuberLoss(delta):
+//     0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta).
+//   Class weights (TrainOptions::classWeights, classification) weigh each sample by its label's class:
+//     the batch loss is sum(w_y * l) / sum(w_y), l the sample's loss (its mean over K outputs for the
+//     element-wise losses), as PyTorch's CrossEntropyLoss(weight).
 // Predictions: argmax over K outputs; a single output predicts 1 when sigmoid(logit) (or the output for
 //   mse/mae) >= 0.5, and its probabilities are [1-p, p].
 // Throws SpecError on malformed JSON, unknown fields' values or missing required fields.
@@ -86,7 +101,8 @@ struct LayerInfo {
 };
 // Throws SpecError naming the layer at fault.
 std::vector<LayerInfo> inferShapes(const ModelSpec& spec);
-// Number of classes the head predicts: the last layer's width, or 2 for a single output unit.
+// Number of classes the head predicts: the last layer's width, or 2 for a single output unit; 0 for a
+// regression (its head predicts numbers).
 int classCount(const ModelSpec& spec);
 
 struct ParamTensor {
@@ -104,9 +120,13 @@ std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed);
 // ---- data: views over caller-owned buffers, never copied by the CPU backend ----
 struct DatasetView {
   const float* features = nullptr;   // (count, featureSize) contiguous
-  const int32_t* labels = nullptr;   // (count), class index in [0, classCount)
+  const int32_t* labels = nullptr;   // (count), class index in [0, classCount); classification only
   int64_t count = 0;
   int64_t featureSize = 0;
+  // Regression: (count, targetWidth) contiguous, finite, targetWidth == the head's width; normalised
+  // units as TrainOptions::targetMean/targetStd describe. Null: none (unlabeled data to predict).
+  const float* targets = nullptr;
+  int targetWidth = 0;
 };
 
 // ---- training ----
@@ -131,7 +151,8 @@ double scheduledLearningRate(const LrSchedule& schedule, double baseLr, int64_t 
                              int64_t totalSteps);
 
 // Early stopping (after Keras' EarlyStopping): after each epoch the monitored value improves when it
-// beats the best so far by more than minDelta (lower loss, higher accuracy); after `patience` epochs
+// beats the best so far by more than minDelta (lower loss, higher accuracy; in a regression
+// ValidationAccuracy monitors the validation R^2); after `patience` epochs
 // without improvement the run ends with status Completed, stoppedEarly and a message. With restoreBest
 // the result's weights are the best epoch's (also when all epochs ran).
 enum class MonitorKind { ValidationLoss, ValidationAccuracy, TrainLoss };
@@ -150,6 +171,16 @@ struct EpochStats {
   double validationLoss = 0, validationAccuracy = 0;
   double seconds = 0;                 // wall time of this epoch's training steps
   double learningRate = 0;            // of the epoch's last step
+  // Regression only (hasRegression; trainAccuracy and validationAccuracy are then 0). trainR2: R^2 of the
+  // epoch's training predictions as the steps made them (like trainLoss), pooled over target columns.
+  // The validation metrics are in the targets' original units (TrainOptions::targetMean/targetStd),
+  // sklearn's definitions averaged uniformly over columns (train/regression_metrics.h); MAPE is a
+  // fraction (0.05 = 5 %) and absent (hasValidationMape false) when a validation target is 0.
+  bool hasRegression = false;
+  double trainR2 = 0;
+  double validationMae = 0, validationRmse = 0, validationR2 = 0;
+  bool hasValidationMape = false;
+  double validationMape = 0;
 };
 
 // Everything a run needs to continue exactly where it stopped, at an epoch boundary. The random
@@ -176,6 +207,12 @@ struct TrainOptions {
   double progressIntervalSeconds = 0.05;  // step events at most 20/s
   LrSchedule lrSchedule;
   EarlyStopping earlyStopping;
+  // Classification: a weight per class (classCount values, finite and > 0); empty: every class weighs 1.
+  // Training and validation losses become sum(w_y * l) / sum(w_y) (see parseModelSpec's losses).
+  std::vector<float> classWeights;
+  // Regression: the targets the engine sees are (y - targetMean) / targetStd per column; these map the
+  // outputs back for the validation metrics. Empty: identity. Else targetWidth values each (std > 0).
+  std::vector<float> targetMean, targetStd;
   // Continue from this state (same spec, data, batch size, shuffle and seed); it replaces `start`.
   const TrainState* resume = nullptr;
 };
@@ -228,12 +265,13 @@ struct TrainResult {
 };
 
 struct EvalResult {
-  double loss = 0;
+  double loss = 0;                    // unweighted; 0 without labels (targets)
   double accuracy = 0;
-  int classes = 0;
-  std::vector<int32_t> predictions;   // (count)
-  std::vector<float> probabilities;   // (count, classes)
+  int classes = 0;                    // 0 for a regression
+  std::vector<int32_t> predictions;   // (count); empty for a regression
+  std::vector<float> probabilities;   // (count, classes); empty for a regression
   std::vector<int64_t> confusion;     // (classes, classes): row = true label, column = prediction; empty without labels
+  std::vector<float> outputs;         // regression: the head's outputs (count, width), normalised units; else empty
 };
 
 // ---- backends ----
@@ -278,14 +316,21 @@ std::unique_ptr<Backend> createBackend(DeviceKind kind, int threads = 0);
 // ---- whole-network forward/backward, for tests and fixtures (CPU) ----
 // One batch through the network: returns the mean loss, fills `outputs` (batch, lastWidth) with the
 // head's outputs before the loss (logits for softmax/binary cross-entropy) and `gradients`
-// (parameterCount) with dLoss/dParameters. training=false disables dropout.
+// (parameterCount) with dLoss/dParameters. training=false disables dropout. A regression spec takes
+// `targets` (batch, lastWidth) instead of labels; classWeights (classCount, or null) weigh the labels.
 double forwardBackwardCpu(const ModelSpec& spec, const std::vector<float>& parameters, const float* inputs,
                           const int32_t* labels, int batch, bool training, std::vector<float>& outputs,
-                          std::vector<float>& gradients, uint64_t dropoutSeed = 0);
+                          std::vector<float>& gradients, uint64_t dropoutSeed = 0, const float* targets = nullptr,
+                          const float* classWeights = nullptr);
 
 // One optimizer step on flat vectors, as the trainer does it (t is the 1-based step for Adam's
-// bias correction; state holds momentum or Adam's m and v and is sized by the callee).
+// bias correction; state holds momentum or Adam's m and v and is sized by the callee). Weight decay
+// (optimizer.weightDecay) applies where decayMask[i] != 0 (weightDecayMask(spec): weights, not biases);
+// a null mask decays every parameter, as PyTorch's weight_decay.
 void optimizerStepCpu(const OptimizerSpec& optimizer, std::vector<float>& parameters,
-                      const std::vector<float>& gradients, std::vector<float>& state, int64_t t);
+                      const std::vector<float>& gradients, std::vector<float>& state, int64_t t,
+                      const std::vector<uint8_t>* decayMask = nullptr);
+// 1 for each parameter that weight decay applies to (the weights of dense and conv2d layers), 0 for biases.
+std::vector<uint8_t> weightDecayMask(const ModelSpec& spec);
 
 }  // namespace nnstudio

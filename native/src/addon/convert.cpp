@@ -135,6 +135,29 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
   return value.As<Napi::Boolean>().Value();
 }
 
+std::vector<float> floatListOption(const Napi::Object& options, const char* key, const char* where) {
+  const Napi::Env env = options.Env();
+  const Napi::Value value = options.Get(key);
+  std::vector<float> list;
+  if (value.IsUndefined() || value.IsNull()) return list;
+  if (isTypedArrayOf(value, napi_float32_array)) {
+    const Napi::Float32Array array = value.As<Napi::Float32Array>();
+    list.assign(array.Data(), array.Data() + array.ElementLength());
+  } else if (value.IsArray()) {
+    const Napi::Array array = value.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      const Napi::Value item = array.Get(i);
+      if (!item.IsNumber()) throwType(env, join(where, key) + "[" + std::to_string(i) + "] must be a number");
+      list.push_back(static_cast<float>(item.As<Napi::Number>().DoubleValue()));
+    }
+  } else {
+    throwType(env, join(where, key) + " must be an array of numbers");
+  }
+  for (size_t i = 0; i < list.size(); ++i)
+    if (!std::isfinite(list[i])) throwRange(env, join(where, key) + "[" + std::to_string(i) + "] must be a finite number");
+  return list;
+}
+
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   TrainOptions result;
   const int intMax = std::numeric_limits<int>::max();
@@ -147,12 +170,60 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   result.progressIntervalSeconds =
       numberOption(options, "progressIntervalSeconds", result.progressIntervalSeconds, 0.0, 3600.0, "options");
   result.lrSchedule = lrScheduleValue(env, options.Get("lrSchedule"));
+  result.classWeights = floatListOption(options, "classWeights", "options");
+  result.targetMean = floatListOption(options, "targetMean", "options");
+  result.targetStd = floatListOption(options, "targetStd", "options");
   result.earlyStopping = earlyStoppingValue(env, options.Get("earlyStopping"));
   return result;
 }
 
+namespace {
+
+// A regression's dataset: features and optional float targets, one row of the head's width per sample.
+DatasetArg regressionDatasetValue(Napi::Env env, const Napi::Object& object, const ModelSpec& spec,
+                                  const std::string& where) {
+  const Napi::Value featuresValue = object.Get("features");
+  const Napi::Value targetsValue = object.Get("targets");
+  if (!isTypedArrayOf(featuresValue, napi_float32_array)) throwType(env, where + ".features must be a Float32Array");
+  const bool hasTargets = !targetsValue.IsUndefined() && !targetsValue.IsNull();
+  if (hasTargets && !isTypedArrayOf(targetsValue, napi_float32_array))
+    throwType(env, where + ".targets must be a Float32Array");
+  // inferShapes plans the network first (it refuses an input of 2^31 values or more, so products fit)
+  const std::vector<LayerInfo> layers = guardEngine(env, [&] { return inferShapes(spec); });
+  const int64_t width = layers.back().outputShape.empty() ? 1 : layers.back().outputShape[0];
+  int64_t featureSize = 1;
+  for (int dim : spec.input) featureSize *= dim;
+  const Napi::Float32Array features = featuresValue.As<Napi::Float32Array>();
+  const int64_t featureCount = static_cast<int64_t>(features.ElementLength());
+  if (featureCount < 1) throwRange(env, where + " has no samples (features is empty)");
+  if (featureCount % featureSize != 0)
+    throwRange(env, where + ".features has " + std::to_string(featureCount) + " values, not a multiple of the " +
+                        std::to_string(featureSize) + " features per sample (the spec's input)");
+  DatasetArg dataset;
+  dataset.count = featureCount / featureSize;
+  dataset.featureSize = featureSize;
+  dataset.features.assign(features.Data(), features.Data() + featureCount);
+  if (hasTargets) {
+    const Napi::Float32Array targets = targetsValue.As<Napi::Float32Array>();
+    const int64_t targetCount = static_cast<int64_t>(targets.ElementLength());
+    if (targetCount != dataset.count * width)
+      throwRange(env, where + ".targets has " + std::to_string(targetCount) + " values but " +
+                          std::to_string(dataset.count) + " samples x " + std::to_string(width) +
+                          " outputs of the model's last layer need " + std::to_string(dataset.count * width));
+    dataset.targets.assign(targets.Data(), targets.Data() + targetCount);
+    dataset.targetWidth = static_cast<int>(width);
+  }
+  return dataset;
+}
+
+}  // namespace
+
 DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec& spec, const char* name) {
   const std::string where(name);
+  if (spec.task == TaskKind::Regression) {
+    if (!value.IsObject()) throwType(env, where + " must be an object {features: Float32Array, targets: Float32Array}");
+    return regressionDatasetValue(env, value.As<Napi::Object>(), spec, where);
+  }
   if (!value.IsObject()) throwType(env, where + " must be an object {features: Float32Array, labels: Int32Array}");
   const Napi::Object object = value.As<Napi::Object>();
   const Napi::Value featuresValue = object.Get("features");
@@ -180,6 +251,7 @@ DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec
   DatasetArg dataset;
   dataset.features.assign(features.Data(), features.Data() + featureCount);
   dataset.labels.assign(labels.Data(), labels.Data() + count);
+  dataset.count = count;
   dataset.featureSize = featureSize;
 
   // Labels index the head's outputs (one-hot); check them here rather than trust every backend to.
@@ -282,6 +354,19 @@ Napi::Object epochStatsObject(Napi::Env env, const EpochStats& epoch) {
   }
   object.Set("seconds", epoch.seconds);
   object.Set("learningRate", epoch.learningRate);
+  // a regression's metrics; a value that is not finite is left out (JSON and the UI have no NaN)
+  const auto setFinite = [&](const char* key, double number) {
+    if (std::isfinite(number)) object.Set(key, number);
+  };
+  if (epoch.hasRegression) {
+    setFinite("trainR2", epoch.trainR2);
+    if (epoch.hasValidation) {
+      setFinite("validationMae", epoch.validationMae);
+      setFinite("validationRmse", epoch.validationRmse);
+      setFinite("validationR2", epoch.validationR2);
+      if (epoch.hasValidationMape) setFinite("validationMape", epoch.validationMape);
+    }
+  }
   return object;
 }
 

@@ -57,6 +57,8 @@ int intOption(const Napi::Object& options, const char* key, int fallback, int mi
 double numberOption(const Napi::Object& options, const char* key, double fallback, double min, double max,
                     const char* where);
 bool boolOption(const Napi::Object& options, const char* key, bool fallback, const char* where);
+// obj[key] as a list of finite numbers (an Array of numbers or a Float32Array); empty when undefined.
+std::vector<float> floatListOption(const Napi::Object& options, const char* key, const char* where);
 // All but options.resume (which needs the spec: train_state.h).
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 
@@ -65,14 +67,25 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 // run changes nothing. Costs a second copy of the data for as long as the run or evaluation lasts.
 struct DatasetArg {
   std::vector<float> features;
-  std::vector<int32_t> labels;
+  std::vector<int32_t> labels;   // classification
+  std::vector<float> targets;    // regression: (count, targetWidth); empty: none
+  int64_t count = 0;
   int64_t featureSize = 0;
+  int targetWidth = 0;
   DatasetView view() const {
-    return {features.data(), labels.data(), static_cast<int64_t>(labels.size()), featureSize};
+    DatasetView v{features.data(), labels.empty() ? nullptr : labels.data(), count, featureSize};
+    if (!targets.empty()) {
+      v.targets = targets.data();
+      v.targetWidth = targetWidth;
+    }
+    return v;
   }
 };
 // Validates {features: Float32Array, labels: Int32Array}: features.length == count * featureSize of
 // the spec's input, labels.length == count >= 1, labels (as copied) in the range the head predicts.
+// A regression spec reads {features, targets?: Float32Array, labels?: Int32Array}: labels (all -1 in the
+// app's regression datasets) are ignored, count is features.length / featureSize, and targets, when
+// given, hold count x (the head's width) values (their finiteness is the engine's check).
 DatasetArg datasetValue(Napi::Env env, const Napi::Value& value, const ModelSpec& spec, const char* name);
 
 // A Float32Array of exactly `expected` elements, copied into a vector.

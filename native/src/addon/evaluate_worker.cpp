@@ -70,6 +70,8 @@ class EvaluateRun final : public EngineThreadJob {
       result.Set("classes", result_.classes);
       result.Set("predictions", int32Array(env, result_.predictions));
       result.Set("probabilities", float32Array(env, result_.probabilities));
+      // a regression's head outputs (count, width), normalised units
+      if (!result_.outputs.empty()) result.Set("outputs", float32Array(env, result_.outputs));
       deferred_.Resolve(result);
     } catch (const Napi::Error& error) {
       deferred_.Reject(error.Value());

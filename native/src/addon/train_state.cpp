@@ -59,6 +59,17 @@ EpochStats epochStatsValue(Napi::Env env, const Napi::Value& value, const std::s
   }
   stats.seconds = numberOption(object, "seconds", 0, 0, inf, where.c_str());
   stats.learningRate = numberOption(object, "learningRate", 0, 0, inf, where.c_str());
+  // a regression's epochs carry its metrics (epochStatsObject leaves out what was not finite)
+  const double big = std::numeric_limits<double>::max();
+  stats.hasRegression = !object.Get("trainR2").IsUndefined() || !object.Get("validationR2").IsUndefined();
+  if (stats.hasRegression) {
+    stats.trainR2 = numberOption(object, "trainR2", 0, -big, big, where.c_str());
+    stats.validationMae = numberOption(object, "validationMae", 0, 0, big, where.c_str());
+    stats.validationRmse = numberOption(object, "validationRmse", 0, 0, big, where.c_str());
+    stats.validationR2 = numberOption(object, "validationR2", 0, -big, big, where.c_str());
+    stats.hasValidationMape = !object.Get("validationMape").IsUndefined();
+    stats.validationMape = numberOption(object, "validationMape", 0, 0, big, where.c_str());
+  }
   return stats;
 }
 

@@ -51,6 +51,30 @@ DeviceInfo CpuBackend::device() const { return cpuDeviceInfo(threads_); }
 
 // ---- evaluation ----
 
+namespace {
+
+// A regression's evaluation: the head's outputs, and the loss when the data has targets.
+EvalResult evaluateRegression(Network& net, const std::vector<float>& parameters, const DatasetView& data, int batch) {
+  const int K = net.outputWidth();
+  EvalResult result;
+  result.outputs.resize(size_t(data.count) * size_t(K));
+  double lossSum = 0;
+  for (int64_t start = 0; start < data.count; start += batch) {
+    const int n = int(std::min<int64_t>(batch, data.count - start));
+    const float* outputs = net.forward(parameters.data(), data.features + start * data.featureSize, n, false, 0);
+    std::copy(outputs, outputs + int64_t(n) * K, result.outputs.begin() + start * K);
+    if (data.targets) {
+      LossTargets targets;
+      targets.targets = data.targets + start * K;
+      lossSum += net.loss(targets, n, false, nullptr) * n;
+    }
+  }
+  result.loss = data.targets ? lossSum / double(data.count) : 0.0;
+  return result;
+}
+
+}  // namespace
+
 EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                                 int batchSize) {
   NetworkPlan plan = planNetwork(spec);
@@ -65,6 +89,7 @@ EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>&
   const int K = net.outputWidth();
 
   EvalResult result;
+  if (plan.regression()) return evaluateRegression(net, parameters, data, batch);
   result.classes = classes;
   result.predictions.resize(size_t(data.count));
   result.probabilities.resize(size_t(data.count) * size_t(classes));
@@ -73,7 +98,13 @@ EvalResult CpuBackend::evaluate(const ModelSpec& spec, const std::vector<float>&
   for (int64_t start = 0; start < data.count; start += batch) {
     const int n = int(std::min<int64_t>(batch, data.count - start));
     const float* outputs = net.forward(parameters.data(), data.features + start * data.featureSize, n, false, 0);
-    if (data.labels) lossSum += net.loss(data.labels + start, n, false, &correct) * n;
+    if (data.labels) {
+      LossTargets targets;
+      targets.labels = data.labels + start;
+      LossCounts counts;
+      lossSum += net.loss(targets, n, false, &counts) * n;
+      correct += counts.correct;
+    }
     loss_predict(spec.loss, outputs, n, K, result.predictions.data() + start,
                  result.probabilities.data() + start * classes);
   }
@@ -96,21 +127,29 @@ namespace nnstudio {
 
 double forwardBackwardCpu(const ModelSpec& spec, const std::vector<float>& parameters, const float* inputs,
                           const int32_t* labels, int batch, bool training, std::vector<float>& outputs,
-                          std::vector<float>& gradients, uint64_t dropoutSeed) {
+                          std::vector<float>& gradients, uint64_t dropoutSeed, const float* targets,
+                          const float* classWeights) {
   if (batch <= 0) throw EngineError("forwardBackwardCpu: batch must be positive");
-  if (!inputs || !labels) throw EngineError("forwardBackwardCpu: inputs and labels are required");
   cpu::ThreadPool pool(1);
   cpu::Network net(spec, batch, pool);
   const NetworkPlan& plan = net.plan();
+  const bool regression = plan.regression();
+  if (!inputs || (regression ? !targets : !labels))
+    throw EngineError(std::string("forwardBackwardCpu: inputs and ") + (regression ? "targets" : "labels") +
+                      " are required");
   checkParameters(plan, parameters, "forwardBackwardCpu: parameters");
   const int classes = headClassCount(plan);
-  for (int i = 0; i < batch; ++i)
+  for (int i = 0; i < batch && !regression; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       throw EngineError("forwardBackwardCpu: label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
                         " (0-based) is outside [0, " + std::to_string(classes) + ")");
   const float* out = net.forward(parameters.data(), inputs, batch, training, dropoutSeed);
   outputs.assign(out, out + int64_t(batch) * plan.outputWidth);
-  const double loss = net.loss(labels, batch, true, nullptr);
+  LossTargets lossTargets;
+  if (regression) lossTargets.targets = targets;
+  else lossTargets.labels = labels;
+  lossTargets.classWeights = regression ? nullptr : classWeights;
+  const double loss = net.loss(lossTargets, batch, true, nullptr);
   gradients.assign(plan.parameterCount, 0.0f);
   net.backward(parameters.data(), gradients.data(), batch);
   return loss;

@@ -9,6 +9,7 @@
 
 #include "cpu/thread_pool.h"
 #include "nnstudio/engine.h"
+#include "spec/model.h"
 
 namespace nnstudio::cpu {
 
@@ -136,20 +137,30 @@ void dropout_forward(ThreadPool& pool, float* out, float* mask, const float* in,
 void dropout_backward(ThreadPool& pool, float* dIn, const float* dOut, const float* mask, int N, int64_t width);
 
 // ---- losses (loss.cpp) ----
-// Mean loss over the batch (every element, as PyTorch's 'mean'); when dOutputs != nullptr writes
-// dLoss/dOutputs (N, K) (for the cross-entropies: w.r.t. the logits). `correct` += right predictions.
-double loss_forward_backward(LossKind loss,
+// Mean loss over the batch (every element, as PyTorch's 'mean'; weighted by class with
+// targets.classWeights) of the plan's loss; when dOutputs != nullptr writes dLoss/dOutputs (N, K) (for
+// the cross-entropies: w.r.t. the logits). Adds right predictions, squared errors (regression) and the
+// weights' sum to `counts` when given.
+double loss_forward_backward(const NetworkPlan& plan,
                              const float* outputs,  // (N, K) the head's outputs (logits for cross-entropies)
-                             const int32_t* labels, // (N)
-                             int N, int K, float* dOutputs, int64_t* correct);
+                             const LossTargets& targets, int N, int K, float* dOutputs, LossCounts* counts);
+// Classification without class weights (tests): `correct` += right predictions.
+double loss_forward_backward(LossKind loss, const float* outputs, const int32_t* labels, int N, int K, float* dOutputs,
+                             int64_t* correct);
 // Predicted class and class probabilities (N, classes) (classes = 2 when K == 1).
 void loss_predict(LossKind loss, const float* outputs, int N, int K, int32_t* predictions, float* probabilities);
 
 // ---- optimizers (optim.cpp) ----
+// Coupled L2: g += rate * p where mask[i] != 0 (every parameter without a mask); rate 0: none.
+struct WeightDecay {
+  float rate = 0.0f;
+  const uint8_t* mask = nullptr;  // (n)
+};
 // PyTorch's SGD: v = momentum * v + g; p -= lr * v  (plain p -= lr * g when momentum == 0).
-void sgd_step(ThreadPool* pool, float* params, const float* grads, float* velocity, size_t n, float lr, float momentum);
+void sgd_step(ThreadPool* pool, float* params, const float* grads, float* velocity, size_t n, float lr, float momentum,
+              const WeightDecay& decay = {});
 // PyTorch's Adam: m, v moments; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 void adam_step(ThreadPool* pool, float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1,
-               float beta2, float eps, int64_t t);
+               float beta2, float eps, int64_t t, const WeightDecay& decay = {});
 
 }  // namespace nnstudio::cpu

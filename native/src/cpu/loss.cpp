@@ -2,7 +2,11 @@
 //   softmax_cross_entropy  on logits (N, K): log-sum-exp(z) - z_y; grad (softmax(z) - onehot) / N
 //   binary_cross_entropy   on logits (N, K): target = label (K = 1) or one-hot; the stable form
 //                          max(z,0) - z t + log(1 + e^-|z|); grad (sigmoid(z) - t) / (N K)
-//   mse / mae              on outputs (N, K): target = label (K = 1) or one-hot
+//   mse / mae / huber      on outputs (N, K): target = label (K = 1) or one-hot; in a regression the
+//                          sample's float targets (N, K)
+// With class weights each sample's loss counts w_label times and the mean divides by the weights' sum
+// (times K for the element-wise losses), as PyTorch's weighted CrossEntropyLoss; without them the
+// arithmetic is the unweighted mean's, bit for bit.
 #include <cmath>
 
 #include "cpu/layers.h"
@@ -34,60 +38,96 @@ inline int32_t predict(LossKind loss, const float* row, int K) {
 
 // ---- forward + backward ----
 
-double loss_forward_backward(LossKind loss, const float* outputs, const int32_t* labels, int N, int K, float* dOutputs,
-                             int64_t* correct) {
-  double total = 0;
+double loss_forward_backward(const NetworkPlan& plan, const float* outputs, const LossTargets& targets, int N, int K,
+                             float* dOutputs, LossCounts* counts) {
+  const LossKind loss = plan.loss;
+  const bool regression = plan.regression();
+  const double delta = plan.huberDelta;
+  // the samples' weights: their class's (classification with class weights), else 1 each
+  const float* classWeights = regression ? nullptr : targets.classWeights;
+  double weightSum = N;
+  if (classWeights) {
+    weightSum = 0;
+    for (int n = 0; n < N; ++n) weightSum += classWeights[targets.labels[n]];
+  }
+  const bool perSample = loss == LossKind::SoftmaxCrossEntropy;
+  const double denominator = perSample ? weightSum : weightSum * K;  // N or N K without weights
+  double total = 0, squaredError = 0;
   int64_t right = 0;
   for (int n = 0; n < N; ++n) {
     const float* z = outputs + int64_t(n) * K;
     float* dz = dOutputs ? dOutputs + int64_t(n) * K : nullptr;
-    const int32_t y = labels[n];
-    if (predict(loss, z, K) == y) ++right;
-    switch (loss) {
-      case LossKind::SoftmaxCrossEntropy: {
-        if (K == 1) {
-          // a single logit: softmax over one class is constant, so the loss is 0 (as PyTorch)
-          if (dz) dz[0] = 0.0f;
-          break;
-        }
+    const int32_t y = regression ? 0 : targets.labels[n];
+    const float* row = regression ? targets.targets + int64_t(n) * K : nullptr;
+    const double w = classWeights ? double(classWeights[y]) : 1.0;
+    if (!regression && predict(loss, z, K) == y) ++right;
+    // unweighted, each term goes straight into the total (the order the unweighted loss always summed in)
+    double rowTotal = 0;
+    double& acc = classWeights ? rowTotal : total;
+    if (loss == LossKind::SoftmaxCrossEntropy) {
+      if (K == 1) {
+        // a single logit: softmax over one class is constant, so the loss is 0 (as PyTorch)
+        if (dz) dz[0] = 0.0f;
+      } else {
         double m = z[0];
         for (int k = 1; k < K; ++k) m = std::max(m, double(z[k]));
         double sum = 0;
         for (int k = 0; k < K; ++k) sum += std::exp(double(z[k]) - m);
         const double lse = m + std::log(sum);
-        total += lse - z[y];
+        acc += lse - z[y];
         if (dz)
-          for (int k = 0; k < K; ++k) dz[k] = float((std::exp(double(z[k]) - lse) - (k == y ? 1.0 : 0.0)) / N);
-        break;
+          for (int k = 0; k < K; ++k)
+            dz[k] = float((std::exp(double(z[k]) - lse) - (k == y ? 1.0 : 0.0)) * w / denominator);
       }
-      case LossKind::BinaryCrossEntropy:
-        for (int k = 0; k < K; ++k) {
-          const double zk = z[k], t = target(y, K, k);
-          total += std::max(zk, 0.0) - zk * t + std::log1p(std::exp(-std::fabs(zk)));
-          if (dz) dz[k] = float((sigmoid(zk) - t) / (double(N) * K));
+    } else {
+      for (int k = 0; k < K; ++k) {
+        const double zk = z[k], t = regression ? double(row[k]) : target(y, K, k);
+        const double d = zk - t;
+        double slope = 0;
+        switch (loss) {
+          case LossKind::BinaryCrossEntropy:
+            acc += std::max(zk, 0.0) - zk * t + std::log1p(std::exp(-std::fabs(zk)));
+            slope = sigmoid(zk) - t;
+            break;
+          case LossKind::MSE:
+            acc += d * d;
+            slope = 2.0 * d;
+            break;
+          case LossKind::MAE:
+            acc += std::fabs(d);
+            slope = d > 0 ? 1.0 : d < 0 ? -1.0 : (d == 0 ? 0.0 : d);  // sign(d), 0 at the kink as PyTorch; NaN passes
+            break;
+          case LossKind::Huber:
+            acc += std::fabs(d) < delta ? 0.5 * d * d : delta * (std::fabs(d) - 0.5 * delta);
+            slope = d < -delta ? -delta : d > delta ? delta : d;  // PyTorch's; NaN passes
+            break;
+          case LossKind::SoftmaxCrossEntropy:
+            break;
         }
-        break;
-      case LossKind::MSE:
-        for (int k = 0; k < K; ++k) {
-          const double d = double(z[k]) - target(y, K, k);
-          total += d * d;
-          if (dz) dz[k] = float(2.0 * d / (double(N) * K));
-        }
-        break;
-      case LossKind::MAE:
-        for (int k = 0; k < K; ++k) {
-          const double d = double(z[k]) - target(y, K, k);
-          total += std::fabs(d);
-          // sign(d), 0 at the kink as PyTorch; NaN passes through
-          const double s = d > 0 ? 1.0 : d < 0 ? -1.0 : (d == 0 ? 0.0 : d);
-          if (dz) dz[k] = float(s / (double(N) * K));
-        }
-        break;
+        if (regression) squaredError += d * d;
+        if (dz) dz[k] = float(slope * w / denominator);
+      }
     }
+    if (classWeights) total += w * rowTotal;
   }
-  if (correct) *correct += right;
-  const bool perSample = loss == LossKind::SoftmaxCrossEntropy;
-  return total / (perSample ? double(N) : double(N) * K);
+  if (counts) {
+    counts->correct += right;
+    counts->squaredError += squaredError;
+    counts->weightSum += weightSum;
+  }
+  return total / denominator;
+}
+
+double loss_forward_backward(LossKind loss, const float* outputs, const int32_t* labels, int N, int K, float* dOutputs,
+                             int64_t* correct) {
+  NetworkPlan plan;
+  plan.loss = loss;
+  LossTargets targets;
+  targets.labels = labels;
+  LossCounts counts;
+  const double mean = loss_forward_backward(plan, outputs, targets, N, K, dOutputs, &counts);
+  if (correct) *correct += counts.correct;
+  return mean;
 }
 
 // ---- predictions ----

@@ -126,11 +126,11 @@ const float* Network::forward(const float* params, const float* input, int n, bo
   return x;
 }
 
-double Network::loss(const int32_t* labels, int n, bool gradient, int64_t* correct) {
+double Network::loss(const LossTargets& targets, int n, bool gradient, LossCounts* counts) {
   float* head = grad_.back();
   if (gradient && !head) gradient = false;  // a network of flatten layers only: nothing to train
-  return loss_forward_backward(plan_.loss, out_.back(), labels, n, int(plan_.outputWidth), gradient ? head : nullptr,
-                               correct);
+  return loss_forward_backward(plan_, out_.back(), targets, n, int(plan_.outputWidth), gradient ? head : nullptr,
+                               counts);
 }
 
 // ---- backward ----

@@ -23,8 +23,9 @@ class Network {
   // Runs every layer on input (n, inputSize), which must stay alive until backward(); returns the
   // head's outputs (n, outputWidth) (logits when the loss folds the head's activation).
   const float* forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed);
-  // Mean loss of the last forward against labels; with `gradient`, seeds backward with dLoss/dOutputs.
-  double loss(const int32_t* labels, int n, bool gradient, int64_t* correct);
+  // Mean loss of the last forward against the batch's labels or targets; with `gradient`, seeds backward
+  // with dLoss/dOutputs. Adds to `counts` when given (loss_forward_backward).
+  double loss(const LossTargets& targets, int n, bool gradient, LossCounts* counts);
   // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
   void backward(const float* params, float* grads, int n);
 

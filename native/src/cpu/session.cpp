@@ -45,7 +45,8 @@ class CpuSession final : public TrainingSession {
   std::vector<float> optimizerState() override { return state_; }
 
  private:
-  const float* gatherBatch(int64_t first, int n);  // the batch's features (n, featureSize); labels in batchLabels_
+  // the batch's features (n, featureSize); its labels and targets in targets_ (batchLabels_, batchTargets_)
+  const float* gatherBatch(int64_t first, int n);
 
   const ModelSpec& spec_;
   const DatasetView data_;
@@ -64,6 +65,10 @@ class CpuSession final : public TrainingSession {
   std::vector<float> best_;        // early stopping's best epoch (keepBest)
   std::vector<float> batchFeatures_;
   std::vector<int32_t> batchLabels_;
+  std::vector<float> batchTargets_;  // regression (batch, K)
+  LossTargets targets_;              // the batch's, for the loss
+  const int K_;                      // the head's width
+  std::vector<uint8_t> decayMask_;   // weight decay: which parameters decay (empty: no decay)
   const std::vector<uint32_t>* order_ = nullptr;
   double baseLr_ = 0;
   RunTotals totals_;
@@ -82,7 +87,12 @@ CpuSession::CpuSession(const SessionSetup& setup, int threads)
       pool_(threads),
       net_(setup.spec, setup.batch, pool_),
       batchFeatures_(size_t(setup.batch) * size_t(setup.data.featureSize)),
-      batchLabels_(size_t(setup.batch)) {}
+      batchLabels_(size_t(setup.batch)),
+      batchTargets_(setup.plan.regression() ? size_t(setup.batch) * size_t(setup.plan.outputWidth) : 0),
+      K_(int(setup.plan.outputWidth)) {
+  if (setup.spec.optimizer.weightDecay > 0) decayMask_ = weightDecayMask(setup.spec);
+  if (!options_.classWeights.empty()) targets_.classWeights = options_.classWeights.data();
+}
 
 void CpuSession::start(StartState state) {
   params_ = std::move(state.parameters);
@@ -105,15 +115,23 @@ void CpuSession::beginEpoch(const std::vector<uint32_t>& order) {
 
 const float* CpuSession::gatherBatch(int64_t first, int n) {
   const int64_t featureSize = data_.featureSize;
+  const bool regression = !batchTargets_.empty();
+  targets_.labels = regression ? nullptr : batchLabels_.data();
+  targets_.targets = regression ? batchTargets_.data() : nullptr;
   if (!options_.shuffle) {
-    std::memcpy(batchLabels_.data(), data_.labels + first, sizeof(int32_t) * size_t(n));
-    return data_.features + first * featureSize;  // already contiguous
+    // already contiguous
+    if (regression) targets_.targets = data_.targets + first * K_;
+    else targets_.labels = data_.labels + first;
+    return data_.features + first * featureSize;
   }
   for (int i = 0; i < n; ++i) {
     const uint32_t row = (*order_)[size_t(first + i)];
     std::memcpy(batchFeatures_.data() + int64_t(i) * featureSize, data_.features + int64_t(row) * featureSize,
                 sizeof(float) * size_t(featureSize));
-    batchLabels_[size_t(i)] = data_.labels[row];
+    if (regression)
+      std::memcpy(batchTargets_.data() + int64_t(i) * K_, data_.targets + int64_t(row) * K_, sizeof(float) * size_t(K_));
+    else
+      batchLabels_[size_t(i)] = data_.labels[row];
   }
   return batchFeatures_.data();
 }
@@ -125,8 +143,8 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
   const float* x = gatherBatch(first, n);
   // ---- forward, loss ----
   net_.forward(params_.data(), x, n, true, mixSeed(options_.seed, uint64_t(totals_.globalStep), 0xD0));
-  int64_t right = 0;
-  const double loss = net_.loss(batchLabels_.data(), n, true, &right);
+  LossCounts counts;
+  const double loss = net_.loss(targets_, n, true, &counts);
   if (!std::isfinite(loss)) {
     totals_.diverged = true;
     totals_.divergedNaN = std::isnan(loss);
@@ -139,18 +157,20 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
   const float lr = stepLearningRate(lrPlan_, baseLr_, totals_.globalStep);
   ++totals_.globalStep;
   const OptimizerSpec& opt = spec_.optimizer;
+  const WeightDecay decay{decayMask_.empty() ? 0.0f : opt.weightDecay, decayMask_.data()};
   if (opt.kind == OptimizerKind::Adam)
     adam_step(&pool_, params_.data(), grads_.data(), state_.data(), state_.data() + P_, P_, lr, opt.beta1, opt.beta2,
-              opt.eps, totals_.globalStep);
+              opt.eps, totals_.globalStep, decay);
   else
-    sgd_step(&pool_, params_.data(), grads_.data(), state_.data(), P_, lr, opt.momentum);
+    sgd_step(&pool_, params_.data(), grads_.data(), state_.data(), P_, lr, opt.momentum, decay);
   // ---- totals ----
   ++totals_.epochStep;
   // the batch's share rounded before the sum: a fused multiply-add (which the compiler may or may not
   // form) would round once and change the epoch's loss in its last bit
   const volatile double batchShare = loss * n;
   totals_.sampleLossSum += batchShare;
-  totals_.correct += right;
+  totals_.correct += counts.correct;
+  totals_.squaredErrorSum += counts.squaredError;
   totals_.samples += n;
   totals_.batchLossSum += loss;
   ++totals_.lossSteps;
@@ -167,10 +187,21 @@ bool CpuSession::takeTotals(RunTotals& totals) {
 ValidationTotals CpuSession::validate() {
   ValidationTotals v;
   const DatasetView& val = *validation_;
+  const bool regression = !batchTargets_.empty();  // the driver checked the validation targets
+  if (regression) v.outputs.resize(size_t(val.count) * size_t(K_));
   for (int64_t s = 0; s < val.count; s += batch_) {
     const int n = int(std::min<int64_t>(batch_, val.count - s));
-    net_.forward(params_.data(), val.features + s * val.featureSize, n, false, 0);
-    v.lossSum += net_.loss(val.labels + s, n, false, &v.correct) * n;
+    const float* out = net_.forward(params_.data(), val.features + s * val.featureSize, n, false, 0);
+    LossTargets batch;
+    batch.classWeights = targets_.classWeights;
+    if (regression) batch.targets = val.targets + s * K_;
+    else batch.labels = val.labels + s;
+    LossCounts counts;
+    // the batch's weighted loss sum: its mean times its weights' sum (n without class weights)
+    v.lossSum += net_.loss(batch, n, false, &counts) * counts.weightSum;
+    v.weightSum += counts.weightSum;
+    v.correct += counts.correct;
+    if (regression) std::memcpy(v.outputs.data() + s * K_, out, sizeof(float) * size_t(n) * size_t(K_));
   }
   return v;
 }

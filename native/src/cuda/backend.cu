@@ -29,6 +29,36 @@ CudaBackend::CudaBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
 
 // ---- evaluation ----
 
+namespace {
+
+// A regression's evaluation: the head's outputs, and the loss (mean over every element) with targets.
+EvalResult evaluateRegression(const ModelSpec& spec, Network& net, const DeviceBuffer<float>& params,
+                              const ResidentData& resident, const DatasetView& data, int batch, cudaStream_t stream) {
+  const int K = net.outputWidth();
+  DeviceBuffer<float> outputs(size_t(data.count) * size_t(K), "allocating the outputs");
+  DeviceBuffer<StepState> state(1);
+  check(cudaMemsetAsync(state.get(), 0, sizeof(StepState), stream), "evaluation");
+  const LossConfig config{spec.loss, spec.huberDelta, true};
+  for (int64_t first = 0; first < data.count; first += batch) {
+    const int n = int(std::min<int64_t>(batch, data.count - first));
+    const float* out =
+        net.forward(stream, params.get(), resident.features.get() + first * data.featureSize, n, false, 0, state.get());
+    LossTargets targets;
+    targets.targets = data.targets ? resident.targets.get() + first * K : nullptr;
+    loss_predict(stream, config, out, targets, n, K, nullptr, nullptr, state.get(), nullptr);
+    check(cudaMemcpyAsync(outputs.get() + first * K, out, sizeof(float) * size_t(n) * size_t(K),
+                          cudaMemcpyDeviceToDevice, stream),
+          "evaluation");
+  }
+  EvalResult result;
+  result.outputs = download(outputs, outputs.size(), stream, "downloading the outputs");
+  const StepState s = download(state, 1, stream, "evaluation")[0];
+  if (data.targets) result.loss = s.sampleLossSum / double(data.count);
+  return result;
+}
+
+}  // namespace
+
 EvalResult CudaBackend::evaluate(const ModelSpec& spec, const std::vector<float>& parameters, const DatasetView& data,
                                  int batchSize) {
   const NetworkPlan plan = planNetwork(spec);
@@ -48,6 +78,7 @@ EvalResult CudaBackend::evaluate(const ModelSpec& spec, const std::vector<float>
                         stream),
         "uploading the weights");
   ResidentData resident(data, stream, "uploading the evaluation data");
+  if (plan.regression()) return evaluateRegression(spec, net, params, resident, data, batch, stream);
   DeviceBuffer<int32_t> predictions(size_t(data.count));
   DeviceBuffer<float> probabilities(size_t(data.count) * size_t(classes));
   DeviceBuffer<StepState> state(1);

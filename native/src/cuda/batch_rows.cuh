@@ -24,7 +24,10 @@ __device__ __forceinline__ void copyBatchRows(const BatchGather& g, int64_t firs
           reinterpret_cast<const float4*>(g.features + int64_t(row) * g.featureSize)[j];
     else
       g.batchFeatures[i * g.featureSize + j] = g.features[int64_t(row) * g.featureSize + j];
-    if (j == 0) g.batchLabels[i] = g.labels[row];
+    if (j == 0) {
+      if (g.batchLabels) g.batchLabels[i] = g.labels[row];
+      for (int k = 0; k < g.targetWidth; ++k) g.batchTargets[i * g.targetWidth + k] = g.targets[int64_t(row) * g.targetWidth + k];
+    }
   }
 }
 

@@ -33,6 +33,12 @@ void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabel
   g.batchLabels = batchLabels;
   g.featureSize = featureSize;
   g.batch = batch;
+  gather_batch(stream, g, n, state);
+}
+
+void gather_batch(cudaStream_t stream, const BatchGather& g, int n, const StepState* state) {
+  if (n == 0) return;
+  const int64_t featureSize = g.featureSize;
   const int64_t vectors = ((featureSize & 3) == 0 ? featureSize / 4 : featureSize) * n;
   const unsigned blocks = unsigned(std::min<int64_t>(blocksFor(vectors, kThreads), 1024));
   launchKernel("gatherRows", gatherRows, blocks, kThreads, 0, stream, g, n, state);

@@ -144,14 +144,28 @@ void dropout_forward(cudaStream_t stream, float* out, float* mask, const float* 
 void dropout_backward(cudaStream_t stream, float* dIn, const float* dOut, const float* mask, int N, int64_t width);
 
 // ---- loss.cu ----
-// One block: per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward, then the batch
-// mean loss into `state`: if it is not finite the first time, sets diverged/divergedAt; while not
-// diverged, adds to the running totals. Predictions count into state->correct.
+// The loss as the plan sets it: kind, huber's delta, and whether the targets are a regression's floats.
+struct LossConfig {
+  LossKind kind = LossKind::SoftmaxCrossEntropy;
+  float huberDelta = 1.0f;
+  bool regression = false;
+};
+// One block: per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward (labels, class
+// weights or a regression's targets, device pointers in `targets`), then the batch mean loss into
+// `state`: if it is not finite the first time, sets diverged/divergedAt; while not diverged, adds to the
+// running totals (a regression's squared errors included). Predictions count into state->correct.
+void loss_forward_backward(cudaStream_t stream, const LossConfig& config, const float* outputs,
+                           const LossTargets& targets, int N, int K, float* dOutputs, StepState* state);
+// Predicted class (N) and probabilities (N, classes) (classes = 2 when K == 1), as cpu::loss_predict;
+// either output may be null (a regression writes neither). With labels (or a regression's targets), also
+// accumulates into `state` the loss (weighted by class with class weights), the weights' sum and correct
+// and, when `confusion` is given, counts (label, prediction) pairs into confusion (classes, classes) (int64).
+void loss_predict(cudaStream_t stream, const LossConfig& config, const float* outputs, const LossTargets& targets,
+                  int N, int K, int32_t* predictions, float* probabilities, StepState* state,
+                  unsigned long long* confusion);
+// Classification without class weights (tests, benches).
 void loss_forward_backward(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N,
                            int K, float* dOutputs, StepState* state);
-// Predicted class (N) and probabilities (N, classes) (classes = 2 when K == 1), as cpu::loss_predict;
-// either output may be null. With labels, also accumulates loss and correct into `state` and, when
-// `confusion` is given, counts (label, prediction) pairs into confusion (classes, classes) (int64).
 void loss_predict(cudaStream_t stream, LossKind loss, const float* outputs, const int32_t* labels, int N, int K,
                   int32_t* predictions, float* probabilities, StepState* state, unsigned long long* confusion);
 
@@ -159,17 +173,22 @@ void loss_predict(cudaStream_t stream, LossKind loss, const float* outputs, cons
 // Where a step's batch comes from: the resident dataset and this epoch's order; and where it goes.
 struct BatchGather {
   const float* features = nullptr;    // (count, featureSize)
-  const int32_t* labels = nullptr;    // (count)
+  const int32_t* labels = nullptr;    // (count); null: none (a regression's)
   const uint32_t* order = nullptr;    // (count): the epoch's permutation
   float* batchFeatures = nullptr;     // (batch, featureSize)
-  int32_t* batchLabels = nullptr;     // (batch)
+  int32_t* batchLabels = nullptr;     // (batch); null with labels
   int64_t featureSize = 0, count = 0;
   int batch = 0;
+  const float* targets = nullptr;     // regression: (count, targetWidth)
+  float* batchTargets = nullptr;      // (batch, targetWidth)
+  int targetWidth = 0;                // 0: no targets
 };
 // The batch of this step: rows order[state->epochStep * batch + i], i < n.
 void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabels, const float* features,
                   const int32_t* labels, const uint32_t* order, int64_t featureSize, int n, int batch,
                   const StepState* state);
+// The same with every buffer of `g` (a regression's targets included).
+void gather_batch(cudaStream_t stream, const BatchGather& g, int n, const StepState* state);
 
 // ---- optim.cu: one kernel over the flat parameter vector ----
 // Both skip the update when state->diverged (the weights then stay those of the diverging step's
@@ -181,16 +200,21 @@ void gather_batch(cudaStream_t stream, float* batchFeatures, int32_t* batchLabel
 // The learning rate is computed on the device for each step: stepLearningRate(schedule, state->baseLr,
 // state->globalStep) (spec/lr_schedule.h), so a graph captured once follows the schedule and picks up a
 // base LR the host writes into the state between launches.
+// Weight decay as cpu::WeightDecay (rate, and the mask as a device pointer: 1 = decays).
+using WeightDecay = cpu::WeightDecay;
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next = nullptr);
+              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next = nullptr,
+              const WeightDecay& decay = {});
 // Adam with t = state->globalStep + 1 (bias corrections computed on the device).
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state,
-               const BatchGather* next = nullptr);
+               const BatchGather* next = nullptr, const WeightDecay& decay = {});
 // A constant learning rate `lr` (for tests).
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state, const BatchGather* next = nullptr);
+              float lr, float momentum, StepState* state, const BatchGather* next = nullptr,
+              const WeightDecay& decay = {});
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr);
+               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr,
+               const WeightDecay& decay = {});
 
 }  // namespace nnstudio::cuda

@@ -46,19 +46,27 @@ __device__ __forceinline__ float softmaxGradient(float zk, double lse, bool labe
   return float((exp(double(zk) - lse) - (label ? 1.0 : 0.0)) * scale);
 }
 
-// the element-wise losses (binary cross-entropy on logits, mse, mae) of output zk against target t, and
-// their derivative (unscaled)
-__device__ __forceinline__ double elementLoss(LossKind loss, double zk, double t) {
+// the element-wise losses (binary cross-entropy on logits, mse, mae, huber with `delta`) of output zk
+// against target t, and their derivative (unscaled)
+__device__ __forceinline__ double elementLoss(LossKind loss, double zk, double t, double delta = 1.0) {
   switch (loss) {
     case LossKind::BinaryCrossEntropy: return fmax(zk, 0.0) - zk * t + log1p(exp(-fabs(zk)));
     case LossKind::MSE: { const double d = zk - t; return d * d; }
+    case LossKind::Huber: {
+      const double d = zk - t;
+      return fabs(d) < delta ? 0.5 * d * d : delta * (fabs(d) - 0.5 * delta);
+    }
     default: return fabs(zk - t);  // MAE
   }
 }
-__device__ __forceinline__ double elementSlope(LossKind loss, double zk, double t) {
+__device__ __forceinline__ double elementSlope(LossKind loss, double zk, double t, double delta = 1.0) {
   switch (loss) {
     case LossKind::BinaryCrossEntropy: return sigmoidD(zk) - t;
     case LossKind::MSE: return 2.0 * (zk - t);
+    case LossKind::Huber: {  // d clamped to [-delta, delta] (PyTorch's); NaN passes
+      const double d = zk - t;
+      return d < -delta ? -delta : d > delta ? delta : d;
+    }
     default: {  // MAE: sign(d), d itself when NaN
       const double d = zk - t;
       return d > 0 ? 1.0 : d < 0 ? -1.0 : (d == 0 ? 0.0 : d);
@@ -66,8 +74,10 @@ __device__ __forceinline__ double elementSlope(LossKind loss, double zk, double 
   }
 }
 
-// the loss of one sample (summed over its K outputs) and, when dz, its gradient scaled by `scale`
-__device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K, float* dz, double scale) {
+// the loss of one sample (summed over its K outputs) and, when dz, its gradient scaled by `scale`; the
+// target is the label y, or the row `targets` (K floats, a regression's) when given
+__device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K, float* dz, double scale,
+                                 const float* targets = nullptr, double delta = 1.0) {
   double total = 0;
   if (loss == LossKind::SoftmaxCrossEntropy) {
     if (K == 1) {
@@ -84,9 +94,9 @@ __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K
     return total;
   }
   for (int k = 0; k < K; ++k) {
-    const double t = targetOf(y, K, k);
-    total += elementLoss(loss, z[k], t);
-    if (dz) dz[k] = float(elementSlope(loss, z[k], t) * scale);
+    const double t = targets ? double(targets[k]) : targetOf(y, K, k);
+    total += elementLoss(loss, z[k], t, delta);
+    if (dz) dz[k] = float(elementSlope(loss, z[k], t, delta) * scale);
   }
   return total;
 }
@@ -119,10 +129,12 @@ __device__ void blockSum(double& value, long long& count) {
 }
 
 // One training batch's loss into the run state (one thread): `total` is the sum of the rows' losses over
-// `elements` (N for softmax cross-entropy, N * K for the element-wise losses), `right` the correct
-// predictions. A non-finite mean flags divergence the first time (the optimizer then skips); while not
-// diverged, the running totals grow.
-__device__ inline void recordBatchLoss(StepState* state, double total, long long right, int N, double elements) {
+// `elements` (N for softmax cross-entropy, N * K for the element-wise losses; with class weights the
+// weighted sums), `right` the correct predictions, `squaredError` a regression's sum of squared errors.
+// A non-finite mean flags divergence the first time (the optimizer then skips); while not diverged, the
+// running totals grow.
+__device__ inline void recordBatchLoss(StepState* state, double total, long long right, int N, double elements,
+                                       double squaredError = 0) {
   const double mean = total / elements;
   if (state->diverged) return;
   if (!isfinite(mean)) {
@@ -133,6 +145,7 @@ __device__ inline void recordBatchLoss(StepState* state, double total, long long
     state->sampleLossSum += mean * N;
     state->correct += right;
     state->samples += N;
+    state->squaredErrorSum += squaredError;
     state->batchLossSum += mean;
     state->lossSteps += 1;
   }

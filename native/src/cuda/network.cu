@@ -20,7 +20,7 @@ bool takesGate(LayerKind kind) {
 
 }  // namespace
 
-Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable)
+Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable, bool weightedLoss)
     : plan_(planNetwork(spec)), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient && trainable) {
   const size_t L = plan_.layers.size();
   out_.assign(L, nullptr);
@@ -109,7 +109,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     }
   // the head: a dense layer with an elementwise activation (Linear when folded into the loss)
   const LayerPlan& head = plan_.layers.back();
-  headFused_ = trainable && head.kind == LayerKind::Dense &&
+  // (its loss math is the classifier's: labels, unweighted, no huber)
+  const bool headLoss = !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss;
+  headFused_ = trainable && head.kind == LayerKind::Dense && headLoss &&
                chooseDenseHeadFusion(caps, overrides, maxBatch_, head.inSize, head.outSize, head.activation);
 
   workspace_.allocate(workspace);
@@ -190,13 +192,22 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
   return x;
 }
 
-void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state) {
+void Network::loss(cudaStream_t stream, const LossTargets& targets, int n, StepState* state) {
   if (headPending_) {
-    headLabels_ = labels;
+    if (targets.classWeights || !targets.labels)
+      throw EngineError("the fused head cannot take class weights or targets (internal error)");
+    headLabels_ = targets.labels;
     headState_ = state;
     return;
   }
-  loss_forward_backward(stream, plan_.loss, out_.back(), labels, n, int(plan_.outputWidth), grad_.back(), state);
+  const LossConfig config{plan_.loss, plan_.huberDelta, plan_.regression()};
+  loss_forward_backward(stream, config, out_.back(), targets, n, int(plan_.outputWidth), grad_.back(), state);
+}
+
+void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state) {
+  LossTargets targets;
+  targets.labels = labels;
+  loss(stream, targets, n, state);
 }
 
 // ---- backward ----

@@ -21,8 +21,10 @@ namespace nnstudio::cuda {
 class Network {
  public:
   // inputGradient: also compute dLoss/dInput (tests only; training never needs it).
-  // trainable = false: forward only (evaluation), no gradient buffers.
-  Network(const ModelSpec& spec, int maxBatch, bool inputGradient = false, bool trainable = true);
+  // trainable = false: forward only (evaluation), no gradient buffers. weightedLoss: the loss will take
+  // class weights (which the fused head does not).
+  Network(const ModelSpec& spec, int maxBatch, bool inputGradient = false, bool trainable = true,
+          bool weightedLoss = false);
 
   const NetworkPlan& plan() const { return plan_; }
   int maxBatch() const { return maxBatch_; }
@@ -39,7 +41,10 @@ class Network {
   // With the fused head (headFused()), a training forward stops before the head and this only records
   // its arguments: the head's forward, the loss and the head's backward are backward()'s first launch
   // (which alone has the gradient buffer), so the outputs and `state` are ready once backward() ran.
-  void loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state);
+  // The fused head serves unweighted classification with the cross-entropies, mse and mae only: a
+  // regression, huber or class weights take the separate launches (loss.cu).
+  void loss(cudaStream_t stream, const LossTargets& targets, int n, StepState* state);
+  void loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state);  // classification, unweighted
   // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
   void backward(cudaStream_t stream, const float* params, float* grads, int n);
   bool headFused() const { return headFused_; }

@@ -1,5 +1,5 @@
 // SGD with momentum and Adam over the whole flat parameter vector in one kernel each, exactly as
-// cpu/optim.cpp (PyTorch's update rules). Adam's step count and the base learning rate live on the
+// cpu/optim.cpp (PyTorch's update rules, coupled L2 weight decay on the masked parameters included). Adam's step count and the base learning rate live on the
 // device (state->globalStep, state->baseLr) and the schedule is a kernel argument, so the launch
 // replays from a CUDA graph with the learning rate of each step. Each update first saves the old value to `backup` (the
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
@@ -33,23 +33,29 @@ __device__ __forceinline__ void finishStep(StepState* state) {
   }
 }
 
+// The gradient with coupled L2 decay where the mask allows (cpu/optim.cpp's rule); g itself without decay.
+__device__ __forceinline__ float decayedGradient(float g, float p, size_t i, const WeightDecay& decay) {
+  return decay.rate != 0.0f && (!decay.mask || decay.mask[i]) ? g + decay.rate * p : g;
+}
+
 __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepState* state) {
   if (next.batchFeatures)
     copyNextBatch(next, state, blockIdx.x * int64_t(blockDim.x) + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
-                          float momentum, StepState* state, BatchGather next) {
+                          float momentum, StepState* state, BatchGather next, WeightDecay decay) {
   startAfterPreviousKernel();
   if (!state->diverged) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float p = params[i];
       backup[i] = p;
+      const float g = decayedGradient(grads[i], p, i, decay);
       if (momentum == 0.0f) {
-        params[i] = p - lr * grads[i];
+        params[i] = p - lr * g;
       } else {
-        const float v = momentum * velocity[i] + grads[i];
+        const float v = momentum * velocity[i] + g;
         velocity[i] = v;
         params[i] = p - lr * v;
       }
@@ -60,7 +66,8 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
 }
 
 __global__ void adamKernel(float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-                           LrPlan schedule, float beta1, float beta2, float eps, StepState* state, BatchGather next) {
+                           LrPlan schedule, float beta1, float beta2, float eps, StepState* state, BatchGather next,
+                           WeightDecay decay) {
   startAfterPreviousKernel();
   if (!state->diverged) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
@@ -69,8 +76,8 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
     const float bias2Sqrt = float(sqrt(1.0 - pow(double(beta2), t)));
     const float oneMinusB1 = 1.0f - beta1, oneMinusB2 = 1.0f - beta2;
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-      const float g = grads[i];
       const float p = params[i];
+      const float g = decayedGradient(grads[i], p, i, decay);
       backup[i] = p;
       const float mi = beta1 * m[i] + oneMinusB1 * g;
       const float vi = beta2 * v[i] + oneMinusB2 * g * g;
@@ -89,16 +96,18 @@ unsigned gridFor(size_t n) { return optimizerBlocks(currentDeviceCaps(), n, kThr
 }  // namespace
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next) {
+              const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next,
+              const WeightDecay& decay) {
   launchKernel("sgdKernel", sgdKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather());
+               params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather(), decay);
   checkLaunch("sgd step");
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
+               const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state, const BatchGather* next,
+               const WeightDecay& decay) {
   launchKernel("adamKernel", adamKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, m, v, backup, n, schedule, beta1, beta2, eps, state, next ? *next : BatchGather());
+               params, grads, m, v, backup, n, schedule, beta1, beta2, eps, state, next ? *next : BatchGather(), decay);
   checkLaunch("adam step");
 }
 
@@ -111,13 +120,14 @@ LrPlan constantPlan(float lr) {
 }  // namespace
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state, const BatchGather* next) {
-  sgd_step(stream, params, grads, velocity, backup, n, constantPlan(lr), momentum, state, next);
+              float lr, float momentum, StepState* state, const BatchGather* next, const WeightDecay& decay) {
+  sgd_step(stream, params, grads, velocity, backup, n, constantPlan(lr), momentum, state, next, decay);
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
-               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next) {
-  adam_step(stream, params, grads, m, v, backup, n, constantPlan(lr), beta1, beta2, eps, state, next);
+               float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next,
+               const WeightDecay& decay) {
+  adam_step(stream, params, grads, m, v, backup, n, constantPlan(lr), beta1, beta2, eps, state, next, decay);
 }
 
 }  // namespace nnstudio::cuda

@@ -14,13 +14,18 @@
 
 namespace nnstudio::cuda {
 
-// A dataset resident on the device (labels only when it has them).
+// A dataset resident on the device (labels and targets only when it has them).
 struct ResidentData {
   DeviceBuffer<float> features;   // (count, featureSize)
   DeviceBuffer<int32_t> labels;   // (count)
+  DeviceBuffer<float> targets;    // (count, targetWidth): a regression's
   ResidentData(const DatasetView& d, cudaStream_t stream, const char* what) {
     features.allocate(size_t(d.count) * size_t(d.featureSize), what);
     check(cudaMemcpyAsync(features.get(), d.features, features.bytes(), cudaMemcpyHostToDevice, stream), what);
+    if (d.targets && d.targetWidth > 0) {
+      targets.allocate(size_t(d.count) * size_t(d.targetWidth), what);
+      check(cudaMemcpyAsync(targets.get(), d.targets, targets.bytes(), cudaMemcpyHostToDevice, stream), what);
+    }
     if (d.labels) {
       labels.allocate(size_t(d.count), what);
       check(cudaMemcpyAsync(labels.get(), d.labels, labels.bytes(), cudaMemcpyHostToDevice, stream), what);

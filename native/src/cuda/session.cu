@@ -54,7 +54,9 @@ void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBe
       continue;
     activations += 2 * floatBytes * double(batch) * double(lp.outSize);
   }
-  auto resident = [&](const DatasetView& d) { return floatBytes * double(d.count) * double(d.featureSize + 2); };
+  auto resident = [&](const DatasetView& d) {
+    return floatBytes * double(d.count) * double(d.featureSize + 2 + (d.targets ? d.targetWidth : 0));
+  };
   const double dataBytes = resident(data) + (validation ? resident(*validation) : 0.0);
   const double needed = weights + activations + dataBytes;
   size_t freeBytes = 0, totalBytes = 0;
@@ -107,6 +109,7 @@ RunTotals runTotals(const StepState& s) {
   t.sampleLossSum = s.sampleLossSum;
   t.correct = s.correct;
   t.samples = s.samples;
+  t.squaredErrorSum = s.squaredErrorSum;
   t.batchLossSum = s.batchLossSum;
   t.lossSteps = s.lossSteps;
   t.diverged = s.diverged != 0;
@@ -138,11 +141,15 @@ class CudaSession final : public TrainingSession {
 
  private:
   void enqueueStep(int n);  // one step on batch rows 0..n-1 (captured, never run directly)
+  // what the loss compares with: the labels (classification, with the class weights if any) or targets
+  LossTargets lossTargets(const int32_t* labels, const float* targets) const;
   void captureSteps();
 
   // ---- the run ----
   const std::string deviceName_;
   const ModelSpec& spec_;
+  const bool regression_;
+  const int K_;  // the head's width
   const DatasetView data_;
   const DatasetView* validation_;
   const LrPlan lrPlan_;
@@ -159,6 +166,10 @@ class CudaSession final : public TrainingSession {
   std::unique_ptr<ResidentData> validData_;
   DeviceBuffer<float> batchFeatures_;
   DeviceBuffer<int32_t> batchLabels_;
+  DeviceBuffer<float> batchTargets_;     // regression (batch, K)
+  DeviceBuffer<float> classWeights_;     // classification with class weights (classes)
+  DeviceBuffer<uint8_t> decayMask_;      // weight decay: 1 for the parameters that decay
+  DeviceBuffer<float> validOutputs_;     // regression: the validation outputs (count, K), for the metrics
   DeviceBuffer<uint32_t> order_;
   PinnedBuffer<uint32_t> hostOrder_;
   PinnedBuffer<StepState> snapshot_;
@@ -182,6 +193,8 @@ class CudaSession final : public TrainingSession {
 CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
     : deviceName_(std::move(deviceName)),
       spec_(setup.spec),
+      regression_(setup.plan.regression()),
+      K_(int(setup.plan.outputWidth)),
       data_(setup.data),
       validation_(setup.validation),
       lrPlan_(setup.lrPlan),
@@ -189,7 +202,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
       batch_(setup.batch),
       P_(setup.plan.parameterCount),
       momentCount_(optimizerStateSize(setup.spec, setup.plan.parameterCount)),
-      net_(setup.spec, setup.batch),
+      net_(setup.spec, setup.batch, false, true, !setup.options.classWeights.empty()),
       params_(std::max<size_t>(P_, 1), "allocating the weights"),
       grads_(std::max<size_t>(P_, 1), "allocating the gradients"),
       backup_(std::max<size_t>(P_, 1), "allocating the weights' backup"),
@@ -201,7 +214,12 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
                                                                     "uploading the validation data")
                                   : nullptr),
       batchFeatures_(size_t(setup.batch) * size_t(setup.data.featureSize), "allocating the batch"),
-      batchLabels_(size_t(setup.batch)),
+      batchLabels_(regression_ ? 0 : size_t(setup.batch)),
+      batchTargets_(regression_ ? size_t(setup.batch) * size_t(K_) : 0, "allocating the batch's targets"),
+      classWeights_(setup.options.classWeights.size(), "allocating the class weights"),
+      decayMask_(setup.spec.optimizer.weightDecay > 0 ? setup.plan.parameterCount : 0, "allocating the decay mask"),
+      validOutputs_(regression_ && setup.validation ? size_t(setup.validation->count) * size_t(K_) : 0,
+                    "allocating the validation outputs"),
       order_(size_t(setup.data.count)),
       hostOrder_(size_t(setup.data.count)),
       snapshot_(1),
@@ -211,10 +229,26 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
       fullSteps_(setup.data.count / setup.batch),
       group_(int(std::min<int64_t>(stepsPerGraph(), std::max<int64_t>(fullSteps_, 1)))) {
   nextBatch_.features = trainData_.features.get();
-  nextBatch_.labels = trainData_.labels.get();
+  nextBatch_.labels = regression_ ? nullptr : trainData_.labels.get();
   nextBatch_.order = order_.get();
   nextBatch_.batchFeatures = batchFeatures_.get();
   nextBatch_.batchLabels = batchLabels_.get();
+  if (regression_) {
+    nextBatch_.targets = trainData_.targets.get();
+    nextBatch_.batchTargets = batchTargets_.get();
+    nextBatch_.targetWidth = K_;
+  }
+  // small host vectors, copied once before any step (the pageable copies have read them on return)
+  if (classWeights_.size())
+    check(cudaMemcpyAsync(classWeights_.get(), setup.options.classWeights.data(), classWeights_.bytes(),
+                          cudaMemcpyHostToDevice, stream_),
+          "uploading the class weights");
+  if (decayMask_.size()) {
+    const std::vector<uint8_t> mask = weightDecayMask(setup.spec);
+    check(cudaMemcpyAsync(decayMask_.get(), mask.data(), decayMask_.bytes(), cudaMemcpyHostToDevice, stream_),
+          "uploading the decay mask");
+    check(cudaStreamSynchronize(stream_), "uploading the decay mask");  // `mask` dies at the end of this block
+  }
   nextBatch_.featureSize = data_.featureSize;
   nextBatch_.count = data_.count;
   nextBatch_.batch = batch_;
@@ -222,17 +256,26 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
   for (int i = 0; i < kWindows; ++i) windows_.push_back(std::make_unique<Event>());
 }
 
+LossTargets CudaSession::lossTargets(const int32_t* labels, const float* targets) const {
+  LossTargets t;
+  t.labels = regression_ ? nullptr : labels;
+  t.targets = regression_ ? targets : nullptr;
+  t.classWeights = classWeights_.get();
+  return t;
+}
+
 void CudaSession::enqueueStep(int n) {
   const OptimizerSpec& opt = spec_.optimizer;
+  const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get()};
   net_.forward(stream_, params_.get(), batchFeatures_.get(), n, true, seed_, state_.get());
-  net_.loss(stream_, batchLabels_.get(), n, state_.get());
+  net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
   if (opt.kind == OptimizerKind::Adam)
     adam_step(stream_, params_.get(), grads_.get(), moments_.get(), moments_.get() + P_, backup_.get(), P_, lrPlan_,
-              opt.beta1, opt.beta2, opt.eps, state_.get(), &nextBatch_);
+              opt.beta1, opt.beta2, opt.eps, state_.get(), &nextBatch_, decay);
   else
     sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
-             state_.get(), &nextBatch_);
+             state_.get(), &nextBatch_, decay);
 }
 
 void CudaSession::captureSteps() {
@@ -277,8 +320,7 @@ void CudaSession::beginEpoch(const std::vector<uint32_t>& order) {
   check(cudaMemsetAsync(&state_.get()->sampleLossSum, 0,
                         offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum), stream_),
         "starting the epoch");
-  gather_batch(stream_, batchFeatures_.get(), batchLabels_.get(), trainData_.features.get(), trainData_.labels.get(),
-               order_.get(), data_.featureSize, batch_, batch_, state_.get());
+  gather_batch(stream_, nextBatch_, batch_, state_.get());
   epochLaunched_ = 0;
 }
 
@@ -334,19 +376,28 @@ void CudaSession::setBaseLearningRate(double lr) {
 ValidationTotals CudaSession::validate() {
   const DatasetView& val = *validation_;
   check(cudaMemsetAsync(validState_.get(), 0, sizeof(StepState), stream_), "validation");
+  const LossConfig config{spec_.loss, spec_.huberDelta, regression_};
   for (int64_t first = 0; first < val.count; first += batch_) {
     const int n = int(std::min<int64_t>(batch_, val.count - first));
     const float* outputs = net_.forward(stream_, params_.get(), validData_->features.get() + first * val.featureSize,
                                         n, false, 0, state_.get());
-    loss_predict(stream_, spec_.loss, outputs, validData_->labels.get() + first, n, net_.outputWidth(), nullptr,
-                 nullptr, validState_.get(), nullptr);
+    const LossTargets targets =
+        lossTargets(regression_ ? nullptr : validData_->labels.get() + first,
+                    regression_ ? validData_->targets.get() + first * K_ : nullptr);
+    loss_predict(stream_, config, outputs, targets, n, K_, nullptr, nullptr, validState_.get(), nullptr);
+    if (regression_)
+      check(cudaMemcpyAsync(validOutputs_.get() + first * K_, outputs, sizeof(float) * size_t(n) * size_t(K_),
+                            cudaMemcpyDeviceToDevice, stream_),
+            "validation");
   }
   check(cudaMemcpyAsync(validSnapshot_.get(), validState_.get(), sizeof(StepState), cudaMemcpyDeviceToHost, stream_),
         "validation");
   check(cudaStreamSynchronize(stream_), "validation");
   ValidationTotals v;
   v.lossSum = validSnapshot_[0].sampleLossSum;
+  v.weightSum = validSnapshot_[0].weightSum;
   v.correct = validSnapshot_[0].correct;
+  if (regression_) v.outputs = download(validOutputs_, validOutputs_.size(), stream_, "downloading the validation outputs");
   return v;
 }
 

@@ -22,6 +22,8 @@ struct StepState {
   double sampleLossSum = 0;    // sum over samples of each sample's loss
   long long correct = 0;       // right predictions
   long long samples = 0;
+  double squaredErrorSum = 0;  // regression: sum of squared errors over every element
+  double weightSum = 0;        // evaluation (loss_predict): the samples' class weights, summed (1 each without)
   double batchLossSum = 0;     // sum over steps of each batch's mean loss
   long long lossSteps = 0;
   unsigned int blocksDone = 0; // the optimizer's last-block counter (internal)

@@ -36,8 +36,29 @@ struct NetworkPlan {
   int64_t outputWidth = 0;            // the head's width (last layer's per-sample size)
   size_t parameterCount = 0;
   LossKind loss = LossKind::SoftmaxCrossEntropy;
+  TaskKind task = TaskKind::Classification;
+  float huberDelta = 1.0f;
+  bool regression() const { return task == TaskKind::Regression; }
   // a trailing softmax (softmax cross-entropy) or sigmoid (binary cross-entropy) folded into the loss
   bool foldedHeadActivation = false;
+};
+
+// What a loss compares the head's outputs (N, K) against, per batch row: the labels (classification,
+// optionally weighted per class) or the float targets (regression). Host or device pointers, as the
+// backend's loss needs them.
+struct LossTargets {
+  const int32_t* labels = nullptr;      // (N)
+  const float* targets = nullptr;       // (N, K)
+  const float* classWeights = nullptr;  // (classes) or null: every class weighs 1
+};
+
+// A batch's loss bookkeeping beyond the mean loss: right predictions (classification), the sum of
+// squared errors over every element (regression, for R^2) and the sum of the samples' class weights
+// (the denominator of a weighted mean; N without weights).
+struct LossCounts {
+  int64_t correct = 0;
+  double squaredError = 0;
+  double weightSum = 0;
 };
 
 // Resolves shapes, offsets and the folded head activation; throws SpecError naming the layer.

@@ -1,5 +1,6 @@
 // Model spec: parsing (parseModelSpec), shape inference (inferShapes, planNetwork), the parameter
 // table and the seeded initial weights. Field names and defaults follow app/core/model/spec.ts.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -45,6 +46,7 @@ const char* lossName(LossKind loss) {
     case LossKind::BinaryCrossEntropy: return "binary_cross_entropy";
     case LossKind::MSE: return "mse";
     case LossKind::MAE: return "mae";
+    case LossKind::Huber: return "huber";
   }
   return "loss";
 }
@@ -239,7 +241,20 @@ ModelSpec parseModelSpec(const std::string& text) {
   else if (loss == "binary_cross_entropy") spec.loss = LossKind::BinaryCrossEntropy;
   else if (loss == "mse") spec.loss = LossKind::MSE;
   else if (loss == "mae") spec.loss = LossKind::MAE;
-  else top.fail("unknown loss " + quoted(loss) + " (expected softmax_cross_entropy, binary_cross_entropy, mse or mae)");
+  else if (loss == "huber") spec.loss = LossKind::Huber;
+  else top.fail("unknown loss " + quoted(loss) + " (expected softmax_cross_entropy, binary_cross_entropy, mse, mae or huber)");
+  if (top.has("huberDelta"))
+    spec.huberDelta = top.ranged("huberDelta", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+
+  if (const Value* task = top.get("task")) {
+    const std::string name = top.string("task", *task);
+    if (name == "classification") spec.task = TaskKind::Classification;
+    else if (name == "regression") spec.task = TaskKind::Regression;
+    else top.fail("unknown task " + quoted(name) + " (expected classification or regression)");
+  }
+  if (spec.task == TaskKind::Regression && spec.loss != LossKind::MSE && spec.loss != LossKind::MAE &&
+      spec.loss != LossKind::Huber)
+    top.fail("a regression needs loss mse, mae or huber, got " + quoted(loss));
 
   Fields opt(top.required("optimizer"), "optimizer");
   const Value& kindValue = opt.required("kind");
@@ -258,6 +273,9 @@ ModelSpec parseModelSpec(const std::string& text) {
   } else {
     opt.fail("unknown kind " + quoted(kind) + " (expected sgd or adam)");
   }
+  if (opt.has("weightDecay"))
+    spec.optimizer.weightDecay =
+        opt.ranged("weightDecay", 0, std::numeric_limits<double>::max(), false, false, "a finite number >= 0");
   opt.rejectUnknown();
 
   const Value& seed = top.required("seed");
@@ -305,6 +323,15 @@ int64_t product(const std::vector<int>& shape) {
 NetworkPlan planNetwork(const ModelSpec& spec) {
   NetworkPlan plan;
   plan.loss = spec.loss;
+  plan.task = spec.task;
+  plan.huberDelta = spec.huberDelta;
+  if (spec.task == TaskKind::Regression && spec.loss != LossKind::MSE && spec.loss != LossKind::MAE &&
+      spec.loss != LossKind::Huber)
+    throw SpecError(std::string("spec: a regression needs loss mse, mae or huber, got ") + lossName(spec.loss));
+  if (!(spec.huberDelta > 0 && std::isfinite(spec.huberDelta)))
+    throw SpecError("spec: huberDelta must be a finite number > 0");
+  if (!(spec.optimizer.weightDecay >= 0 && std::isfinite(spec.optimizer.weightDecay)))
+    throw SpecError("optimizer: weightDecay must be a finite number >= 0");
   if (spec.input.size() != 1 && spec.input.size() != 3)
     throw SpecError("input: expected [features] or [channels, height, width], got [" + shapeText(spec.input) + "]");
   for (int d : spec.input)
@@ -464,7 +491,16 @@ std::vector<LayerInfo> inferShapes(const ModelSpec& spec) {
 
 int classCount(const ModelSpec& spec) {
   NetworkPlan plan = planNetwork(spec);
+  if (plan.regression()) return 0;
   return plan.outputWidth == 1 ? 2 : int(plan.outputWidth);
+}
+
+std::vector<uint8_t> weightDecayMask(const ModelSpec& spec) {
+  NetworkPlan plan = planNetwork(spec);
+  std::vector<uint8_t> mask(plan.parameterCount, 0);
+  for (const LayerPlan& lp : plan.layers)
+    if (lp.hasParams) std::fill(mask.begin() + int64_t(lp.weightOffset), mask.begin() + int64_t(lp.weightOffset + lp.weightSize), 1);
+  return mask;
 }
 
 std::vector<ParamTensor> parameterTable(const ModelSpec& spec) {

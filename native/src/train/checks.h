@@ -12,7 +12,12 @@ namespace nnstudio {
 // The classes the head predicts: its width, or 2 for a single output unit.
 int headClassCount(const NetworkPlan& plan);
 
+// A classifier reads labels (needed when needLabels), a regression its targets (needed when needLabels:
+// training and validation, not prediction input).
 void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data, const char* what, bool needLabels);
+// TrainOptions' task fields: classWeights (classification, one per class, > 0), targetMean/targetStd
+// (regression, one per target column, std > 0).
+void checkTaskOptions(const NetworkPlan& plan, const TrainOptions& options);
 void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what);
 
 }  // namespace nnstudio

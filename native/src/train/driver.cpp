@@ -18,6 +18,7 @@
 #include "spec/model.h"
 #include "train/checks.h"
 #include "train/epoch_order.h"
+#include "train/regression_metrics.h"
 #include "train/run_control.h"
 #include "train/session.h"
 
@@ -44,6 +45,7 @@ struct RunShape {
   int batch = 0;
   int64_t stepsPerEpoch = 0, totalSteps = 0;
   LrPlan lrPlan;
+  double trainTargetSst = 0;  // regression: the training targets' total sum of squares (trainR2's denominator)
 };
 
 RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
@@ -57,6 +59,7 @@ RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetV
   if (options.threads < 0) throw EngineError("threads must be >= 0, got " + std::to_string(options.threads));
   checkDataset(plan, classes, data, "training data", true);
   if (validation) checkDataset(plan, classes, *validation, "validation data", true);
+  checkTaskOptions(plan, options);
   if (start) checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
   shape.batch = int(std::min<int64_t>(options.batchSize, data.count));
@@ -64,6 +67,7 @@ RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetV
   shape.totalSteps = shape.stepsPerEpoch * options.epochs;
   if (options.resume) checkResumeState(*options.resume, spec, options, plan.parameterCount, shape.stepsPerEpoch);
   shape.lrPlan = makeLrPlan(options.lrSchedule, spec.optimizer.lr, shape.stepsPerEpoch, shape.totalSteps);
+  if (plan.regression()) shape.trainTargetSst = totalSumOfSquares(data.targets, data.count, data.targetWidth);
   return shape;
 }
 
@@ -132,7 +136,7 @@ Driver::Driver(const ModelSpec& spec, const DatasetView& data, const DatasetView
       resume_(options.resume),
       shape_(checkRun(spec, data, validation, options, start)),
       stepsPerEpoch_(shape_.stepsPerEpoch),
-      stopper_(options.earlyStopping, validation != nullptr),
+      stopper_(options.earlyStopping, validation != nullptr, spec.task == TaskKind::Regression),
       keepBest_(stopper_.enabled() && options.earlyStopping.restoreBest),
       firstEpoch_(resume_ ? resume_->epoch + 1 : 1),
       firstStep_(resume_ ? resume_->step : 0),
@@ -283,11 +287,29 @@ EpochStats Driver::epochStats(int epoch, const RunTotals& s, double seconds) {
   stats.trainLoss = s.sampleLossSum / double(s.samples);
   stats.trainAccuracy = double(s.correct) / double(s.samples);
   stats.learningRate = stepLearningRate(shape_.lrPlan, baseLr_, s.globalStep - 1);
+  const bool regression = shape_.plan.regression();
+  if (regression) {
+    stats.hasRegression = true;
+    stats.trainAccuracy = 0;
+    stats.trainR2 = pooledR2(s.squaredErrorSum, shape_.trainTargetSst);
+  }
   if (validation_) {
     const ValidationTotals v = session_->validate();
     stats.hasValidation = true;
-    stats.validationLoss = v.lossSum / double(validation_->count);
-    stats.validationAccuracy = double(v.correct) / double(validation_->count);
+    // the weighted mean with class weights; without, weightSum is the count
+    stats.validationLoss = v.lossSum / v.weightSum;
+    stats.validationAccuracy = regression ? 0.0 : double(v.correct) / double(validation_->count);
+    if (regression) {
+      if (v.outputs.size() != size_t(validation_->count) * size_t(validation_->targetWidth))
+        throw EngineError("validation returned no outputs for the regression metrics (internal error)");
+      const RegressionMetrics m = regressionMetrics(v.outputs.data(), validation_->targets, validation_->count,
+                                                    validation_->targetWidth, options_.targetMean, options_.targetStd);
+      stats.validationMae = m.mae;
+      stats.validationRmse = m.rmse;
+      stats.validationR2 = m.r2;
+      stats.hasValidationMape = m.hasMape;
+      stats.validationMape = m.mape;
+    }
   }
   return stats;
 }

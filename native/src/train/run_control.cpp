@@ -7,10 +7,10 @@
 namespace nnstudio {
 
 namespace {
-const char* monitorName(MonitorKind kind) {
+const char* monitorName(MonitorKind kind, bool regression) {
   switch (kind) {
     case MonitorKind::ValidationLoss: return "validation loss";
-    case MonitorKind::ValidationAccuracy: return "validation accuracy";
+    case MonitorKind::ValidationAccuracy: return regression ? "validation R^2" : "validation accuracy";
     case MonitorKind::TrainLoss: return "training loss";
   }
   return "validation loss";
@@ -47,19 +47,20 @@ void checkResumeState(const TrainState& state, const ModelSpec& spec, const Trai
          " asked; ask for more epochs");
 }
 
-EarlyStopTracker::EarlyStopTracker(const EarlyStopping& config, bool hasValidation) : config_(config) {
+EarlyStopTracker::EarlyStopTracker(const EarlyStopping& config, bool hasValidation, bool regression)
+    : config_(config), regression_(regression) {
   if (!config.enabled) return;
   if (config.patience < 1) throw EngineError("early stopping: patience must be at least 1 epoch");
   if (!(std::isfinite(config.minDelta) && config.minDelta >= 0)) throw EngineError("early stopping: minDelta must be >= 0");
   if (config.monitor != MonitorKind::TrainLoss && !hasValidation)
-    throw EngineError(std::string("early stopping monitors the ") + monitorName(config.monitor) +
+    throw EngineError(std::string("early stopping monitors the ") + monitorName(config.monitor, regression) +
                       " but the run has no validation data");
 }
 
 double EarlyStopTracker::value(const EpochStats& stats) const {
   switch (config_.monitor) {
     case MonitorKind::ValidationLoss: return stats.validationLoss;
-    case MonitorKind::ValidationAccuracy: return stats.validationAccuracy;
+    case MonitorKind::ValidationAccuracy: return regression_ ? stats.validationR2 : stats.validationAccuracy;
     case MonitorKind::TrainLoss: return stats.trainLoss;
   }
   return stats.validationLoss;
@@ -83,7 +84,7 @@ bool EarlyStopTracker::observe(const EpochStats& stats) {
 std::string EarlyStopTracker::message() const {
   char best[64];
   std::snprintf(best, sizeof best, "%.6g", best_);
-  return std::string("early stopping: the ") + monitorName(config_.monitor) + " has not improved for " +
+  return std::string("early stopping: the ") + monitorName(config_.monitor, regression_) + " has not improved for " +
          std::to_string(waited_) + (waited_ == 1 ? " epoch" : " epochs") + " (best " + best + " at epoch " +
          std::to_string(bestEpoch_) + ")";
 }

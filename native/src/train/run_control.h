@@ -19,8 +19,9 @@ size_t optimizerStateSize(const ModelSpec& spec, size_t parameterCount);
 
 class EarlyStopTracker {
  public:
-  // Throws EngineError when the monitored metric needs validation data the run has not got.
-  EarlyStopTracker(const EarlyStopping& config, bool hasValidation);
+  // Throws EngineError when the monitored metric needs validation data the run has not got. In a
+  // regression, MonitorKind::ValidationAccuracy monitors the validation R^2 (higher is better).
+  EarlyStopTracker(const EarlyStopping& config, bool hasValidation, bool regression = false);
   bool enabled() const { return config_.enabled; }
   // Takes in an epoch's stats; true when it is the best so far (its weights are the ones to keep).
   bool observe(const EpochStats& stats);
@@ -33,6 +34,7 @@ class EarlyStopTracker {
  private:
   double value(const EpochStats& stats) const;
   EarlyStopping config_;
+  bool regression_ = false;
   double best_ = 0;
   int bestEpoch_ = 0;
   int waited_ = 0;

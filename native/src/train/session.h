@@ -43,9 +43,10 @@ struct StartState {
 struct RunTotals {
   int64_t globalStep = 0;    // optimizer steps done (Adam's t of the last update)
   int64_t epochStep = 0;     // batches done this epoch
-  double sampleLossSum = 0;  // sum over samples of each sample's loss
+  double sampleLossSum = 0;  // sum over samples of each sample's loss (each batch's mean times its size)
   int64_t correct = 0;       // right predictions
   int64_t samples = 0;
+  double squaredErrorSum = 0;  // regression: sum of (output - target)^2 over every element, normalised units
   double batchLossSum = 0;   // sum over steps of each batch's mean loss
   int64_t lossSteps = 0;     // steps in batchLossSum
   bool diverged = false;
@@ -54,8 +55,10 @@ struct RunTotals {
 };
 
 struct ValidationTotals {
-  double lossSum = 0;        // sum over samples of each sample's loss
+  double lossSum = 0;        // sum over samples of each sample's loss, times its class weight with class weights
+  double weightSum = 0;      // sum over samples of their class weights (the count without class weights)
   int64_t correct = 0;
+  std::vector<float> outputs;  // regression: the head's outputs (count, width), for the metrics; else empty
 };
 
 enum class WeightsKind {
