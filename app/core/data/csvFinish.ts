@@ -45,8 +45,17 @@ class CellProblems {
     const place = { row: first.line, column: first.source + 1, columnName: names[first.source] === '' ? undefined : names[first.source] };
     let detail = first.detail;
     if (this.total > 1) {
-      const more = sorted.slice(1, problemsShown).map((problem) => `row ${problem.line}, column ${columnTitle(names, problem.source)}: ${problem.detail}`);
-      detail += ` (${formatCount(this.total)} cell problems in all; also ${more.join('; ')}${this.total > problemsShown ? '; …' : ''})`;
+      // The others as long as the message stays short (names and cells are quoted, so may be long).
+      const more: string[] = [];
+      let length = detail.length;
+      for (const problem of sorted.slice(1, problemsShown)) {
+        const text = `row ${problem.line}, column ${columnTitle(names, problem.source)}: ${problem.detail}`;
+        if (length + text.length > 600) break;
+        more.push(text);
+        length += text.length;
+      }
+      const rest = more.length < this.total - 1 ? '; …' : '';
+      detail += ` (${formatCount(this.total)} cell problems in all${more.length > 0 ? `; also ${more.join('; ')}` : ''}${rest})`;
     }
     throw new DataError(this.read.file, detail, place);
   }
@@ -121,6 +130,8 @@ interface ColumnOutcome {
   featureNames: string[];
   writer?: Writer;
   notes: string[];
+  /** Left out as asked (ignoreColumns); present only for the column report. */
+  ignored?: boolean;
 }
 
 /** Every problem or note about one column's cells names a few rows, so the user can find them. */
@@ -185,6 +196,9 @@ function categoricalOutcome(
   const notes: string[] = [];
   let categories: readonly string[];
   let other: boolean;
+  if (known === undefined && texts.length === 0) {
+    return { ...base, decision: { type: 'empty', use: 'leave out', note: 'every cell is missing' }, featureNames: [], notes: [] };
+  }
   if (known === undefined) {
     const chosen = chooseCategories(texts, counts);
     ({ categories, other } = chosen);
@@ -459,10 +473,12 @@ export function finishCsv(read: CsvRead): CsvDataset {
   }
   const problems = new CellProblems(read);
   const target = targetOutcome(read, problems);
-  const outcomes = layout.columns.map((column) => (column.kind === 'scanned' ? scannedOutcome(read, column, problems) : textOutcome(read, column, problems)));
+  const outcomes = layout.columns.map((column) => column.kind === 'scanned'
+    ? { ...scannedOutcome(read, column, problems), ignored: column.ignored === true }
+    : textOutcome(read, column, problems));
   problems.throwIfAny();
   keepSomething(read, outcomes);
-  const kept = outcomes.filter((outcome) => outcome.writer !== undefined && !isIgnored(layout, outcome.source));
+  const kept = outcomes.filter((outcome) => outcome.writer !== undefined && !outcome.ignored);
   if (kept.length === 0) {
     throw new DataError(file, `no feature columns left: ${groupedNotes(leftOut(outcomes)).join('; ')}`);
   }
@@ -497,7 +513,7 @@ export function finishCsv(read: CsvRead): CsvDataset {
  * out as ID-like or constant (a tiny file, a row-number column) stay, with a note.
  */
 function keepSomething(read: CsvRead, outcomes: ColumnOutcome[]): void {
-  if (outcomes.some((outcome) => outcome.writer !== undefined && !isIgnored(read.layout, outcome.source))) return;
+  if (outcomes.some((outcome) => outcome.writer !== undefined && !outcome.ignored)) return;
   read.layout.columns.forEach((column, i) => {
     const outcome = outcomes[i];
     if (column.kind !== 'scanned' || column.ignored || outcome.profile.texts.length > 0) return;
@@ -508,17 +524,13 @@ function keepSomething(read: CsvRead, outcomes: ColumnOutcome[]): void {
   });
 }
 
-function isIgnored(layout: CsvRead['layout'], source: number): boolean {
-  return layout.columns.some((column) => column.kind === 'scanned' && column.source === source && column.ignored === true);
-}
-
 function leftOut(outcomes: readonly ColumnOutcome[]): { name: string; type: ColumnType; note: string }[] {
   return outcomes.filter((outcome) => outcome.writer === undefined)
     .map((outcome) => ({ name: outcome.name, type: outcome.decision.type, note: outcome.decision.note ?? 'left out' }));
 }
 
 function datasetNotes(read: CsvRead, outcomes: readonly ColumnOutcome[], target: TargetOutcome): string[] {
-  const notes = groupedNotes(leftOut(outcomes.filter((outcome) => !isIgnored(read.layout, outcome.source))));
+  const notes = groupedNotes(leftOut(outcomes.filter((outcome) => !outcome.ignored)));
   for (const outcome of outcomes) {
     if (outcome.writer === undefined) continue;
     for (const note of outcome.notes) notes.push(`column ${quoteCell(outcome.name, 60)}: ${note}`);
@@ -538,7 +550,7 @@ function newEncoding(
   const { layout } = read;
   const regression = target.task === 'regression';
   const targets = layout.targets.map((column) => ({ name: layout.names[column.source], index: column.source }));
-  const dropped = outcomes.filter((outcome) => outcome.writer === undefined && !isIgnored(layout, outcome.source));
+  const dropped = outcomes.filter((outcome) => outcome.writer === undefined && !outcome.ignored);
   return {
     hasHeader: read.hasHeader,
     delimiter: read.delimiter,
@@ -559,7 +571,7 @@ function newEncoding(
 function buildReport(read: CsvRead, outcomes: readonly ColumnOutcome[], target: TargetOutcome): ColumnReport[] {
   const reports: ColumnReport[] = [];
   for (const outcome of outcomes) {
-    const ignored = isIgnored(read.layout, outcome.source);
+    const ignored = outcome.ignored === true;
     const notes = ignored ? ['left out as asked (ignore)'] : outcome.notes;
     reports.push(reportColumn(outcome.profile, outcome.decision, outcome.writer === undefined || ignored ? 'left out' : 'feature', ignored ? 0 : outcome.featureNames.length, notes));
   }
