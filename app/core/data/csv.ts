@@ -202,6 +202,8 @@ class CsvReader {
   private readonly dropped = { count: 0, lines: [] as number[] };
   private readonly markers: readonly string[];
   private readonly isMissing: (text: string) => boolean;
+  /** A marker that reads as a number (-999): cells are checked against the markers before parsing. */
+  private readonly numericMarkers: boolean;
   count = 0;
   done = false;
 
@@ -212,6 +214,7 @@ class CsvReader {
   ) {
     this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
     this.isMissing = missingTest(this.markers);
+    this.numericMarkers = this.markers.some(isNumberText);
   }
 
   /** One record from the parser; `row` is its first line number. Returns the number of line breaks inside it. */
@@ -292,6 +295,10 @@ class CsvReader {
     numbers.reserve(sources.length);
     const out = numbers.data;
     let at = numbers.length;
+    if (this.numericMarkers) {
+      this.scanRowWithNumericMarkers(fields);
+      return;
+    }
     if (!layout.inferred) {
       // Types fixed (pixel CSVs, stored encodings): no per-column statistics to gather.
       for (let i = 0; i < sources.length; i++) {
@@ -315,6 +322,29 @@ class CsvReader {
         if (fractional[i] === 0 && Math.floor(value) !== value) fractional[i] = 1;
       } else {
         out[at++] = this.notANumber(scan, i, text);
+      }
+    }
+    numbers.length = at;
+  }
+
+  /** The slow path for markers like -999: each cell is checked against the markers first. */
+  private scanRowWithNumericMarkers(fields: string[]): void {
+    const scan = this.scan!;
+    const sources = this.layout!.scanSources;
+    const numbers = scan.numbers;
+    const { min, max, sum, fractional } = scan;
+    let at = numbers.length;
+    for (let i = 0; i < sources.length; i++) {
+      const text = fields[sources[i]];
+      const value = this.layout!.strictSlots[i] === 0 && this.isMissing(text) ? NaN : parseStrictNumber(text);
+      if (Math.abs(value) <= maxFloat32) {
+        numbers.data[at++] = value;
+        if (value < min[i]) min[i] = value;
+        if (value > max[i]) max[i] = value;
+        sum[i] += value;
+        if (fractional[i] === 0 && Math.floor(value) !== value) fractional[i] = 1;
+      } else {
+        numbers.data[at++] = this.notANumber(scan, i, text);
       }
     }
     numbers.length = at;
