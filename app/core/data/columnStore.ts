@@ -25,11 +25,15 @@ export class FloatBuffer {
 }
 
 export class IntBuffer {
-  data = new Int32Array(256);
+  data: Int32Array;
   length = 0;
+  /** Small by default: a wide file has one per column, most of which stay small or empty. */
+  constructor(capacity = 4) {
+    this.data = new Int32Array(capacity);
+  }
   push(value: number): void {
     if (this.length === this.data.length) {
-      const grown = new Int32Array(this.data.length * 2);
+      const grown = new Int32Array(Math.max(4, this.data.length * 2));
       grown.set(this.data);
       this.data = grown;
     }

@@ -70,6 +70,12 @@ export interface CsvDataset extends Dataset {
 }
 
 const headBytes = 64 * 1024;
+/**
+ * More columns than this is refused: each column keeps a little state while the file streams by (about 3 KB
+ * when all its cells are text), and a wrong delimiter or lost line ends make one row of every field.
+ * Excel stops at 16 384 columns; a 3x128x128 pixel CSV has 49 153.
+ */
+export const maxColumns = 65_536;
 const headerSampleRows = 200;
 
 // ---- delimiter and header detection ----
@@ -198,7 +204,7 @@ class CsvReader {
   private sklearnClasses?: string[];
   private readonly sample: { fields: string[]; row: number }[] = [];
   private sampling = true;
-  private readonly lines = new IntBuffer();
+  private readonly lines = new IntBuffer(1024);
   private readonly dropped = { count: 0, lines: [] as number[] };
   private readonly markers: readonly string[];
   private readonly isMissing: (text: string) => boolean;
@@ -244,6 +250,9 @@ class CsvReader {
     const rows = this.sample.map((entry) => entry.fields);
     this.hasHeader = this.options.header ?? detectHeader(rows, this.isMissing);
     const first = this.sample[0].fields;
+    if (first.length > maxColumns) {
+      throw new DataError(this.file, `${first.length.toLocaleString('en-US')} columns in the ${this.hasHeader ? 'header' : 'first row'}, more than ${maxColumns.toLocaleString('en-US')}: is the delimiter right, and does each row end with a line break?`, { row: this.sample[0].row });
+    }
     const names = this.hasHeader ? first.map((name) => name.trim()) : new Array<string>(first.length).fill('');
     const encoding = this.options.encoding;
     this.layout = encoding !== undefined

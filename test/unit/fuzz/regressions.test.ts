@@ -220,6 +220,14 @@ describe('files that load are valid everywhere they go', () => {
     });
   });
 
+  test('CSV (fuzz seed 777001, case 18307 after issue 13): 70 000 fields on one line are refused, not held as 70 000 columns', async () => {
+    const file = write('oneline.csv', `${Array.from({ length: 70_000 }, () => '').join(',')},1\n`);
+    await assert.rejects(loadCsv(file, { missingMarkers: ['?'] }), {
+      name: 'DataError',
+      message: 'oneline.csv, row 1: 70,000 columns in the first row, more than 65,536: is the delimiter right, and does each row end with a line break?',
+    });
+  });
+
   test('run files: a spec whose layers do not fit together is a RunFileError, not a SpecError from the run list', () => {
     const record = JSON.parse(runSeeds[1].text);
     record.spec.layers[0].filters = 2 ** 31;
