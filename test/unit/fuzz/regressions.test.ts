@@ -224,7 +224,7 @@ describe('files that load are valid everywhere they go', () => {
     const file = write('oneline.csv', `${Array.from({ length: 70_000 }, () => '').join(',')},1\n`);
     await assert.rejects(loadCsv(file, { missingMarkers: ['?'] }), {
       name: 'DataError',
-      message: 'oneline.csv, row 1: 70,000 columns in the first row, more than 65,536: is the delimiter right, and does each row end with a line break?',
+      message: 'oneline.csv, row 1: 70,001 columns in the first row, more than 65,536: is the delimiter right, and does each row end with a line break?',
     });
   });
 
