@@ -59,6 +59,11 @@ export function columnList(value: string): Array<string | number> {
   return value.split(',').map((item) => columnRef(item.trim())).filter((item) => item !== '');
 }
 
+/** Missing markers: comma-separated, kept as written (an empty item is the empty cell). */
+export function markerList(value: string): string[] {
+  return value.split(',').map((item) => item.trim());
+}
+
 export interface DataOptions {
   data?: string;
   labels?: string;
@@ -70,6 +75,10 @@ export interface DataOptions {
   categorical?: Array<string | number>;
   ignore?: Array<string | number>;
   limit?: number;
+  task?: 'classification' | 'regression';
+  targetColumns?: Array<string | number>;
+  missingValues?: string[];
+  dates?: 'parts' | 'ignore';
 }
 
 /** Adds the options that describe how to read a data file. */
@@ -85,7 +94,11 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
     .addOption(new Option('--no-header', 'the CSV has no header row'))
     .option('--categorical <columns>', 'CSV columns to one-hot encode, comma-separated names or indices', columnList)
     .option('--ignore <columns>', 'CSV columns to leave out, comma-separated names or indices', columnList)
-    .option('--limit <n>', 'read only the first n examples', positiveInteger('--limit'));
+    .option('--limit <n>', 'read only the first n examples', positiveInteger('--limit'))
+    .addOption(new Option('--task <task>', 'CSV: classification or regression (default: inferred from the label column)').choices(['classification', 'regression']))
+    .option('--target-columns <columns>', 'CSV: several columns to predict (regression), comma-separated names or indices', columnList)
+    .option('--missing-values <markers>', 'CSV: cell texts that mean missing, comma-separated (default: empty, NA, N/A, NaN, null, ?, -)', markerList)
+    .addOption(new Option('--dates <how>', 'CSV date columns: numeric parts or left out (default parts)').choices(['parts', 'ignore']));
 }
 
 export function csvOptionsFrom(options: DataOptions): CsvOptions {
@@ -103,6 +116,10 @@ export function csvOptionsFrom(options: DataOptions): CsvOptions {
   if (options.categorical !== undefined) csv.categorical = options.categorical;
   if (options.ignore !== undefined) csv.ignoreColumns = options.ignore;
   if (options.limit !== undefined) csv.limit = options.limit;
+  if (options.task !== undefined) csv.task = options.task;
+  if (options.targetColumns !== undefined) csv.targetColumns = options.targetColumns;
+  if (options.missingValues !== undefined) csv.missingMarkers = options.missingValues;
+  if (options.dates !== undefined) csv.dates = options.dates;
   return csv;
 }
 

@@ -6,6 +6,7 @@ import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
 import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictRows, predictWithModel } from './evaluation';
+import { formatInspection, inspectData } from './inspect';
 import { cellExamples } from './examples';
 import {
   encodeModelAs, encodeModelFile, exportCourseModel, exportOnnx, formatLayerTable, importCourseModel, layerTable, loadModelFile,
@@ -22,6 +23,9 @@ export const services = {
     load: loadDataSource,
     summarize: summarizeDataset,
     preview: previewDataset,
+    /** The column report and inferred task of a CSV (issue 13). */
+    inspect: inspectData,
+    formatInspection,
   },
   models: {
     build: buildModelSpec,
@@ -62,6 +66,7 @@ export type { ResumeRequest, SavedRunResult, SplitPlan, TrainEvent, TrainingCont
 export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetViews';
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';
+export type { DataInspection } from './inspect';
 export type { CellExamples, CellQuery, PredictionSet } from './examples';
 export type { ExportFormat, TrainedModel } from './models';
 export { RunStore, type RunContext, type RunListing, type RunNaming, type RunProblem } from './runs';

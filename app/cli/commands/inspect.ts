@@ -1,12 +1,13 @@
 // `nnstudio inspect`: a layer table (output shapes, parameters, multiply-adds) of a model file, a preset
-// or a layer string, like Keras' summary().
+// or a layer string, like Keras' summary(); or, with --data, the column report of a CSV and its task.
 import { Command, Option } from 'commander';
 import { parseImageShape } from '../../core/data/dataset';
 import { lossNames, type LossName } from '../../core/model/spec';
 import { services } from '../../services';
+import { addDataOptions, dataSourceFrom, type DataOptions } from '../options';
 import { formatReport } from '../report';
 
-interface InspectOptions {
+interface InspectOptions extends DataOptions {
   model?: string;
   preset?: string;
   layers?: string;
@@ -17,18 +18,24 @@ interface InspectOptions {
 }
 
 export function inspectCommand(): Command {
-  return new Command('inspect')
-    .description('show a model\'s layers with output shapes and parameter counts')
+  const command = new Command('inspect')
+    .description('show a model\'s layers with output shapes and parameter counts, or a CSV\'s columns (--data)')
     .option('--model <file>', 'a model file (.safetensors)')
     .option('--preset <name>', 'a built-in preset')
     .option('--layers <spec>', 'a layer string (docs/LAYERS.md)')
     .option('--input <shape>', 'input shape for --preset/--layers: CxHxW for images or F for features (default 1x28x28)', '1x28x28')
     .option('--classes <n>', 'number of classes for --preset/--layers', '10')
     .addOption(new Option('--loss <loss>', 'loss for --layers').choices(lossNames))
-    .option('--json', 'print the table as JSON')
+    .option('--json', 'print the table as JSON (docs/DATA.md describes the --data form)');
+  return addDataOptions(command, 'a CSV file: show each column\'s type, missing values, distinct values and histogram, and the task')
     .action(async (options: InspectOptions) => {
-      const given = [options.model, options.preset, options.layers].filter((value) => value !== undefined);
-      if (given.length !== 1) throw new Error('give exactly one of --model, --preset or --layers');
+      const given = [options.model, options.preset, options.layers, options.data].filter((value) => value !== undefined);
+      if (given.length !== 1) throw new Error('give exactly one of --model, --preset, --layers or --data');
+      if (options.data !== undefined) {
+        const inspection = await services.datasets.inspect(await dataSourceFrom(options.data, 'train', options));
+        process.stdout.write(`${options.json ? JSON.stringify(inspection) : services.datasets.formatInspection(inspection)}\n`);
+        return;
+      }
       const model = options.model !== undefined ? await services.models.load(options.model) : undefined;
       const spec = model?.spec ?? services.models.build(
         { preset: options.preset, layers: options.layers, loss: options.loss },

@@ -3,103 +3,80 @@
 // Rows and columns in messages are 1-based, as a user counts them in an editor or a spreadsheet:
 // row = line number in the file (the header line is row 1), column = field number. Options that pick
 // columns take a header name or a 0-based index (negative counts from the end: -1 is the last column).
+//
+// Since issue 13 the loader reads the whole file before deciding what each column is (columnReport.ts):
+// missing markers, numbers, categories, dates, IDs, constant columns and free text; then whether the label
+// is a class or a number to predict (task.ts). Rows whose label or target is missing are dropped and
+// counted in `notes`. The decisions are stored in the encoding, so later files are read the same way.
 import * as fs from 'node:fs';
 import * as Papa from 'papaparse';
-import { type Dataset, featureSize, formatShape } from './dataset';
-import type { CsvEncoding, EncodedColumn } from './encoding';
-import { DataError, fileError, listForMessage, quoteCell } from './errors';
+import type { ColumnReport } from './columnReport';
+import { IntBuffer, ScannedColumns } from './columnStore';
+import { finishCsv } from './csvFinish';
+import { layoutFromEncoding, layoutFromOptions, type ColumnRef, type Layout } from './csvLayout';
+import type { Dataset } from './dataset';
+import type { CsvEncoding } from './encoding';
+import { DataError, fileError } from './errors';
+import { defaultMissingMarkers, missingTest } from './missing';
+import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
 
-export type ColumnRef = string | number;
+export { parseStrictNumber } from './numbers';
+export { resolveColumn, type ColumnRef } from './csvLayout';
 
 export interface CsvOptions {
-  /** Field delimiter; sniffed from the first rows when absent (`,` `;` tab `|`). `tab` and `\t` mean tab. */
+  /** Field delimiter; sniffed from the first rows when absent (`,` `;` tab `|`, else a space). `tab` and `\t` mean tab. */
   delimiter?: string;
   /** Whether the first row is a header; detected when absent (see `detectHeader`). */
   header?: boolean;
   /** Header name or 0-based index (negative from the end). Default: the last column. */
   labelColumn?: ColumnRef;
+  /** Several target columns to predict (regression). Replaces labelColumn. */
+  targetColumns?: readonly ColumnRef[];
+  /** Classification or regression; inferred from the label column when absent (task.ts). */
+  task?: 'classification' | 'regression';
   /** The file has no label column (prediction input); labels are all -1. */
   unlabeled?: boolean;
-  /** Columns one-hot encoded instead of parsed as numbers (categories sorted). */
+  /** Columns one-hot encoded instead of inferred (categories sorted). */
   categorical?: readonly ColumnRef[];
   /** Columns left out entirely (ids, free text). */
   ignoreColumns?: readonly ColumnRef[];
+  /** Cell texts that mean "missing" (trimmed, any case). Default: '', NA, N/A, NaN, null, ?, -. */
+  missingMarkers?: readonly string[];
+  /** Date columns: numeric parts (year, month, day, weekday, hour when written) or left out. Default 'parts'. */
+  dates?: 'parts' | 'ignore';
   /** Known classes (a trained model's labels): every label must be one of them, in this order. */
   classLabels?: readonly string[];
-  /** Reshape the features to [C,H,W]; the feature count must equal C*H*W. */
+  /** Reshape the features to [C,H,W]; the feature count must equal C*H*W. Every feature cell must be a number. */
   imageShape?: readonly number[];
   /** Divide every feature by this (255 for pixel CSVs). */
   pixelScale?: number;
   /**
    * The encoding of the training data (from an earlier load or from the model file): the same columns,
-   * categories, classes, image shape and pixel scale are applied, and the column options above are
-   * ignored. With a header on both files columns are matched by name, otherwise by position.
+   * categories, date parts, classes or targets, image shape, pixel scale and missing markers are applied,
+   * and the column options above are ignored. With a header on both files columns are matched by name,
+   * otherwise by position.
    */
   encoding?: CsvEncoding;
   /** Stop after this many data rows (previews). */
   limit?: number;
+  /** Also build the column report (dataset.report). */
+  report?: boolean;
 }
 
 export interface CsvDataset extends Dataset {
   encoding: CsvEncoding;
+  /** Per column of the file: type, missing share, distinct values, range, histogram (with `report: true`). */
+  report?: ColumnReport[];
 }
 
 const headBytes = 64 * 1024;
-const headerSampleRows = 200;
-const maxFloat32 = 3.4028234663852886e38;
-
-// ---- strict numbers ----
-
 /**
- * Parses a decimal number strictly: optional sign, digits with an optional fraction, optional exponent,
- * surrounding spaces allowed. Returns NaN for anything else ('', 'abc', '1.2.3', '0x10', 'NaN', 'Infinity').
+ * More columns than this is refused: each column keeps a little state while the file streams by (about 3 KB
+ * when all its cells are text), and a wrong delimiter or lost line ends make one row of every field.
+ * Excel stops at 16 384 columns; a 3x128x128 pixel CSV has 49 153.
  */
-export function parseStrictNumber(text: string): number {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isBlankChar(text.charCodeAt(start))) start++;
-  while (end > start && isBlankChar(text.charCodeAt(end - 1))) end--;
-  if (start === end) return NaN;
-  let i = start;
-  let code = text.charCodeAt(i);
-  const negative = code === 45;
-  if (code === 43 || code === 45) i++; // + -
-  let digits = 0;
-  let integer = 0;
-  while (i < end && isDigit((code = text.charCodeAt(i)))) {
-    integer = integer * 10 + (code - 48);
-    i++;
-    digits++;
-  }
-  // Fast path: plain integers of up to 15 digits are exact in a double (pixel CSVs are all such cells).
-  if (i === end && digits > 0 && digits <= 15) return negative ? -integer : integer;
-  if (i < end && text.charCodeAt(i) === 46) { // .
-    i++;
-    while (i < end && isDigit(text.charCodeAt(i))) { i++; digits++; }
-  }
-  if (digits === 0) return NaN;
-  if (i < end && ((code = text.charCodeAt(i)) === 101 || code === 69)) { // e E
-    i++;
-    if (i < end && ((code = text.charCodeAt(i)) === 43 || code === 45)) i++;
-    let exponentDigits = 0;
-    while (i < end && isDigit(text.charCodeAt(i))) { i++; exponentDigits++; }
-    if (exponentDigits === 0) return NaN;
-  }
-  if (i !== end) return NaN;
-  return Number(text);
-}
-
-function isDigit(code: number): boolean {
-  return code >= 48 && code <= 57;
-}
-
-function isBlankChar(code: number): boolean {
-  return code === 32 || code === 9;
-}
-
-function isNumberText(text: string): boolean {
-  return !Number.isNaN(parseStrictNumber(text));
-}
+export const maxColumns = 65_536;
+const headerSampleRows = 200;
 
 // ---- delimiter and header detection ----
 
@@ -107,12 +84,18 @@ const delimiterCandidates = [',', ';', '\t', '|'];
 
 /**
  * Picks the delimiter that splits the sample's rows into the same number (> 1) of fields, preferring
- * more fields, then the order `,` `;` tab `|`. Falls back to the most consistent one, then to `,`.
+ * more fields, then the order `,` `;` tab `|`. A single space is tried only when none of those splits a
+ * row (scikit-learn's linnerud and diabetes files). Falls back to the most consistent one, then to `,`.
  */
 export function sniffDelimiter(sample: string): string {
-  let best = ',';
+  const best = bestDelimiter(sample, delimiterCandidates);
+  return best ?? bestDelimiter(sample, [' ']) ?? ',';
+}
+
+function bestDelimiter(sample: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
   let bestScore = -Infinity;
-  for (const delimiter of delimiterCandidates) {
+  for (const delimiter of candidates) {
     const rows = Papa.parse<string[]>(sample, { delimiter, preview: 50 }).data.filter((row) => !isBlankRow(row));
     if (rows.length === 0) continue;
     const counts = rows.map((row) => row.length);
@@ -132,8 +115,9 @@ export function sniffDelimiter(sample: string): string {
 /**
  * A header when some column has a non-numeric first cell above numeric cells. Otherwise none when any
  * first-row cell is a number; for all-text files, a header when no first-row cell recurs in its column.
+ * Missing markers (an empty cell, NA, ?) are no evidence either way.
  */
-export function detectHeader(rows: readonly (readonly string[])[]): boolean {
+export function detectHeader(rows: readonly (readonly string[])[], isMissing: (text: string) => boolean = missingTest()): boolean {
   if (rows.length === 0) return false;
   const first = rows[0];
   const rest = rows.slice(1);
@@ -143,11 +127,12 @@ export function detectHeader(rows: readonly (readonly string[])[]): boolean {
       firstHasNumber = true;
       continue;
     }
+    if (isMissing(first[column])) continue;
     let filled = 0;
     let numeric = 0;
     for (const row of rest) {
       const cell = row[column];
-      if (cell === undefined || cell.trim() === '') continue;
+      if (cell === undefined || isMissing(cell)) continue;
       filled++;
       if (isNumberText(cell)) numeric++;
     }
@@ -161,7 +146,27 @@ export function detectHeader(rows: readonly (readonly string[])[]): boolean {
   return true;
 }
 
-function isBlankRow(row: readonly string[]): boolean {
+/**
+ * scikit-learn's bundled CSVs (iris.csv, wine_data.csv, breast_cancer.csv, boston_house_prices.csv) start
+ * with `n_samples,n_features,<class names>`: two integers, then names or empty cells, over rows of
+ * n_features + 1 fields (the last one the target, a class index into those names). Returns the class names
+ * ([] when there are none) when the first rows have that form.
+ */
+export function detectSklearnPreamble(rows: readonly (readonly string[])[]): string[] | undefined {
+  if (rows.length < 2) return undefined;
+  const [first, second] = rows;
+  if (first.length < 2 || !/^\s*\d+\s*$/.test(first[0]) || !/^\s*\d+\s*$/.test(first[1])) return undefined;
+  const featureCount = Number(first[1]);
+  if (featureCount < 1 || second.length !== featureCount + 1) return undefined;
+  const names = first.slice(2).map((cell) => cell.trim());
+  if (names.some((name) => isNumberText(name))) return undefined;
+  const numbers = second.filter(isNumberText).length;
+  if (numbers !== 0 && numbers !== second.length) return undefined; // the second row: all data or all header
+  if (first.length !== second.length && names.some((name) => name === '') && names.some((name) => name !== '')) return undefined;
+  return names.filter((name) => name !== '');
+}
+
+export function isBlankRow(row: readonly string[]): boolean {
   return row.length === 1 && row[0].trim() === '';
 }
 
@@ -171,137 +176,40 @@ function normaliseDelimiter(delimiter: string): string {
   return delimiter;
 }
 
-// ---- value ordering (classes, categories) ----
+// ---- the streaming pass ----
 
-/** Sorts distinct texts: numerically when all are numbers ("1" and "1.0" become one), else by code point. */
-function orderValues(texts: readonly string[]): { ordered: string[]; rank: Int32Array } {
-  const rank = new Int32Array(texts.length);
-  if (texts.length > 0 && texts.every(isNumberText)) {
-    const values = texts.map(Number);
-    const distinct = [...new Set(values)].sort((a, b) => a - b);
-    const position = new Map(distinct.map((value, index) => [value, index]));
-    const ordered = new Array<string>(distinct.length);
-    for (let id = 0; id < texts.length; id++) {
-      const index = position.get(values[id])!;
-      rank[id] = index;
-      if (ordered[index] === undefined) ordered[index] = texts[id];
-    }
-    return { ordered, rank };
-  }
-  const ordered = [...texts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const position = new Map(ordered.map((text, index) => [text, index]));
-  for (let id = 0; id < texts.length; id++) rank[id] = position.get(texts[id])!;
-  return { ordered, rank };
-}
-
-/** Looks a text up among known values: exactly, or by numeric value when both are numbers. */
-function makeLookup(values: readonly string[]): (text: string) => number {
-  const exact = new Map<string, number>();
-  const numeric = new Map<number, number>();
-  values.forEach((value, index) => {
-    if (!exact.has(value)) exact.set(value, index);
-    const number = parseStrictNumber(value);
-    if (!Number.isNaN(number) && !numeric.has(number)) numeric.set(number, index);
-  });
-  return (text) => {
-    const found = exact.get(text);
-    if (found !== undefined) return found;
-    const number = parseStrictNumber(text);
-    return Number.isNaN(number) ? -1 : (numeric.get(number) ?? -1);
-  };
-}
-
-// ---- growable typed buffers ----
-
-class FloatBuffer {
-  data = new Float32Array(4096);
-  length = 0;
-  reserve(extra: number): void {
-    if (this.length + extra <= this.data.length) return;
-    let capacity = this.data.length * 2;
-    while (capacity < this.length + extra) capacity *= 2;
-    const grown = new Float32Array(capacity);
-    grown.set(this.data.subarray(0, this.length));
-    this.data = grown;
-  }
-  trimmed(): Float32Array {
-    return this.length === this.data.length ? this.data : this.data.slice(0, this.length);
-  }
-}
-
-class IntBuffer {
-  data = new Int32Array(1024);
-  length = 0;
-  push(value: number): void {
-    if (this.length === this.data.length) {
-      const grown = new Int32Array(this.data.length * 2);
-      grown.set(this.data);
-      this.data = grown;
-    }
-    this.data[this.length++] = value;
-  }
-  trimmed(): Int32Array {
-    return this.data.slice(0, this.length);
-  }
-}
-
-/** Distinct texts in first-seen order, each with an id. */
-class TextIds {
-  readonly ids = new Map<string, number>();
-  readonly texts: string[] = [];
-  id(text: string): number {
-    let id = this.ids.get(text);
-    if (id === undefined) {
-      id = this.texts.length;
-      this.ids.set(text, id);
-      this.texts.push(text);
-    }
-    return id;
-  }
-}
-
-// ---- column layout ----
-
-interface NumericColumn {
-  kind: 'numeric';
-  source: number; // field index in this file
-  name: string;
-  slot: number; // position among the numeric columns
-}
-
-interface CategoricalColumn {
-  kind: 'categorical';
-  source: number;
-  name: string;
-  /** Known categories (evaluation): row value → category index, -1 when unseen. */
-  lookup?: (text: string) => number;
-  known?: readonly string[];
-  seen: TextIds;
-  values: IntBuffer; // per row: category index when known, else seen id
-}
-
-type LayoutColumn = NumericColumn | CategoricalColumn;
-
-interface Layout {
-  columnCount: number;
-  names: string[]; // display name per field ('' without a header)
-  labelIndex: number; // -1: unlabeled
-  columns: LayoutColumn[]; // feature order
-  numericSources: Int32Array;
-  categorical: CategoricalColumn[];
-  textSources: Int32Array; // fields that are not parsed as numbers (may hold quoted line breaks)
+/** What the streaming pass gathered, for finishCsv. */
+export interface CsvRead {
+  file: string;
+  delimiter: string;
+  options: CsvOptions;
+  hasHeader: boolean;
+  layout: Layout;
+  scan: ScannedColumns;
+  /** File line of each kept data row. */
+  lines: IntBuffer;
+  count: number;
+  /** Rows left out because a label or target cell was missing: how many, and the first few lines. */
+  dropped: { count: number; lines: number[] };
+  markers: readonly string[];
+  isMissing: (text: string) => boolean;
+  /** scikit-learn preamble class names (target index → name), when the file has one. */
+  sklearnClasses?: string[];
 }
 
 class CsvReader {
   private layout?: Layout;
+  private scan?: ScannedColumns;
   private hasHeader = false;
+  private sklearnClasses?: string[];
   private readonly sample: { fields: string[]; row: number }[] = [];
   private sampling = true;
-  private readonly numbers = new FloatBuffer();
-  private readonly labelIds = new IntBuffer();
-  private readonly seenLabels = new TextIds();
-  private readonly knownLabels?: readonly string[];
-  private readonly labelLookup?: (text: string) => number;
+  private readonly lines = new IntBuffer(1024);
+  private readonly dropped = { count: 0, lines: [] as number[] };
+  private readonly markers: readonly string[];
+  private readonly isMissing: (text: string) => boolean;
+  /** A marker that reads as a number (-999): cells are checked against the markers before parsing. */
+  private readonly numericMarkers: boolean;
   count = 0;
   done = false;
 
@@ -310,12 +218,9 @@ class CsvReader {
     private readonly delimiter: string,
     private readonly options: CsvOptions,
   ) {
-    const encoding = options.encoding;
-    const known = options.classLabels ?? (encoding !== undefined && encoding.label !== null ? encoding.classLabels : undefined);
-    if (known !== undefined) {
-      this.knownLabels = known;
-      this.labelLookup = makeLookup(known);
-    }
+    this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
+    this.isMissing = missingTest(this.markers);
+    this.numericMarkers = this.markers.some(isNumberText);
   }
 
   /** One record from the parser; `row` is its first line number. Returns the number of line breaks inside it. */
@@ -338,99 +243,26 @@ class CsvReader {
   private endSampling(): void {
     this.sampling = false;
     if (this.sample.length === 0) return;
+    if (this.options.header === undefined) {
+      this.sklearnClasses = detectSklearnPreamble(this.sample.map((entry) => entry.fields));
+      if (this.sklearnClasses !== undefined) this.sample.shift();
+    }
     const rows = this.sample.map((entry) => entry.fields);
-    this.hasHeader = this.options.header ?? detectHeader(rows);
-    const first = this.sample[0];
-    this.layout = this.buildLayout(first.fields, this.hasHeader);
+    this.hasHeader = this.options.header ?? detectHeader(rows, this.isMissing);
+    const first = this.sample[0].fields;
+    if (first.length > maxColumns) {
+      throw new DataError(this.file, `${first.length.toLocaleString('en-US')} columns in the ${this.hasHeader ? 'header' : 'first row'}, more than ${maxColumns.toLocaleString('en-US')}: is the delimiter right, and does each row end with a line break?`, { row: this.sample[0].row });
+    }
+    const names = this.hasHeader ? first.map((name) => name.trim()) : new Array<string>(first.length).fill('');
+    const encoding = this.options.encoding;
+    this.layout = encoding !== undefined
+      ? layoutFromEncoding(this.file, encoding, this.options.unlabeled === true, names, this.hasHeader)
+      : layoutFromOptions(this.file, this.options, names, this.hasHeader);
+    this.scan = new ScannedColumns(this.layout.scanSources.length);
     for (let i = this.hasHeader ? 1 : 0; i < this.sample.length && !this.done; i++) {
       this.dataRow(this.sample[i].fields, this.sample[i].row);
     }
     this.sample.length = 0;
-  }
-
-  private buildLayout(first: string[], hasHeader: boolean): Layout {
-    const columnCount = first.length;
-    const names = hasHeader ? first.map((name) => name.trim()) : new Array<string>(columnCount).fill('');
-    const encoding = this.options.encoding;
-    let labelIndex: number;
-    let columns: LayoutColumn[];
-    if (encoding !== undefined) {
-      ({ labelIndex, columns } = this.layoutFromEncoding(encoding, names, hasHeader, columnCount));
-    } else {
-      ({ labelIndex, columns } = this.layoutFromOptions(names, hasHeader, columnCount));
-    }
-    let slot = 0;
-    for (const column of columns) if (column.kind === 'numeric') column.slot = slot++;
-    const numericSources = Int32Array.from(columns.filter((c) => c.kind === 'numeric').map((c) => c.source));
-    const numeric = new Set(numericSources);
-    const textSources = Int32Array.from([...Array(columnCount).keys()].filter((index) => !numeric.has(index)));
-    const categorical = columns.filter((c): c is CategoricalColumn => c.kind === 'categorical');
-    return { columnCount, names, labelIndex, columns, numericSources, categorical, textSources };
-  }
-
-  private layoutFromOptions(names: string[], hasHeader: boolean, columnCount: number) {
-    const options = this.options;
-    const resolve = (ref: ColumnRef, what: string) => resolveColumn(this.file, ref, names, hasHeader, what);
-    const labelIndex = options.unlabeled ? -1 : resolve(options.labelColumn ?? -1, 'label column');
-    const ignored = new Set((options.ignoreColumns ?? []).map((ref) => resolve(ref, 'ignored column')));
-    const categorical = new Set((options.categorical ?? []).map((ref) => resolve(ref, 'categorical column')));
-    if (categorical.has(labelIndex)) {
-      throw new DataError(this.file, `the label column ${columnTitle(names, labelIndex)} cannot also be categorical (labels are classes already)`);
-    }
-    for (const index of categorical) {
-      if (ignored.has(index)) throw new DataError(this.file, `column ${columnTitle(names, index)} is both ignored and categorical`);
-    }
-    const columns: LayoutColumn[] = [];
-    for (let index = 0; index < columnCount; index++) {
-      if (index === labelIndex || ignored.has(index)) continue;
-      const name = featureName(names, index);
-      columns.push(categorical.has(index)
-        ? { kind: 'categorical', source: index, name, seen: new TextIds(), values: new IntBuffer() }
-        : { kind: 'numeric', source: index, name, slot: 0 });
-    }
-    if (columns.length === 0) {
-      throw new DataError(this.file, `no feature columns: the file has ${columnCount} column(s) and all are the label or ignored`);
-    }
-    return { labelIndex, columns };
-  }
-
-  private layoutFromEncoding(encoding: CsvEncoding, names: string[], hasHeader: boolean, columnCount: number) {
-    const unlabeled = this.options.unlabeled === true || encoding.label === null;
-    const toColumn = (encoded: EncodedColumn, source: number): LayoutColumn => encoded.kind === 'numeric'
-      ? { kind: 'numeric', source, name: encoded.name, slot: 0 }
-      : {
-          kind: 'categorical', source, name: encoded.name, known: encoded.categories,
-          lookup: makeLookup(encoded.categories), seen: new TextIds(), values: new IntBuffer(),
-        };
-    if (hasHeader && encoding.hasHeader) {
-      // By header name; a column with an empty header cell (a pandas index) is known by its feature name, col<N>.
-      const position = new Map<string, number>();
-      names.forEach((name, index) => { if (!position.has(name)) position.set(name, index); });
-      names.forEach((_, index) => { const name = featureName(names, index); if (!position.has(name)) position.set(name, index); });
-      const find = (name: string, what: string): number => {
-        const index = position.get(name);
-        if (index === undefined) {
-          throw new DataError(this.file, `${what} ${quoteCell(name, 60)} of the training data is missing (columns: ${listForMessage(names)})`);
-        }
-        return index;
-      };
-      const columns = encoding.columns.map((encoded) => toColumn(encoded, find(encoded.name, 'column')));
-      let labelIndex = -1;
-      if (!unlabeled && encoding.label !== null) {
-        labelIndex = find(encoding.label.name, 'label column');
-      }
-      return { labelIndex, columns };
-    }
-    const labelSource = encoding.label?.index ?? -1;
-    const dropsLabel = unlabeled && encoding.label !== null;
-    const expected = encoding.columnCount - (dropsLabel ? 1 : 0);
-    if (columnCount !== expected) {
-      throw new DataError(this.file, `${columnCount} columns per row, but the training data had ${encoding.columnCount}` +
-        (dropsLabel ? ' including the label column' : ''));
-    }
-    const shift = (index: number) => (dropsLabel && index > labelSource ? index - 1 : index);
-    const columns = encoding.columns.map((encoded) => toColumn(encoded, shift(encoded.index)));
-    return { labelIndex: unlabeled ? -1 : labelSource, columns };
   }
 
   private dataRow(fields: string[], row: number): void {
@@ -440,61 +272,104 @@ class CsvReader {
     if (fields.length !== layout.columnCount) {
       throw new DataError(this.file, `${fields.length} field(s), expected ${layout.columnCount} like the ${this.hasHeader ? 'header' : 'first row'}`, { row });
     }
-    const sources = layout.numericSources;
-    const numbers = this.numbers;
-    numbers.reserve(sources.length);
-    const out = numbers.data;
-    let at = numbers.length;
-    for (let i = 0; i < sources.length; i++) {
-      const text = fields[sources[i]];
-      const value = parseStrictNumber(text);
-      if (!(Math.abs(value) <= maxFloat32)) this.badNumber(text, value, row, sources[i]);
-      out[at++] = value;
-    }
-    numbers.length = at;
-    for (const column of layout.categorical) {
-      const text = fields[column.source].trim();
-      if (column.lookup !== undefined) {
-        const index = column.lookup(text);
-        if (index < 0) {
-          throw new DataError(this.file, `category ${quoteCell(text)} was not seen in the training data (${listForMessage(column.known!)})`,
-            this.place(row, column.source));
-        }
-        column.values.push(index);
-      } else {
-        column.values.push(column.seen.id(text));
+    const isMissing = this.isMissing;
+    // Targets first: a row whose label or target is missing never reaches the features.
+    const targets = layout.targets;
+    for (let i = 0; i < targets.length; i++) {
+      if (isMissing(fields[targets[i].source])) {
+        this.dropped.count++;
+        if (this.dropped.lines.length < 5) this.dropped.lines.push(row);
+        return;
       }
     }
-    if (layout.labelIndex >= 0) {
-      const text = fields[layout.labelIndex].trim();
-      if (text === '') throw new DataError(this.file, 'the label is empty', this.place(row, layout.labelIndex));
-      if (this.labelLookup !== undefined) {
-        const index = this.labelLookup(text);
-        if (index < 0) {
-          throw new DataError(this.file, `label ${quoteCell(text)} is not one of the model's classes (${listForMessage(this.knownLabels!)})`,
-            this.place(row, layout.labelIndex));
-        }
-        this.labelIds.push(index);
-      } else {
-        this.labelIds.push(this.seenLabels.id(text));
-      }
-    } else {
-      this.labelIds.push(-1);
+    for (let i = 0; i < targets.length; i++) targets[i].column.add(this.targetText(fields[targets[i].source].trim()), false);
+    this.scanRow(fields);
+    const textFeatures = layout.textFeatures;
+    for (let i = 0; i < textFeatures.length; i++) {
+      const feature = textFeatures[i];
+      const text = fields[feature.source].trim();
+      feature.column.add(text, !feature.strict && isMissing(text));
     }
+    this.lines.push(row);
     this.count++;
     if (this.options.limit !== undefined && this.count >= this.options.limit) this.done = true;
   }
 
-  private badNumber(text: string, value: number, row: number, source: number): never {
-    const detail = Number.isNaN(value)
-      ? `${quoteCell(text)} is not a number${text.trim() === '' ? ' (empty cell)' : ''}`
-      : `${quoteCell(text)} is out of the 32-bit float range`;
-    throw new DataError(this.file, detail, this.place(row, source));
+  /** Numbers into the Float32 buffer; NaN and the cell's text kept apart where it is missing or not a number. */
+  private scanRow(fields: string[]): void {
+    const scan = this.scan!;
+    const layout = this.layout!;
+    const sources = layout.scanSources;
+    const numbers = scan.numbers;
+    numbers.reserve(sources.length);
+    const out = numbers.data;
+    let at = numbers.length;
+    if (this.numericMarkers) {
+      this.scanRowWithNumericMarkers(fields);
+      return;
+    }
+    if (!layout.inferred) {
+      // Types fixed (pixel CSVs, stored encodings): no per-column statistics to gather.
+      for (let i = 0; i < sources.length; i++) {
+        const text = fields[sources[i]];
+        const value = parseStrictNumber(text);
+        if (Math.abs(value) <= maxFloat32) out[at++] = value;
+        else out[at++] = this.notANumber(scan, i, text);
+      }
+      numbers.length = at;
+      return;
+    }
+    const { min, max, sum, fractional } = scan;
+    for (let i = 0; i < sources.length; i++) {
+      const text = fields[sources[i]];
+      const value = parseStrictNumber(text);
+      if (Math.abs(value) <= maxFloat32) {
+        out[at++] = value;
+        if (value < min[i]) min[i] = value;
+        if (value > max[i]) max[i] = value;
+        sum[i] += value;
+        if (fractional[i] === 0 && Math.floor(value) !== value) fractional[i] = 1;
+      } else {
+        out[at++] = this.notANumber(scan, i, text);
+      }
+    }
+    numbers.length = at;
   }
 
-  private place(row: number, source: number) {
-    const name = this.layout!.names[source];
-    return { row, column: source + 1, columnName: name === '' ? undefined : name };
+  /** The slow path for markers like -999: each cell is checked against the markers first. */
+  private scanRowWithNumericMarkers(fields: string[]): void {
+    const scan = this.scan!;
+    const sources = this.layout!.scanSources;
+    const numbers = scan.numbers;
+    const { min, max, sum, fractional } = scan;
+    let at = numbers.length;
+    for (let i = 0; i < sources.length; i++) {
+      const text = fields[sources[i]];
+      const value = this.layout!.strictSlots[i] === 0 && this.isMissing(text) ? NaN : parseStrictNumber(text);
+      if (Math.abs(value) <= maxFloat32) {
+        numbers.data[at++] = value;
+        if (value < min[i]) min[i] = value;
+        if (value > max[i]) max[i] = value;
+        sum[i] += value;
+        if (fractional[i] === 0 && Math.floor(value) !== value) fractional[i] = 1;
+      } else {
+        numbers.data[at++] = this.notANumber(scan, i, text);
+      }
+    }
+    numbers.length = at;
+  }
+
+  private notANumber(scan: ScannedColumns, slot: number, text: string): number {
+    if (this.layout!.strictSlots[slot] === 0 && this.isMissing(text)) scan.missing[slot]++;
+    else scan.addText(slot, text, this.count);
+    return NaN;
+  }
+
+  /** A scikit-learn preamble's class index becomes its class name. */
+  private targetText(text: string): string {
+    const classes = this.sklearnClasses;
+    if (classes === undefined || classes.length === 0 || !/^\d+$/.test(text)) return text;
+    return classes[Number(text)] ?? text;
   }
 
   finish(): CsvDataset {
@@ -502,125 +377,20 @@ class CsvReader {
       if (this.sample.length === 0) throw new DataError(this.file, 'the file is empty');
       this.endSampling();
     }
-    const layout = this.layout!;
-    if (this.count === 0) {
-      throw new DataError(this.file, this.hasHeader ? 'the file has a header row but no data rows' : 'the file has no data rows');
-    }
-    const count = this.count;
-    const { labels, classLabels } = this.classes();
-    const { encodedColumns, featureNames, categoryIndex } = this.featureColumns();
-    const features = this.assembleFeatures(categoryIndex, featureNames.length);
-    const { featureShape, imageShape, pixelScale } = this.scaleImages(features, featureNames.length);
-
-    const encoding = this.options.encoding;
-    const resultEncoding: CsvEncoding = encoding !== undefined
-      ? { ...encoding, classLabels }
-      : {
-          hasHeader: this.hasHeader,
-          delimiter: this.delimiter,
-          columnCount: layout.columnCount,
-          label: layout.labelIndex < 0 ? null : { name: layout.names[layout.labelIndex], index: layout.labelIndex },
-          columns: encodedColumns,
-          featureNames,
-          classLabels,
-          ...(imageShape !== undefined ? { imageShape: [imageShape[0], imageShape[1], imageShape[2]] as [number, number, number] } : {}),
-          ...(pixelScale !== undefined ? { pixelScale } : {}),
-        };
-    return {
-      features,
-      labels,
-      count,
-      featureShape,
-      featureNames,
-      classLabels,
-      source: this.file,
-      ...(pixelScale !== undefined ? { pixelScale } : {}),
-      encoding: resultEncoding,
-    };
-  }
-
-  /** The class of every row and the class names: the known ones, or those seen in sorted order. */
-  private classes(): { labels: Int32Array; classLabels: string[] } {
-    const layout = this.layout!;
-    if (layout.labelIndex < 0) return { labels: this.labelIds.trimmed(), classLabels: [...(this.knownLabels ?? [])] };
-    if (this.knownLabels !== undefined) return { labels: this.labelIds.trimmed(), classLabels: [...this.knownLabels] };
-    const { ordered, rank } = orderValues(this.seenLabels.texts);
-    const labels = new Int32Array(this.count);
-    const ids = this.labelIds.data;
-    for (let i = 0; i < this.count; i++) labels[i] = rank[ids[i]];
-    return { labels, classLabels: ordered };
-  }
-
-  /** The encoded columns and feature names; per categorical column, stored value → category index (null: stored values are indices already). */
-  private featureColumns() {
-    const encodedColumns: EncodedColumn[] = [];
-    const featureNames: string[] = [];
-    const categoryIndex = new Map<CategoricalColumn, { rank: Int32Array | null; width: number }>();
-    for (const column of this.layout!.columns) {
-      if (column.kind === 'numeric') {
-        encodedColumns.push({ kind: 'numeric', name: column.name, index: column.source });
-        featureNames.push(column.name);
-        continue;
-      }
-      let categories: string[];
-      if (column.known !== undefined) {
-        categories = [...column.known];
-        categoryIndex.set(column, { rank: null, width: categories.length });
-      } else {
-        const { ordered, rank } = orderValues(column.seen.texts);
-        categories = ordered;
-        categoryIndex.set(column, { rank, width: categories.length });
-      }
-      encodedColumns.push({ kind: 'categorical', name: column.name, index: column.source, categories });
-      for (const category of categories) featureNames.push(`${column.name}=${category}`);
-    }
-    return { encodedColumns, featureNames, categoryIndex };
-  }
-
-  /** The numbers as parsed, or assembled with one-hot blocks in column order. */
-  private assembleFeatures(categoryIndex: Map<CategoricalColumn, { rank: Int32Array | null; width: number }>, width: number): Float32Array {
-    if (categoryIndex.size === 0) return this.numbers.trimmed();
-    const layout = this.layout!;
-    const features = new Float32Array(this.count * width);
-    const numbers = this.numbers.data;
-    const numericCount = layout.numericSources.length;
-    let at = 0;
-    for (let row = 0; row < this.count; row++) {
-      for (const column of layout.columns) {
-        if (column.kind === 'numeric') {
-          features[at++] = numbers[row * numericCount + column.slot];
-        } else {
-          const { rank, width: categoryCount } = categoryIndex.get(column)!;
-          const value = column.values.data[row];
-          features[at + (rank === null ? value : rank[value])] = 1;
-          at += categoryCount;
-        }
-      }
-    }
-    return features;
-  }
-
-  /** The image shape the features take (checked against their width) and the pixel scale, applied in place. */
-  private scaleImages(features: Float32Array, width: number): { featureShape: number[]; imageShape?: readonly number[]; pixelScale?: number } {
-    const encoding = this.options.encoding;
-    const imageShape = encoding?.imageShape ?? this.options.imageShape;
-    const pixelScale = encoding?.pixelScale ?? this.options.pixelScale;
-    let featureShape = [width];
-    if (imageShape !== undefined) {
-      if (imageShape.length !== 3 || imageShape.some((dim) => !Number.isInteger(dim) || dim <= 0)) {
-        throw new DataError(this.file, `image shape ${formatShape(imageShape)} is not [C,H,W] with positive integers`);
-      }
-      if (featureSize(imageShape) !== width) {
-        throw new DataError(this.file, `image shape ${formatShape(imageShape)} needs ${featureSize(imageShape)} feature columns, found ${width}`);
-      }
-      featureShape = [...imageShape];
-    }
-    if (pixelScale !== undefined) {
-      if (!(pixelScale > 0) || !Number.isFinite(pixelScale)) throw new DataError(this.file, `pixel scale ${pixelScale} must be a positive number`);
-      const inverse = 1 / pixelScale;
-      for (let i = 0; i < features.length; i++) features[i] *= inverse;
-    }
-    return { featureShape, imageShape, pixelScale };
+    return finishCsv({
+      file: this.file,
+      delimiter: this.delimiter,
+      options: this.options,
+      hasHeader: this.hasHeader,
+      layout: this.layout!,
+      scan: this.scan!,
+      lines: this.lines,
+      count: this.count,
+      dropped: this.dropped,
+      markers: this.markers,
+      isMissing: this.isMissing,
+      sklearnClasses: this.sklearnClasses,
+    });
   }
 }
 
@@ -639,40 +409,6 @@ function countLineBreaks(field: string): number {
     }
   }
   return count;
-}
-
-function featureName(names: readonly string[], index: number): string {
-  return names[index] !== '' ? names[index] : `col${index + 1}`;
-}
-
-function columnTitle(names: readonly string[], index: number): string {
-  return names[index] !== '' ? `${quoteCell(names[index], 40)} (${index + 1})` : `${index + 1}`;
-}
-
-/** A column by header name (exact, then case-insensitive) or 0-based index (negative from the end). */
-export function resolveColumn(file: string, ref: ColumnRef, names: readonly string[], hasHeader: boolean, what: string): number {
-  const count = names.length;
-  const byIndex = (index: number): number => {
-    const resolved = index < 0 ? count + index : index;
-    if (!Number.isInteger(index) || resolved < 0 || resolved >= count) {
-      throw new DataError(file, `${what} index ${index} is outside the ${count} column(s) (0..${count - 1}, or -1..-${count} from the end)`);
-    }
-    return resolved;
-  };
-  if (typeof ref === 'number') return byIndex(ref);
-  const wanted = ref.trim();
-  if (hasHeader) {
-    const exact = names.flatMap((name, index) => (name === wanted ? [index] : []));
-    if (exact.length === 1) return exact[0];
-    if (exact.length > 1) throw new DataError(file, `${what} "${wanted}" is ambiguous: ${exact.length} columns have that name; give its index`);
-    const folded = names.flatMap((name, index) => (name.toLowerCase() === wanted.toLowerCase() ? [index] : []));
-    if (folded.length === 1) return folded[0];
-  }
-  if (/^[+-]?\d+$/.test(wanted)) return byIndex(Number(wanted));
-  if (!hasHeader) {
-    throw new DataError(file, `the file has no header row, so the ${what} "${wanted}" cannot be found by name; give its 0-based index`);
-  }
-  throw new DataError(file, `no ${what} named "${wanted}" (columns: ${listForMessage([...names])})`);
 }
 
 // ---- reading ----

@@ -20,10 +20,14 @@ export interface Dataset {
   encoding?: CsvEncoding;
   /** Absent: classification. */
   task?: 'classification' | 'regression';
-  /** Regression: count * targetNames.length values in the original units, row-major (absent for unlabeled data). */
+  /** Why the task is what it is, e.g. "price: 4,998 distinct numbers → regression" (CSV datasets). */
+  taskReason?: string;
+  /** Regression: count x targetNames.length values, row-major, in the file's units; absent for unlabeled data. */
   targets?: Float32Array;
-  /** Regression: the target columns. */
+  /** Regression: the target column names. */
   targetNames?: string[];
+  /** Plain-language notes from loading: columns left out, rows dropped, cells read as missing, … */
+  notes?: string[];
 }
 
 export function featureSize(shape: readonly number[]): number {
@@ -73,6 +77,12 @@ export function checkDataset(dataset: Dataset): void {
   }
   if (dataset.featureNames.length !== 0 && dataset.featureNames.length !== size) {
     throw new Error(`${dataset.source}: ${dataset.featureNames.length} feature names, expected ${size}`);
+  }
+  if (dataset.targets !== undefined) {
+    const width = dataset.targetNames?.length ?? 0;
+    if (width === 0 || dataset.targets.length !== dataset.count * width) {
+      throw new Error(`${dataset.source}: ${dataset.targets.length} target values, expected ${dataset.count} x ${width}`);
+    }
   }
   for (let i = 0; i < dataset.count; i++) {
     const label = dataset.labels[i];

@@ -67,8 +67,9 @@ describe('CSV column roles through an upload', () => {
   });
 
   test('a text cell in a feature column is an error naming the upload, its row and its column', async () => {
+    // A pixel CSV (image shape) needs every feature cell to be a number; elsewhere a rare text cell is missing.
     const text = 'a,b,label\n1,2,x\n3,oops,y\n';
-    const response = await api.dispatch('datasets:open', { source: { kind: 'upload', fileName: 'broken.csv', base64: base64(text), csv: { labelColumn: 2 } } });
+    const response = await api.dispatch('datasets:open', { source: { kind: 'upload', fileName: 'broken.csv', base64: base64(text), csv: { labelColumn: 2, imageShape: [1, 1, 2] } } });
     assert.match(response.error?.message ?? '', /^broken\.csv, row 3, column "b" \(2\): "oops" is not a number/);
     assert.equal(response.error?.row, 3);
     assert.equal(response.error?.column, 2);

@@ -1,10 +1,13 @@
 // CSV import, malformed inputs: every error is a one-line DataError naming the file, row and column.
+// Cells that must be numbers are those of pixel CSVs (imageShape) and of encodings written before issue 13
+// (no missingMarkers); elsewhere a non-number makes a column text or, when rare, missing (csvMessy.test.ts).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadCsv, type CsvOptions } from '../../../app/core/data/csv';
+import type { CsvEncoding } from '../../../app/core/data/encoding';
 import { DataError } from '../../../app/core/data/errors';
 
 const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-csv-errors-'));
@@ -25,11 +28,25 @@ async function rejects(name: string, text: string, message: string, options: Csv
 
 const irisHeader = 'sepal_length,sepal_width,petal_length,petal_width,species\n';
 const irisRow = '5.1,3.5,1.4,0.2,setosa\n';
+/** Options under which every feature cell must be a number: a pixel CSV of 1 x h x w. */
+const pixels = (h: number, w: number): CsvOptions => ({ imageShape: [1, h, w] });
+/** An encoding as model files stored it before issue 13. */
+function oldStyle(encoding: CsvEncoding): CsvEncoding {
+  const { missingMarkers: _markers, task: _task, leftOut: _leftOut, ...rest } = encoding;
+  return rest;
+}
 
 describe('malformed CSV', () => {
   test('a non-numeric cell names file, row (header line = row 1) and column', async () => {
     const text = irisHeader + irisRow.repeat(15) + '5.0,abc,1.4,0.2,setosa\n';
-    await rejects('file.csv', text, 'file.csv, row 17, column "sepal_width" (2): "abc" is not a number');
+    await rejects('file.csv', text, 'file.csv, row 17, column "sepal_width" (2): "abc" is not a number', pixels(2, 2));
+  });
+
+  test('all cell problems at once: the first named, the rest counted and listed', async () => {
+    const text = irisHeader + irisRow + '5.0,abc,1.4,0.2,setosa\n' + irisRow + 'x,3,1.4,?,setosa\n';
+    await rejects('many.csv', text,
+      'many.csv, row 3, column "sepal_width" (2): "abc" is not a number (3 cell problems in all; also row 5, column "sepal_length" (1): "x" is not a number; row 5, column "petal_width" (4): "?" is not a number)',
+      pixels(2, 2));
   });
 
   test('every kind of bad number', async () => {
@@ -42,28 +59,30 @@ describe('malformed CSV', () => {
       ['1e39', '"1e39" is out of the 32-bit float range'],
     ]) {
       const quoted = cell.includes(',') ? `"${cell}"` : cell;
-      await rejects('bad.csv', `a,b,label\n1,2,x\n3,${quoted},y\n`, `bad.csv, row 3, column "b" (2): ${detail}`);
+      await rejects('bad.csv', `a,b,label\n1,2,x\n3,${quoted},y\n`, `bad.csv, row 3, column "b" (2): ${detail}`, pixels(1, 2));
     }
   });
 
   test('without a header the column is named by number', async () => {
-    await rejects('noheader.csv', '1,2,x\n3,4,y\n5,six,z\n', 'noheader.csv, row 3, column 2: "six" is not a number');
+    await rejects('noheader.csv', '1,2,x\n3,4,y\n5,six,z\n', 'noheader.csv, row 3, column 2: "six" is not a number', pixels(1, 2));
   });
 
   test('rows count lines: blank lines and quoted line breaks included', async () => {
     const text = 'note,a,label\n"one\ntwo",1,x\n\n"three",2,y\nfour,oops,z\n';
-    await rejects('lines.csv', text, 'lines.csv, row 6, column "a" (2): "oops" is not a number', { ignoreColumns: ['note'] });
-    await rejects('lines2.csv', text, 'lines2.csv, row 6, column "a" (2): "oops" is not a number', { categorical: ['note'] });
+    await rejects('lines.csv', text, 'lines.csv, row 6, column "a" (2): "oops" is not a number', { ignoreColumns: ['note'], ...pixels(1, 1) });
+    const training = await loadCsv(path.join(folder, 'lines.csv'), { categorical: ['note'], ignoreColumns: ['a'] });
+    await rejects('lines2.csv', text, 'lines2.csv, row 6, column "a" (2): "oops" is not a number',
+      { encoding: { ...oldStyle(training.encoding), columns: [...training.encoding.columns, { kind: 'numeric', name: 'a', index: 1 }] } });
   });
 
   test('line counting holds past the header-detection sample (200 rows)', async () => {
     const body = Array.from({ length: 260 }, (_, i) => (i === 220 ? `"two\nlines",${i},x` : i === 240 ? `t,bad,x` : `t,${i},x`));
     // Header = line 1, body row i on line i + 2, plus one for the quoted line break before row 240.
-    await rejects('late.csv', `note,a,label\n${body.join('\n')}\n`, 'late.csv, row 243, column "a" (2): "bad" is not a number', { ignoreColumns: [0] });
+    await rejects('late.csv', `note,a,label\n${body.join('\n')}\n`, 'late.csv, row 243, column "a" (2): "bad" is not a number', { ignoreColumns: [0], ...pixels(1, 1) });
   });
 
   test('a cell holding a line break stays on one line in the message', async () => {
-    await rejects('multiline.csv', 'a,b,label\n1,"2\n3",x\n', 'multiline.csv, row 2, column "b" (2): "2\\n3" is not a number');
+    await rejects('multiline.csv', 'a,b,label\n1,"2\n3",x\n', 'multiline.csv, row 2, column "b" (2): "2\\n3" is not a number', pixels(1, 2));
   });
 
   test('ragged rows', async () => {
@@ -85,7 +104,7 @@ describe('malformed CSV', () => {
   });
 
   test('label problems', async () => {
-    await rejects('emptylabel.csv', 'a,label\n1,x\n2, \n', 'emptylabel.csv, row 3, column "label" (2): the label is empty');
+    await rejects('emptylabel.csv', 'a,label\n1,\n2, \n3,NA\n', 'emptylabel.csv: every row\'s label is missing (3 rows, e.g. row 2)');
     await rejects('unknown.csv', irisHeader + irisRow + '5.1,3.5,1.4,0.2,rose\n',
       'unknown.csv, row 3, column "species" (5): label "rose" is not one of the model\'s classes (setosa, versicolor, virginica)',
       { classLabels: ['setosa', 'versicolor', 'virginica'] });
@@ -115,8 +134,12 @@ describe('malformed CSV', () => {
     const trainingFile = path.join(folder, 'train.csv');
     fs.writeFileSync(trainingFile, 'color,w,label\nred,1,a\nblue,2,b\n');
     const training = await loadCsv(trainingFile, { categorical: ['color'] });
+    // An encoding from before issue 13 reads strictly; a current one gives unseen categories all-zero features.
     await rejects('unseen.csv', 'color,w,label\nred,1,a\npurple,2,b\n',
-      'unseen.csv, row 3, column "color" (1): category "purple" was not seen in the training data (blue, red)', { encoding: training.encoding });
+      'unseen.csv, row 3, column "color" (1): category "purple" was not seen in the training data (blue, red)', { encoding: oldStyle(training.encoding) });
+    const lenient = await loadCsv(path.join(folder, 'unseen.csv'), { encoding: training.encoding });
+    assert.deepEqual(Array.from(lenient.features), [0, 1, 1, 0, 0, 2]);
+    assert.deepEqual(lenient.notes, ['column "color": 1 cell with a category not seen in training ("purple") get all-zero features']);
     await rejects('missing.csv', 'colour,w,label\nred,1,a\n',
       'missing.csv: column "color" of the training data is missing (columns: colour, w, label)', { encoding: training.encoding });
     await rejects('newclass.csv', 'color,w,label\nred,1,c\n',

@@ -171,13 +171,35 @@ export function encodeText(random: Random, text: string, log: Log): Uint8Array {
 
 // ---- CSV rows ----
 
+const missingMarkerCells = ['', 'NA', 'N/A', 'nan', 'NULL', '?', '-', ' na ', 'n/a'];
+const dateCells = ['2024-01-31', '2024/02/29', '2023-02-29', '2024-13-01', '1999-12-31T23:59:59Z', '2020-06-01 08:30', '01/02/2020', '2024-1-5', 'NA'];
+
 /** One row/field-level mutation of CSV text (rows split on line ends, fields on `delimiter`). */
 export function mutateCsvRows(random: Random, text: string, delimiter: string, log: Log): string {
   const lines = text.split(/\r?\n/);
   const row = random.int(lines.length);
   const fields = lines[row].split(delimiter);
   const field = random.int(fields.length);
-  switch (random.int(11)) {
+  switch (random.int(14)) {
+    case 11: {
+      const marker = random.pick(missingMarkerCells);
+      fields[field] = marker;
+      log.push(`row ${row + 1}, field ${field + 1} = missing marker ${JSON.stringify(marker)}`);
+      break;
+    }
+    case 12:
+    case 13: {
+      // A whole column rewritten: dates (some malformed) or row ids, the messy columns users bring.
+      const dates = random.chance(0.5);
+      for (let i = 1; i < lines.length; i++) {
+        const cells = lines[i].split(delimiter);
+        if (field >= cells.length) continue;
+        cells[field] = dates ? random.pick(dateCells) : String(random.chance(0.9) ? i : random.int(5));
+        lines[i] = cells.join(delimiter);
+      }
+      log.push(`column ${field + 1} becomes ${dates ? 'dates' : 'row ids'}`);
+      return lines.join('\n');
+    }
     case 0:
       fields.splice(field, 1);
       log.push(`row ${row + 1}: drop field ${field + 1}`);

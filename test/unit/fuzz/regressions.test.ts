@@ -175,6 +175,60 @@ describe('files that load are valid everywhere they go', () => {
     assert.deepEqual([...again.labels], [...training.labels]);
   });
 
+  test('CSV (fuzz seed 777001, case 29694): a file is read back through the encoding it produced', async () => {
+    // An empty first-row cell once made this a header row whose label column was named "0", like the first
+    // column: read back by name, the label came from the wrong column ("1.5" is not one of the classes).
+    const file = write('case29694.csv', '0,,0\n1.5,0.25,1\n-2,3e2,0\n4,-0.125,1\n\n\n\n');
+    const training = await loadCsv(file);
+    assert.equal(training.encoding.hasHeader, false);
+    assert.deepEqual(training.classLabels, ['0', '1']);
+    const again = await loadCsv(file, { encoding: training.encoding });
+    assert.deepEqual([...again.labels], [...training.labels]);
+    assert.deepEqual([...again.features], [...training.features]);
+    // Two columns of one name: the stored position picks the right one.
+    const twice = write('twice.csv', 'x,x,label\n1,10,a\n2,20,b\n3,30,a\n');
+    const first = await loadCsv(twice, { ignoreColumns: [0] });
+    const reread = await loadCsv(twice, { encoding: first.encoding });
+    assert.deepEqual([...reread.features], [10, 20, 30]);
+  });
+
+  test('CSV (fuzz seed 777001, case 7596): a pixel scale that makes values Infinity is refused', async () => {
+    const file = write('case7596.csv', 'label,p0,p1,p2,p3\n1,9007199254740993,0,255,3\n0,1,2,3,4\n');
+    await assert.rejects(loadCsv(file, { labelColumn: 'label', imageShape: [1, 2, 2], pixelScale: 1e-30 }), {
+      name: 'DataError',
+      message: 'case7596.csv: pixel scale 1e-30 is too small: 9007199254740992 / 1e-30 is beyond the 32-bit float range (use 255 for 0-255 pixels, 1 to keep the values)',
+    });
+    const fine = await loadCsv(file, { labelColumn: 'label', imageShape: [1, 2, 2], pixelScale: 1e-20 });
+    assert.ok(fine.features.every(Number.isFinite));
+  });
+
+  test('CSV: 3 000 empty columns and a 3 000-column cell-problem list stay fast and short', async () => {
+    const wide = write('wide.csv', `a,b,label\n${Array.from({ length: 30 }, (_, i) => `${i % 4},x${i % 3},${i % 2}${','.repeat(3000)}`).join('\n')}\n`);
+    const began = process.hrtime.bigint();
+    await assert.rejects(loadCsv(wide), /wide\.csv, row 2: 3003 field\(s\), expected 3 like the header/);
+    const headerless = write('wide2.csv', Array.from({ length: 30 }, (_, i) => `${i % 4},x${i % 3}${','.repeat(3000)}${i % 2}`).join('\n'));
+    const data = await loadCsv(headerless);
+    assert.equal(data.featureNames.length, 1 + 3); // col1, col2 one-hot; 2 999 empty columns left out
+    assert.match(data.notes![0], /^2999 empty columns left out: col3, col4,/);
+    assert.ok(Number(process.hrtime.bigint() - began) / 1e6 < 1500);
+    const names = Array.from({ length: 8 }, (_, i) => `"${'\u0000'.repeat(40)}${i}"`).join(',');
+    const bad = write('bad.csv', `${names},label\n${Array.from({ length: 8 }, () => 'x').join(',')},1\n`);
+    await assert.rejects(loadCsv(bad, { imageShape: [1, 2, 4] }), (error: unknown) => {
+      assert.ok(error instanceof DataError);
+      assertShortOneLine(error.message, 1000);
+      assert.match(error.message, /\(8 cell problems in all; also .*; …\)$/);
+      return true;
+    });
+  });
+
+  test('CSV (fuzz seed 777001, case 18307 after issue 13): 70 000 fields on one line are refused, not held as 70 000 columns', async () => {
+    const file = write('oneline.csv', `${Array.from({ length: 70_000 }, () => '').join(',')},1\n`);
+    await assert.rejects(loadCsv(file, { missingMarkers: ['?'] }), {
+      name: 'DataError',
+      message: 'oneline.csv, row 1: 70,001 columns in the first row, more than 65,536: is the delimiter right, and does each row end with a line break?',
+    });
+  });
+
   test('run files: a spec whose layers do not fit together is a RunFileError, not a SpecError from the run list', () => {
     const record = JSON.parse(runSeeds[1].text);
     record.spec.layers[0].filters = 2 ** 31;

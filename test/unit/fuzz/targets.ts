@@ -8,6 +8,7 @@ import * as zlib from 'node:zlib';
 import { loadCsv, type CsvOptions } from '../../../app/core/data/csv';
 import { checkDataset, type Dataset } from '../../../app/core/data/dataset';
 import { csvEncodingSchema } from '../../../app/core/data/encoding';
+import { applyImputation, fitImputation, hasMissing, imputationStrategies } from '../../../app/core/data/imputation';
 import { DataError } from '../../../app/core/data/errors';
 import { loadIdx, type IdxOptions } from '../../../app/core/data/idx';
 import { preprocessingSchema } from '../../../app/core/data/preprocess';
@@ -76,16 +77,41 @@ function expectValid(condition: boolean, problem: string): void {
   if (!condition) throw new FuzzFailure(`an invalid result: ${problem}`);
 }
 
-function checkLoadedDataset(dataset: Dataset): void {
+/**
+ * A valid dataset: finite features, except NaN for a missing CSV cell, which imputation fitted on the rows
+ * must fill (every strategy, with indicators); finite regression targets.
+ */
+function checkLoadedDataset(dataset: Dataset, random?: Random): void {
   try {
     checkDataset(dataset);
   } catch (error) {
     throw new FuzzFailure(`an invalid result: ${(error as Error).message}`);
   }
   expectValid(dataset.count >= 1, `${dataset.count} examples`);
+  const csv = dataset.encoding !== undefined;
   for (let i = 0; i < dataset.features.length; i++) {
-    if (!Number.isFinite(dataset.features[i])) throw new FuzzFailure(`an invalid result: feature value ${i} is ${dataset.features[i]}`);
+    const value = dataset.features[i];
+    if (!Number.isFinite(value) && !(csv && Number.isNaN(value))) throw new FuzzFailure(`an invalid result: feature value ${i} is ${value}`);
   }
+  if (dataset.targets !== undefined) {
+    for (let i = 0; i < dataset.targets.length; i++) {
+      if (!Number.isFinite(dataset.targets[i])) throw new FuzzFailure(`an invalid result: target value ${i} is ${dataset.targets[i]}`);
+    }
+  }
+  if (csv && dataset.featureShape.length === 1) {
+    const strategy = random?.pick([...imputationStrategies]) ?? 'mean';
+    const rows = Array.from({ length: dataset.count }, (_, i) => i);
+    const imputed = applyImputation(fitImputation(dataset, rows, { default: { strategy, indicator: true } }), dataset);
+    expectValid(!hasMissing(imputed), `NaN left after ${strategy} imputation`);
+    checkDataset(imputed);
+  }
+}
+
+/** Equal element by element, NaN equal to NaN. */
+function sameValues(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return false;
+  return true;
 }
 
 async function writeFile(folder: string, name: string, bytes: Uint8Array): Promise<string> {
@@ -121,6 +147,10 @@ function csvOptions(random: Random, seed: CsvSeed, log: Log): CsvOptions {
   if (random.chance(0.05)) options.imageShape = random.pick([[1, 2, 2], [2, 1, 2], [1, 1, 4]]);
   if (random.chance(0.05)) options.pixelScale = random.pick([255, 1, 1e-30]);
   if (random.chance(0.05)) options.classLabels = random.pick([['setosa', 'versicolor', 'virginica'], ['0', '1'], ['x', 'y', 'z']]);
+  if (random.chance(0.05)) options.missingMarkers = random.pick([[], ['?'], ['', 'NA', 'x'], ['missing', '-999']]);
+  if (random.chance(0.05)) options.task = random.pick(['classification', 'regression'] as const);
+  if (random.chance(0.03)) options.targetColumns = random.pick([[0, 1], ['price', 'x1'], [-1]]);
+  if (random.chance(0.05)) options.dates = random.pick(['parts', 'ignore'] as const);
   log.push(`options ${JSON.stringify(options)}`);
   return options;
 }
@@ -143,13 +173,16 @@ const csvTarget: FuzzTarget = {
           expectCsvPlace(error);
           return expectDocumented(error, DataError, 'data.csv');
         }
-        checkLoadedDataset(dataset);
+        checkLoadedDataset(dataset, random);
         const encoding = csvEncodingSchema.safeParse(dataset.encoding);
         expectValid(encoding.success, `its encoding would not load from a model file: ${encoding.error?.issues[0]?.message}`);
         // The training file read back through its own encoding (evaluating on the training data) must work.
         try {
           const again = await loadCsv(file, { encoding: dataset.encoding, delimiter: options.delimiter, header: options.header, limit: options.limit });
           expectValid(again.count === dataset.count, `read back through its encoding: ${again.count} rows, first ${dataset.count}`);
+          expectValid(sameValues(again.features, dataset.features), 'read back through its encoding: other feature values');
+          expectValid(sameValues(again.labels, dataset.labels), 'read back through its encoding: other labels');
+          if (dataset.targets !== undefined) expectValid(again.targets !== undefined && sameValues(again.targets, dataset.targets), 'read back through its encoding: other targets');
         } catch (error) {
           if (error instanceof FuzzFailure) throw error;
           throw new FuzzFailure(`loads, but not through its own encoding: ${describeError(error)}`);

@@ -1,0 +1,252 @@
+// CSV import of tables as users have them (issue 13): missing markers, inferred column types, dates, IDs,
+// top-K categories, the task, the column report, scikit-learn's own files.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { checkDataset } from '../../../app/core/data/dataset';
+import { loadCsv } from '../../../app/core/data/csv';
+import { csvEncodingSchema } from '../../../app/core/data/encoding';
+import { DataError } from '../../../app/core/data/errors';
+
+const root = path.resolve(__dirname, '../../../..');
+const sklearn = (name: string) => path.join(root, 'test/fixtures/data/sklearn', name);
+const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-csv-messy-'));
+after(() => fs.rmSync(folder, { recursive: true, force: true }));
+let fileNumber = 0;
+function csvFile(text: string): string {
+  const file = path.join(folder, `messy${++fileNumber}.csv`);
+  fs.writeFileSync(file, text);
+  return file;
+}
+const column = (features: Float32Array, width: number, index: number) =>
+  Array.from({ length: features.length / width }, (_, row) => features[row * width + index]);
+
+/** n rows of: id (a run), a date, a number with markers, a category with markers, free text, a constant, label. */
+function messyTable(n: number): string {
+  const lines = ['customer_id,signup,age,city,comment,country,label'];
+  for (let i = 0; i < n; i++) {
+    const age = i % 10 === 3 ? ['NA', '?', 'N/A', ' null ', '-'][i % 5] : String(20 + (i % 37));
+    const city = i % 11 === 5 ? '' : ['Paris', 'Lyon', 'Nice'][i % 3];
+    lines.push(`${1000 + i},2024-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')},${age},${city},` +
+      `this is comment number ${i} about something,FR,${i % 4 === 0 ? 'churn' : 'stay'}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+describe('missing values and inferred column types', () => {
+  test('markers become NaN in numeric columns and all-zero blocks in categorical ones; IDs, text, constants left out; dates in parts', async () => {
+    const data = await loadCsv(csvFile(messyTable(100)));
+    checkDataset(data);
+    assert.deepEqual(data.featureNames, [
+      'signup.year', 'signup.month', 'signup.day', 'signup.weekday', 'age', 'city=Lyon', 'city=Nice', 'city=Paris',
+    ]);
+    const width = data.featureNames.length;
+    const age = column(data.features, width, 4);
+    assert.equal(age.filter(Number.isNaN).length, 10);
+    assert.ok(Number.isNaN(age[3]) && Number.isNaN(age[93]));
+    assert.equal(age[0], 20);
+    const city = [5, 6, 7].map((j) => column(data.features, width, j));
+    assert.deepEqual([city[0][5], city[1][5], city[2][5]], [0, 0, 0]); // row 5's city is empty
+    assert.deepEqual([city[0][1], city[1][1], city[2][1]], [1, 0, 0]);
+    // 2024-01-01 was a Monday (weekday 0); row 1 is 2024-02-02, a Friday.
+    assert.deepEqual([0, 1, 2, 3].map((j) => data.features[j]), [2024, 1, 1, 0]);
+    assert.deepEqual([0, 1, 2, 3].map((j) => data.features[width + j]), [2024, 2, 2, 4]);
+    assert.deepEqual(data.notes, [
+      'column "customer_id" left out (ID-like: all 100 values are distinct integers (a run 1000…1099))',
+      'column "comment" left out (free text: all 100 values are distinct)',
+      'column "country" left out (every value is "FR")',
+    ]);
+    assert.equal(data.task, 'classification');
+    assert.equal(data.taskReason, 'label: 2 distinct text values → classification');
+    assert.deepEqual(data.encoding.leftOut?.map((entry) => entry.name), ['customer_id', 'comment', 'country']);
+    assert.deepEqual(csvEncodingSchema.parse(JSON.parse(JSON.stringify(data.encoding))), data.encoding);
+  });
+
+  test('the NA on row 4 000 counts: inference reads the whole file', async () => {
+    const rows = Array.from({ length: 5000 }, (_, i) => `${i === 3998 ? 'NA' : (i * 0.5) % 17},${i % 2}`);
+    const data = await loadCsv(csvFile(`x,label\n${rows.join('\n')}\n`));
+    assert.ok(Number.isNaN(data.features[3998]));
+    assert.equal(data.features.filter(Number.isNaN).length, 1);
+  });
+
+  test('a few non-numbers in a numeric column are missing, reported with rows; many make it categorical', async () => {
+    const few = Array.from({ length: 60 }, (_, i) => `${i === 7 ? 'abc' : i === 30 ? '1e39' : i * 1.5},${i % 2}`);
+    const data = await loadCsv(csvFile(`x,label\n${few.join('\n')}\n`));
+    assert.deepEqual(data.featureNames, ['x']);
+    assert.ok(Number.isNaN(data.features[7]) && Number.isNaN(data.features[30]));
+    assert.deepEqual(data.notes, ['column "x": 2 cells are not a number and read as missing (row 9: "abc", row 32: "1e39")']);
+    const many = Array.from({ length: 40 }, (_, i) => `${i % 4 === 0 ? 'low' : i % 3},${i % 2}`);
+    const text = await loadCsv(csvFile(`x,label\n${many.join('\n')}\n`));
+    assert.deepEqual(text.featureNames, ['x=0', 'x=1', 'x=2', 'x=low']);
+  });
+
+  test('custom markers; explicit options still win over inference', async () => {
+    const file = csvFile('id,v,label\n1,-999,a\n2,5,b\n3,7,a\n');
+    const data = await loadCsv(file, { missingMarkers: ['-999'] });
+    assert.deepEqual(data.featureNames, ['id', 'v']);
+    assert.ok(Number.isNaN(data.features[1]));
+    assert.deepEqual(data.encoding.missingMarkers, ['-999']);
+    const forced = await loadCsv(file, { categorical: ['v'], ignoreColumns: ['id'], missingMarkers: ['-999'] });
+    assert.deepEqual(forced.featureNames, ['v=5', 'v=7']);
+    assert.deepEqual(Array.from(forced.features), [0, 0, 1, 0, 0, 1]);
+  });
+
+  test('more than 30 categories: the top 30 plus "other", with a warning; later files map unseen values to "other"', async () => {
+    const rows = Array.from({ length: 400 }, (_, i) => `c${i < 200 ? i % 20 : i % 60},${i % 3}`);
+    const data = await loadCsv(csvFile(`kind,label\n${rows.join('\n')}\n`));
+    assert.equal(data.featureNames.length, 31);
+    assert.equal(data.featureNames[30], 'kind=(other)');
+    assert.match(data.notes![0], /^column "kind": 60 distinct values: the 30 most frequent are kept \(\d+\.\d % of the cells\), the rest become "other"$/);
+    const later = await loadCsv(csvFile('kind,label\nnever-seen,1\nc0,2\n'), { encoding: data.encoding });
+    assert.equal(later.features[30], 1);
+    assert.equal(later.features[31 + data.featureNames.indexOf('kind=c0')], 1);
+  });
+
+  test('dates: ignore, or parts with the hour when written; non-dates in a date column are missing', async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `${i === 4 ? 'soon' : `2023-03-${String(i + 1).padStart(2, '0')}T${String(i % 24).padStart(2, '0')}:15`},${i % 2}`);
+    const file = csvFile(`when,label\n${rows.join('\n')}\n`);
+    const parts = await loadCsv(file);
+    assert.deepEqual(parts.featureNames, ['when.year', 'when.month', 'when.day', 'when.weekday', 'when.hour']);
+    assert.deepEqual(Array.from(parts.features.subarray(5, 10)), [2023, 3, 2, 3, 1]);
+    assert.ok(Number.isNaN(parts.features[20]));
+    assert.deepEqual(parts.notes, ['column "when": 1 cell is not a date and read as missing']);
+    await assert.rejects(loadCsv(file, { dates: 'ignore' }), { message: /no feature columns left: column "when" left out \(a date column \(dates: ignore\)\)/ });
+  });
+
+  test('rows with a missing label are dropped and counted', async () => {
+    const data = await loadCsv(csvFile('x,label\n1,a\n2,\n3,NA\n4,b\n'));
+    assert.equal(data.count, 2);
+    assert.deepEqual(data.notes, ['2 rows left out because the label is missing (rows 3, 4)']);
+  });
+
+  test('every file reads back through the encoding it produced, with the same values', async () => {
+    const file = csvFile(messyTable(60));
+    const training = await loadCsv(file);
+    const again = await loadCsv(file, { encoding: training.encoding });
+    assert.deepEqual(Array.from(again.features).map(String), Array.from(training.features).map(String));
+    assert.deepEqual(again.featureNames, training.featureNames);
+  });
+});
+
+describe('task inference', () => {
+  test('a numeric target with many values is regression, in original units, labels -1', async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => `${i % 7},${(i * 37) % 11},${100 + i * 13}`);
+    const data = await loadCsv(csvFile(`a,b,price\n${rows.join('\n')}\n`));
+    checkDataset(data);
+    assert.equal(data.task, 'regression');
+    assert.equal(data.taskReason, 'price: 50 distinct numbers → regression');
+    assert.deepEqual(data.targetNames, ['price']);
+    assert.deepEqual(Array.from(data.targets!.subarray(0, 3)), [100, 113, 126]);
+    assert.ok(data.labels.every((label) => label === -1));
+    assert.deepEqual(data.classLabels, []);
+    assert.equal(data.encoding.task, 'regression');
+    assert.equal(data.encoding.label, null);
+    assert.deepEqual(data.encoding.targets, [{ name: 'price', index: 2 }]);
+    const later = await loadCsv(csvFile('a,b,price\n1,2,3.5\n'), { encoding: data.encoding });
+    assert.deepEqual(Array.from(later.targets!), [3.5]);
+    const unlabeled = await loadCsv(csvFile('a,b\n1,2\n'), { encoding: data.encoding, unlabeled: true });
+    assert.equal(unlabeled.targets, undefined);
+    assert.deepEqual(unlabeled.targetNames, ['price']);
+  });
+
+  test('few integers or fractions: classification or regression; --task overrides; several targets', async () => {
+    const small = await loadCsv(csvFile('a,y\n1,0\n2,1\n3,2\n4,1\n'));
+    assert.equal(small.task, 'classification');
+    assert.equal(small.taskReason, 'y: 3 distinct integers → classification');
+    const fractions = await loadCsv(csvFile('a,y\n1,0.5\n2,1.5\n3,0.5\n'));
+    assert.equal(fractions.task, 'regression');
+    assert.equal(fractions.taskReason, 'y: 2 distinct numbers, some with a fraction → regression');
+    const forced = await loadCsv(csvFile('a,y\n1,0\n2,1\n3,2\n'), { task: 'regression' });
+    assert.equal(forced.task, 'regression');
+    assert.equal(forced.taskReason, 'y: regression as chosen (3 distinct numbers)');
+    const two = await loadCsv(csvFile('a,y,z\n1,0.5,3\n2,1.5,4\n'), { targetColumns: ['y', 'z'] });
+    assert.deepEqual(two.targetNames, ['y', 'z']);
+    assert.deepEqual(Array.from(two.targets!), [0.5, 3, 1.5, 4]);
+    assert.deepEqual(two.featureNames, ['a']);
+    await assert.rejects(loadCsv(csvFile('a,y\n1,x\n2,3\n'), { task: 'regression' }), {
+      message: /row 2, column "y" \(2\): target "x" is not a number \(the task is regression\)$/,
+    });
+  });
+
+  test('more than 200 classes is refused with the suggestion; mostly single-example classes warn', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) => `${i % 9},id${i}`);
+    await assert.rejects(loadCsv(csvFile(`a,code\n${rows.join('\n')}\n`)), (error: unknown) => {
+      assert.ok(error instanceof DataError);
+      assert.match(error.message, /the label column "code" has 300 classes, more than 200 for a classifier; is it an ID or free text\? choose another column with --label-column$/);
+      return true;
+    });
+    const numeric = Array.from({ length: 300 }, (_, i) => `${i % 9},${i}`);
+    await assert.rejects(loadCsv(csvFile(`a,n\n${numeric.join('\n')}\n`), { task: 'classification' }), {
+      message: /300 classes, more than 200 for a classifier; its values are numbers: use --task regression to predict them$/,
+    });
+    const sparse = await loadCsv(csvFile('a,who\n1,ann\n2,bob\n3,cy\n4,ann\n'));
+    assert.deepEqual(sparse.notes, ['2 of the 3 classes of "who" have a single example: a model cannot learn a class from one example']);
+  });
+});
+
+describe('scikit-learn files', () => {
+  test('iris.csv: the n_samples,n_features,<names> first row is recognised and gives the class names', async () => {
+    const iris = await loadCsv(sklearn('iris.csv'));
+    assert.equal(iris.count, 150);
+    assert.deepEqual(iris.featureNames, ['col1', 'col2', 'col3', 'col4']);
+    assert.deepEqual(iris.classLabels, ['setosa', 'versicolor', 'virginica']);
+    assert.deepEqual([0, 50, 100].map((i) => iris.labels[i]), [0, 1, 2]);
+  });
+
+  test('breast_cancer (first rows): 30 features, class names from the first row', async () => {
+    const cancer = await loadCsv(sklearn('breast_cancer_head.csv'));
+    assert.equal(cancer.count, 40);
+    assert.equal(cancer.featureNames.length, 30);
+    assert.deepEqual(cancer.classLabels, ['benign', 'malignant']);
+    assert.equal(cancer.labels[0], 1); // target 0 = malignant
+  });
+
+  test('boston (first rows): the second row is the header; MEDV is a regression target', async () => {
+    const boston = await loadCsv(sklearn('boston_head.csv'));
+    assert.equal(boston.count, 28);
+    assert.equal(boston.featureNames[0], 'CRIM');
+    assert.equal(boston.task, 'regression');
+    assert.deepEqual(boston.targetNames, ['MEDV']);
+  });
+
+  test('space-separated files: linnerud and diabetes', async () => {
+    const linnerud = await loadCsv(sklearn('linnerud_exercise.csv'), { labelColumn: 'Jumps' });
+    assert.equal(linnerud.encoding.delimiter, ' ');
+    assert.deepEqual(linnerud.featureNames, ['Chins', 'Situps']);
+    assert.equal(linnerud.count, 20);
+    const diabetes = await loadCsv(sklearn('diabetes_head.txt'), { unlabeled: true });
+    assert.equal(diabetes.featureNames.length, 10);
+    assert.equal(diabetes.features[0], 59);
+  });
+});
+
+describe('column report', () => {
+  test('types, missing shares, distinct counts, ranges, histograms and top values per column', async () => {
+    const data = await loadCsv(csvFile(messyTable(100)), { report: true });
+    const byName = new Map(data.report!.map((entry) => [entry.name, entry]));
+    assert.deepEqual(data.report!.map((entry) => [entry.name, entry.type, entry.role]), [
+      ['customer_id', 'id', 'left out'], ['signup', 'date', 'feature'], ['age', 'numeric', 'feature'], ['city', 'categorical', 'feature'],
+      ['comment', 'text', 'left out'], ['country', 'constant', 'left out'], ['label', 'categorical', 'label'],
+    ]);
+    const age = byName.get('age')!;
+    assert.equal(age.missing, 10);
+    assert.equal(age.missingShare, 0.1);
+    assert.equal(age.min, 20);
+    assert.equal(age.max, 56);
+    assert.equal(age.histogram!.counts.reduce((a, b) => a + b, 0), 90);
+    assert.equal(age.histogram!.counts.length, 10);
+    const city = byName.get('city')!;
+    assert.equal(city.distinct, 3);
+    assert.equal(city.features, 3);
+    assert.deepEqual(city.top!.map((entry) => entry.value).sort(), ['Lyon', 'Nice', 'Paris']);
+    assert.ok(city.top![0].count >= city.top![2].count);
+    assert.deepEqual(byName.get('label')!.notes, ['label: 2 distinct text values → classification']);
+    const ignored = await loadCsv(csvFile(messyTable(30)), { report: true, ignoreColumns: ['age'] });
+    const ageIgnored = ignored.report!.find((entry) => entry.name === 'age')!;
+    assert.equal(ageIgnored.role, 'left out');
+    assert.equal(ageIgnored.missing, 3);
+    assert.ok(!ignored.featureNames.includes('age'));
+  });
+});
