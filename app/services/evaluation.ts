@@ -2,7 +2,8 @@
 // probabilities for any file. The model's stored preprocessing is applied, so a model trained on the
 // built-in MNIST reads a Kaggle-style pixel CSV of the same images the same way.
 import type { Dataset } from '../core/data/dataset';
-import { applyNormalization, normalizeFeatures, type Preprocessing } from '../core/data/preprocess';
+import { applyPreprocessing, normalizeFeatures, type Preprocessing } from '../core/data/preprocess';
+import { applyImputation } from '../core/data/imputation';
 import { classificationReport, emptyClassificationReport, type ClassificationReport } from '../core/metrics/classification';
 import { regressionReport, residualHistogram, worstPredictions, type Histogram, type RegressionReport, type WorstPrediction } from '../core/metrics/regression';
 import { scaleTargets, unscaleOutputs } from '../core/data/targetScaling';
@@ -55,6 +56,12 @@ export interface Prediction {
   dataset: Dataset;
 }
 
+/** Values per example as a file holds them: the model's input, less the missing-indicator features imputation appends. */
+export function rawInputWidth(model: Model<Preprocessing>): number {
+  const imputation = model.preprocessing.imputation;
+  return imputation ? imputation.fill.length : model.spec.input.reduce((a, b) => a * b, 1);
+}
+
 /** What a model remembers about the data it was trained on. */
 export function knownDataOf(model: Model<Preprocessing>): KnownData {
   const shape = model.preprocessing.imageShape ?? (model.inputShape.length === 3 ? model.inputShape : undefined);
@@ -73,12 +80,12 @@ async function prepare(model: Model<Preprocessing>, source: DataSource, unlabele
 
 async function prepareWithRaw(model: Model<Preprocessing>, source: DataSource, unlabeled: boolean): Promise<{ dataset: Dataset; raw: Dataset }> {
   const raw = await loadDataSourceFor(source, knownDataOf(model), { unlabeled });
-  const expected = model.spec.input.reduce((a, b) => a * b, 1);
+  const expected = rawInputWidth(model);
   const got = raw.featureShape.reduce((a, b) => a * b, 1);
   if (got !== expected) {
     throw new Error(`${describeDataSource(source)}: ${got} features per example, but the model takes ${expected} (${model.spec.input.join('x')})`);
   }
-  const normalized = applyNormalization(model.preprocessing, raw);
+  const normalized = applyPreprocessing(model.preprocessing, raw);
   return { dataset: { ...normalized, featureShape: [...model.spec.input] }, raw };
 }
 
@@ -127,13 +134,17 @@ export interface RowPrediction {
  * model's stored preprocessing is applied here, as evaluation applies it, so a face sends raw values.
  */
 export async function predictRows(model: Model<Preprocessing>, values: Float32Array, options: EvaluateOptions = {}): Promise<RowPrediction> {
-  const width = model.spec.input.reduce((a, b) => a * b, 1);
-  if (values.length === 0 || values.length % width !== 0) {
-    throw new Error(`${values.length} values are not whole rows of the model's ${width} inputs (${model.spec.input.join('x')})`);
+  const rawWidth = rawInputWidth(model);
+  if (values.length === 0 || values.length % rawWidth !== 0) {
+    throw new Error(`${values.length} values are not whole rows of the model's ${rawWidth} inputs (${model.spec.input.join('x')})`);
   }
-  const features = new Float32Array(values);
+  const count = values.length / rawWidth;
+  const imputation = model.preprocessing.imputation;
+  const width = model.spec.input.reduce((a, b) => a * b, 1);
+  const features = imputation
+    ? applyImputation(imputation, { features: values, labels: new Int32Array(count), count, featureShape: [rawWidth], featureNames: [], classLabels: [], source: 'input' }).features
+    : new Float32Array(values);
   normalizeFeatures(model.preprocessing, features, { scaled: false, featureCount: width });
-  const count = features.length / width;
   const rows: Dataset = {
     features,
     // The engine wants a class per row for its loss; the loss is not used here.

@@ -6,6 +6,7 @@ import { applyNormalization, fitNormalization, preprocessingSchema, type Normali
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratificationKeys, stratifiedSplit, subset } from '../core/data/split';
 import { fitTargetScaling, scaleTargets } from '../core/data/targetScaling';
+import { applyImputation, defaultImputation, fitImputation, type Imputation, type ImputationSettings } from '../core/data/imputation';
 import { headOfDataset } from '../core/model/head';
 import { loadCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
 import { checkCount, countLimits } from '../core/model/countLimits';
@@ -37,6 +38,8 @@ export interface TrainRequest {
   /** Default constant. */
   lrSchedule?: engine.LrSchedule;
   earlyStopping?: engine.EarlyStopping;
+  /** How missing cells are filled, fitted on the training split (default: the mean, no indicator). */
+  imputation?: ImputationSettings;
   /** Classification: weigh each class's examples in the loss ('balanced': n / (classes * n_class), like scikit-learn). */
   classWeights?: ClassWeights;
   /** Write a checkpoint here (atomically) after every epoch. */
@@ -109,20 +112,33 @@ interface LoadedData {
   separateTest: boolean;
   digest: string;
   counts: RunRecord['counts'];
+  /** How missing cells were filled (CSV tables). */
+  imputation?: Imputation;
 }
 
-async function loadSplitData(request: TrainRequest, valSplit: number, testSplit: number, seed: number): Promise<LoadedData> {
-  const all = await loadDataSource(request.data);
-  if (all.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
+async function loadSplitData(
+  request: TrainRequest, valSplit: number, testSplit: number, seed: number, fitted?: Imputation,
+): Promise<LoadedData> {
+  const read = await loadDataSource(request.data);
+  if (read.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
   const testSource = separateTestSource(request.data, request.testData);
-  const testSet = testSource ? await loadDataSourceFor(testSource, knownData(all)) : undefined;
-  const split = stratifiedSplit(stratificationKeys(all), { validation: valSplit, test: testSet ? 0 : testSplit }, seed);
+  const readTest = testSource ? await loadDataSourceFor(testSource, knownData(read)) : undefined;
+  const split = stratifiedSplit(stratificationKeys(read), { validation: valSplit, test: readTest ? 0 : testSplit }, seed);
+  // Missing cells are filled as the training split says (a continued run keeps its checkpoint's values).
+  const imputation = fitted ?? (imputes(read) ? fitImputation(read, split.train, request.imputation ?? defaultImputation) : undefined);
+  const all = imputation ? applyImputation(imputation, read) : read;
+  const testSet = imputation && readTest ? applyImputation(imputation, readTest) : readTest;
   const train = subset(all, split.train);
   if (train.count === 0) throw new Error('no training examples left after the validation and test splits');
   const validation = split.validation.length > 0 ? subset(all, split.validation) : undefined;
   const test = testSet ?? (split.test.length > 0 ? subset(all, split.test) : undefined);
   const counts = { train: train.count, validation: validation?.count ?? 0, test: test?.count ?? 0 };
-  return { all, train, validation, test, separateTest: testSet !== undefined, digest: datasetDigest(train), counts };
+  return { all, train, validation, test, separateTest: testSet !== undefined, digest: datasetDigest(train), counts, imputation };
+}
+
+/** Tables read from a CSV get an imputation (fitted even without a missing cell: a later file may have one). */
+function imputes(dataset: Dataset): boolean {
+  return dataset.encoding !== undefined && dataset.featureShape.length === 1;
 }
 
 // ---- a run from a checkpoint ----
@@ -247,14 +263,14 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
   const testSplit = given.testSplit ?? defaultTestSplit;
   checkFraction('--val-split', valSplit);
   checkFraction('--test-split', testSplit);
-  const data = await loadSplitData(given, valSplit, testSplit, seed);
+  const data = await loadSplitData(given, valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation);
   const { spec, epochs, batchSize, request } = runSettings(given, data, seed, resumption);
   checkCount(epochs, '--epochs', countLimits.epochs);
   checkCount(batchSize, '--batch-size', countLimits.batchSize);
 
   const normalize = request.normalize ?? (data.all.featureShape.length === 3 ? 'none' : 'zscore');
   // a continued run takes the checkpoint's statistics (the same numbers, fitted on the same split)
-  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitPreprocessing(normalize, data.train);
+  const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitPreprocessing(normalize, data.train, data.imputation);
   const sets = {
     train: engineSet(preprocessing, data.train),
     validation: data.validation && engineSet(preprocessing, data.validation),
@@ -305,8 +321,8 @@ export function classWeightsFor(choice: ClassWeights, train: Dataset): number[] 
 }
 
 /** Feature normalisation and, for regression, the target scaling, both fitted on the training split. */
-function fitPreprocessing(normalize: NormalizationKind, train: Dataset): Preprocessing {
-  const preprocessing = fitNormalization(normalize, train);
+function fitPreprocessing(normalize: NormalizationKind, train: Dataset, imputation: Imputation | undefined): Preprocessing {
+  const preprocessing = { ...fitNormalization(normalize, train), ...(imputation ? { imputation } : {}) };
   return train.task === 'regression' ? { ...preprocessing, target: fitTargetScaling(train) } : preprocessing;
 }
 

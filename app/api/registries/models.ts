@@ -1,6 +1,7 @@
 // The session's models by id (trained in a run, imported, or opened from the run history): models:list,
 // :check, :save, :download, :export, :import, :predict, and runs:open's model.
 import * as fs from 'node:fs';
+import { rawInputWidth } from '../../services/evaluation';
 import * as path from 'node:path';
 import { parameterCount } from '../../core/model/shapes';
 import { services } from '../../services';
@@ -124,7 +125,7 @@ export class ModelRegistry {
 
   async predict({ modelId, inputs, device }: ParsedPayloadOf<'models:predict'>): Promise<PredictionResult> {
     const { model } = this.get(modelId);
-    const width = model.spec.input.reduce((a, b) => a * b, 1);
+    const width = rawInputWidth(model);
     const values = new Float32Array(inputs.length * width);
     inputs.forEach((row, index) => {
       if (row.length !== width) {

@@ -15,6 +15,7 @@ import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, 
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
+import { imputationStrategies, type ImputationSetting, type ImputationSettings, type ImputationStrategy } from '../../core/data/imputation';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
@@ -36,6 +37,9 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   earlyStop?: EarlyStopping;
   restoreBest?: boolean;
   classWeight?: ClassWeights;
+  impute?: ImputationStrategy;
+  imputeColumn: Record<string, ImputationSetting>;
+  missingIndicator?: boolean;
   /** false with --no-history: the run is not recorded in the run history. */
   history: boolean;
 }
@@ -52,6 +56,9 @@ export function trainCommand(): Command {
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
     .option('--weight-decay <lambda>', 'L2 penalty on the weights (not biases), added to the gradient as lambda * w', nonNegativeNumber('--weight-decay'))
+    .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default mean)').choices(imputationStrategies))
+    .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
+    .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')
     .option('--class-weight <weights>', 'classification: "balanced" (n / (classes * n_class)) or one weight per class, comma-separated', parseClassWeight)
     .option('--epochs <n>', 'epochs (default: the preset\'s, 2 for images, 200 for tabular data)', countWithin('--epochs', countLimits.epochs))
     .option('--batch-size <n>', 'mini-batch size', countWithin('--batch-size', countLimits.batchSize))
@@ -135,7 +142,28 @@ const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
   ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
   ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
+  ['impute', '--impute'], ['missingIndicator', '--missing-indicator'],
 ];
+
+/** `age=median`, `code=constant:-1`: one column's imputation, gathered over repeated flags. */
+function collectImputeColumn(text: string, gathered: Record<string, ImputationSetting>): Record<string, ImputationSetting> {
+  const match = /^(.+?)=([a-z_]+)(?::(.+))?$/.exec(text.trim());
+  const strategy = match?.[2] as ImputationStrategy | undefined;
+  if (!match || !strategy || !imputationStrategies.includes(strategy)) {
+    throw new Error(`--impute-column takes column=strategy[:value] with a strategy of ${imputationStrategies.join(', ')}, got "${text}"`);
+  }
+  const value = match[3] !== undefined ? Number(match[3]) : undefined;
+  if (value !== undefined && (strategy !== 'constant' || !Number.isFinite(value))) {
+    throw new Error(`--impute-column "${text}": only constant takes a value, and it must be a number`);
+  }
+  return { ...gathered, [match[1].trim()]: { strategy, ...(value !== undefined ? { fillValue: value } : {}) } };
+}
+
+function imputationSettings(options: TrainCommandOptions): ImputationSettings {
+  const indicator = options.missingIndicator ?? false;
+  const columns = Object.fromEntries(Object.entries(options.imputeColumn).map(([name, setting]) => [name, { ...setting, indicator }]));
+  return { default: { strategy: options.impute ?? 'mean', indicator }, columns };
+}
 
 function nonNegativeNumber(flag: string) {
   return (text: string): number => {
@@ -224,6 +252,7 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     threads: options.threads,
     lrSchedule: options.lrSchedule,
     ...(options.classWeight !== undefined ? { classWeights: options.classWeight } : {}),
+    imputation: imputationSettings(options),
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,
   };

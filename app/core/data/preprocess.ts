@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { type Dataset, featureSize, formatShape, isImageShape } from './dataset';
 import { csvEncodingSchema } from './encoding';
 import { targetScalingSchema } from './targetScaling';
+import { applyImputation, imputationSchema } from './imputation';
 
 export const normalizationKinds = ['none', 'minmax', 'zscore'] as const;
 export type NormalizationKind = (typeof normalizationKinds)[number];
@@ -34,6 +35,11 @@ export const preprocessingSchema = z
     pixelScale: z.number().positive().finite().optional(),
     /** How a CSV's columns became features (label column, categorical maps, feature names). */
     encoding: csvEncodingSchema.optional(),
+    /**
+     * Missing values (NaN after reading) filled as fitted on the training split, with indicator features
+     * appended; applied before the normalisation, whose statistics are of the imputed features.
+     */
+    imputation: imputationSchema.optional(),
     /** Regression: how targets were standardised for training (outputs are turned back with it). */
     target: targetScalingSchema.optional(),
   })
@@ -239,4 +245,14 @@ export function applyNormalization(preprocessing: Preprocessing, dataset: Datase
     ? [...preprocessing.imageShape]
     : [...dataset.featureShape];
   return { ...dataset, features, featureShape, ...(pixelScale !== undefined ? { pixelScale } : {}) };
+}
+
+/**
+ * A dataset as read (missing cells NaN) made ready for the model: its imputation (fill values, indicator
+ * features), then its normalisation. Training applies the imputation before splitting, so it calls
+ * applyNormalization alone; evaluation and prediction read new files and call this.
+ */
+export function applyPreprocessing(preprocessing: Preprocessing, dataset: Dataset): Dataset {
+  const imputed = preprocessing.imputation !== undefined ? applyImputation(preprocessing.imputation, dataset) : dataset;
+  return applyNormalization(preprocessing, imputed);
 }

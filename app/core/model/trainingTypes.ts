@@ -24,13 +24,6 @@ export interface EpochStats {
   trainAccuracy: number;
   validationLoss?: number;
   validationAccuracy?: number;
-  /** Regression runs only: R² of the epoch's training steps, and the validation metrics in the targets' units. */
-  trainR2?: number;
-  validationR2?: number;
-  validationMae?: number;
-  validationRmse?: number;
-  /** Absent when a validation target is 0. */
-  validationMape?: number;
   seconds: number;
   /** Of the epoch's last step. */
   learningRate: number;
