@@ -8,6 +8,7 @@
 import { onnx } from 'onnx-proto';
 import type { Preprocessing } from '../data/preprocess';
 import type { TargetScaling } from '../data/targetScaling';
+import type { Imputation } from '../data/imputation';
 import type { Model } from '../model/modelFile';
 import { classCount, inferShapes, layerLabels, parameterTable } from '../model/shapes';
 import type { ActivationName, LayerSpec, ModelSpec } from '../model/spec';
@@ -120,9 +121,25 @@ function statisticShape(values: number[], input: readonly number[]): number[] {
   return values.length === 1 ? [] : [...input];
 }
 
+/**
+ * Missing cells (NaN in the input) filled with the training split's values, then the indicator features
+ * (1 where the cell was NaN) appended: app/core/data/imputation.ts applyImputation as IsNaN, Where, Gather,
+ * Cast and Concat.
+ */
+function addImputation(graph: GraphBuilder, input: string, imputation: Imputation): string {
+  const fill = graph.constant('imputation_fill', [imputation.fill.length], imputation.fill);
+  const missing = graph.node('IsNaN', [input], 'missing_cells');
+  const filled = graph.node('Where', [missing, fill, input], 'imputed', {}, 'missing cells take the training split\'s fill values');
+  if (imputation.indicators.length === 0) return filled;
+  const indices = graph.int64Constant('indicator_columns', [imputation.indicators.length], imputation.indicators);
+  const picked = graph.node('Gather', [missing, indices], 'indicator_missing', { axis: 1 });
+  const indicators = graph.node('Cast', [picked], 'missing_indicators', { to: onnx.TensorProto.DataType.FLOAT });
+  return graph.node('Concat', [filled, indicators], 'with_indicators', { axis: 1 }, 'the <column>_missing features, appended');
+}
+
 // (x / pixelScale - center) / spread, the order of app/core/data/preprocess.ts normalizeFeatures.
 function addPreprocessing(graph: GraphBuilder, input: string, preprocessing: Preprocessing, shape: readonly number[]): string {
-  let value = input;
+  let value = preprocessing.imputation ? addImputation(graph, input, preprocessing.imputation) : input;
   if (preprocessing.pixelScale !== undefined) {
     const scale = graph.constant('pixel_scale', [], [preprocessing.pixelScale]);
     value = graph.node('Div', [value, scale], 'scaled_pixels', {}, `pixels / ${preprocessing.pixelScale}`);
@@ -188,6 +205,11 @@ function addHead(graph: GraphBuilder, logits: string, spec: ModelSpec, width: nu
 
 export function describePreprocessing(preprocessing: Preprocessing): string {
   const steps: string[] = [];
+  const imputation = preprocessing.imputation;
+  if (imputation) {
+    const indicators = imputation.indicators.length;
+    steps.push(`fill missing (NaN) cells with the training split's values${indicators > 0 ? ` and append ${indicators} missing-indicator feature(s)` : ''}`);
+  }
   if (preprocessing.pixelScale !== undefined) steps.push(`divide by ${preprocessing.pixelScale}`);
   if (preprocessing.kind === 'zscore') steps.push(`z-score with the training split's ${preprocessing.mean!.length === 1 ? 'global' : 'per-feature'} mean and std`);
   if (preprocessing.kind === 'minmax') steps.push(`min-max to [0,1] with the training split's ${preprocessing.min!.length === 1 ? 'global' : 'per-feature'} min and max`);
@@ -240,6 +262,8 @@ export function buildOnnxModel(model: Model<Preprocessing>, options: OnnxExportO
     shape = shapes[index].outputShape;
   });
   const width = shape[0];
+  const imputation = model.preprocessing.imputation;
+  const rawInput = imputation ? [imputation.fill.length] : [...spec.input];
   const target = model.preprocessing.target;
   const output = target ? addRegressionHead(graph, value, target) : addHead(graph, value, spec, width);
   const outputDescription = describeOnnxOutput(spec, target);
@@ -249,13 +273,13 @@ export function buildOnnxModel(model: Model<Preprocessing>, options: OnnxExportO
     opsetImport: [{ domain: '', version: onnxOpsetVersion }],
     producerName: 'NN Studio',
     producerVersion: options.producerVersion ?? '',
-    docString: `A model trained in NN Studio. Input "${onnxInputName}": raw values (N, ${spec.input.join(', ')}); ` +
+    docString: `A model trained in NN Studio. Input "${onnxInputName}": raw values (N, ${rawInput.join(', ')}); ` +
       `output "${output}": ${outputDescription}. Preprocessing: ${describePreprocessing(model.preprocessing)}.`,
     graph: {
       name: options.graphName ?? 'nnstudio_model',
       node: graph.nodes,
       initializer: graph.initializers,
-      input: [floatValueInfo(input, ['N', ...spec.input], 'raw values as the data file holds them')],
+      input: [floatValueInfo(input, ['N', ...rawInput], 'raw values as the data file holds them (NaN where a cell is missing)')],
       output: [floatValueInfo(output, ['N', outputWidth], outputDescription)],
     },
     metadataProps: metadataProps(model),

@@ -56,6 +56,13 @@ export class GraphBuilder {
     return unique;
   }
 
+  /** Adds an int64 constant (indices) and returns its name. */
+  int64Constant(name: string, shape: readonly number[], values: readonly number[]): string {
+    const unique = this.uniqueName(name);
+    this.initializers.push({ name: unique, dims: [...shape], dataType: onnx.TensorProto.DataType.INT64, int64Data: [...values] });
+    return unique;
+  }
+
   /** Adds one node; returns the name of its (single) output. `name` labels both the node and its output. */
   node(opType: string, inputs: string[], name: string, attributes: Record<string, AttributeValue> = {}, docString?: string): string {
     const output = this.uniqueName(name);

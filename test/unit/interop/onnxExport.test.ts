@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { onnx } from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
 import type { Preprocessing } from '../../../app/core/data/preprocess';
-import { convPadding, onnxInputName, onnxIrVersion, onnxOpsetVersion, onnxOutputName } from '../../../app/core/interop/onnxExport';
+import { convPadding, onnxInputName, onnxIrVersion, onnxOpsetVersion, onnxOutputName, onnxRegressionOutputName } from '../../../app/core/interop/onnxExport';
 import { classCount, parameterCount } from '../../../app/core/model/shapes';
 import type { LayerSpec, LossName, ModelSpec } from '../../../app/core/model/spec';
 import { mulberry32 } from '../../../app/core/data/split';
@@ -48,7 +48,7 @@ function rawInputs(width: number, pixels: boolean, center = 0, spread = 2, seed 
 async function compare(name: string, trained: TrainedModel, inputs: Float32Array): Promise<number> {
   const bytes = services.models.exportOnnx(trained);
   const session = await ort.InferenceSession.create(bytes);
-  const feeds = { [onnxInputName]: new ort.Tensor('float32', inputs, [rows, ...trained.spec.input]) };
+  const feeds = { [onnxInputName]: new ort.Tensor('float32', inputs, [rows, ...rawShape(trained)]) };
   const output = (await session.run(feeds))[onnxOutputName];
   await session.release();
   const ours = await services.evaluation.predictRows(trained, inputs, { device: 'cpu' });
@@ -68,6 +68,38 @@ async function compare(name: string, trained: TrainedModel, inputs: Float32Array
   results.push({ name, maxDiff });
   assert.ok(maxDiff <= tolerance, `${name}: max |onnxruntime - engine| = ${maxDiff} > ${tolerance}`);
   return maxDiff;
+}
+
+/** The input a file holds: the model's, less the indicator features its imputation appends. */
+function rawShape(trained: TrainedModel): number[] {
+  const imputation = trained.preprocessing.imputation;
+  return imputation ? [imputation.fill.length] : [...trained.spec.input];
+}
+
+/** Every `every`-th value becomes NaN (a missing cell), starting at `offset`. */
+function withMissing(values: Float32Array, every: number, offset = 1): Float32Array {
+  const copy = new Float32Array(values);
+  for (let i = offset; i < copy.length; i += every) copy[i] = Number.NaN;
+  return copy;
+}
+
+/** A regression model's `values` output against predictRows' values (the targets' units). */
+async function compareValues(name: string, trained: TrainedModel, inputs: Float32Array): Promise<number> {
+  const session = await ort.InferenceSession.create(services.models.exportOnnx(trained));
+  const output = (await session.run({ [onnxInputName]: new ort.Tensor('float32', inputs, [rows, ...rawShape(trained)]) }))[onnxRegressionOutputName];
+  await session.release();
+  const ours = await services.evaluation.predictRows(trained, inputs, { device: 'cpu' });
+  const targets = trained.preprocessing.target!.names.length;
+  assert.deepEqual(output.dims, [rows, targets], `${name}: output shape`);
+  const theirs = output.data as Float32Array;
+  let maxRelative = 0;
+  for (let i = 0; i < theirs.length; i++) {
+    assert.ok(Number.isFinite(theirs[i]), `${name}: onnxruntime gave ${theirs[i]} at ${i}`);
+    maxRelative = Math.max(maxRelative, Math.abs(theirs[i] - ours.values![i]) / Math.max(1, Math.abs(ours.values![i])));
+  }
+  results.push({ name, maxDiff: maxRelative });
+  assert.ok(maxRelative <= tolerance, `${name}: max relative |onnxruntime - engine| = ${maxRelative} > ${tolerance}`);
+  return maxRelative;
 }
 
 after(() => {
@@ -141,6 +173,27 @@ describe('ONNX export matches the engine in onnxruntime', () => {
   test('mse and mae heads (raw outputs; one output gives [1 - q, q])', async () => {
     await compare('mse 3 outputs', model(spec([4], [{ kind: 'dense', units: 6, activation: 'sigmoid' }, { kind: 'dense', units: 3, activation: 'sigmoid' }], 'mse')), rawInputs(4, false));
     await compare('mae 1 output', model(spec([4], [{ kind: 'dense', units: 6, activation: 'relu' }, { kind: 'dense', units: 1, activation: 'sigmoid' }], 'mae')), rawInputs(4, false));
+  });
+
+  test('a regression head: outputs turned back into the targets\' units, two targets, z-scored inputs', async () => {
+    const regression: ModelSpec = { ...spec([4], [{ kind: 'dense', units: 6, activation: 'tanh' }, { kind: 'dense', units: 2 }], 'mse'), task: 'regression' };
+    const preprocessing: Preprocessing = {
+      kind: 'zscore', featureCount: 4, mean: [10, -3, 0.5, 100], std: [2, 0.5, 1, 25],
+      target: { names: ['price', 'rent'], mean: [250_000, 1200], std: [80_000, 300] },
+    };
+    const trained = { ...model(regression, preprocessing), labels: [] };
+    await compareValues('regression 2 targets', trained, rawInputs(4, false, 20, 40));
+  });
+
+  test('imputation: missing cells (NaN) filled and indicator features appended before the z-score', async () => {
+    const preprocessing: Preprocessing = {
+      kind: 'zscore', featureCount: 6, mean: [10, -3, 0.5, 100, 0.1, 0.2], std: [2, 0.5, 1, 25, 0.3, 0.4],
+      imputation: { fill: [9, -2, 0.25, 80], strategies: ['mean', 'median', 'most_frequent', 'constant'], indicators: [1, 3] },
+    };
+    const trained = model(spec([6], [{ kind: 'dense', units: 8, activation: 'relu' }, { kind: 'dense', units: 3 }]), preprocessing);
+    const inputs = withMissing(rawInputs(4, false, 20, 40), 5);
+    assert.ok(inputs.some(Number.isNaN));
+    await compare('imputation with indicators', trained, inputs);
   });
 
   test('z-score preprocessing per feature', async () => {
