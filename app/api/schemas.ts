@@ -22,6 +22,8 @@ const csvOptions = z.strictObject({
   labelColumn: columnRef.optional(),
   categorical: z.array(columnRef).optional(),
   ignoreColumns: z.array(columnRef).optional(),
+  /** Classification or regression; inferred from the label column when absent. */
+  task: z.enum(['classification', 'regression']).optional(),
   imageShape: z.tuple([positiveInt, positiveInt, positiveInt]).optional(),
   pixelScale: z.number().positive().finite().optional(),
   limit: positiveInt.optional(),

@@ -53,7 +53,7 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
       id: 'Feature (number)',
       sepal_length: 'Feature (number)',
       sepal_width: 'Feature (number)',
-      species: 'Label (class)',
+      species: 'Label (class or number)',
       petal_length: 'Feature (number)',
       petal_width: 'Feature (number)',
       garden: 'Categorical (one-hot)',

@@ -67,7 +67,7 @@ describe('saved runs: listed, opened, compared and deleted on the Models screen'
       assert.equal(shown.columns.length, 8);
       return shown;
     });
-    assert.deepEqual(table.columns, ['Date', 'Data', 'Model', 'Epochs', 'Test accuracy', 'Macro F1', 'Status', 'Actions']);
+    assert.deepEqual(table.columns, ['Date', 'Data', 'Model', 'Epochs', 'Test accuracy / R²', 'Macro F1', 'Status', 'Actions']);
     const [newer, older] = table.rows;
     assert.deepEqual(newer.slice(1, 4), ['iris.csv', 'dense:100:relu,dense:3', '2']);
     assert.deepEqual(older.slice(1, 4), ['iris.csv', 'dense:100:relu,dense:3', '4']);

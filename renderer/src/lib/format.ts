@@ -46,3 +46,18 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
   return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 }
+
+/**
+ * A value in the data's own units (a price, a temperature): four significant digits, thousands grouped,
+ * so 123456.7 reads "123,457" and 0.001234 "0.001234".
+ */
+export function formatMeasure(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (Math.abs(value) >= 1000) return value.toLocaleString('en-US', { maximumFractionDigits: 0 });
+  return String(Number(value.toPrecision(4)));
+}
+
+/** R² to three decimals ("0.953", "-1.204"). */
+export function formatR2(value: number | null | undefined): string {
+  return formatDecimal(value, 3);
+}

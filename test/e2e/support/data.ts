@@ -57,3 +57,28 @@ export function writeFile(dir: string, name: string, text: string): string {
   fs.writeFileSync(file, text);
   return file;
 }
+
+/** The regression fixture's columns: two features and a numeric target, y = 3·x1 − 2·x2 + noise. */
+export const regressionColumns = ['x1', 'x2', 'y'] as const;
+
+/** One row of the regression fixture, as numbers (the file holds them with three decimals). */
+export interface RegressionRow {
+  x1: number;
+  x2: number;
+  y: number;
+}
+
+/** `rows` examples of y = 3·x1 − 2·x2 + noise (σ 0.1), x1 and x2 uniform in [−2, 2]: every y distinct. */
+export function regressionRows(rows: number, seed: number): RegressionRow[] {
+  const next = random(seed);
+  const round = (value: number) => Number(value.toFixed(3));
+  return Array.from({ length: rows }, () => {
+    const x1 = round(4 * next() - 2);
+    const x2 = round(4 * next() - 2);
+    return { x1, x2, y: round(3 * x1 - 2 * x2 + 0.1 * gaussian(next)) };
+  });
+}
+
+export function regressionCsv(rows: readonly RegressionRow[]): string {
+  return [regressionColumns.join(','), ...rows.map((row) => `${row.x1.toFixed(3)},${row.x2.toFixed(3)},${row.y.toFixed(3)}`)].join('\n') + '\n';
+}

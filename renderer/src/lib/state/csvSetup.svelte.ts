@@ -7,12 +7,12 @@ import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
 
-type CsvOptions = NonNullable<Extract<PayloadOf<'datasets:open'>['source'], { kind: 'upload' }>['csv']>;
+export type CsvOptions = NonNullable<Extract<PayloadOf<'datasets:open'>['source'], { kind: 'upload' }>['csv']>;
 
 export const roleChoices: { value: ColumnRole; title: string }[] = [
   { value: 'feature', title: 'Feature (number)' },
   { value: 'categorical', title: 'Categorical (one-hot)' },
-  { value: 'label', title: 'Label (class)' },
+  { value: 'label', title: 'Label (class or number)' },
   { value: 'ignore', title: 'Ignore' },
 ];
 

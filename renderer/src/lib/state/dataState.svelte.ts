@@ -3,8 +3,9 @@
 import type { ApiError, DatasetInfo, DatasetPreview, PayloadOf } from '../../../../app/api/types';
 import { api } from '../api';
 import { fileToBase64 } from '../files';
-import { browserFile, fileSource, pickFile } from '../platform';
-import { CsvSetup } from './csvSetup.svelte';
+import type { Task } from '../datasetFacts';
+import { browserFile, fileSource, pickFile, type PickedFile } from '../platform';
+import { CsvSetup, type CsvOptions } from './csvSetup.svelte';
 import { SplitState } from './splitState.svelte';
 
 type DatasetSource = PayloadOf<'datasets:open'>['source'];
@@ -37,8 +38,14 @@ export class DataState {
   csvError = $state<ApiError | undefined>();
   idxError = $state<ApiError | undefined>();
 
+  /** Reopening a CSV with the other task: under way for this dataset id, and the last failure. */
+  retasking = $state<string | undefined>();
+  taskError = $state<ApiError | undefined>();
+
   readonly split = new SplitState();
   private readonly deps: DataDeps;
+  /** The file and options each CSV was opened with, so it can be opened again with another task. */
+  private readonly csvOrigins = new Map<string, { file: PickedFile; options: CsvOptions }>();
 
   constructor(deps: DataDeps) {
     this.deps = deps;
@@ -88,9 +95,31 @@ export class DataState {
     const pending = this.pendingCsv;
     if (!pending || pending.problem) return;
     this.csvError = undefined;
-    const error = await this.open({ ...(await fileSource(pending.file)), csv: pending.options() });
+    const options = pending.options();
+    const error = await this.open({ ...(await fileSource(pending.file)), csv: options }, { file: pending.file, options });
     this.csvError = error;
     if (!error) this.pendingCsv = undefined;
+  }
+
+  /** Whether the dataset is a CSV this page opened (so it can be reopened with the other task). */
+  canRetask(datasetId: string): boolean {
+    return this.csvOrigins.has(datasetId);
+  }
+
+  /** Opens the CSV again as a classification or regression dataset, in place of the one open now. */
+  async setTask(datasetId: string, task: Task): Promise<void> {
+    const origin = this.csvOrigins.get(datasetId);
+    if (!origin || this.retasking) return;
+    this.taskError = undefined;
+    this.retasking = datasetId;
+    try {
+      const options = { ...origin.options, task };
+      const error = await this.open({ ...(await fileSource(origin.file)), csv: options }, { file: origin.file, options });
+      if (error) this.taskError = error;
+      else await this.closeDataset(datasetId);
+    } finally {
+      this.retasking = undefined;
+    }
   }
 
   /** New IDX files were chosen: the last error about the pair is stale. */
@@ -111,11 +140,12 @@ export class DataState {
     return this.idxError === undefined;
   }
 
-  private async open(source: DatasetSource): Promise<ApiError | undefined> {
+  private async open(source: DatasetSource, origin?: { file: PickedFile; options: CsvOptions }): Promise<ApiError | undefined> {
     this.opening = true;
     try {
       const opened = await api.invoke('datasets:open', { source });
       if (opened.error) return opened.error;
+      if (origin) this.csvOrigins.set(opened.result.id, origin);
       this.datasets = [...this.datasets, opened.result];
       await this.selectDataset(opened.result.id);
       return undefined;
@@ -139,6 +169,7 @@ export class DataState {
     const closed = await api.invoke('datasets:close', { datasetId: id });
     if (closed.error) return;
     this.datasets = this.datasets.filter((entry) => entry.id !== id);
+    this.csvOrigins.delete(id);
     if (this.datasetId === id) {
       this.datasetId = undefined;
       this.preview = undefined;

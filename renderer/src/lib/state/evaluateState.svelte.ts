@@ -1,6 +1,7 @@
 // The Evaluate screen: the evaluation shown (a finished run's test set, or a model evaluated on a dataset),
-// the confusion cell whose examples are open, and the model the digit canvas tries.
-import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, TrainingDone } from '../../../../app/api/types';
+// the confusion cell whose examples are open, the worst prediction whose row is open (regression), and the
+// model the digit canvas tries.
+import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, RegressionReport, RegressionResult, TrainingDone } from '../../../../app/api/types';
 import { api } from '../api';
 import { takesDigits } from '../digitPrediction.svelte';
 import { CellBrowser } from './cellBrowser.svelte';
@@ -15,6 +16,10 @@ export interface ShownEvaluation {
   evaluationId?: string;
   /** The evaluated model (the digit canvas tries it). */
   modelId?: string;
+  /** A regression model: its metrics (report is then empty) ... */
+  regression?: RegressionReport;
+  /** ... and, from evaluation:evaluate, the scatter points, residuals and worst rows (a run's test set has none). */
+  regressionDetails?: RegressionResult;
 }
 
 export interface EvaluateDeps {
@@ -32,6 +37,8 @@ export class EvaluateState {
   /** The examples of a confusion-matrix cell of the shown evaluation. */
   readonly cells = new CellBrowser();
   /** The open cell, when it belongs to the shown evaluation. */
+  /** The worst prediction (its place in regressionDetails.worst) whose feature values are shown. */
+  pickedWorst = $state<number | undefined>();
   pickedCell = $derived(this.cells.cell && this.cells.cell.evaluationId === this.evaluation?.evaluationId ? this.cells.cell : undefined);
   /** The evaluated model, when a 28x28 drawing fits it. */
   digitModel = $derived.by(() => this.deps.models().find((model) => model.id === this.evaluation?.modelId && takesDigits(model.inputShape)));
@@ -60,13 +67,20 @@ export class EvaluateState {
     const test = done.test;
     if (!test) return;
     const { evaluationId, modelId } = done;
-    const count = sum(test.report.perClass.map((row) => row.support));
-    this.show({ title: `Test set of ${runId}`, report: test.report, count, loss: test.loss, evaluationId, modelId });
+    const count = test.regression ? test.regression.count : sum(test.report.perClass.map((row) => row.support));
+    const regression = test.regression ? { regression: test.regression } : {};
+    this.show({ title: `Test set of ${runId}`, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
+  }
+
+  /** Shows the feature values of one of the worst predictions (undefined: closes them). */
+  pickWorst(position: number | undefined): void {
+    this.pickedWorst = position;
   }
 
   /** A new evaluation: a cell open for the old one closes. */
   private show(evaluation: ShownEvaluation): void {
     this.evaluation = evaluation;
+    this.pickedWorst = undefined;
     if (this.cells.cell && this.cells.cell.evaluationId !== evaluation.evaluationId) this.cells.close();
   }
 }
@@ -78,5 +92,12 @@ function sum(values: readonly number[]): number {
 function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
   const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
   const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
-  return { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, evaluationId: result.evaluationId, modelId: result.modelId };
+  const shown: ShownEvaluation = { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, modelId: result.modelId };
+  // A regression evaluation keeps no per-example outputs on the server (its evaluationId is empty).
+  if (result.evaluationId) shown.evaluationId = result.evaluationId;
+  if (result.regression) {
+    shown.regression = result.regression.report;
+    shown.regressionDetails = result.regression;
+  }
+  return shown;
 }
