@@ -1,6 +1,7 @@
 // The gate of the UI API: one zod schema per channel for its payload (DESIGN §5). Nothing reaches a service
 // before it passed here. Objects are strict, so a misspelt field is an error naming it, not a silent default.
 import { z } from 'zod';
+import { imputationStrategies } from '../core/data/imputation';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
 import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
@@ -24,6 +25,12 @@ const csvOptions = z.strictObject({
   ignoreColumns: z.array(columnRef).optional(),
   /** Classification or regression; inferred from the label column when absent. */
   task: z.enum(['classification', 'regression']).optional(),
+  /** Regression with several targets: their columns (the label column is then unused). */
+  targetColumns: z.array(columnRef).min(1).max(100).optional(),
+  /** Cell texts that mean missing (default: empty, NA, N/A, NaN, null, ?, -). */
+  missingMarkers: z.array(z.string().max(100)).max(100).optional(),
+  /** Date columns as numeric parts (default) or left out. */
+  dates: z.enum(['parts', 'ignore']).optional(),
   imageShape: z.tuple([positiveInt, positiveInt, positiveInt]).optional(),
   pixelScale: z.number().positive().finite().optional(),
   limit: positiveInt.optional(),
@@ -62,7 +69,19 @@ export const modelChoiceSchema = z.strictObject({
   optimizer: z.enum(['sgd', 'adam']).optional(),
   lr: z.number().positive().finite().optional(),
   momentum: fraction.optional(),
+  weightDecay: z.number().nonnegative().max(10).optional(),
   seed: countSchema(countLimits.seed).optional(),
+});
+
+const imputationSetting = z.strictObject({
+  strategy: z.enum(imputationStrategies),
+  fillValue: z.number().finite().optional(),
+  indicator: z.boolean().optional(),
+});
+/** How missing cells are filled (fitted on the training split): a default and per-column choices. */
+const imputationSettingsSchema = z.strictObject({
+  default: imputationSetting,
+  columns: z.record(z.string().max(10_000), imputationSetting).optional(),
 });
 
 const none = z.strictObject({}).optional();
@@ -117,6 +136,8 @@ export const payloadSchemas = {
     threads: countSchema(countLimits.threads).optional(),
     lrSchedule: lrScheduleSchema.optional(),
     earlyStopping: earlyStoppingSchema.optional(),
+    imputation: imputationSettingsSchema.optional(),
+    classWeights: z.union([z.literal('balanced'), z.array(z.number().positive().finite()).min(1).max(1000)]).optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),
   /** A new base learning rate (the schedule scales with it) from the next step; only while running or paused. */

@@ -6,6 +6,7 @@ import { sniffDelimiter } from '../core/data/csv';
 import { classCounts, featureSize, type Dataset } from '../core/data/dataset';
 import type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 import type { DataSource } from './dataSources';
+import type { ColumnReport } from '../core/data/columnReport';
 
 export type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 
@@ -20,6 +21,11 @@ export function summarizeDataset(dataset: Dataset): DatasetSummary {
     featureNames: [...dataset.featureNames],
     classLabels: [...dataset.classLabels],
     classCounts: classCounts(dataset),
+    ...(dataset.task ? { task: dataset.task } : {}),
+    ...(dataset.taskReason ? { taskReason: dataset.taskReason } : {}),
+    ...(dataset.targetNames ? { targetNames: [...dataset.targetNames] } : {}),
+    ...(dataset.notes && dataset.notes.length > 0 ? { notes: [...dataset.notes] } : {}),
+    ...('report' in dataset && Array.isArray(dataset.report) ? { columnReport: dataset.report as ColumnReport[] } : {}),
   };
 }
 

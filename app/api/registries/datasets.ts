@@ -51,7 +51,9 @@ export class DatasetRegistry {
     const uploads: Upload[] = [];
     try {
       const { dataSource, name } = await this.resolve(source, uploads);
-      const dataset = await services.datasets.load(dataSource);
+      // The Data screen shows the column report; runs read the file again without it.
+      const withReport = dataSource.kind === 'csv' ? { ...dataSource, options: { ...dataSource.options, report: true } } : dataSource;
+      const dataset = await services.datasets.load(withReport);
       const id = this.ids.next('dataset');
       const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
       const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };

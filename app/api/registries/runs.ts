@@ -230,6 +230,8 @@ function trainRequestOf(payload: ParsedPayloadOf<'training:start'>, data: Datase
     threads: payload.threads,
     lrSchedule: payload.lrSchedule,
     earlyStopping: payload.earlyStopping,
+    ...(payload.imputation ? { imputation: payload.imputation } : {}),
+    ...(payload.classWeights ? { classWeights: payload.classWeights } : {}),
     checkpointPath,
   };
 }

@@ -1,5 +1,6 @@
 // What the Data screen shows of a loaded dataset, typed once for the service that computes it
 // (app/services/datasetViews.ts) and the UI API. Types only, and nothing of Node, so the renderer may import them.
+import type { ColumnReport } from './columnReport';
 
 export interface DatasetSummary {
   /** 'images' for [C,H,W] features, 'table' for flat ones. */
@@ -11,6 +12,16 @@ export interface DatasetSummary {
   classLabels: string[];
   /** Examples per class, indexed like classLabels. */
   classCounts: number[];
+  /** Absent: classification. */
+  task?: 'classification' | 'regression';
+  /** Why the task was inferred (CSV tables). */
+  taskReason?: string;
+  /** Regression: the target columns. */
+  targetNames?: string[];
+  /** The loader's plain-language notes: columns left out, rows dropped, cells read as missing. */
+  notes?: string[];
+  /** Per column of a CSV: inferred type, what became of it, missing share, distinct values, range, histogram. */
+  columnReport?: ColumnReport[];
 }
 
 export interface ImagePreview {
