@@ -112,7 +112,7 @@ async function evaluateRegression(model: Model<Preprocessing>, dataset: Dataset,
     predicted,
     truth,
     residuals: residualHistogram(truth, predicted, width, 0),
-    worst: worstPredictions(truth, predicted, width, 0, 20),
+    worst: worstPredictions(truth, predicted, width, 0, 10),
   };
   return {
     loss: result.loss, report: emptyClassificationReport(), regression,

@@ -99,7 +99,7 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     const testR2 = Number(/test R² (-?[\d.]+)/.exec(outcome)?.[1]);
     assert.ok(testR2 > 0.9, `a linear target is learnt: test R² ${testR2} (${outcome})`);
     assert.match(outcome, /validation MAE [\d.]+/);
-    const figures = section(page(), /Training completed/).getByLabel('Test set');
+    const figures = page().getByRole('main').getByLabel('Test set');
     const terms = (await figures.getByRole('term').allTextContents()).map((text) => text.trim());
     assert.deepEqual(terms.slice(0, 4), ['R²', 'MAE', 'RMSE', 'MAPE']);
     assert.equal(await page().getByRole('figure').filter({ hasText: 'R² (1 is a perfect fit)' }).locator('canvas').count(), 1, 'an R² chart');

@@ -2,6 +2,7 @@
 // :check, :save, :download, :export, :import, :predict, and runs:open's model.
 import * as fs from 'node:fs';
 import { rawInputWidth } from '../../services/evaluation';
+import { headOfDataset } from '../../core/model/head';
 import * as path from 'node:path';
 import { parameterCount } from '../../core/model/shapes';
 import { services } from '../../services';
@@ -52,8 +53,8 @@ export function presetInfos(): PresetInfo[] {
 export function checkModel({ datasetId, inputShape, classCount, model }: ParsedPayloadOf<'models:check'>, datasets: DatasetRegistry): ModelCheck {
   const data = datasetId !== undefined ? datasets.get(datasetId).dataset : undefined;
   const shape = data ? data.featureShape : (inputShape as number[]);
-  const classes = data ? data.classLabels.length : (classCount as number);
-  return services.models.check(model, shape, classes);
+  const head = data ? headOfDataset(data) : (classCount as number);
+  return services.models.check(model, shape, head);
 }
 
 export class ModelRegistry {

@@ -2,6 +2,7 @@
 // the services' one training path (services.training.train); the run's events become its RunInfo and
 // training:progress; its end keeps the model (and the test set's outputs) and sends training:done.
 // Each run writes its checkpoint into the session folder, which is what training:continue starts from.
+import { headOfDataset } from '../../core/model/head';
 import type { RunNaming, RunStore } from '../../services/runs';
 import { services } from '../../services';
 import { TrainingControl, type ResumeRequest, type TrainEvent, type TrainingEnding, type TrainOutcome, type TrainRequest } from '../../services/training';
@@ -66,7 +67,7 @@ export class RunRegistry {
     const testData = payload.testDatasetId !== undefined ? datasets.get(payload.testDatasetId) : undefined;
     const model = payload.model ?? {};
     // The model's errors are known now: answer them at once rather than in training:done.
-    const check = services.models.check(model, data.dataset.featureShape, data.dataset.classLabels.length);
+    const check = services.models.check(model, data.dataset.featureShape, headOfDataset(data.dataset));
     if (!check.ok) throw new Error(check.error?.message ?? 'invalid model');
     if (payload.earlyStopping && payload.earlyStopping.monitor !== 'trainLoss' && payload.valSplit === 0) {
       throw new Error(`early stopping on ${payload.earlyStopping.monitor} needs a validation split above 0`);
