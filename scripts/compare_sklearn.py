@@ -336,7 +336,8 @@ def parse_args(argv):
     parser.add_argument("--cli", default=os.path.join(ROOT, "bin", "nnstudio.js"))
     parser.add_argument("--out", default="results.jsonl", help="JSON lines are appended here")
     parser.add_argument("--md", help="write the Markdown table here too")
-    parser.add_argument("--table-from", help="no runs: make the table from this JSON-lines file")
+    parser.add_argument("--table-from", help="no runs: make the table from this JSON-lines file (ours: the runs "
+                        "made with --ours-flags)")
     parser.add_argument("--keep-csv", help="copy every train/test CSV given to our CLI into this folder")
     parser.add_argument("--all-targets-anyway", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -358,7 +359,13 @@ def main(argv):
     if args.table_from:
         with open(args.table_from) as handle:
             records = [r for r in map(json.loads, filter(str.strip, handle)) if "dataset" in r]
-        print(table(records, args.ours_flags))
+        # One file may hold several candidate settings: the table takes ours' runs with --ours-flags.
+        records = [r for r in records if r["method"] != "ours" or r.get("flags", "") == args.ours_flags]
+        text = table(records, args.ours_flags)
+        print(text)
+        if args.md:
+            with open(args.md, "w") as handle:
+                handle.write(text + "\n")
         return 0
     records = []
     header = {"suite": "issue13-tabular", "date": datetime.datetime.now().isoformat(timespec="seconds"),
