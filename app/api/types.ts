@@ -94,7 +94,8 @@ export interface TrainingDone {
   /** The trained model, kept in the session (absent when the run failed before it trained). */
   modelId?: string;
   history: EpochRecord[];
-  test?: { loss: number; report: ClassificationReport; regression?: RegressionReport };
+  /** A regression run's test set: its metrics (`regression`) and what Evaluate draws of it (`details`). */
+  test?: { loss: number; report: ClassificationReport; regression?: RegressionReport; details?: RegressionResult };
   plan?: TrainPlan;
   seconds?: number;
   /** The test set's evaluation kept in the session, for evaluation:examples (absent without a test set). */

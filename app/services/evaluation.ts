@@ -6,7 +6,7 @@ import { applyPreprocessing, normalizeFeatures, type Preprocessing } from '../co
 import { applyImputation } from '../core/data/imputation';
 import { classificationReport, emptyClassificationReport, type ClassificationReport } from '../core/metrics/classification';
 import { regressionReport, residualHistogram, worstPredictions, type Histogram, type RegressionReport, type WorstPrediction } from '../core/metrics/regression';
-import { scaleTargets, unscaleOutputs } from '../core/data/targetScaling';
+import { scaleTargets, unscaleOutputs, type TargetScaling } from '../core/data/targetScaling';
 import type { Model } from '../core/model/modelFile';
 import * as engine from '../engine';
 import { describeDataSource, loadDataSourceFor, type DataSource, type KnownData } from './dataSources';
@@ -98,22 +98,30 @@ export async function evaluateModel(model: Model<Preprocessing>, source: DataSou
   return { loss: result.loss, report, predictions: result.predictions, probabilities: result.probabilities, dataset, rawDataset: raw };
 }
 
+/** The rows shown as the worst predictions. */
+export const worstShown = 10;
+
+/** Metrics, residuals and the worst rows in the original units, from the head's outputs (standardised units). */
+export function regressionEvaluation(scaling: TargetScaling, truth: Float32Array, outputs: Float32Array | undefined): RegressionEvaluation {
+  const width = scaling.names.length;
+  const predicted = unscaleOutputs(scaling, outputs ?? new Float32Array());
+  return {
+    report: regressionReport(truth, predicted, width, scaling.names),
+    targetNames: [...scaling.names],
+    predicted,
+    truth,
+    residuals: residualHistogram(truth, predicted, width, 0),
+    worst: worstPredictions(truth, predicted, width, 0, worstShown),
+  };
+}
+
 /** Metrics in the original units: the head's outputs turned back with the stored target scaling. */
 async function evaluateRegression(model: Model<Preprocessing>, dataset: Dataset, raw: Dataset, options: EvaluateOptions): Promise<Evaluation> {
   const scaling = model.preprocessing.target!;
   const truth = dataset.targets;
   if (truth === undefined) throw new Error(`${dataset.source}: the file has no ${scaling.names.join(', ')} column to evaluate against`);
   const result = await engine.evaluate(model.spec, model.parameters, { ...dataset, targets: scaleTargets(scaling, truth) }, options);
-  const width = scaling.names.length;
-  const predicted = unscaleOutputs(scaling, result.outputs ?? new Float32Array());
-  const regression: RegressionEvaluation = {
-    report: regressionReport(truth, predicted, width, scaling.names),
-    targetNames: [...scaling.names],
-    predicted,
-    truth,
-    residuals: residualHistogram(truth, predicted, width, 0),
-    worst: worstPredictions(truth, predicted, width, 0, 10),
-  };
+  const regression = regressionEvaluation(scaling, truth, result.outputs);
   return {
     loss: result.loss, report: emptyClassificationReport(), regression,
     predictions: new Int32Array(), probabilities: new Float32Array(), dataset, rawDataset: raw,

@@ -10,8 +10,8 @@ import type { Checkpoint } from '../core/model/checkpointFile';
 import type { Model } from '../core/model/modelFile';
 import type { EpochProgress, StepProgress, TrainPlan } from '../core/model/trainingTypes';
 import * as engine from '../engine';
-import { regressionReport, type RegressionReport } from '../core/metrics/regression';
-import { unscaleOutputs } from '../core/data/targetScaling';
+import type { RegressionReport } from '../core/metrics/regression';
+import { regressionEvaluation, type RegressionEvaluation } from './evaluation';
 import { CheckpointWriter } from './checkpointWriter';
 import type { TrainingControl } from './runControl';
 import { recordRun, type RunNaming, type RunStore } from './runs';
@@ -47,7 +47,7 @@ export interface TrainOutcome {
   /** For a regression run `report` is empty and `regression` holds the test metrics (original units). */
   test?: { loss: number; report: ClassificationReport; regression?: RegressionReport };
   /** The test examples as read (before normalisation) with the model's outputs, for browsing them. */
-  testPredictions?: { data: Dataset; predictions: Int32Array; probabilities: Float32Array };
+  testPredictions?: { data: Dataset; predictions: Int32Array; probabilities: Float32Array; regression?: RegressionEvaluation };
   plan: TrainPlan;
   /** The request that ran: for a continued run, the one rebuilt from its checkpoint (the run history records it). */
   request: TrainRequest;
@@ -176,9 +176,11 @@ async function testMetrics(run: PreparedRun, parameters: Float32Array) {
   const evaluation = await engine.evaluate(spec, parameters, sets.test, { device: engineOptions.device, threads: engineOptions.threads });
   const scaling = run.preprocessing.target;
   if (scaling !== undefined && data.test.targets !== undefined) {
-    const predicted = unscaleOutputs(scaling, evaluation.outputs ?? new Float32Array());
-    const regression = regressionReport(data.test.targets, predicted, scaling.names.length, scaling.names);
-    return { test: { loss: evaluation.loss, report: emptyClassificationReport(), regression }, predictions: { data: data.test, predictions: evaluation.predictions, probabilities: evaluation.probabilities } };
+    const details = regressionEvaluation(scaling, data.test.targets, evaluation.outputs);
+    return {
+      test: { loss: evaluation.loss, report: emptyClassificationReport(), regression: details.report },
+      predictions: { data: data.test, predictions: evaluation.predictions, probabilities: evaluation.probabilities, regression: details },
+    };
   }
   const labels = data.all.classLabels;
   return {

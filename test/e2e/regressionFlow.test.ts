@@ -118,6 +118,11 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     assert.ok(numberOf(headline.figures['MAE']) < 1, `MAE ${headline.figures['MAE']} against a target spread over about ±10`);
     assert.equal(await page().getByRole('table', { name: /^Confusion matrix/ }).count(), 0);
     assert.equal(await section(page(), 'Per class').count(), 0);
+    // the run's own test set is drawn: scatter, residuals and worst rows, without evaluating again
+    await scatterFigure(page(), 'y').locator('canvas').waitFor();
+    const bins = await readResidualBins(page(), 'y');
+    assert.equal(bins.reduce((sum, bin) => sum + bin.count, 0), testCount, 'the test set\'s residuals');
+    assert.equal((await readWorstPredictions(page())).length, 10);
   });
 
   step('evaluate on the file: the scatter plot, the residual histogram and the worst predictions', 30_000, async () => {

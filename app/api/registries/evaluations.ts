@@ -3,6 +3,7 @@
 import { services } from '../../services';
 import type { PredictionSet } from '../../services/examples';
 import type { Evaluation, RegressionEvaluation } from '../../services/evaluation';
+import type { Dataset } from '../../core/data/dataset';
 import type { ParsedPayloadOf } from '../schemas';
 import type { CellExamples, EvaluationResult, RegressionResult } from '../types';
 import type { DatasetRegistry } from './datasets';
@@ -75,17 +76,9 @@ export class EvaluationRegistry {
 
   /** A regression evaluation: metrics, a sample of points for the scatter plot, residuals and the worst rows. */
   private regressionResult(evaluation: Evaluation, regression: RegressionEvaluation, ids: { modelId: string; datasetId: string }): EvaluationResult {
-    const width = regression.targetNames.length;
-    const count = evaluation.dataset.count;
-    const step = Math.max(1, Math.ceil(count / maxScatterPoints));
-    const scatter: RegressionResult['scatter'] = [];
-    for (let row = 0; row < count; row += step) scatter.push({ row, truth: regression.truth[row * width], predicted: regression.predicted[row * width] });
-    const raw = evaluation.rawDataset;
-    const rawWidth = raw.features.length / Math.max(1, raw.count);
-    const worst = regression.worst.map((entry) => ({ ...entry, features: Array.from(raw.features.subarray(entry.index * rawWidth, (entry.index + 1) * rawWidth)) }));
     return {
-      evaluationId: '', ...ids, count, loss: evaluation.loss, report: evaluation.report, predictions: [], confidences: [],
-      regression: { report: regression.report, targetNames: regression.targetNames, scatter, residuals: regression.residuals, worst, featureNames: [...raw.featureNames] },
+      evaluationId: '', ...ids, count: evaluation.dataset.count, loss: evaluation.loss, report: evaluation.report, predictions: [], confidences: [],
+      regression: regressionView(regression, evaluation.rawDataset),
     };
   }
 
@@ -96,4 +89,16 @@ export class EvaluationRegistry {
   clear(): void {
     this.records.clear();
   }
+}
+
+/** What the Evaluate screen draws of a regression evaluation; `raw` is the data as read (the worst rows' features). */
+export function regressionView(regression: RegressionEvaluation, raw: Dataset): RegressionResult {
+  const width = regression.targetNames.length;
+  const count = regression.truth.length / width;
+  const step = Math.max(1, Math.ceil(count / maxScatterPoints));
+  const scatter: RegressionResult['scatter'] = [];
+  for (let row = 0; row < count; row += step) scatter.push({ row, truth: regression.truth[row * width], predicted: regression.predicted[row * width] });
+  const rawWidth = raw.features.length / Math.max(1, raw.count);
+  const worst = regression.worst.map((entry) => ({ ...entry, features: Array.from(raw.features.subarray(entry.index * rawWidth, (entry.index + 1) * rawWidth)) }));
+  return { report: regression.report, targetNames: regression.targetNames, scatter, residuals: regression.residuals, worst, featureNames: [...raw.featureNames] };
 }

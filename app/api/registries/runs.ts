@@ -3,6 +3,7 @@
 // training:progress; its end keeps the model (and the test set's outputs) and sends training:done.
 // Each run writes its checkpoint into the session folder, which is what training:continue starts from.
 import { headOfDataset } from '../../core/model/head';
+import { regressionView } from './evaluations';
 import type { RunNaming, RunStore } from '../../services/runs';
 import { services } from '../../services';
 import { TrainingControl, type ResumeRequest, type TrainEvent, type TrainingEnding, type TrainOutcome, type TrainRequest } from '../../services/training';
@@ -258,7 +259,11 @@ function trainingDone(runId: string, outcome: TrainOutcome, stopped: Error | und
     message: stopped ? stopped.message : outcome.message,
     modelId,
     history: outcome.model.training?.history ?? [],
-    test: outcome.test && { loss: outcome.test.loss, report: outcome.test.report, ...(outcome.test.regression ? { regression: outcome.test.regression } : {}) },
+    test: outcome.test && {
+      loss: outcome.test.loss, report: outcome.test.report,
+      ...(outcome.test.regression ? { regression: outcome.test.regression } : {}),
+      ...(outcome.testPredictions?.regression ? { details: regressionView(outcome.testPredictions.regression, outcome.testPredictions.data) } : {}),
+    },
     plan: outcome.plan,
     seconds: outcome.model.training?.seconds,
     ...(evaluationId ? { evaluationId } : {}),

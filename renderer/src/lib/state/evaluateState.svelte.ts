@@ -68,7 +68,7 @@ export class EvaluateState {
     if (!test) return;
     const { evaluationId, modelId } = done;
     const count = test.regression ? test.regression.count : sum(test.report.perClass.map((row) => row.support));
-    const regression = test.regression ? { regression: test.regression } : {};
+    const regression = test.regression ? { regression: test.regression, ...(test.details ? { regressionDetails: test.details } : {}) } : {};
     this.show({ title: `Test set of ${runId}`, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
   }
 
