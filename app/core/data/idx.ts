@@ -30,6 +30,12 @@ export interface IdxOptions {
 
 /** The most values one IDX file may hold (2 GiB of bytes): a header claiming more is refused before reading on. */
 export const maxIdxValues = 2 ** 31 - 1;
+/**
+ * Pixels per image NN Studio reads (4096 x 4096): a header claiming more is damaged, and is refused before
+ * a gzipped file is decompressed (a bomb whose header claims 2 images of 2 x 218 million pixels otherwise
+ * decompressed a whole gigabyte before the size check: fuzz seed 913001, case 16066).
+ */
+export const maxImagePixels = 4096 * 4096;
 
 /** An IDX file's bytes; `overflowed` when a gzip file decompressed past the size its header claims (and was cut there). */
 export interface IdxBytes {
@@ -50,7 +56,8 @@ function claimedIdxSize(head: Uint8Array): number | undefined {
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
   let values = 1;
   for (let i = 0; i < head[3]; i++) values *= view.getUint32(4 + 4 * i, false);
-  return values > maxIdxValues ? headerSize : headerSize + values;
+  const pixels = head[3] === 3 ? view.getUint32(8, false) * view.getUint32(12, false) : 0;
+  return values > maxIdxValues || pixels > maxImagePixels ? headerSize : headerSize + values;
 }
 
 /**
@@ -139,6 +146,9 @@ export function parseIdx(bytes: Uint8Array, file: string, expectedMagic: number,
   const described = what === 'images' ? `${dims[0]} images of ${dims[1]}x${dims[2]}` : `${dims[0]} labels`;
   if (valueCount > maxIdxValues) {
     throw new DataError(file, `its header claims ${described} (${valueCount} values), more than NN Studio reads from one IDX file (${maxIdxValues}): a damaged header?`);
+  }
+  if (what === 'images' && dims[1] * dims[2] > maxImagePixels) {
+    throw new DataError(file, `its header claims images of ${dims[1]}x${dims[2]} pixels, more than NN Studio reads per image (4096x4096): a damaged header?`);
   }
   if (overflowed) {
     throw new DataError(file, `decompresses to more than the ${expectedSize} bytes its header (${described}) accounts for`);

@@ -95,6 +95,20 @@ describe('IDX: gzip files decompress only as far as their header says', () => {
     });
   });
 
+  test('images of more than 4096x4096 pixels are refused from the header, before a gzip bomb is decompressed (seed 913001, case 16066)', async () => {
+    // 2 images of 2 x 218 139 420 pixels: under 2^31 values, so only the per-image limit stops the read.
+    const images = Buffer.from(encodeIdx([2, 2, 0x0d008b1c], new Uint8Array(0)));
+    const member = zlib.gzipSync(Buffer.alloc(1 << 20), { level: 9 });
+    const file = write('wide-images-idx3-ubyte.gz', Buffer.concat([zlib.gzipSync(images), ...Array.from({ length: 64 }, () => member)]));
+    const read = await readIdxBytes(file);
+    assert.ok(read.bytes.length <= images.length + 1, `${read.bytes.length} bytes kept`);
+    const labels = write('wide-labels-idx1-ubyte', encodeIdx([2], new Uint8Array([0, 1])));
+    await assert.rejects(loadIdx(file, { labelsPath: labels }), {
+      name: 'DataError',
+      message: 'wide-images-idx3-ubyte.gz: its header claims images of 2x218139420 pixels, more than NN Studio reads per image (4096x4096): a damaged header?',
+    });
+  });
+
   test('a labels file claiming more labels than there are images is refused from its header, before its data is decompressed', async () => {
     // 64 Mi labels of data really present (in 64 KiB of gzip), next to 2 images: only the header is read.
     const claimed = 64 << 20;
