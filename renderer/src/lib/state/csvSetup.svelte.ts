@@ -38,12 +38,18 @@ export class CsvSetup {
   delimiter = $state(',');
   header = $state(true);
   roles = $state<ColumnRole[]>([]);
+  /** The file has no label column: rows to predict with a trained model (it cannot be trained on). */
+  unlabeled = $state(false);
   sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header));
   columns = $derived(this.sample.columns);
   labelIndex = $derived(this.roles.indexOf('label'));
 
   /** What stops the file from opening as set up, in words; undefined when it can be opened. */
   problem = $derived.by(() => {
+    if (this.unlabeled) {
+      if (this.columns.length < 1) return 'The file has no columns; check the delimiter.';
+      return this.roles.some((role) => role === 'feature' || role === 'categorical') ? undefined : 'Keep at least one feature column.';
+    }
     if (this.columns.length < 2) return 'The file needs at least two columns (features and a label); check the delimiter.';
     if (this.labelIndex < 0) return 'Choose the label column: set one column’s role to Label.';
     if (!this.roles.some((role) => role === 'feature' || role === 'categorical')) return 'Keep at least one feature column.';
@@ -76,8 +82,16 @@ export class CsvSetup {
     this.header = header;
   }
 
+  /** Without a label column every column is a feature (or ignored); choosing a label again undoes it. */
+  setUnlabeled(unlabeled: boolean): void {
+    this.unlabeled = unlabeled;
+    if (unlabeled && this.labelIndex >= 0) this.roles[this.labelIndex] = plainRole(this.columns[this.labelIndex]);
+    if (!unlabeled && this.labelIndex < 0) this.roles = defaultRoles(this.columns);
+  }
+
   /** One label only: a new label column hands the old one its plain role. */
   setRole(index: number, role: ColumnRole): void {
+    if (role === 'label') this.unlabeled = false;
     if (role === 'label' && this.labelIndex >= 0 && this.labelIndex !== index) {
       this.roles[this.labelIndex] = plainRole(this.columns[this.labelIndex]);
     }
@@ -102,7 +116,7 @@ export class CsvSetup {
     return {
       delimiter: this.delimiter,
       header: this.header,
-      labelColumn: this.labelIndex,
+      ...(this.unlabeled ? { unlabeled: true } : { labelColumn: this.labelIndex }),
       ...(categorical.length > 0 ? { categorical } : {}),
       ...(ignoreColumns.length > 0 ? { ignoreColumns } : {}),
     };

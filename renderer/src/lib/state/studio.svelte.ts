@@ -39,7 +39,7 @@ class Studio {
   });
   readonly train: TrainState = new TrainState({
     datasetId: () => this.data.datasetId,
-    splitOptions: () => this.data.split.trainingOptions(this.data.dataset),
+    dataOptions: () => ({ ...this.data.split.trainingOptions(this.data.dataset), ...this.data.imputation.trainingOptions(this.data.dataset) }),
     modelChoice: () => this.model.choice(),
     seed: () => this.model.settings.seed,
     modelReady: () => this.model.ready,
