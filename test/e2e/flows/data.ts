@@ -83,3 +83,12 @@ export async function readDatasetSummary(page: Page): Promise<Record<string, str
 export function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** Picks `file`, ticks "No label column (rows to predict)" and opens it: rows for Evaluate → Predict a file. */
+export async function openUnlabeledCsv(page: Page, file: string): Promise<void> {
+  const name = path.basename(file);
+  await chooseCsv(page, file);
+  await page.getByRole('checkbox', { name: 'No label column (rows to predict)' }).check();
+  await page.getByRole('button', { name: `Open ${name}` }).click();
+  await datasetTab(page, name).and(page.locator('[aria-pressed="true"]')).waitFor();
+}
