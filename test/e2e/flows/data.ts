@@ -9,7 +9,7 @@ export function datasetTab(page: Page, name: string): Locator {
 }
 
 /** The role choices of the column roles table, as the selects show them. */
-export type RoleTitle = 'Feature (number)' | 'Categorical (one-hot)' | 'Label (class or number)' | 'Ignore';
+export type RoleTitle = 'Feature (type inferred)' | 'Categorical (one-hot)' | 'Label (class or number)' | 'Ignore';
 
 /** Picks `file` with "Choose a file…" (the browser's file chooser) and waits for its column roles table. */
 export async function chooseCsv(page: Page, file: string): Promise<void> {
