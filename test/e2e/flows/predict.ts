@@ -21,11 +21,11 @@ export async function predictFile(page: Page, model: string, fileLabel: RegExp):
   return readTable(table);
 }
 
-/** Clicks "Save <name>.csv" under the predictions and reads the downloaded CSV: header and rows as text. */
+/** Clicks "Save the predictions (CSV)" and reads the downloaded CSV: header and rows as text. */
 export async function savePredictedCsv(page: Page, dir: string): Promise<{ file: string; columns: string[]; rows: string[][] }> {
   const card = section(page, 'Predict a file');
   const download = page.waitForEvent('download');
-  await card.getByRole('button', { name: /^Save .*\.csv$/ }).click();
+  await card.getByRole('button', { name: 'Save the predictions (CSV)' }).click();
   const saved = await download;
   const file = path.join(dir, saved.suggestedFilename());
   await saved.saveAs(file);
