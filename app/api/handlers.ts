@@ -36,6 +36,7 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns }:
     'models:export': (payload) => models.export(payload),
     'models:import': (payload) => models.import(payload),
     'models:predict': (payload) => models.predict(payload),
+    'models:predictFile': (payload) => models.predictFile(payload, datasets),
 
     'training:start': (payload) => runs.start(payload),
     'training:continue': (payload) => runs.continue(payload),

@@ -27,9 +27,11 @@ const csvOptions = z.strictObject({
   task: z.enum(['classification', 'regression']).optional(),
   /** Regression with several targets: their columns (the label column is then unused). */
   targetColumns: z.array(columnRef).min(1).max(100).optional(),
+  /** The file has no label column (rows to predict with a trained model); such a dataset cannot be trained on. */
+  unlabeled: z.boolean().optional(),
   /** Cell texts that mean missing (default: empty, NA, N/A, NaN, null, ?, -). */
   missingMarkers: z.array(z.string().max(100)).max(100).optional(),
-  /** Date columns as numeric parts (default) or left out. */
+  /** Date columns as numeric parts or left out (the default). */
   dates: z.enum(['parts', 'ignore']).optional(),
   imageShape: z.tuple([positiveInt, positiveInt, positiveInt]).optional(),
   pixelScale: z.number().positive().finite().optional(),
@@ -176,6 +178,15 @@ export const payloadSchemas = {
   'models:predict': z.strictObject({
     modelId: id,
     inputs: z.array(z.array(z.number().finite()).min(1).max(1_000_000)).min(1).max(64),
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+  }),
+
+  /** Every row of an open dataset predicted: the CSV `nnstudio predict` writes, with a preview. */
+  'models:predictFile': z.strictObject({
+    modelId: id,
+    datasetId: id,
+    /** Also write the CSV there (a path on the engine's machine; the desktop app's save dialog). */
+    path: z.string().min(1).optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
   }),
 

@@ -171,6 +171,18 @@ export interface PredictionResult {
   classLabels: string[];
 }
 
+/** models:predictFile: a whole file's predictions (`nnstudio predict`'s CSV) and its first rows. */
+export interface PredictionFile {
+  /** `<model>-predictions.csv`, for a browser to save. */
+  fileName: string;
+  csv: string;
+  /** Rows predicted (the CSV's data rows). */
+  rows: number;
+  columns: string[];
+  /** The first rows (at most 20), as the CSV has them. */
+  preview: (string | number)[][];
+}
+
 // ---- run history ----
 
 /** runs:list: the runs saved in `directory`, newest first, and the files there that could not be read. */
@@ -213,6 +225,7 @@ interface Results {
   'evaluation:evaluate': EvaluationResult;
   'evaluation:examples': CellExamples;
   'models:predict': PredictionResult;
+  'models:predictFile': PredictionFile;
   'runs:list': SavedRunList;
   'runs:get': SavedRun;
   'runs:delete': { deleted: string };
@@ -255,7 +268,7 @@ export interface ChosenFile {
 }
 
 /** What a native save dialog saves: a model file (.safetensors) or its ONNX export (.onnx). */
-export type SaveFilePurpose = 'model' | 'onnx';
+export type SaveFilePurpose = 'model' | 'onnx' | 'predictions';
 
 export interface SaveFileRequest {
   purpose: SaveFilePurpose;

@@ -18,7 +18,7 @@ export const ipcChannels = { invoke: 'nnstudio:invoke', event: 'nnstudio:event' 
 /** The Electron-only channels, each with its zod schema like every API channel. */
 export const dialogSchemas = {
   'dialog:openFile': z.strictObject({ purpose: z.enum(['dataset', 'model']) }),
-  'dialog:saveFile': z.strictObject({ purpose: z.enum(['model', 'onnx']), defaultName: z.string().min(1).max(255) }),
+  'dialog:saveFile': z.strictObject({ purpose: z.enum(['model', 'onnx', 'predictions']), defaultName: z.string().min(1).max(255) }),
 } as const;
 
 type DialogChannel = keyof typeof dialogSchemas;
@@ -57,6 +57,10 @@ export function payloadPaths(channel: string, payload: unknown): { field: string
     return source.kind === 'path' ? [{ field: 'source.path', path: source.path }] : [];
   }
   if (channel === 'models:save') return [{ field: 'path', path: (payload as ParsedPayloadOf<'models:save'>).path }];
+  if (channel === 'models:predictFile') {
+    const target = (payload as ParsedPayloadOf<'models:predictFile'>).path;
+    return target === undefined ? [] : [{ field: 'path', path: target }];
+  }
   return [];
 }
 
@@ -154,6 +158,7 @@ const openFilters: Record<OpenFilePurpose, { title: string; filters: OpenDialogO
 const saveFilters: Record<SaveFilePurpose, { title: string; extension: string; filter: { name: string; extensions: string[] } }> = {
   model: { title: 'Save the model file', extension: '.safetensors', filter: { name: 'Model files', extensions: ['safetensors'] } },
   onnx: { title: 'Export the model as ONNX', extension: '.onnx', filter: { name: 'ONNX models', extensions: ['onnx'] } },
+  predictions: { title: 'Save the predictions', extension: '.csv', filter: { name: 'CSV files', extensions: ['csv'] } },
 };
 
 /** Native dialogs attached to `window` (modal to it); save suggests `defaultFolder`. */

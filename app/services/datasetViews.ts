@@ -25,8 +25,14 @@ export function summarizeDataset(dataset: Dataset): DatasetSummary {
     ...(dataset.taskReason ? { taskReason: dataset.taskReason } : {}),
     ...(dataset.targetNames ? { targetNames: [...dataset.targetNames] } : {}),
     ...(dataset.notes && dataset.notes.length > 0 ? { notes: [...dataset.notes] } : {}),
+    ...(isUnlabeled(dataset) ? { unlabeled: true as const } : {}),
     ...('report' in dataset && Array.isArray(dataset.report) ? { columnReport: dataset.report as ColumnReport[] } : {}),
   };
+}
+
+/** Read without labels or targets (a CSV opened to predict): no class and no target at all. */
+function isUnlabeled(dataset: Dataset): boolean {
+  return dataset.count > 0 && dataset.targets === undefined && dataset.classLabels.length === 0 && dataset.labels.every((label) => label < 0);
 }
 
 /** The first `count` examples: a CSV's rows as written in the file, images as pixels. */

@@ -7,6 +7,7 @@ import { dataSourceFromArgument, describeDataSource, loadDataSource } from './da
 import { previewDataset, summarizeDataset } from './datasetViews';
 import { evaluateModel, predictRows, predictWithModel } from './evaluation';
 import { formatInspection, inspectData } from './inspect';
+import { predictionsCsv, predictionTable, tableCsv } from './predictionCsv';
 import { cellExamples } from './examples';
 import {
   encodeModelAs, encodeModelFile, exportCourseModel, exportOnnx, formatLayerTable, importCourseModel, layerTable, loadModelFile,
@@ -55,7 +56,11 @@ export const services = {
     /** The store itself, for a run that records itself (TrainingHooks.history). */
     store: () => defaultRunStore,
   },
-  evaluation: { evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples },
+  evaluation: {
+    evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples,
+    /** A file's predictions as a table and as the CSV `nnstudio predict` writes (models:predictFile too). */
+    predictionTable, predictionsCsv, tableCsv,
+  },
   devices: { list: engine.listDevices, resolve: engine.resolveDevice },
   bench: { presets: benchPresets, loadData: loadBenchData, run: runBenchmark },
 } as const;
@@ -67,6 +72,7 @@ export type { DatasetPreview, DatasetSummary, ImagePreview } from './datasetView
 export type { LayerCheck, ModelCheck, ModelChoice } from './modelSpecs';
 export type { Evaluation, Prediction, RowPrediction } from './evaluation';
 export type { DataInspection } from './inspect';
+export type { PredictionTable } from './predictionCsv';
 export type { CellExamples, CellQuery, PredictionSet } from './examples';
 export type { ExportFormat, TrainedModel } from './models';
 export { RunStore, type RunContext, type RunListing, type RunNaming, type RunProblem } from './runs';

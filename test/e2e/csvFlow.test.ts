@@ -48,15 +48,15 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
 
   step('open a CSV with string labels, choose its label column and the other columns\' roles', 20_000, async () => {
     await chooseCsv(page(), trainCsv);
-    // The roles proposed from the first rows: numbers are features, text is one-hot, "species" is the label.
+    // The roles proposed: "species" is the label, every other column a feature whose type the loader infers.
     assert.deepEqual(await readColumnRoles(page(), trainCsv), {
-      id: 'Feature (number)',
-      sepal_length: 'Feature (number)',
-      sepal_width: 'Feature (number)',
+      id: 'Feature (type inferred)',
+      sepal_length: 'Feature (type inferred)',
+      sepal_width: 'Feature (type inferred)',
       species: 'Label (class or number)',
-      petal_length: 'Feature (number)',
-      petal_width: 'Feature (number)',
-      garden: 'Categorical (one-hot)',
+      petal_length: 'Feature (type inferred)',
+      petal_width: 'Feature (type inferred)',
+      garden: 'Feature (type inferred)',
     });
     // The row id says nothing about the class: ignore it.
     await openChosenCsv(page(), trainCsv, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });

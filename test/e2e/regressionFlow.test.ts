@@ -2,7 +2,8 @@
 // is a number with many distinct values (y = 3·x1 − 2·x2 + noise), see the inferred task "regression" with its
 // reason and the column report, train an MLP on the CPU and read R² (not accuracy) on the Train screen,
 // evaluate it: the predicted-vs-true scatter plot, the residual histogram and the worst predictions, and open
-// one row's feature values by click and by keyboard.
+// one row's feature values by click and by keyboard; save the model, predict a new CSV without the target
+// column (values in y's own units) and check the ONNX export gives the same values in onnxruntime.
 import { after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -11,10 +12,14 @@ import { regressionColumns, regressionCsv, regressionRows, scratchDir, writeFile
 import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
 import { eventually, goTo, readTable, section } from './support/ui';
-import { chooseCsv, openChosenCsv, readDatasetSummary, setSplits } from './flows/data';
+import { chooseCsv, openChosenCsv, openUnlabeledCsv, readDatasetSummary, setSplits } from './flows/data';
 import { choosePreset, removeLayer, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
 import { evaluateWith } from './flows/evaluate';
+import { exportOnnx, saveModel } from './flows/models';
+import { predictFile, savePredictedCsv } from './flows/predict';
+import * as ort from 'onnxruntime-node';
+import { onnxInputName, onnxRegressionOutputName } from '../../app/core/interop/onnxExport';
 import { numberOf, readRegressionHeadline, readResidualBins, readRowFeatures, readWorstPredictions, scatterFigure, worstTable } from './flows/regression';
 
 const plan = { file: 'linear.csv', rows: 300, seed: 13, epochs: 40, batchSize: 32, hiddenUnits: 64, learningRate: 0.01, testShare: 0.2 };
@@ -183,5 +188,52 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     assert.ok(row, `${model} in ${JSON.stringify(table.rows)}`);
     assert.equal(row[table.columns.indexOf('Predicts')], 'y');
     assert.match(row[table.columns.indexOf('Test accuracy / R²')], /^R² 0\.9\d\d$/);
+  });
+
+  /** New rows, without y: x1 and x2 inside the training range. */
+  const newRows = regressionRows(30, plan.seed + 1).map(({ x1, x2 }) => ({ x1, x2 }));
+  let predicted: number[] = [];
+
+  step('save the model, open a CSV without the target column and predict it: values in y\'s own units', 40_000, async () => {
+    const saved = await saveModel(page(), model, dir);
+    assert.ok(fs.statSync(saved).size > 0, `the model file was saved: ${saved}`);
+    const newFile = writeFile(dir, 'new points.csv', `x1,x2\n${newRows.map((row) => `${row.x1.toFixed(3)},${row.x2.toFixed(3)}`).join('\n')}\n`);
+    await openUnlabeledCsv(page(), newFile);
+    const summary = await readDatasetSummary(page());
+    assert.equal(summary['Label'], 'none', JSON.stringify(summary));
+    const preview = await predictFile(page(), model, /^new points\.csv /);
+    assert.deepEqual(preview.columns, ['row', 'predicted_y'], 'a prediction column named after the target, no true values');
+    assert.equal(preview.rows.length, 20, 'the first 20 rows shown');
+    const title = (await page().getByTestId('predictions-title').textContent()) ?? '';
+    assert.match(title, /30 rows, the first 20 shown/);
+    const csv = await savePredictedCsv(page(), dir);
+    assert.deepEqual(csv.columns, ['row', 'predicted_y']);
+    assert.equal(csv.rows.length, newRows.length, 'every row predicted');
+    assert.deepEqual(csv.rows.slice(0, 20), preview.rows, 'the preview is the CSV\'s first rows');
+    predicted = csv.rows.map((row) => Number(row[1]));
+    newRows.forEach((row, index) => {
+      const expected = 3 * row.x1 - 2 * row.x2;
+      assert.ok(Math.abs(predicted[index] - expected) < 0.5, `row ${index + 1}: ${predicted[index]} vs 3·x1 − 2·x2 = ${expected}`);
+    });
+  });
+
+  step('the ONNX export gives the same values in onnxruntime', 30_000, async () => {
+    assert.equal(predicted.length, newRows.length, 'the predictions of the step before');
+    await goTo(page(), 'Models');
+    const onnxFile = await exportOnnx(page(), model, dir);
+    const session = await ort.InferenceSession.create(fs.readFileSync(onnxFile));
+    try {
+      const inputs = Float32Array.from(newRows.flatMap((row) => [row.x1, row.x2]));
+      const output = await session.run({ [onnxInputName]: new ort.Tensor('float32', inputs, [newRows.length, 2]) });
+      const values = output[onnxRegressionOutputName].data as Float32Array;
+      assert.equal(values.length, newRows.length);
+      values.forEach((value, index) => {
+        // the CSV holds 7 significant digits
+        assert.ok(Math.abs(value - predicted[index]) <= 1e-5 * Math.max(1, Math.abs(value)), `row ${index + 1}: ONNX ${value} vs predict ${predicted[index]}`);
+      });
+    } finally {
+      await session.release();
+    }
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
   });
 });

@@ -5,12 +5,13 @@ import { rawInputWidth } from '../../services/evaluation';
 import { headOfDataset } from '../../core/model/head';
 import * as path from 'node:path';
 import { parameterCount } from '../../core/model/shapes';
+import { writeFileAtomic } from '../../core/files/atomic';
 import { services } from '../../services';
 import type { TrainedModel } from '../../services/models';
 import type { RunStore } from '../../services/runs';
 import { showUploadNames } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
-import type { ModelCheck, ModelInfo, PredictionResult, PresetInfo } from '../types';
+import type { ModelCheck, ModelInfo, PredictionFile, PredictionResult, PresetInfo } from '../types';
 import type { DatasetRegistry } from './datasets';
 import type { IdSequence } from './ids';
 import { removeFile, type SessionFolder } from './sessionFolder';
@@ -34,6 +35,16 @@ export function downloadFileName(name: string, extension = '.safetensors'): stri
     .slice(0, 200);
   return `${base || 'model'}${extension}`;
 }
+
+/** "iris model on new-flowers predictions.csv": the model's and the data's names without their extensions. */
+export function predictionsFileName(modelName: string, dataName: string): string {
+  const model = modelName.replace(/\.(safetensors|onnx|m)$/i, '');
+  const data = dataName.replace(/ \(uploaded\)$/, '').replace(/\.(csv|tsv|txt)$/i, '');
+  return downloadFileName(`${model} on ${data} predictions`, '.csv');
+}
+
+/** The rows of models:predictFile's preview. */
+export const predictionPreviewRows = 20;
 
 /** The file extension of each models:export format. */
 export const exportExtensions = { onnx: '.onnx' } as const;
@@ -146,6 +157,23 @@ export class ModelRegistry {
       probabilities: inputs.map((_, row) => Array.from(predicted.probabilities.subarray(row * classes, (row + 1) * classes))),
       predictions: Array.from(predicted.predictions),
       classLabels: [...model.labels],
+    };
+  }
+
+  /** models:predictFile: every row of an open dataset, read through the model's own encoding as `nnstudio predict` reads it. */
+  async predictFile({ modelId, datasetId, device, path: target }: ParsedPayloadOf<'models:predictFile'>, datasets: DatasetRegistry): Promise<PredictionFile> {
+    const record = this.get(modelId);
+    const data = datasets.get(datasetId);
+    const prediction = await services.evaluation.predict(record.model, data.source, { device });
+    const table = services.evaluation.predictionTable(prediction);
+    const csv = services.evaluation.tableCsv(table);
+    if (target !== undefined) await writeFileAtomic(path.resolve(target), csv);
+    return {
+      fileName: predictionsFileName(record.name, data.info.name),
+      csv,
+      rows: table.rows.length,
+      columns: table.columns,
+      preview: table.rows.slice(0, predictionPreviewRows),
     };
   }
 

@@ -66,6 +66,9 @@ export class RunRegistry {
     const { datasets, ids, folder } = this.wiring;
     const data = datasets.get(payload.datasetId);
     const testData = payload.testDatasetId !== undefined ? datasets.get(payload.testDatasetId) : undefined;
+    if (data.info.unlabeled) {
+      throw Object.assign(new Error(`${data.info.name} was opened without a label column (to predict with a model): open it again with its label column to train on it`), { field: 'datasetId' });
+    }
     const model = payload.model ?? {};
     // The model's errors are known now: answer them at once rather than in training:done.
     const check = services.models.check(model, data.dataset.featureShape, headOfDataset(data.dataset));

@@ -20,6 +20,8 @@ export interface DatasetSummary {
   targetNames?: string[];
   /** The loader's plain-language notes: columns left out, rows dropped, cells read as missing. */
   notes?: string[];
+  /** The file was read without a label column (prediction input): it cannot be trained on. */
+  unlabeled?: true;
   /** Per column of a CSV: inferred type, what became of it, missing share, distinct values, range, histogram. */
   columnReport?: ColumnReport[];
 }

@@ -32,6 +32,9 @@ const headBytes = 64 * 1024;
 /** The server's strict number syntax (app/core/data/csv.ts parseStrictNumber): no hex, NaN or Infinity. */
 const numberPattern = /^[ \t]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
 
+/** The loader's default missing-value markers (app/core/data/missing.ts), lower case; '' included. */
+const missingMarkers = new Set(['', 'na', 'n/a', 'nan', 'null', '?', '-']);
+
 export function isNumberText(text: string): boolean {
   return numberPattern.test(text);
 }
@@ -88,7 +91,8 @@ export function sampleCsv(text: string, delimiter: string, header: boolean): Csv
   const width = Math.max(names.length, ...data.map((row) => row.length), 0);
   const columns = Array.from({ length: width }, (_, index): SampledColumn => {
     const values = data.map((row) => (row[index] ?? '').trim());
-    const filled = values.filter((value) => value !== '');
+    // the loader's default missing markers are no evidence of text
+    const filled = values.filter((value) => !missingMarkers.has(value.toLowerCase()));
     return {
       name: names[index] || `column ${index + 1}`,
       values,

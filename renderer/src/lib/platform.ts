@@ -59,3 +59,19 @@ export async function saveModelFile(modelId: string, name: string, format: Model
   saveBytes(answer.result.fileName, base64ToBytes(answer.result.base64));
   return undefined;
 }
+
+/**
+ * Saves a file's predictions as CSV. Electron: a native save dialog, then the engine writes there
+ * (models:predictFile with the path, predicting again). A browser: a download of the CSV already shown.
+ */
+export async function savePredictions(prediction: { modelId: string; datasetId: string; fileName: string; csv: string }, device?: 'auto' | 'cpu' | 'cuda'): Promise<ApiError | undefined> {
+  if (desktop) {
+    const chosen = await desktop.dialogs.saveFile({ purpose: 'predictions', defaultName: prediction.fileName.replace(/\.csv$/i, '') });
+    if (chosen.error) return chosen.error;
+    if (!chosen.result) return undefined;
+    const saved = await api.invoke('models:predictFile', { modelId: prediction.modelId, datasetId: prediction.datasetId, path: chosen.result.path, ...(device ? { device } : {}) });
+    return saved.error;
+  }
+  saveBytes(prediction.fileName, new TextEncoder().encode(prediction.csv), 'text/csv');
+  return undefined;
+}

@@ -9,7 +9,7 @@ export function datasetTab(page: Page, name: string): Locator {
 }
 
 /** The role choices of the column roles table, as the selects show them. */
-export type RoleTitle = 'Feature (number)' | 'Categorical (one-hot)' | 'Label (class or number)' | 'Ignore';
+export type RoleTitle = 'Feature (type inferred)' | 'Categorical (one-hot)' | 'Label (class or number)' | 'Ignore';
 
 /** Picks `file` with "Choose a file…" (the browser's file chooser) and waits for its column roles table. */
 export async function chooseCsv(page: Page, file: string): Promise<void> {
@@ -82,4 +82,13 @@ export async function readDatasetSummary(page: Page): Promise<Record<string, str
 
 export function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Picks `file`, ticks "No label column (rows to predict)" and opens it: rows for Evaluate → Predict a file. */
+export async function openUnlabeledCsv(page: Page, file: string): Promise<void> {
+  const name = path.basename(file);
+  await chooseCsv(page, file);
+  await page.getByRole('checkbox', { name: 'No label column (rows to predict)' }).check();
+  await page.getByRole('button', { name: `Open ${name}` }).click();
+  await datasetTab(page, name).and(page.locator('[aria-pressed="true"]')).waitFor();
 }

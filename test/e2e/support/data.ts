@@ -16,7 +16,7 @@ export const flowerGardens = ['north', 'south'] as const;
 export const flowerFeatureCount = 4 + flowerGardens.length;
 
 /** A deterministic generator (mulberry32), so every run sees the same file. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -27,7 +27,7 @@ function random(seed: number): () => number {
   };
 }
 
-function gaussian(next: () => number): number {
+export function gaussian(next: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
 }
 

@@ -133,12 +133,12 @@ describe('every channel the window can name is validated', () => {
       if (schema.items && typeof schema.items === 'object') walk(schema.items as Record<string, unknown>, `${prefix}[].`, channel);
     };
     for (const channel of channels) walk(z.toJSONSchema(payloadSchemas[channel], { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>, '', channel);
-    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:save path']);
+    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:predictFile path', 'models:save path']);
   });
 });
 
 describe('paths come only from dialogs', () => {
-  test('datasets:open, models:import and models:save refuse a path no dialog gave', async () => {
+  test('datasets:open, models:import, models:save and models:predictFile refuse a path no dialog gave', async () => {
     const api = recordingApi();
     const router = createIpcRouter(api, fakeDialogs([]).dialogs);
     const open = await router.handle(page, 'datasets:open', { source: { kind: 'path', path: '/etc/passwd' } });
@@ -148,7 +148,13 @@ describe('paths come only from dialogs', () => {
     assert.equal(imported.error?.field, 'source.path');
     const saved = await router.handle(page, 'models:save', { modelId: 'model-1', path: '/home/user/.bashrc' });
     assert.equal(saved.error?.field, 'path');
+    const predicted = await router.handle(page, 'models:predictFile', { modelId: 'model-1', datasetId: 'dataset-1', path: '/home/user/.profile' });
+    assert.equal(predicted.error?.field, 'path');
+    assert.match(predicted.error?.message ?? '', /must come from a file dialog/);
     assert.equal(api.calls.length, 0);
+    // without a path there is nothing to check: the call goes on
+    await router.handle(page, 'models:predictFile', { modelId: 'model-1', datasetId: 'dataset-1' });
+    assert.equal(api.calls.length, 1);
   });
 
   test('uploads and MNIST need no dialog', async () => {

@@ -2,7 +2,7 @@
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
 import type { PayloadOf } from '../../../../app/api/types';
-import { cleanCsvHead, guessDelimiter, guessHeader, isNumberText, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import { cleanCsvHead, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
 import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
@@ -10,7 +10,8 @@ export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
 export type CsvOptions = NonNullable<Extract<PayloadOf<'datasets:open'>['source'], { kind: 'upload' }>['csv']>;
 
 export const roleChoices: { value: ColumnRole; title: string }[] = [
-  { value: 'feature', title: 'Feature (number)' },
+  // Sends nothing: the loader infers the type (number, category, date, ID-like, …) from the whole file.
+  { value: 'feature', title: 'Feature (type inferred)' },
   { value: 'categorical', title: 'Categorical (one-hot)' },
   { value: 'label', title: 'Label (class or number)' },
   { value: 'ignore', title: 'Ignore' },
@@ -19,16 +20,19 @@ export const roleChoices: { value: ColumnRole; title: string }[] = [
 /** Header names that usually hold the class (compared without case). */
 const labelNames = ['label', 'labels', 'class', 'target', 'species', 'y'];
 
-/** A column's role when it is not the label: text columns are one-hot encoded, numbers are features. */
-function plainRole(column: SampledColumn): ColumnRole {
-  return column.type === 'text' ? 'categorical' : 'feature';
+/**
+ * A column's role when it is not the label: a feature whose type the loader infers from the whole file (so a
+ * date, an ID or a numeric column with "NA" cells is read as such, not forced to one-hot from a few rows).
+ */
+function plainRole(): ColumnRole {
+  return 'feature';
 }
 
 /** The label is the column named like one (label, class, target, species, y), else the last column. */
 export function defaultRoles(columns: readonly SampledColumn[]): ColumnRole[] {
   const named = columns.findIndex((column) => labelNames.includes(column.name.trim().toLowerCase()));
   const label = named >= 0 ? named : columns.length - 1;
-  return columns.map((column, index) => (index === label ? 'label' : plainRole(column)));
+  return columns.map((_column, index) => (index === label ? 'label' : plainRole()));
 }
 
 export class CsvSetup {
@@ -38,12 +42,18 @@ export class CsvSetup {
   delimiter = $state(',');
   header = $state(true);
   roles = $state<ColumnRole[]>([]);
+  /** The file has no label column: rows to predict with a trained model (it cannot be trained on). */
+  unlabeled = $state(false);
   sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header));
   columns = $derived(this.sample.columns);
   labelIndex = $derived(this.roles.indexOf('label'));
 
   /** What stops the file from opening as set up, in words; undefined when it can be opened. */
   problem = $derived.by(() => {
+    if (this.unlabeled) {
+      if (this.columns.length < 1) return 'The file has no columns; check the delimiter.';
+      return this.roles.some((role) => role === 'feature' || role === 'categorical') ? undefined : 'Keep at least one feature column.';
+    }
     if (this.columns.length < 2) return 'The file needs at least two columns (features and a label); check the delimiter.';
     if (this.labelIndex < 0) return 'Choose the label column: set one column’s role to Label.';
     if (!this.roles.some((role) => role === 'feature' || role === 'categorical')) return 'Keep at least one feature column.';
@@ -76,22 +86,20 @@ export class CsvSetup {
     this.header = header;
   }
 
-  /** One label only: a new label column hands the old one its plain role. */
-  setRole(index: number, role: ColumnRole): void {
-    if (role === 'label' && this.labelIndex >= 0 && this.labelIndex !== index) {
-      this.roles[this.labelIndex] = plainRole(this.columns[this.labelIndex]);
-    }
-    this.roles[index] = role;
+  /** Without a label column every column is a feature (or ignored); choosing a label again undoes it. */
+  setUnlabeled(unlabeled: boolean): void {
+    this.unlabeled = unlabeled;
+    if (unlabeled && this.labelIndex >= 0) this.roles[this.labelIndex] = plainRole();
+    if (!unlabeled && this.labelIndex < 0) this.roles = defaultRoles(this.columns);
   }
 
-  /** A hint from the sampled rows, before the server reads the whole file: a feature needs numbers. */
-  warningFor(index: number): string | undefined {
-    if (this.roles[index] !== 'feature') return undefined;
-    const value = this.columns[index].values.find((text) => !isNumberText(text));
-    if (value === undefined) return undefined;
-    return value === ''
-      ? 'Some rows leave this column empty: a feature needs a number in every row.'
-      : `"${value}" is not a number: choose Categorical (one-hot) or Ignore for this column.`;
+  /** One label only: a new label column hands the old one its plain role. */
+  setRole(index: number, role: ColumnRole): void {
+    if (role === 'label') this.unlabeled = false;
+    if (role === 'label' && this.labelIndex >= 0 && this.labelIndex !== index) {
+      this.roles[this.labelIndex] = plainRole();
+    }
+    this.roles[index] = role;
   }
 
   /** datasets:open's csv options for these roles. */
@@ -102,7 +110,7 @@ export class CsvSetup {
     return {
       delimiter: this.delimiter,
       header: this.header,
-      labelColumn: this.labelIndex,
+      ...(this.unlabeled ? { unlabeled: true } : { labelColumn: this.labelIndex }),
       ...(categorical.length > 0 ? { categorical } : {}),
       ...(ignoreColumns.length > 0 ? { ignoreColumns } : {}),
     };

@@ -1,11 +1,13 @@
 // The Data screen: the open datasets and the selected one with its preview, the three ways to open data
-// (MNIST, a CSV with its column roles, an IDX pair) and how the data is split (SplitState).
+// (MNIST, a CSV with its column roles, an IDX pair), how the data is split (SplitState) and how its missing
+// cells are filled (ImputationState).
 import type { ApiError, DatasetInfo, DatasetPreview, PayloadOf } from '../../../../app/api/types';
 import { api } from '../api';
 import { fileToBase64 } from '../files';
 import type { Task } from '../datasetFacts';
 import { browserFile, fileSource, pickFile, type PickedFile } from '../platform';
 import { CsvSetup, type CsvOptions } from './csvSetup.svelte';
+import { ImputationState } from './imputationState.svelte';
 import { SplitState } from './splitState.svelte';
 
 type DatasetSource = PayloadOf<'datasets:open'>['source'];
@@ -38,11 +40,12 @@ export class DataState {
   csvError = $state<ApiError | undefined>();
   idxError = $state<ApiError | undefined>();
 
-  /** Reopening a CSV with the other task: under way for this dataset id, and the last failure. */
+  /** Reopening a CSV with another task or dates choice: under way for this dataset id, and the last failure. */
   retasking = $state<string | undefined>();
   taskError = $state<ApiError | undefined>();
 
   readonly split = new SplitState();
+  readonly imputation = new ImputationState();
   private readonly deps: DataDeps;
   /** The file and options each CSV was opened with, so it can be opened again with another task. */
   private readonly csvOrigins = new Map<string, { file: PickedFile; options: CsvOptions }>();
@@ -101,20 +104,35 @@ export class DataState {
     if (!error) this.pendingCsv = undefined;
   }
 
-  /** Whether the dataset is a CSV this page opened (so it can be reopened with the other task). */
+  /** Whether the dataset is a CSV this page opened (so it can be reopened with the other task or dates choice). */
   canRetask(datasetId: string): boolean {
     return this.csvOrigins.has(datasetId);
   }
 
+  /** How the CSV's date columns were read: as numeric parts, or left out (the server's default). */
+  datesOf(datasetId: string): 'parts' | 'ignore' {
+    return this.csvOrigins.get(datasetId)?.options.dates ?? 'ignore';
+  }
+
   /** Opens the CSV again as a classification or regression dataset, in place of the one open now. */
-  async setTask(datasetId: string, task: Task): Promise<void> {
+  setTask(datasetId: string, task: Task): Promise<void> {
+    return this.reopen(datasetId, { task });
+  }
+
+  /** Opens the CSV again with its date columns as parts (year, month, day, weekday) or left out. */
+  setDates(datasetId: string, dates: 'parts' | 'ignore'): Promise<void> {
+    return this.reopen(datasetId, { dates });
+  }
+
+  /** The CSV opened again with changed options, replacing the open one; its missing-cell choices follow it. */
+  private async reopen(datasetId: string, change: Partial<CsvOptions>): Promise<void> {
     const origin = this.csvOrigins.get(datasetId);
     if (!origin || this.retasking) return;
     this.taskError = undefined;
     this.retasking = datasetId;
     try {
-      const options = { ...origin.options, task };
-      const error = await this.open({ ...(await fileSource(origin.file)), csv: options }, { file: origin.file, options });
+      const options = { ...origin.options, ...change };
+      const error = await this.open({ ...(await fileSource(origin.file)), csv: options }, { file: origin.file, options }, datasetId);
       if (error) this.taskError = error;
       else await this.closeDataset(datasetId);
     } finally {
@@ -140,12 +158,14 @@ export class DataState {
     return this.idxError === undefined;
   }
 
-  private async open(source: DatasetSource, origin?: { file: PickedFile; options: CsvOptions }): Promise<ApiError | undefined> {
+  /** `replacing`: the dataset this one is opened again for (its choices carry over). */
+  private async open(source: DatasetSource, origin?: { file: PickedFile; options: CsvOptions }, replacing?: string): Promise<ApiError | undefined> {
     this.opening = true;
     try {
       const opened = await api.invoke('datasets:open', { source });
       if (opened.error) return opened.error;
       if (origin) this.csvOrigins.set(opened.result.id, origin);
+      if (replacing) this.imputation.carry(replacing, opened.result.id);
       this.datasets = [...this.datasets, opened.result];
       await this.selectDataset(opened.result.id);
       return undefined;
@@ -160,6 +180,7 @@ export class DataState {
     const changed = id !== this.datasetId;
     this.datasetId = id;
     this.preview = undefined;
+    if (this.dataset) this.imputation.prepare(this.dataset);
     const preview = await api.invoke('datasets:preview', { datasetId: id, rows: this.dataset?.kind === 'images' ? 32 : 20 });
     if (preview.result && this.datasetId === id) this.preview = preview.result;
     await this.deps.selected(changed);
@@ -170,6 +191,7 @@ export class DataState {
     if (closed.error) return;
     this.datasets = this.datasets.filter((entry) => entry.id !== id);
     this.csvOrigins.delete(id);
+    this.imputation.forget(id);
     if (this.datasetId === id) {
       this.datasetId = undefined;
       this.preview = undefined;

@@ -8,6 +8,7 @@ import { DataState } from './dataState.svelte';
 import { EvaluateState } from './evaluateState.svelte';
 import { ModelState } from './modelState.svelte';
 import { ModelsState } from './modelsState.svelte';
+import { PredictFileState } from './predictFileState.svelte';
 import { SavedRunsState } from './savedRunsState.svelte';
 import { TrainState } from './trainState.svelte';
 
@@ -39,7 +40,7 @@ class Studio {
   });
   readonly train: TrainState = new TrainState({
     datasetId: () => this.data.datasetId,
-    splitOptions: () => this.data.split.trainingOptions(this.data.dataset),
+    dataOptions: () => ({ ...this.data.split.trainingOptions(this.data.dataset), ...this.data.imputation.trainingOptions(this.data.dataset) }),
     modelChoice: () => this.model.choice(),
     seed: () => this.model.settings.seed,
     modelReady: () => this.model.ready,
@@ -53,6 +54,13 @@ class Studio {
     datasets: () => this.data.datasets,
     device: () => this.train.settings.device,
     evaluated: () => this.show('evaluate'),
+  });
+
+  readonly predictFile: PredictFileState = new PredictFileState({
+    models: () => this.models.models,
+    datasets: () => this.data.datasets,
+    selectedDatasetId: () => this.data.datasetId,
+    device: () => this.train.settings.device,
   });
 
   constructor() {
@@ -108,3 +116,4 @@ export const trainState = studio.train;
 export const evaluateState = studio.evaluate;
 export const modelsState = studio.models;
 export const savedRunsState = studio.savedRuns;
+export const predictFileState = studio.predictFile;

@@ -17,6 +17,7 @@ import type {
 import { api } from '../api';
 import { addPoint, emptySeries, type ThinSeries } from '../series';
 import type { ModelChoice } from './modelState.svelte';
+import type { ImputationState } from './imputationState.svelte';
 import type { SplitState } from './splitState.svelte';
 import { adoptPresetTraining, newTrainingDraft, trainingOptions, type TrainingDraft } from './trainingDrafts';
 
@@ -40,8 +41,8 @@ export interface LearningRateDraft {
 
 export interface TrainDeps {
   datasetId(): string | undefined;
-  /** The Data screen's shares and normalisation for the selected dataset. */
-  splitOptions(): ReturnType<SplitState['trainingOptions']>;
+  /** The Data screen's shares, normalisation and missing-cell choices for the selected dataset. */
+  dataOptions(): ReturnType<SplitState['trainingOptions']> & ReturnType<ImputationState['trainingOptions']>;
   modelChoice(): ModelChoice;
   seed(): number | null;
   /** The model fits the selected data. */
@@ -93,7 +94,7 @@ export class TrainState {
     const payload: PayloadOf<'training:start'> = {
       datasetId,
       model: this.deps.modelChoice(),
-      ...this.deps.splitOptions(),
+      ...this.deps.dataOptions(),
       ...(seed !== null ? { seed } : {}),
       ...options.value,
     };
