@@ -285,7 +285,7 @@ function scannedOutcome(read: CsvRead, column: ScannedFeature, problems: CellPro
   // Dates are left out unless asked for: measured on the tabular suite (docs/results/issue13-tabular-suite.md), four
   // parts of a date unrelated to the target cost up to 3.5 points; a user whose dates matter says --dates parts.
   if (decision.use === 'date' && (read.options.dates ?? defaultDates) === 'ignore') {
-    decision = { type: 'date', use: 'leave out', note: 'a date column, left out (--dates parts, or the Data screen, turns it into year, month, day and weekday)' };
+    decision = { type: 'date', use: 'leave out', note: 'a date column; its year, month, day and weekday can be used instead' };
   }
   const base = { source: column.source, name: column.name, decision, profile };
   switch (decision.use) {

@@ -112,7 +112,7 @@ describe('missing values and inferred column types', () => {
     assert.deepEqual(Array.from(parts.features.subarray(5, 10)), [2023, 3, 2, 3, 1]);
     assert.ok(Number.isNaN(parts.features[20]));
     assert.deepEqual(parts.notes, ['column "when": 1 cell is not a date and read as missing']);
-    await assert.rejects(loadCsv(file, { dates: 'ignore' }), { message: /no feature columns left: column "when" left out \(a date column \(dates: ignore\)\)/ });
+    await assert.rejects(loadCsv(file, { dates: 'ignore' }), { message: /no feature columns left: column "when" left out \(a date column; its year, month, day and weekday can be used instead\)/ });
   });
 
   test('rows with a missing label are dropped and counted', async () => {
