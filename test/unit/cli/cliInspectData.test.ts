@@ -22,13 +22,15 @@ test('inspect --data prints the task with its reason and one line per column wit
   const table = await runCli(['inspect', '--data', file], dir);
   assert.equal(table.code, 0, table.stderr);
   const lines = table.stdout.split('\n');
-  assert.equal(lines[0], `${file}: 60 rows, 5 columns → 8 features`);
+  // age and city's 3 categories; the date is left out unless asked for (docs/DATA.md)
+  assert.equal(lines[0], `${file}: 60 rows, 5 columns → 4 features`);
+  assert.match(table.stdout, /^ {2}signup: a date column; its year, month, day and weekday can be used instead$/m);
   assert.equal(lines[1], 'task: regression (price: 60 distinct numbers, some with a fraction → regression)');
   assert.match(table.stdout, /^customer_id +id +left out +0 +60 +500 … 559/m);
   assert.match(table.stdout, /^age +numeric +1 feat\. +9 \(15\.0%\) +30 +20 … 49, mean [\d.]+ +[▁-█ ]{10}$/m);
   assert.match(table.stdout, /^ {2}customer_id: ID-like: all 60 values are distinct integers \(a run 500…559\)$/m);
 
-  const json = await runCli(['inspect', '--data', file, '--json', '--task', 'regression', '--ignore', 'city'], dir);
+  const json = await runCli(['inspect', '--data', file, '--json', '--task', 'regression', '--ignore', 'city', '--dates', 'parts'], dir);
   assert.equal(json.code, 0, json.stderr);
   const report = JSON.parse(json.stdout);
   assert.equal(report.task, 'regression');

@@ -37,7 +37,7 @@ function messyTable(n: number): string {
 
 describe('missing values and inferred column types', () => {
   test('markers become NaN in numeric columns and all-zero blocks in categorical ones; IDs, text, constants left out; dates in parts', async () => {
-    const data = await loadCsv(csvFile(messyTable(100)));
+    const data = await loadCsv(csvFile(messyTable(100)), { dates: 'parts' });
     checkDataset(data);
     assert.deepEqual(data.featureNames, [
       'signup.year', 'signup.month', 'signup.day', 'signup.weekday', 'age', 'city=Lyon', 'city=Nice', 'city=Paris',
@@ -107,12 +107,13 @@ describe('missing values and inferred column types', () => {
   test('dates: ignore, or parts with the hour when written; non-dates in a date column are missing', async () => {
     const rows = Array.from({ length: 30 }, (_, i) => `${i === 4 ? 'soon' : `2023-03-${String(i + 1).padStart(2, '0')}T${String(i % 24).padStart(2, '0')}:15`},${i % 2}`);
     const file = csvFile(`when,label\n${rows.join('\n')}\n`);
-    const parts = await loadCsv(file);
+    const parts = await loadCsv(file, { dates: 'parts' });
     assert.deepEqual(parts.featureNames, ['when.year', 'when.month', 'when.day', 'when.weekday', 'when.hour']);
     assert.deepEqual(Array.from(parts.features.subarray(5, 10)), [2023, 3, 2, 3, 1]);
     assert.ok(Number.isNaN(parts.features[20]));
     assert.deepEqual(parts.notes, ['column "when": 1 cell is not a date and read as missing']);
-    await assert.rejects(loadCsv(file, { dates: 'ignore' }), { message: /no feature columns left: column "when" left out \(a date column; its year, month, day and weekday can be used instead\)/ });
+    // left out by default: here no feature would remain, and the message says what the date could give
+    await assert.rejects(loadCsv(file), { message: /no feature columns left: column "when" left out \(a date column; its year, month, day and weekday can be used instead\)/ });
   });
 
   test('rows with a missing label are dropped and counted', async () => {
@@ -224,7 +225,7 @@ describe('scikit-learn files', () => {
 
 describe('column report', () => {
   test('types, missing shares, distinct counts, ranges, histograms and top values per column', async () => {
-    const data = await loadCsv(csvFile(messyTable(100)), { report: true });
+    const data = await loadCsv(csvFile(messyTable(100)), { report: true, dates: 'parts' });
     const byName = new Map(data.report!.map((entry) => [entry.name, entry]));
     assert.deepEqual(data.report!.map((entry) => [entry.name, entry.type, entry.role]), [
       ['customer_id', 'id', 'left out'], ['signup', 'date', 'feature'], ['age', 'numeric', 'feature'], ['city', 'categorical', 'feature'],
