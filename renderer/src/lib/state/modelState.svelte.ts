@@ -13,6 +13,8 @@ export interface ModelSettingsDraft {
   optimizer: 'sgd' | 'adam';
   lr: number | null;
   momentum: number | null;
+  /** L2 penalty on the weights; null: the model's default (1e-2 for the default table model, else 0). */
+  weightDecay: number | null;
   seed: number | null;
 }
 
@@ -31,7 +33,7 @@ const checkDelayMs = 150;
 export class ModelState {
   /** The layer list as edited; the Model screen's rows bind to these layer objects. */
   layers = $state<LayerSpec[]>([]);
-  readonly settings = $state<ModelSettingsDraft>({ loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.001, momentum: 0.9, seed: 0 });
+  readonly settings = $state<ModelSettingsDraft>({ loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.001, momentum: 0.9, weightDecay: null, seed: 0 });
   /** The preset the model came from; any edit clears it. */
   presetName = $state<string | undefined>();
   check = $state.raw<ModelCheck | undefined>();
@@ -88,6 +90,7 @@ export class ModelState {
     settings.optimizer = spec.optimizer.kind;
     settings.lr = spec.optimizer.lr;
     if (spec.optimizer.kind === 'sgd') settings.momentum = spec.optimizer.momentum ?? 0;
+    settings.weightDecay = spec.optimizer.weightDecay ?? 0;
     settings.seed = spec.seed;
   }
 
@@ -142,13 +145,14 @@ export class ModelState {
 
   /** models:check's and training:start's model: the layers and the settings that are set. */
   choice(): ModelChoice {
-    const { loss, optimizer, lr, momentum, seed } = this.settings;
+    const { loss, optimizer, lr, momentum, weightDecay, seed } = this.settings;
     return {
       ...(this.layers.length ? { layers: this.modelText } : {}),
       loss,
       optimizer,
       ...(lr !== null ? { lr } : {}),
       ...(optimizer === 'sgd' && momentum !== null ? { momentum } : {}),
+      ...(weightDecay !== null ? { weightDecay } : {}),
       ...(seed !== null ? { seed } : {}),
     };
   }
