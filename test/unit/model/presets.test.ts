@@ -138,6 +138,8 @@ describe('defaults', () => {
     assert.equal(parameterCount(spec), 4 * 100 + 100 + 100 * 3 + 3);
     assert.equal(spec.seed, 7);
     assert.deepEqual(spec.input, [4]);
+    assert.equal(spec.optimizer.weightDecay, 1e-2, 'the measured weight decay of the default table model');
+    assert.equal(defaultSpec([1, 28, 28], 10).optimizer.weightDecay, undefined, 'images keep none');
   });
 
   test('tiny images: pools are dropped where the image is below 2x2', () => {
@@ -147,11 +149,11 @@ describe('defaults', () => {
     assert.doesNotThrow(() => inferShapes(defaultSpec([2, 1, 5], 4)));
   });
 
-  test('training options: images 64 x 2 epochs, tabular min(200, n) x 200 epochs', () => {
+  test('training options: images 64 x 2 epochs, tabular min(32, n) x 200 epochs', () => {
     assert.deepEqual(defaultTraining([1, 28, 28], 60_000), { batchSize: 64, epochs: 2 });
     assert.deepEqual(defaultTraining([1, 8, 8], 10), { batchSize: 10, epochs: 2 });
-    assert.deepEqual(defaultTraining([4], 150), { batchSize: 150, epochs: 200 });
-    assert.deepEqual(defaultTraining([30], 10_000), { batchSize: 200, epochs: 200 });
+    assert.deepEqual(defaultTraining([4], 20), { batchSize: 20, epochs: 200 });
+    assert.deepEqual(defaultTraining([30], 10_000), { batchSize: 32, epochs: 200 });
     assert.deepEqual(defaultTraining([30], 0), { batchSize: 1, epochs: 200 });
   });
 
