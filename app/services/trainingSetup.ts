@@ -38,7 +38,7 @@ export interface TrainRequest {
   /** Default constant. */
   lrSchedule?: engine.LrSchedule;
   earlyStopping?: engine.EarlyStopping;
-  /** How missing cells are filled, fitted on the training split (default: the median, no indicator). */
+  /** How missing cells are filled, fitted on the training split (default: iterative, no indicator). */
   imputation?: ImputationSettings;
   /** Classification: weigh each class's examples in the loss ('balanced': n / (classes * n_class), like scikit-learn). */
   classWeights?: ClassWeights;

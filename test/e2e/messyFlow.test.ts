@@ -112,7 +112,7 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
     const choices = await readTable(card.getByRole('table', { name: 'Missing cells' }));
     assert.deepEqual(choices.rows.map((row) => row[0]), ['All columns', ...features], 'one row per column with missing cells');
     const all = card.getByRole('combobox', { name: 'Fill missing cells with', exact: true });
-    assert.equal(((await all.locator('option:checked').textContent()) ?? '').trim(), 'the median of the training rows', 'the median by default');
+    assert.equal(((await all.locator('option:checked').textContent()) ?? '').trim(), 'an estimate from the row\'s other columns', 'iterative by default');
     await card.getByRole('combobox', { name: 'Fill missing cells of x2 with' }).selectOption({ label: 'the median of the training rows' });
     await card.getByRole('checkbox', { name: 'Missing indicator for x2' }).check();
     assert.equal(await card.getByRole('checkbox', { name: 'Missing indicator for x1' }).isChecked(), false);
@@ -138,13 +138,13 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
     assert.ok(headline.r2 > 0.7, `R² on the file ${headline.r2}`);
   });
 
-  step('the model file holds the choice: median everywhere, an indicator for x2 only', 20_000, async () => {
+  step('the model file holds the choice: median for x2, estimates for the others, an indicator for x2 only', 20_000, async () => {
     await goTo(page(), 'Models');
     const saved = await saveModel(page(), model, dir);
     const metadata = JSON.parse(readSafetensorsHeader(saved).metadata.nnstudio) as { preprocessing?: { imputation?: { strategies: string[]; indicators: number[] } } };
     const imputation = metadata.preprocessing?.imputation;
     assert.ok(imputation, `imputation in the model file: ${JSON.stringify(metadata.preprocessing)}`);
-    assert.deepEqual(imputation.strategies, ['median', 'median', 'median']);
+    assert.deepEqual(imputation.strategies, ['iterative', 'median', 'iterative']);
     assert.deepEqual(imputation.indicators, [1], 'x2 (feature 1) has an indicator');
   });
 

@@ -56,7 +56,7 @@ export function trainCommand(): Command {
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
     .option('--weight-decay <lambda>', 'L2 penalty on the weights (not biases), added to the gradient as lambda * w', nonNegativeNumber('--weight-decay'))
-    .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default median)').choices(imputationStrategies))
+    .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default iterative: estimated from the row\'s other columns)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
     .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')
     .option('--class-weight <weights>', 'classification: "balanced" (n / (classes * n_class)) or one weight per class, comma-separated', parseClassWeight)

@@ -9,8 +9,10 @@
 // IsNaN/Where and Cast.
 import { z } from 'zod';
 import type { Dataset } from './dataset';
+import { applyStep, fitIterativeSteps, iterativeStepSchema } from './iterativeImputation';
 
-export const imputationStrategies = ['mean', 'median', 'most_frequent', 'constant'] as const;
+/** 'iterative': the median first, then estimated from the row's other features (iterativeImputation.ts). */
+export const imputationStrategies = ['mean', 'median', 'most_frequent', 'constant', 'iterative'] as const;
 export type ImputationStrategy = (typeof imputationStrategies)[number];
 
 export const imputationSchema = z.strictObject({
@@ -20,6 +22,8 @@ export const imputationSchema = z.strictObject({
   strategies: z.array(z.enum(imputationStrategies)),
   /** Features that get a missing-indicator feature, appended in this order. */
   indicators: z.array(z.number().int().nonnegative()),
+  /** 'iterative' features: regressions on the other features, applied in order to the cells that were missing. */
+  iterative: z.array(iterativeStepSchema).optional(),
 }).superRefine((value, context) => {
   if (value.strategies.length !== value.fill.length) {
     context.addIssue({ code: 'custom', message: `${value.strategies.length} strategies for ${value.fill.length} features` });
@@ -28,6 +32,12 @@ export const imputationSchema = z.strictObject({
     context.addIssue({ code: 'custom', message: `an indicator names a feature outside 0..${value.fill.length - 1}` });
   }
   if (new Set(value.indicators).size !== value.indicators.length) context.addIssue({ code: 'custom', message: 'an indicator is listed twice' });
+  for (const step of value.iterative ?? []) {
+    if (step.feature >= value.fill.length || step.weights.length !== value.fill.length) {
+      context.addIssue({ code: 'custom', message: `an iterative step does not fit ${value.fill.length} features` });
+      break;
+    }
+  }
 });
 export type Imputation = z.infer<typeof imputationSchema>;
 
@@ -47,10 +57,12 @@ export interface ImputationSettings {
 }
 
 /**
- * The median, without indicators: on the tabular suite's messy variants (20 seeds) the median lost 1.5 points
- * against the clean iris where the mean lost 2.8, and indicator features cost up to 2.3 points (digits).
+ * Iterative (the median, then each missing cell estimated from the row's other features), without indicators:
+ * on the tabular suite's messy variants (5 seeds) it lost 0.7 points against the clean iris where the median
+ * lost 2.7, and it kept digits, breast cancer and diabetes closer to their clean runs too; indicator features
+ * cost up to 2.3 points (digits). Above maxIterativeFeatures features it is the median alone.
  */
-export const defaultImputation: ImputationSettings = { default: { strategy: 'median', indicator: false } };
+export const defaultImputation: ImputationSettings = { default: { strategy: 'iterative', indicator: false } };
 
 /** Whether a dataset has a missing (NaN) feature value. */
 export function hasMissing(dataset: Dataset): boolean {
@@ -87,7 +99,29 @@ export function fitImputation(dataset: Dataset, trainIndices: ArrayLike<number>,
     strategies.push(setting.strategy);
     if (setting.indicator && filled < trainIndices.length) indicators.push(feature);
   }
-  return { fill, strategies, indicators };
+  const iterative = fitIterative(dataset, trainIndices, width, fill, strategies);
+  return { fill, strategies, indicators, ...(iterative.length > 0 ? { iterative } : {}) };
+}
+
+/** The iterative steps for the 'iterative' features that have missing training cells (fewest missing first). */
+function fitIterative(dataset: Dataset, trainIndices: ArrayLike<number>, width: number, fill: number[], strategies: ImputationStrategy[]) {
+  const rows = trainIndices.length;
+  const values = new Float64Array(rows * width);
+  const missing = new Uint8Array(rows * width);
+  const missingCount = new Array<number>(width).fill(0);
+  for (let i = 0; i < rows; i++) {
+    for (let feature = 0; feature < width; feature++) {
+      const value = dataset.features[trainIndices[i] * width + feature];
+      const absent = value !== value;
+      missing[i * width + feature] = absent ? 1 : 0;
+      if (absent) missingCount[feature]++;
+      values[i * width + feature] = absent ? fill[feature] : value;
+    }
+  }
+  const targets = [...Array(width).keys()]
+    .filter((feature) => strategies[feature] === 'iterative' && missingCount[feature] > 0)
+    .sort((a, b) => missingCount[a] - missingCount[b] || a - b);
+  return fitIterativeSteps(values, missing, width, targets);
 }
 
 /** A feature's fill value from its filled training values; 0 (or the constant) when there are none. */
@@ -104,6 +138,7 @@ function fillValue(setting: ImputationSetting, values: Float32Array): number {
       for (let i = 0; i < values.length; i++) sum += values[i];
       return Math.fround(sum / values.length);
     }
+    case 'iterative': // its start: the median
     case 'median': {
       const sorted = Float32Array.from(values).sort();
       const middle = sorted.length >> 1;
@@ -131,6 +166,19 @@ export function imputedFeatureNames(imputation: Imputation, featureNames: readon
   return [...names, ...imputation.indicators.map((index) => `${names[index]}_missing`)];
 }
 
+/** The features with every NaN replaced by its fill value, then the iterative steps' estimates. */
+function filledFeatures(imputation: Imputation, raw: Float32Array, count: number, width: number): Float32Array {
+  const filled = new Float32Array(count * width);
+  const missing = new Uint8Array(count * width);
+  for (let i = 0; i < count * width; i++) {
+    const value = raw[i];
+    missing[i] = value === value ? 0 : 1;
+    filled[i] = value === value ? value : imputation.fill[i % width];
+  }
+  for (const step of imputation.iterative ?? []) applyStep(step, filled, missing, count, width);
+  return filled;
+}
+
 /** A dataset with every NaN replaced by its fill value and the indicator features appended; nothing else changes. */
 export function applyImputation(imputation: Imputation, dataset: Dataset): Dataset {
   const width = imputation.fill.length;
@@ -143,18 +191,15 @@ export function applyImputation(imputation: Imputation, dataset: Dataset): Datas
     throw new Error(`${dataset.source}: missing indicators apply to tabular data, not images of shape ${dataset.featureShape.join('x')}`);
   }
   const outWidth = width + extra;
-  const features = new Float32Array(count * outWidth);
-  const fill = Float32Array.from(imputation.fill);
-  for (let row = 0; row < count; row++) {
-    const from = row * width;
-    const to = row * outWidth;
-    for (let feature = 0; feature < width; feature++) {
-      const value = dataset.features[from + feature];
-      features[to + feature] = value === value ? value : fill[feature];
-    }
-    for (let k = 0; k < extra; k++) {
-      const value = dataset.features[from + imputation.indicators[k]];
-      features[to + width + k] = value === value ? 0 : 1;
+  const filled = filledFeatures(imputation, dataset.features, count, width);
+  const features = extra === 0 ? filled : new Float32Array(count * outWidth);
+  if (extra > 0) {
+    for (let row = 0; row < count; row++) {
+      features.set(filled.subarray(row * width, (row + 1) * width), row * outWidth);
+      for (let k = 0; k < extra; k++) {
+        const value = dataset.features[row * width + imputation.indicators[k]];
+        features[row * outWidth + width + k] = value === value ? 0 : 1;
+      }
     }
   }
   return {

@@ -129,12 +129,33 @@ function statisticShape(values: number[], input: readonly number[]): number[] {
 function addImputation(graph: GraphBuilder, input: string, imputation: Imputation): string {
   const fill = graph.constant('imputation_fill', [imputation.fill.length], imputation.fill);
   const missing = graph.node('IsNaN', [input], 'missing_cells');
-  const filled = graph.node('Where', [missing, fill, input], 'imputed', {}, 'missing cells take the training split\'s fill values');
+  let filled = graph.node('Where', [missing, fill, input], 'imputed', {}, 'missing cells take the training split\'s fill values');
+  filled = addIterativeSteps(graph, filled, missing, imputation);
   if (imputation.indicators.length === 0) return filled;
   const indices = graph.int64Constant('indicator_columns', [imputation.indicators.length], imputation.indicators);
   const picked = graph.node('Gather', [missing, indices], 'indicator_missing', { axis: 1 });
   const indicators = graph.node('Cast', [picked], 'missing_indicators', { to: onnx.TensorProto.DataType.FLOAT });
   return graph.node('Concat', [filled, indicators], 'with_indicators', { axis: 1 }, 'the <column>_missing features, appended');
+}
+
+/** Each iterative step: the missing cells of one feature become the regression on the row's other features. */
+function addIterativeSteps(graph: GraphBuilder, filled: string, missing: string, imputation: Imputation): string {
+  const width = imputation.fill.length;
+  const cellsOf = new Map<number, string>();
+  let value = filled;
+  for (const step of imputation.iterative ?? []) {
+    let cells = cellsOf.get(step.feature);
+    if (cells === undefined) {
+      const column = graph.boolConstant(`column_${step.feature}`, [1, width], Array.from({ length: width }, (_, k) => k === step.feature));
+      cells = graph.node('And', [missing, column], `missing_in_${step.feature}`);
+      cellsOf.set(step.feature, cells);
+    }
+    const weights = graph.constant(`estimate_${step.feature}_weights`, [width, 1], step.weights);
+    const bias = graph.constant(`estimate_${step.feature}_bias`, [1], [step.bias]);
+    const estimate = graph.node('Add', [graph.node('MatMul', [value, weights], `estimate_${step.feature}_sum`), bias], `estimate_${step.feature}`);
+    value = graph.node('Where', [cells, estimate, value], `iterative_${step.feature}`, {}, `missing cells of feature ${step.feature} estimated from the others`);
+  }
+  return value;
 }
 
 // (x / pixelScale - center) / spread, the order of app/core/data/preprocess.ts normalizeFeatures.

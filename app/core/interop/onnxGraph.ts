@@ -63,6 +63,13 @@ export class GraphBuilder {
     return unique;
   }
 
+  /** Adds a bool constant (a mask) and returns its name. */
+  boolConstant(name: string, shape: readonly number[], values: readonly boolean[]): string {
+    const unique = this.uniqueName(name);
+    this.initializers.push({ name: unique, dims: [...shape], dataType: onnx.TensorProto.DataType.BOOL, int32Data: values.map((value) => (value ? 1 : 0)) });
+    return unique;
+  }
+
   /** Adds one node; returns the name of its (single) output. `name` labels both the node and its output. */
   node(opType: string, inputs: string[], name: string, attributes: Record<string, AttributeValue> = {}, docString?: string): string {
     const output = this.uniqueName(name);

@@ -56,6 +56,47 @@ describe('imputation', () => {
   });
 });
 
+describe('iterative imputation', () => {
+  // b = 2a + 1 and c = -a: a missing b or c is recovered from the row's a, a missing a from b and c.
+  const rows = Array.from({ length: 40 }, (_, i) => [i, 2 * i + 1, -i]);
+  const holes = rows.map((row, i) => row.map((value, k) => ((i * 3 + k) % 7 === 0 ? NaN : value)));
+
+  test('a missing cell is estimated from the other features, far closer than the median', () => {
+    const data = table(holes, ['a', 'b', 'c']);
+    const all = Array.from({ length: 40 }, (_, i) => i);
+    const imputation = fitImputation(data, all, { default: { strategy: 'iterative' } });
+    assert.ok((imputation.iterative ?? []).length > 0, 'steps were fitted');
+    const filled = applyImputation(imputation, data).features;
+    const median = applyImputation(fitImputation(data, all, { default: { strategy: 'median' } }), data).features;
+    let iterativeError = 0;
+    let medianError = 0;
+    holes.forEach((row, i) => row.forEach((value, k) => {
+      if (!Number.isNaN(value)) return;
+      iterativeError = Math.max(iterativeError, Math.abs(filled[i * 3 + k] - rows[i][k]));
+      medianError = Math.max(medianError, Math.abs(median[i * 3 + k] - rows[i][k]));
+    }));
+    assert.ok(iterativeError < 0.5, `estimates within 0.5 of the truth: ${iterativeError}`);
+    assert.ok(medianError > 10, `the median misses by ${medianError}`);
+    assert.equal(hasMissing({ ...data, features: filled }), false);
+    imputationSchema.parse(imputation);
+  });
+
+  test('present cells never change, and features without missing training cells get no step', () => {
+    const data = table(holes.map((row) => [row[0], row[1], rows[0][2]]), ['a', 'b', 'c']);
+    const imputation = fitImputation(data, Array.from({ length: 40 }, (_, i) => i), { default: { strategy: 'iterative' } });
+    const features = new Set((imputation.iterative ?? []).map((step) => step.feature));
+    assert.deepEqual([...features].sort(), [0, 1]);
+    const filled = applyImputation(imputation, data).features;
+    holes.forEach((row, i) => row.slice(0, 2).forEach((value, k) => {
+      if (!Number.isNaN(value)) assert.equal(filled[i * 3 + k], Math.fround(value));
+    }));
+  });
+
+  test('a stored step must fit the features', () => {
+    assert.throws(() => imputationSchema.parse({ fill: [0, 0], strategies: ['iterative', 'iterative'], indicators: [], iterative: [{ feature: 0, weights: [0], bias: 0 }] }), /iterative step/);
+  });
+});
+
 describe('markers and dates', () => {
   test('missing markers: trimmed, any case, configurable', () => {
     const isMissing = missingTest();

@@ -196,6 +196,23 @@ describe('ONNX export matches the engine in onnxruntime', () => {
     await compare('imputation with indicators', trained, inputs);
   });
 
+  test('iterative imputation: the missing cells of each feature estimated from the others, step by step', async () => {
+    const preprocessing: Preprocessing = {
+      kind: 'zscore', featureCount: 4, mean: [10, -3, 0.5, 100], std: [2, 0.5, 1, 25],
+      imputation: {
+        fill: [9, -2, 0.25, 80], strategies: ['iterative', 'iterative', 'median', 'iterative'], indicators: [],
+        iterative: [
+          { feature: 0, weights: [0, 0.5, -1.25, 0.01], bias: 3 },
+          { feature: 3, weights: [2, 0, 0.75, 0], bias: -1 },
+          { feature: 0, weights: [0, 0.25, 0.5, 0.02], bias: 1.5 },
+          { feature: 1, weights: [-0.1, 0, 0, 0.03], bias: 0.5 },
+        ],
+      },
+    };
+    const trained = model(spec([4], [{ kind: 'dense', units: 8, activation: 'relu' }, { kind: 'dense', units: 3 }]), preprocessing);
+    await compare('iterative imputation', trained, withMissing(rawInputs(4, false, 20, 40), 3));
+  });
+
   test('z-score preprocessing per feature', async () => {
     const preprocessing: Preprocessing = { kind: 'zscore', featureCount: 4, mean: [10, -3, 0.5, 100], std: [2, 0.5, 1, 25] };
     const trained = model(spec([4], [{ kind: 'dense', units: 8, activation: 'relu' }, { kind: 'dense', units: 3 }]), preprocessing);

@@ -1,10 +1,10 @@
 // How missing cells are filled, per dataset (the Data screen's "Missing cells"): a choice for all columns and
 // one per column with missing cells, kept as drafts the inputs bind to; trainingOptions() turns them into
-// training:start's `imputation`. The server's default (median, no indicator) is sent as nothing at all.
+// training:start's `imputation`. The server's default (iterative, no indicator) is sent as nothing at all.
 import type { DatasetInfo, PayloadOf } from '../../../../app/api/types';
 import { datasetFacts } from '../datasetFacts';
 
-export type FillStrategy = 'median' | 'mean' | 'most_frequent' | 'constant';
+export type FillStrategy = 'iterative' | 'median' | 'mean' | 'most_frequent' | 'constant';
 /** A column's choice: one of the strategies, or the one chosen for all columns. */
 export type ColumnFillStrategy = FillStrategy | 'default';
 
@@ -13,6 +13,7 @@ type FillSetting = ImputationSettings['default'];
 
 /** In plain words: "Fill missing cells with: the median of the training rows". */
 export const fillChoices: { value: FillStrategy; title: string }[] = [
+  { value: 'iterative', title: 'an estimate from the row\'s other columns' },
   { value: 'median', title: 'the median of the training rows' },
   { value: 'mean', title: 'the mean of the training rows' },
   { value: 'most_frequent', title: 'the most frequent value of the training rows' },
@@ -38,7 +39,7 @@ export interface ImputationDraft {
   columns: Record<string, ColumnFillDraft>;
 }
 
-const serverDefault: FillDraft = { strategy: 'median', fillValue: null, indicator: false };
+const serverDefault: FillDraft = { strategy: 'iterative', fillValue: null, indicator: false };
 
 function newDraft(): ImputationDraft {
   return { all: { ...serverDefault }, columns: {} };
