@@ -54,6 +54,9 @@ export const maxCategories = 30;
 export const numericTextShare = 0.05;
 export const dateShare = 0.95;
 const minRowsForIdentity = 20;
+/** A column named like an ID (`id`, `customer_id`) whose integers are all distinct is one from a few rows on: 16-row
+ * tables (linnerud's training folds) otherwise learned from a random ID. */
+const minRowsForNamedIdentity = 5;
 const longText = 20;
 
 const idNamePattern = /^(id|uuid|guid|key|index|idx|row|rowid|row_id|record|#)$|[_\s.-](id|uuid|guid|key)$|[a-z](Id|ID|Uuid|UUID)$/;
@@ -88,10 +91,11 @@ function inferNumeric(profile: ColumnProfile): ColumnDecision {
     return { type: 'constant', use: 'leave out', note: `every value is ${profile.min}` };
   }
   if (!profile.fractional && profile.min === 0 && profile.max === 1) return { type: 'boolean', use: 'numeric' };
-  if (!profile.fractional && profile.numberCells === profile.rows && profile.rows >= minRowsForIdentity &&
+  const named = looksLikeIdName(profile.name);
+  if (!profile.fractional && profile.numberCells === profile.rows && profile.rows >= (named ? minRowsForNamedIdentity : minRowsForIdentity) &&
       profile.max - profile.min + 1 >= profile.rows && allDistinct(profile.values())) {
     const run = profile.max - profile.min + 1 === profile.rows;
-    if (run || looksLikeIdName(profile.name)) {
+    if (run || named) {
       return { type: 'id', use: 'leave out', note: `ID-like: all ${formatCount(profile.rows)} values are distinct integers${run ? ` (a run ${profile.min}…${profile.max})` : ''}` };
     }
     return {

@@ -116,6 +116,13 @@ describe('missing values and inferred column types', () => {
     await assert.rejects(loadCsv(file), { message: /no feature columns left: column "when" left out \(a date column; its year, month, day and weekday can be used instead\)/ });
   });
 
+  test('an ID-named column of distinct integers is left out from a few rows on; an unnamed run needs 20', async () => {
+    const ids = [907, 113, 554, 260, 731, 388, 12, 649];
+    const small = await loadCsv(csvFile(`customer_id,n,x,label\n${ids.map((id, i) => `${id},${i + 1},${i % 3},${i % 2}`).join('\n')}\n`));
+    assert.deepEqual(small.featureNames, ['n', 'x']);
+    assert.match(small.notes!.join('\n'), /customer_id.*ID-like: all 8 values are distinct integers/);
+  });
+
   test('rows with a missing label are dropped and counted', async () => {
     const data = await loadCsv(csvFile('x,label\n1,a\n2,\n3,NA\n4,b\n'));
     assert.equal(data.count, 2);
