@@ -11,7 +11,10 @@ Variants:
          shuffled) and a "visit_date" column after the features (ISO yyyy-mm-dd, random, unrelated to the
          target). It must train with no manual cleaning and default flags.
 Splits: per seed, 80/20 train/test (stratified by class for classification); the clean and messy variants
-of a dataset use the same row indices, and every method sees the same split.
+of a dataset use the same row indices, and every method sees the same split. A dataset of fewer than
+TINY_ROWS rows (linnerud: 20) would leave 4 test rows, whose R² swings by ±1 between seeds: there, per seed,
+a shuffled 5-fold split predicts every row once (out of fold) and the metric is taken over those pooled
+predictions (scikit-learn's cross_val_predict), for every method alike.
 Methods:
   ours  node bin/nnstudio.js train --data train.csv --test-data test.csv --device cpu --json --seed S --out ...
         with NN Studio's defaults, plus --ours-flags (to compare candidate defaults) and --threads.
@@ -65,6 +68,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+TINY_ROWS = 50
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLASSIFICATION = ["iris", "wine", "breast_cancer", "digits"]
 REGRESSION = ["diabetes", "linnerud"]
@@ -207,9 +211,27 @@ def run_sklearn(method, task, x_train, y_train, x_test, y_test, seed):
         model.fit(x_train, target_train)
     predicted = model.predict(x_test)
     seconds = round(time.time() - started, 2)
+    return score(task, y_test, predicted), {"seconds": seconds, "predicted": predicted}
+
+
+def score(task, y_true, predicted):
+    predicted = np.asarray(predicted, dtype=float)
     if task == "classification":
-        return accuracy_score(y_test[:, 0], predicted), {"seconds": seconds}
-    return r2_score(y_test if y_test.shape[1] > 1 else y_test[:, 0], predicted), {"seconds": seconds}
+        return accuracy_score(y_true[:, 0], predicted)
+    return r2_score(y_true if y_true.shape[1] > 1 else y_true[:, 0], predicted.reshape(len(y_true), -1) if y_true.shape[1] > 1 else predicted.reshape(-1))
+
+
+def predict_ours(cli, folder, target_names, threads):
+    """Our predictions for test.csv with the model train left in the folder, in the targets' order."""
+    out = os.path.join(folder, "predicted.csv")
+    command = ["node", cli, "predict", "--model", os.path.join(folder, "model.safetensors"),
+               "--data", os.path.join(folder, "test.csv"), "--device", "cpu", "--out", out]
+    if threads:
+        command += ["--threads", str(threads)]
+    subprocess.run(command, capture_output=True, text=True, check=True)
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return np.array([[float(row[f"predicted_{name}"]) for name in target_names] for row in rows])
 
 
 # ---------------------------------------------------------------- suite
@@ -228,6 +250,9 @@ def run_suite(args, emit):
                   file=sys.stderr)
             target_names, y = target_names[:1], y[:, :1]
         tables = {"clean": clean_table(features, x, target_names, y)}
+        if len(y) < TINY_ROWS:
+            run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, target_names, y, tables)
+            continue
         for seed in args.seeds:
             train_index, test_index = split_indices(task, y, seed)
             for variant in args.variants:
@@ -254,8 +279,49 @@ def run_suite(args, emit):
                         x_train, y_train = sklearn_view(header, train_rows, len(target_names))
                         x_test, y_test = sklearn_view(header, test_rows, len(target_names))
                         metric, info = run_sklearn(method, task, x_train, y_train, x_test, y_test, seed)
+                        info.pop("predicted", None)
                     emit({**base, "method": method, "metric": "accuracy" if task == "classification" else "r2",
                           "value": metric, **info})
+
+
+def run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, target_names, y, tables):
+    """A tiny dataset: per seed, 5 shuffled folds, each row predicted once out of fold, one metric over them."""
+    if task != "regression":
+        sys.exit(f"{name}: pooled folds are written for regression only")
+    from sklearn.model_selection import KFold
+    for seed in args.seeds:
+        folds = list(KFold(n_splits=5, shuffle=True, random_state=seed).split(np.arange(len(y))))
+        for variant in args.variants:
+            if variant == "messy":
+                header, rows, holes = messy_table(features, x, target_names, y, seed)
+            else:
+                (header, rows), holes = tables["clean"], 0
+            base = {"dataset": name, "task": task, "variant": variant, "seed": seed, "train": len(folds[0][0]),
+                    "test": len(y), "folds": len(folds), "targets": target_names, "missingCells": holes}
+            for method in args.methods:
+                pooled = np.zeros((len(y), len(target_names)))
+                info = {"seconds": 0.0}
+                for train_index, test_index in folds:
+                    train_rows, test_rows = [rows[i] for i in train_index], [rows[i] for i in test_index]
+                    if method == "ours":
+                        with tempfile.TemporaryDirectory(prefix="nns-bench-") as folder:
+                            write_csv(os.path.join(folder, "train.csv"), header, train_rows)
+                            write_csv(os.path.join(folder, "test.csv"), header, test_rows)
+                            _, fold_info = run_ours(cli, folder, seed, task, target_names, multi_flag, extra, args.threads)
+                            if "error" in fold_info:
+                                info["error"] = fold_info["error"]
+                                break
+                            pooled[test_index] = predict_ours(cli, folder, target_names, args.threads)
+                    else:
+                        x_train, y_train = sklearn_view(header, train_rows, len(target_names))
+                        x_test, y_test = sklearn_view(header, test_rows, len(target_names))
+                        _, fold_info = run_sklearn(method, task, x_train, y_train, x_test, y_test, seed)
+                        pooled[test_index] = np.asarray(fold_info["predicted"], dtype=float).reshape(len(test_index), -1)
+                    info["seconds"] = round(info["seconds"] + fold_info.get("seconds", 0), 2)
+                value = None if "error" in info else score(task, y, pooled)
+                if method == "ours":
+                    info["flags"] = args.ours_flags
+                emit({**base, "method": method, "metric": "r2 (pooled out of fold)", "value": value, **info})
 
 
 def keep_csvs(folder, name, variant, seed, source):
