@@ -245,6 +245,9 @@ def run_suite(args, emit):
     extra = shlex.split(args.ours_flags)
     for name in args.datasets:
         task, features, x, target_names, y = load(name)
+        if args.max_rows and len(y) > args.max_rows:  # a small table made from a larger one (seeded, fixed)
+            keep = np.random.RandomState(12345).choice(len(y), args.max_rows, replace=False)
+            x, y = x[keep], y[keep]
         if len(target_names) > 1 and "ours" in args.methods and not multi_flag and not args.all_targets_anyway:
             print(f"# {name}: our CLI has no flag for several target columns; using the first, {target_names[0]}",
                   file=sys.stderr)
@@ -404,6 +407,8 @@ def parse_args(argv):
     parser.add_argument("--md", help="write the Markdown table here too")
     parser.add_argument("--table-from", help="no runs: make the table from this JSON-lines file (ours: the runs "
                         "made with --ours-flags)")
+    parser.add_argument("--max-rows", type=int, default=0, help="use a seeded sample of this many rows of each dataset "
+                        "(small tables made from larger ones; under 50 rows they are scored out of fold)")
     parser.add_argument("--keep-csv", help="copy every train/test CSV given to our CLI into this folder")
     parser.add_argument("--all-targets-anyway", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -417,9 +417,9 @@ function targetOutcome(read: CsvRead, problems: CellProblems): TargetOutcome {
   }
   if (options.classLabels !== undefined) return knownClassesOutcome(read, problems, options.classLabels);
   const texts = target.column.ids.texts;
-  const choice = inferTask(target.name, texts, options.task);
-  if (choice.task === 'regression') return regressionOutcome(read, problems, choice.reason);
   const counts = Array.from(target.column.ids.counts.data.subarray(0, texts.length));
+  const choice = inferTask(target.name, texts, options.task, counts);
+  if (choice.task === 'regression') return regressionOutcome(read, problems, choice.reason);
   const { ordered, rank } = orderValues(texts);
   const classCounts = new Array<number>(ordered.length).fill(0);
   counts.forEach((count, id) => { classCounts[rank[id]] += count; });

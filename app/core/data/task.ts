@@ -1,8 +1,8 @@
 // Task inference (issue 13): is the label column a class or a number to predict?
 //
 // Rules (docs/DATA.md, "Task"): a target whose filled cells are all numbers is regression when some value
-// has a fraction or when it has more than 20 distinct integers; 20 or fewer distinct integers, text or
-// booleans are classes. The reason is always given, e.g. "price: 4,998 distinct numbers → regression".
+// has a fraction, when it has more than 20 distinct integers, or when it has 5 to 20 distinct integers most
+// of which are seen once (a small table's amounts); other integers, text or booleans are classes. The reason is always given, e.g. "price: 4,998 distinct numbers → regression".
 // A classifier with more than 200 classes is refused; one whose classes mostly have a single example gets
 // a warning (it trains, but cannot learn those classes).
 import { formatCount } from './columnReport';
@@ -18,14 +18,25 @@ export interface TaskChoice {
   reason: string;
 }
 
-/** The task for a label column from its distinct filled texts; `given` (CsvOptions.task) wins. */
-export function inferTask(name: string, texts: readonly string[], given?: Task): TaskChoice {
+/** From this many distinct integers on, a label whose values are mostly seen once is an amount, not classes. */
+export const minIntegersForAmounts = 5;
+
+/**
+ * The task for a label column from its distinct filled texts (and how often each occurs, `counts[i]` for
+ * `texts[i]`, when known); `given` (CsvOptions.task) wins.
+ */
+export function inferTask(name: string, texts: readonly string[], given?: Task, counts?: readonly number[]): TaskChoice {
   const shape = targetShape(texts);
   if (given !== undefined) return { task: given, reason: `${name}: ${given} as chosen (${describeShape(shape)})` };
   if (shape.numbers === texts.length && texts.length > 0) {
     if (shape.fractional) return { task: 'regression', reason: `${name}: ${formatCount(shape.distinctNumbers)} distinct numbers, some with a fraction → regression` };
     if (shape.distinctNumbers > maxClassificationIntegers) {
       return { task: 'regression', reason: `${name}: ${formatCount(shape.distinctNumbers)} distinct numbers → regression` };
+    }
+    // A small table's amounts (19 rows of prices): classes of one example each could not be learned anyway.
+    const seenOnce = counts === undefined ? 0 : counts.filter((count) => count === 1).length;
+    if (shape.distinctNumbers >= minIntegersForAmounts && seenOnce > texts.length / 2) {
+      return { task: 'regression', reason: `${name}: ${formatCount(shape.distinctNumbers)} distinct integers, ${formatCount(seenOnce)} of them seen once → regression` };
     }
     return { task: 'classification', reason: `${name}: ${formatCount(shape.distinctNumbers)} distinct integers → classification` };
   }

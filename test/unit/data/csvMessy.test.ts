@@ -166,6 +166,12 @@ describe('task inference', () => {
     const fractions = await loadCsv(csvFile('a,y\n1,0.5\n2,1.5\n3,0.5\n'));
     assert.equal(fractions.task, 'regression');
     assert.equal(fractions.taskReason, 'y: 2 distinct numbers, some with a fraction → regression');
+    // a small table's amounts: 6 integers, each seen once, are a number to predict, not 6 one-example classes
+    const amounts = await loadCsv(csvFile('a,price\n1,175\n2,212\n3,93\n4,175\n5,68\n6,301\n7,88\n'));
+    assert.equal(amounts.task, 'regression');
+    assert.equal(amounts.taskReason, 'price: 6 distinct integers, 5 of them seen once → regression');
+    const codes = await loadCsv(csvFile('a,code\n1,1\n2,2\n3,3\n4,4\n5,5\n6,1\n7,2\n8,3\n9,4\n10,5\n'));
+    assert.equal(codes.task ?? 'classification', 'classification', 'class codes seen twice each stay classes');
     const forced = await loadCsv(csvFile('a,y\n1,0\n2,1\n3,2\n'), { task: 'regression' });
     assert.equal(forced.task, 'regression');
     assert.equal(forced.taskReason, 'y: regression as chosen (3 distinct numbers)');
