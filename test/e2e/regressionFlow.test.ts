@@ -20,7 +20,7 @@ import { exportOnnx, saveModel } from './flows/models';
 import { predictFile, savePredictedCsv } from './flows/predict';
 import * as ort from 'onnxruntime-node';
 import { onnxInputName, onnxRegressionOutputName } from '../../app/core/interop/onnxExport';
-import { numberOf, readRegressionHeadline, readResidualBins, readRowFeatures, readWorstPredictions, scatterFigure, worstTable } from './flows/regression';
+import { canvasIsDrawn, numberOf, readRegressionHeadline, residualFigure, readResidualBins, readRowFeatures, readWorstPredictions, scatterFigure, worstTable } from './flows/regression';
 
 const plan = { file: 'linear.csv', rows: 300, seed: 13, epochs: 40, batchSize: 32, hiddenUnits: 64, learningRate: 0.01, testShare: 0.2 };
 
@@ -143,6 +143,8 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     assert.match((await scatter.textContent()) ?? '', /300 examples/, 'every row is a point (at most 2,000 are drawn)');
     const box = await scatter.locator('canvas').boundingBox();
     assert.ok(box && box.width > 200 && box.height > 200, `the plot has room: ${JSON.stringify(box)}`);
+    assert.ok(await canvasIsDrawn(scatter), 'the scatter plot is drawn');
+    assert.ok(await canvasIsDrawn(residualFigure(page(), 'y')), 'the residual histogram is drawn');
     const bins = await readResidualBins(page(), 'y');
     assert.equal(bins.reduce((sum, bin) => sum + bin.count, 0), 300, 'the histogram counts every row once');
     const worst = await readWorstPredictions(page());

@@ -23,6 +23,20 @@ export function scatterFigure(page: Page, target: string): Locator {
   return page.getByRole('figure').filter({ has: page.getByText(`Predicted against true ${target}`) });
 }
 
+export function residualFigure(page: Page, target: string): Locator {
+  return page.getByRole('figure').filter({ has: page.getByText(`Errors of ${target}`) });
+}
+
+/** Whether a figure's canvas has anything drawn on it (a chart that failed to draw stays transparent). */
+export async function canvasIsDrawn(figure: Locator): Promise<boolean> {
+  type Canvas = { width: number; height: number; getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null };
+  return figure.locator('canvas').evaluate((element) => {
+    const canvas = element as unknown as Canvas;
+    const pixels = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
+    return Array.prototype.some.call(pixels, (value: number) => value !== 0);
+  });
+}
+
 /** The residual histogram's bins, from its text alternative (a visually hidden table). */
 export async function readResidualBins(page: Page, target: string): Promise<{ range: string; count: number }[]> {
   const table = await readTable(page.getByRole('table', { name: `Examples per error range of ${target}` }));
