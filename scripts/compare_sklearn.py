@@ -13,8 +13,8 @@ Variants:
 Splits: per seed, 80/20 train/test (stratified by class for classification); the clean and messy variants
 of a dataset use the same row indices, and every method sees the same split. A dataset of fewer than
 TINY_ROWS rows (linnerud: 20) would leave 4 test rows, whose R² swings by ±1 between seeds: there, per seed,
-a shuffled 5-fold split predicts every row once (out of fold) and the metric is taken over those pooled
-predictions (scikit-learn's cross_val_predict), for every method alike.
+a shuffled 5-fold split (stratified by class for classification) predicts every row once (out of fold) and
+the metric is taken over those pooled predictions (scikit-learn's cross_val_predict), for every method alike.
 Methods:
   ours  node bin/nnstudio.js train --data train.csv --test-data test.csv --device cpu --json --seed S --out ...
         with NN Studio's defaults, plus --ours-flags (to compare candidate defaults) and --threads.
@@ -221,16 +221,21 @@ def score(task, y_true, predicted):
     return r2_score(y_true if y_true.shape[1] > 1 else y_true[:, 0], predicted.reshape(len(y_true), -1) if y_true.shape[1] > 1 else predicted.reshape(-1))
 
 
-def predict_ours(cli, folder, target_names, threads):
-    """Our predictions for test.csv with the model train left in the folder, in the targets' order."""
+def predict_ours(cli, folder, task, target_names, threads):
+    """Our predictions for test.csv with the model train left in the folder: the targets' values in their
+    order (regression), or the predicted class (classification: labels are the loader's integers)."""
     out = os.path.join(folder, "predicted.csv")
     command = ["node", cli, "predict", "--model", os.path.join(folder, "model.safetensors"),
                "--data", os.path.join(folder, "test.csv"), "--device", "cpu", "--out", out]
     if threads:
         command += ["--threads", str(threads)]
-    subprocess.run(command, capture_output=True, text=True, check=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError("nnstudio predict failed: " + (result.stderr.strip() or result.stdout.strip())[-600:])
     with open(out, newline="") as handle:
         rows = list(csv.DictReader(handle))
+    if task == "classification":
+        return np.array([[float(row["predicted"])] for row in rows])
     return np.array([[float(row[f"predicted_{name}"]) for name in target_names] for row in rows])
 
 
@@ -289,11 +294,12 @@ def run_suite(args, emit):
 
 def run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, target_names, y, tables):
     """A tiny dataset: per seed, 5 shuffled folds, each row predicted once out of fold, one metric over them."""
-    if task != "regression":
-        sys.exit(f"{name}: pooled folds are written for regression only")
-    from sklearn.model_selection import KFold
+    from sklearn.model_selection import KFold, StratifiedKFold
     for seed in args.seeds:
-        folds = list(KFold(n_splits=5, shuffle=True, random_state=seed).split(np.arange(len(y))))
+        if task == "classification":  # every class in every training fold, as the 80/20 split stratifies
+            folds = list(StratifiedKFold(n_splits=5, shuffle=True, random_state=seed).split(np.arange(len(y)), y[:, 0]))
+        else:
+            folds = list(KFold(n_splits=5, shuffle=True, random_state=seed).split(np.arange(len(y))))
         for variant in args.variants:
             if variant == "messy":
                 header, rows, holes = messy_table(features, x, target_names, y, seed)
@@ -302,6 +308,8 @@ def run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, targ
             base = {"dataset": name, "task": task, "variant": variant, "seed": seed, "train": len(folds[0][0]),
                     "test": len(y), "folds": len(folds), "targets": target_names, "missingCells": holes}
             for method in args.methods:
+                if method == "mlpy" and task != "regression":
+                    continue
                 pooled = np.zeros((len(y), len(target_names)))
                 info = {"seconds": 0.0}
                 for train_index, test_index in folds:
@@ -314,7 +322,11 @@ def run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, targ
                             if "error" in fold_info:
                                 info["error"] = fold_info["error"]
                                 break
-                            pooled[test_index] = predict_ours(cli, folder, target_names, args.threads)
+                            try:
+                                pooled[test_index] = predict_ours(cli, folder, task, target_names, args.threads)
+                            except RuntimeError as error:
+                                info["error"] = str(error)
+                                break
                     else:
                         x_train, y_train = sklearn_view(header, train_rows, len(target_names))
                         x_test, y_test = sklearn_view(header, test_rows, len(target_names))
@@ -324,7 +336,7 @@ def run_pooled(args, emit, cli, multi_flag, extra, name, task, features, x, targ
                 value = None if "error" in info else score(task, y, pooled)
                 if method == "ours":
                     info["flags"] = args.ours_flags
-                emit({**base, "method": method, "metric": "r2 (pooled out of fold)", "value": value, **info})
+                emit({**base, "method": method, "metric": ("accuracy" if task == "classification" else "r2") + " (pooled out of fold)", "value": value, **info})
 
 
 def keep_csvs(folder, name, variant, seed, source):

@@ -3,22 +3,21 @@
 // opened without cleaning: the column report shows the ID and the date left out with notes and every missing
 // share; median + a missing indicator are chosen for one column on the Data screen and reach the model file;
 // train on the CPU, evaluate, and predict a CSV whose rows have missing cells: every prediction is a number.
-import { after, before, describe } from 'node:test';
+import { describe } from 'node:test';
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import { skipWithoutBrowser } from './support/browser';
-import { gaussian, random, scratchDir, writeFile } from './support/data';
+import { gaussian, random, writeFile } from './support/data';
 import { readSafetensorsHeader } from './support/safetensors';
 import { sequentialSteps } from './support/steps';
-import { openStudio, type Studio } from './support/studio';
+import { useStudioWithScratch } from './support/studio';
 import { eventually, goTo, readTable, section } from './support/ui';
-import { chooseCsv, openChosenCsv, openUnlabeledCsv, readDatasetSummary, setSplits } from './flows/data';
+import { openUnlabeledCsv, setSplits } from './flows/data';
 import { setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
 import { evaluateWith } from './flows/evaluate';
 import { saveModel } from './flows/models';
 import { predictFile, savePredictedCsv } from './flows/predict';
-import { readRegressionHeadline } from './flows/regression';
+import { openRegressionCsv, readRegressionHeadline } from './flows/regression';
 
 const plan = { file: 'messy.csv', rows: 240, seed: 31, epochs: 40, missingShare: 0.1 };
 const markers = ['', 'NA', '?', 'N/A'];
@@ -56,34 +55,18 @@ function messyCsv(rows: readonly MessyRow[], withTarget: boolean): string {
 }
 
 describe('messy-CSV flow: missing markers, an ID and a date column, imputation chosen in the UI', { skip: skipWithoutBrowser() }, () => {
-  let studio: Studio | undefined;
-  let dir: string;
   let file: string;
   let rows: MessyRow[];
-  const step = sequentialSteps(() => studio);
-  const page = () => studio!.page;
-  const model = `${plan.file} (run-1)`;
-
-  before(async () => {
-    dir = scratchDir('messy');
+  const scratch = useStudioWithScratch('messy', (dir) => {
     rows = messyRows(plan.rows, plan.seed, true);
     file = writeFile(dir, plan.file, messyCsv(rows, true));
-    studio = await openStudio();
-  }, { timeout: 60_000 });
-
-  after(async () => {
-    await studio?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
+  const step = sequentialSteps(() => scratch.studio);
+  const page = () => scratch.studio!.page;
+  const model = `${plan.file} (run-1)`;
 
   step('open it as it is: the ID and the date are left out with notes, every column\'s missing share is shown', 20_000, async () => {
-    await chooseCsv(page(), file);
-    await openChosenCsv(page(), file, 'y');
-    const summary = await eventually(async () => {
-      const shown = await readDatasetSummary(page());
-      assert.equal(shown['Task'], 'Regression', JSON.stringify(shown));
-      return shown;
-    });
+    const summary = await openRegressionCsv(page(), file, 'y');
     assert.equal(summary['Examples'], String(plan.rows), 'no row dropped: the target is never missing');
     assert.equal(summary['Features'], '3', 'x1, x2, x3: the ID and the date are not features');
     const report = await readTable(page().getByRole('table', { name: 'Column report' }));
@@ -140,7 +123,7 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
 
   step('the model file holds the choice: median for x2, estimates for the others, an indicator for x2 only', 20_000, async () => {
     await goTo(page(), 'Models');
-    const saved = await saveModel(page(), model, dir);
+    const saved = await saveModel(page(), model, scratch.dir);
     const metadata = JSON.parse(readSafetensorsHeader(saved).metadata.nnstudio) as { preprocessing?: { imputation?: { strategies: string[]; indicators: number[] } } };
     const imputation = metadata.preprocessing?.imputation;
     assert.ok(imputation, `imputation in the model file: ${JSON.stringify(metadata.preprocessing)}`);
@@ -151,11 +134,11 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
   step('predict a CSV whose rows have missing cells and no target: every prediction is a number', 30_000, async () => {
     const newRows = messyRows(40, plan.seed + 1, true);
     assert.ok(newRows.some((row) => row.values.some((value) => value === undefined)), 'some new rows have missing cells');
-    const newFile = writeFile(dir, 'messy new.csv', messyCsv(newRows, false));
+    const newFile = writeFile(scratch.dir, 'messy new.csv', messyCsv(newRows, false));
     await openUnlabeledCsv(page(), newFile);
     const preview = await predictFile(page(), model, /^messy new\.csv /);
     assert.deepEqual(preview.columns, ['row', 'predicted_y']);
-    const csv = await savePredictedCsv(page(), dir);
+    const csv = await savePredictedCsv(page(), scratch.dir);
     assert.equal(csv.rows.length, newRows.length, 'every row predicted, none dropped for a missing cell');
     for (const [row, value] of csv.rows) assert.ok(Number.isFinite(Number(value)) && value !== '', `row ${row}: ${value}`);
     // rows with every feature present are predicted close to the formula
@@ -163,6 +146,6 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
     const errors = complete.map((index) => Math.abs(Number(csv.rows[index][1]) - newRows[index].y));
     const meanError = errors.reduce((sum, error) => sum + error, 0) / errors.length;
     assert.ok(meanError < 1, `mean error on complete rows ${meanError} (targets spread over about ±12)`);
-    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+    assert.deepEqual(scratch.studio!.pageErrors, [], 'no errors in the page');
   });
 });

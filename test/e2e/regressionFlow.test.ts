@@ -4,15 +4,15 @@
 // evaluate it: the predicted-vs-true scatter plot, the residual histogram and the worst predictions, and open
 // one row's feature values by click and by keyboard; save the model, predict a new CSV without the target
 // column (values in y's own units) and check the ONNX export gives the same values in onnxruntime.
-import { after, before, describe } from 'node:test';
-import assert from 'node:assert/strict';
+import { describe } from 'node:test';
 import * as fs from 'node:fs';
+import assert from 'node:assert/strict';
 import { skipWithoutBrowser } from './support/browser';
-import { regressionColumns, regressionCsv, regressionRows, scratchDir, writeFile, type RegressionRow } from './support/data';
+import { regressionColumns, regressionCsv, regressionRows, writeFile, type RegressionRow } from './support/data';
 import { sequentialSteps } from './support/steps';
-import { openStudio, type Studio } from './support/studio';
+import { useStudioWithScratch } from './support/studio';
 import { eventually, goTo, readTable, section } from './support/ui';
-import { chooseCsv, openChosenCsv, openUnlabeledCsv, readDatasetSummary, setSplits } from './flows/data';
+import { openUnlabeledCsv, readDatasetSummary, setSplits } from './flows/data';
 import { choosePreset, removeLayer, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
 import { evaluateWith } from './flows/evaluate';
@@ -20,7 +20,7 @@ import { exportOnnx, saveModel } from './flows/models';
 import { predictFile, savePredictedCsv } from './flows/predict';
 import * as ort from 'onnxruntime-node';
 import { onnxInputName, onnxRegressionOutputName } from '../../app/core/interop/onnxExport';
-import { canvasIsDrawn, numberOf, readRegressionHeadline, residualFigure, readResidualBins, readRowFeatures, readWorstPredictions, scatterFigure, worstTable } from './flows/regression';
+import { canvasIsDrawn, numberOf, openRegressionCsv, readRegressionHeadline, residualFigure, readResidualBins, readRowFeatures, readWorstPredictions, scatterFigure, worstTable } from './flows/regression';
 
 const plan = { file: 'linear.csv', rows: 300, seed: 13, epochs: 40, batchSize: 32, hiddenUnits: 64, learningRate: 0.01, testShare: 0.2 };
 
@@ -30,35 +30,19 @@ function close(shown: number, actual: number): boolean {
 }
 
 describe('regression flow: a numeric target, R² while training, scatter plot and worst predictions', { skip: skipWithoutBrowser() }, () => {
-  let studio: Studio | undefined;
-  let dir: string;
   let file: string;
   let rows: RegressionRow[];
-  const step = sequentialSteps(() => studio);
-  const page = () => studio!.page;
+  const scratch = useStudioWithScratch('regression', (dir) => {
+    rows = regressionRows(plan.rows, plan.seed);
+    file = writeFile(dir, plan.file, regressionCsv(rows));
+  });
+  const step = sequentialSteps(() => scratch.studio);
+  const page = () => scratch.studio!.page;
   const model = `${plan.file} (run-1)`;
   let testCount = 0;
 
-  before(async () => {
-    dir = scratchDir('regression');
-    rows = regressionRows(plan.rows, plan.seed);
-    file = writeFile(dir, plan.file, regressionCsv(rows));
-    studio = await openStudio();
-  }, { timeout: 60_000 });
-
-  after(async () => {
-    await studio?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
-
   step('open the CSV: the task is regression, with its reason, and the column report describes every column', 20_000, async () => {
-    await chooseCsv(page(), file);
-    await openChosenCsv(page(), file, 'y');
-    const summary = await eventually(async () => {
-      const shown = await readDatasetSummary(page());
-      assert.equal(shown['Task'], 'Regression', JSON.stringify(shown));
-      return shown;
-    });
+    const summary = await openRegressionCsv(page(), file, 'y');
     assert.equal(summary['Examples'], '300');
     assert.equal(summary['Features'], '2');
     assert.equal(summary['Target'], 'y');
@@ -180,7 +164,7 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     });
     await page().getByRole('region', { name: /^Example #/ }).getByRole('button', { name: 'Close' }).click();
     assert.equal(await page().getByRole('region', { name: /^Example #/ }).count(), 0);
-    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+    assert.deepEqual(scratch.studio!.pageErrors, [], 'no errors in the page');
   });
 
   step('the Models screen shows the model\'s test R² where a classifier shows accuracy', 20_000, async () => {
@@ -197,9 +181,9 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
   let predicted: number[] = [];
 
   step('save the model, open a CSV without the target column and predict it: values in y\'s own units', 40_000, async () => {
-    const saved = await saveModel(page(), model, dir);
+    const saved = await saveModel(page(), model, scratch.dir);
     assert.ok(fs.statSync(saved).size > 0, `the model file was saved: ${saved}`);
-    const newFile = writeFile(dir, 'new points.csv', `x1,x2\n${newRows.map((row) => `${row.x1.toFixed(3)},${row.x2.toFixed(3)}`).join('\n')}\n`);
+    const newFile = writeFile(scratch.dir, 'new points.csv', `x1,x2\n${newRows.map((row) => `${row.x1.toFixed(3)},${row.x2.toFixed(3)}`).join('\n')}\n`);
     await openUnlabeledCsv(page(), newFile);
     const summary = await readDatasetSummary(page());
     assert.equal(summary['Label'], 'none', JSON.stringify(summary));
@@ -208,7 +192,7 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     assert.equal(preview.rows.length, 20, 'the first 20 rows shown');
     const title = (await page().getByTestId('predictions-title').textContent()) ?? '';
     assert.match(title, /30 rows, the first 20 shown/);
-    const csv = await savePredictedCsv(page(), dir);
+    const csv = await savePredictedCsv(page(), scratch.dir);
     assert.deepEqual(csv.columns, ['row', 'predicted_y']);
     assert.equal(csv.rows.length, newRows.length, 'every row predicted');
     assert.deepEqual(csv.rows.slice(0, 20), preview.rows, 'the preview is the CSV\'s first rows');
@@ -222,7 +206,7 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
   step('the ONNX export gives the same values in onnxruntime', 30_000, async () => {
     assert.equal(predicted.length, newRows.length, 'the predictions of the step before');
     await goTo(page(), 'Models');
-    const onnxFile = await exportOnnx(page(), model, dir);
+    const onnxFile = await exportOnnx(page(), model, scratch.dir);
     const session = await ort.InferenceSession.create(fs.readFileSync(onnxFile));
     try {
       const inputs = Float32Array.from(newRows.flatMap((row) => [row.x1, row.x2]));
@@ -236,6 +220,6 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
     } finally {
       await session.release();
     }
-    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+    assert.deepEqual(scratch.studio!.pageErrors, [], 'no errors in the page');
   });
 });

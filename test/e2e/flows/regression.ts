@@ -1,7 +1,9 @@
 // The screens of a regression model: the Train screen's R², the Evaluate screen's headline, scatter plot,
 // residual histogram and worst predictions with a row's feature values, read as numbers.
+import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
-import { readTable, section } from '../support/ui';
+import { eventually, readTable, section } from '../support/ui';
+import { openCsv, readDatasetSummary } from './data';
 
 /** "1,234.5" → 1234.5; "+5.6" → 5.6; "–" → NaN. */
 export const numberOf = (text: string) => Number(text.replace(/,/g, '').replace(/^\+/, '').trim() || NaN);
@@ -19,6 +21,16 @@ export async function readRegressionHeadline(page: Page): Promise<{ title: strin
 }
 
 /** The predicted-vs-true figure of `target`. */
+/** Opens a CSV with `target` as its label column and waits for the summary to say Regression; returns the summary. */
+export async function openRegressionCsv(page: Page, file: string, target: string): Promise<Record<string, string>> {
+  await openCsv(page, file, target);
+  return eventually(async () => {
+    const shown = await readDatasetSummary(page);
+    assert.equal(shown['Task'], 'Regression', JSON.stringify(shown));
+    return shown;
+  });
+}
+
 export function scatterFigure(page: Page, target: string): Locator {
   return page.getByRole('figure').filter({ has: page.getByText(`Predicted against true ${target}`) });
 }

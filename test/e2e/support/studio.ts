@@ -3,8 +3,10 @@
 // can call it whatever happened; on a failure, artifacts() keeps a screenshot and the server's output.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { after, before } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, newContext } from './browser';
+import { scratchDir } from './data';
 import { repoRoot, startServeProcess, type ServeProcess } from './serve';
 
 export const failuresDir = path.join(repoRoot, 'dist', 'e2e-failures');
@@ -76,4 +78,24 @@ export async function openStudio(options: StudioOptions = {}): Promise<Studio> {
 export async function waitConnected(page: Page): Promise<void> {
   await page.getByRole('heading', { level: 1 }).first().waitFor();
   await page.getByRole('status').filter({ hasText: /Connecting|reconnecting/ }).waitFor({ state: 'detached' });
+}
+
+/** A describe block's studio and scratch folder: `prepare` writes its files, both are gone after the block. */
+export interface ScratchStudio {
+  readonly studio: Studio | undefined;
+  readonly dir: string;
+}
+
+export function useStudioWithScratch(prefix: string, prepare: (dir: string) => void): ScratchStudio {
+  const state: { studio: Studio | undefined; dir: string } = { studio: undefined, dir: '' };
+  before(async () => {
+    state.dir = scratchDir(prefix);
+    prepare(state.dir);
+    state.studio = await openStudio();
+  }, { timeout: 60_000 });
+  after(async () => {
+    await state.studio?.close();
+    if (state.dir) fs.rmSync(state.dir, { recursive: true, force: true });
+  });
+  return state;
 }
