@@ -5,6 +5,7 @@ import type { EvaluationRegistry } from './registries/evaluations';
 import { checkModel, presetInfos, type ModelRegistry } from './registries/models';
 import type { RunRegistry } from './registries/runs';
 import type { SavedRunRegistry } from './registries/savedRuns';
+import type { WorkspaceRegistry } from './registries/workspace';
 import type { Channel, ParsedPayloadOf } from './schemas';
 import type { ResultOf } from './types';
 
@@ -16,9 +17,10 @@ export interface Registries {
   evaluations: EvaluationRegistry;
   runs: RunRegistry;
   savedRuns: SavedRunRegistry;
+  workspace: WorkspaceRegistry;
 }
 
-export function handlerTable({ datasets, models, evaluations, runs, savedRuns }: Registries): Handlers {
+export function handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace }: Registries): Handlers {
   return {
     'devices:list': () => services.devices.list().map((device) => ({ ...device })),
 
@@ -45,9 +47,14 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns }:
     'training:cancel': ({ runId }) => runs.control(runId, 'cancel'),
     'training:setLearningRate': ({ runId, lr }) => runs.setLearningRate(runId, lr),
     'training:status': ({ runId }) => runs.status(runId),
+    'training:list': () => runs.list(),
+
+    'workspace:get': () => workspace.get(),
+    'workspace:update': ({ clientId, state }) => workspace.update(state, clientId),
 
     'evaluation:evaluate': (payload) => evaluations.evaluate(payload),
     'evaluation:examples': (payload) => evaluations.examples(payload),
+    'evaluation:get': ({ evaluationId }) => evaluations.result(evaluationId),
 
     'runs:list': () => savedRuns.list(),
     'runs:get': ({ runId }) => savedRuns.get(runId),

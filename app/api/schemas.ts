@@ -6,6 +6,7 @@ import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
 import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
 import { countLimits, countSchema } from '../core/model/countLimits';
+import { workspaceSchema } from './workspace';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
@@ -151,11 +152,19 @@ export const payloadSchemas = {
   'training:continue': z.strictObject({
     runId: id,
     epochs: countSchema(countLimits.epochs).optional(),
+    /** The epochs to train beyond the checkpoint (instead of a new total). */
+    moreEpochs: countSchema(countLimits.epochs).optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
   }),
   'training:resume': z.strictObject({ runId: id }),
   'training:cancel': z.strictObject({ runId: id }),
   'training:status': z.strictObject({ runId: id }),
+  'training:list': none,
+
+  'workspace:get': none,
+  /** The whole document, replacing the one kept; `clientId` names the tab (its own workspace:changed comes back with it). */
+  'workspace:update': z.strictObject({ clientId: id, state: workspaceSchema }),
+  'evaluation:get': z.strictObject({ evaluationId: id }),
 
   'evaluation:evaluate': z.strictObject({
     modelId: id,

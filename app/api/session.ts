@@ -14,6 +14,7 @@ import { ModelRegistry } from './registries/models';
 import { RunRegistry } from './registries/runs';
 import { SavedRunRegistry } from './registries/savedRuns';
 import { SessionFolder } from './registries/sessionFolder';
+import { WorkspaceRegistry } from './registries/workspace';
 import { isChannel, payloadSchemas } from './schemas';
 import type { ApiEvent, ApiResponse } from './types';
 
@@ -69,7 +70,8 @@ export function createApi(options: ApiOptions = {}): Api {
   const history = options.runHistory === false ? undefined : runStore;
   const runs: RunRegistry = new RunRegistry({ ids, folder, events, datasets, models, evaluations, history });
   const savedRuns = new SavedRunRegistry(runStore, models);
-  const handlers = handlerTable({ datasets, models, evaluations, runs, savedRuns });
+  const workspace = new WorkspaceRegistry(events);
+  const handlers = handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace });
   let closed = false;
 
   async function dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>> {

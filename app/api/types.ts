@@ -10,6 +10,9 @@ import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 import type { CellExample, CellExamples } from '../services/examples';
 import type { RunRecord, RunSummary } from '../core/runs/runFile';
 import type { Channel, PayloadOf } from './schemas';
+import type { Workspace } from './workspace';
+
+export type { Workspace } from './workspace';
 
 export type { Channel, PayloadOf } from './schemas';
 export type { ClassificationReport } from '../core/metrics/classification';
@@ -123,6 +126,8 @@ export interface RunInfo {
   checkpointEpoch?: number;
   /** training:continue made this run from that one. */
   continuedFrom?: string;
+  /** The per-step training loss, thinned to a few hundred points (x in epochs): a reloaded page draws it again. */
+  stepLoss?: { x: number; y: number }[];
 }
 
 /** A regression model's evaluation for the Evaluate screen, in the targets' original units. */
@@ -222,6 +227,12 @@ interface Results {
   'training:resume': RunInfo;
   'training:cancel': RunInfo;
   'training:status': RunInfo;
+  /** Every run of the session, oldest first (a reloaded page or a new tab finds the one running). */
+  'training:list': RunInfo[];
+  'workspace:get': { revision: number; state: Workspace };
+  'workspace:update': { revision: number };
+  /** An evaluation kept by the session, as evaluation:evaluate answered it. */
+  'evaluation:get': EvaluationResult;
   'evaluation:evaluate': EvaluationResult;
   'evaluation:examples': CellExamples;
   'models:predict': PredictionResult;
@@ -239,7 +250,17 @@ export type ResultOf<C extends Channel> = Results[C];
 
 // ---- events ----
 
-export type ApiEvent = { event: 'training:progress'; payload: TrainingProgress } | { event: 'training:done'; payload: TrainingDone };
+export interface WorkspaceChanged {
+  revision: number;
+  /** The tab that made the change (it ignores its own). */
+  clientId: string;
+  state: Workspace;
+}
+
+export type ApiEvent =
+  | { event: 'training:progress'; payload: TrainingProgress }
+  | { event: 'training:done'; payload: TrainingDone }
+  | { event: 'workspace:changed'; payload: WorkspaceChanged };
 export type ApiEventName = ApiEvent['event'];
 
 /** What a face offers the renderer (`window.nnstudio` in Electron, a WebSocket client under `serve`). */

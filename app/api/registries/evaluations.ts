@@ -21,6 +21,8 @@ export const maxScatterPoints = 2000;
 
 export class EvaluationRegistry {
   private readonly records = new Map<string, EvaluationRecord>();
+  /** The answers of evaluation:evaluate by id, for evaluation:get (a reloaded page shows the same one again). */
+  private readonly results = new Map<string, EvaluationResult>();
 
   constructor(
     private readonly ids: IdSequence,
@@ -45,7 +47,24 @@ export class EvaluationRegistry {
     return record;
   }
 
-  async evaluate({ modelId, datasetId, device }: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
+  async evaluate(payload: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
+    const result = await this.evaluated(payload);
+    this.results.set(result.evaluationId, result);
+    for (const old of this.results.keys()) {
+      if (this.results.size <= keptEvaluations) break;
+      this.results.delete(old);
+    }
+    return result;
+  }
+
+  /** An answer of evaluation:evaluate again, while the session keeps it. */
+  result(evaluationId: string): EvaluationResult {
+    const result = this.results.get(evaluationId);
+    if (!result) throw new Error(`no evaluation with id "${evaluationId}" (the session keeps the last ${keptEvaluations}; evaluate again)`);
+    return result;
+  }
+
+  private async evaluated({ modelId, datasetId, device }: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
     const { model } = this.models.get(modelId);
     const data = this.datasets.get(datasetId);
     const evaluation = await services.evaluation.evaluate(model, data.source, { device });
@@ -77,7 +96,8 @@ export class EvaluationRegistry {
   /** A regression evaluation: metrics, a sample of points for the scatter plot, residuals and the worst rows. */
   private regressionResult(evaluation: Evaluation, regression: RegressionEvaluation, ids: { modelId: string; datasetId: string }): EvaluationResult {
     return {
-      evaluationId: '', ...ids, count: evaluation.dataset.count, loss: evaluation.loss, report: evaluation.report, predictions: [], confidences: [],
+      // an id for evaluation:get only: a regression evaluation has no confusion cells to browse
+      evaluationId: this.ids.next('evaluation'), ...ids, count: evaluation.dataset.count, loss: evaluation.loss, report: evaluation.report, predictions: [], confidences: [],
       regression: regressionView(regression, evaluation.rawDataset),
     };
   }
@@ -88,6 +108,7 @@ export class EvaluationRegistry {
 
   clear(): void {
     this.records.clear();
+    this.results.clear();
   }
 }
 

@@ -1,4 +1,4 @@
-// The session's events (training:progress, training:done) to every subscriber of every face.
+// The session's events (training:progress, training:done, workspace:changed) to every subscriber of every face.
 import type { Logger } from '../../core/log';
 import type { ApiEvent } from '../types';
 
@@ -20,7 +20,8 @@ export class SessionEvents {
       try {
         listener(event);
       } catch (error) {
-        this.logger.error(`a listener of ${event.event} (${event.payload.runId}) failed`, error);
+        const about = 'runId' in event.payload ? event.payload.runId : `revision ${event.payload.revision}`;
+        this.logger.error(`a listener of ${event.event} (${about}) failed`, error);
       }
     }
   }

@@ -3,6 +3,7 @@
 // training:progress; its end keeps the model (and the test set's outputs) and sends training:done.
 // Each run writes its checkpoint into the session folder, which is what training:continue starts from.
 import { headOfDataset } from '../../core/model/head';
+import { addPoint, emptySeries, type ThinSeries } from '../../core/metrics/thinSeries';
 import { regressionView } from './evaluations';
 import type { RunNaming, RunStore } from '../../services/runs';
 import { services } from '../../services';
@@ -28,6 +29,8 @@ interface RunEntry {
   datasetName: string;
   /** How the run history names the run's data; a continued run keeps it. */
   naming: RunNaming;
+  /** The per-step loss, thinned: a page that attaches to the run later draws the whole curve. */
+  stepLoss: ThinSeries;
 }
 
 /** What a new run is, besides its request. */
@@ -76,6 +79,7 @@ export class RunRegistry {
     if (payload.earlyStopping && payload.earlyStopping.monitor !== 'trainLoss' && payload.valSplit === 0) {
       throw new Error(`early stopping on ${payload.earlyStopping.monitor} needs a validation split above 0`);
     }
+    this.refuseWhileAnotherRuns();
     const runId = ids.next('run');
     const checkpointPath = await folder.checkpointFile(runId);
     const request = trainRequestOf(payload, data, testData, checkpointPath);
@@ -91,19 +95,34 @@ export class RunRegistry {
     if (info.checkpointEpoch === undefined) {
       throw new Error(`training run ${payload.runId} has no checkpoint to continue from (it ended before its first epoch did)`);
     }
+    if (payload.moreEpochs !== undefined && payload.epochs !== undefined) throw Object.assign(new Error('give the epochs to add or the new total, not both'), { field: 'moreEpochs' });
+    this.refuseWhileAnotherRuns();
     const runId = this.wiring.ids.next('run');
     const checkpointPath = await this.wiring.folder.checkpointFile(runId);
-    const request: ResumeRequest = { resumeFrom: previous.checkpointPath, epochs: payload.epochs, device: payload.device, checkpointPath };
+    const epochs = payload.moreEpochs !== undefined ? info.checkpointEpoch + payload.moreEpochs : payload.epochs;
+    const request: ResumeRequest = { resumeFrom: previous.checkpointPath, epochs, device: payload.device, checkpointPath };
     // The run history records it like the first run (the same data, named the same way).
     const { datasetId } = info;
     this.launch({ runId, datasetId, datasetName: previous.datasetName, checkpointPath, naming: previous.naming, continuedFrom: payload.runId }, request);
     return { runId };
   }
 
+  /**
+   * One training at a time in a session: a second one would share the CPU or GPU with the first and slow
+   * both, and a tab that started it could not see why. The answer says which run and how to free the way.
+   */
+  private refuseWhileAnotherRuns(): void {
+    const running = [...this.records.values()].find((run) => run.info.state !== 'finished');
+    if (!running) return;
+    const { info } = running;
+    const where = info.lastStep && info.plan ? ` (epoch ${info.lastStep.epoch} of ${info.plan.epochs})` : '';
+    throw new Error(`${info.runId} is still training${where}: wait for it to finish, or cancel it on the Train screen, before starting another`);
+  }
+
   private launch(run: Launch, request: TrainRequest | ResumeRequest): void {
     const control = new TrainingControl();
     const info: RunInfo = { runId: run.runId, datasetId: run.datasetId, state: 'starting', epochs: [], ...(run.continuedFrom ? { continuedFrom: run.continuedFrom } : {}) };
-    const entry: RunEntry = { info, control, finished: Promise.resolve(), checkpointPath: run.checkpointPath, datasetName: run.datasetName, naming: run.naming };
+    const entry: RunEntry = { info, control, finished: Promise.resolve(), checkpointPath: run.checkpointPath, datasetName: run.datasetName, naming: run.naming, stepLoss: emptySeries() };
     this.records.set(run.runId, entry);
     const { history } = this.wiring;
     const training = services.training.train(request, {
@@ -118,7 +137,8 @@ export class RunRegistry {
   }
 
   /** The run's events as its RunInfo and training:progress (a checkpoint's file stays in the session). */
-  private progress({ info, control }: RunEntry, event: TrainEvent): void {
+  private progress(entry: RunEntry, event: TrainEvent): void {
+    const { info, control } = entry;
     const { runId } = info;
     const emit = (payload: TrainingProgress) => this.wiring.events.emit({ event: 'training:progress', payload });
     switch (event.type) {
@@ -131,6 +151,7 @@ export class RunRegistry {
         return emit({ runId, type: 'checkpoint', epoch: event.epoch });
       case 'step':
         info.lastStep = event;
+        entry.stepLoss = addPoint(entry.stepLoss, { x: event.epoch - 1 + event.step / event.stepsPerEpoch, y: event.loss });
         return emit({ runId, ...event });
       case 'epoch':
         info.epochs.push(event);
@@ -189,6 +210,11 @@ export class RunRegistry {
 
   status(runId: string): RunInfo {
     return runInfo(this.get(runId));
+  }
+
+  /** Every run of the session, oldest first, with its per-step loss (a page attaching to a run draws it all). */
+  list(): RunInfo[] {
+    return [...this.records.values()].map((record) => ({ ...runInfo(record), stepLoss: [...record.stepLoss.points] }));
   }
 
   // ---- the session's end ----

@@ -176,8 +176,9 @@ export class DataState {
 
   // ---- selection ----
 
-  async selectDataset(id: string): Promise<void> {
-    const changed = id !== this.datasetId;
+  /** `restoring`: the session's workspace names it; the model kept with it stays (no default model). */
+  async selectDataset(id: string, restoring = false): Promise<void> {
+    const changed = id !== this.datasetId && !restoring;
     this.datasetId = id;
     this.preview = undefined;
     if (this.dataset) this.imputation.prepare(this.dataset);

@@ -1,7 +1,7 @@
 // The Evaluate screen: the evaluation shown (a finished run's test set, or a model evaluated on a dataset),
 // the confusion cell whose examples are open, the worst prediction whose row is open (regression), and the
 // model the digit canvas tries.
-import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, RegressionReport, RegressionResult, TrainingDone } from '../../../../app/api/types';
+import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, RegressionReport, RegressionResult, RunInfo, TrainingDone, Workspace } from '../../../../app/api/types';
 import { api } from '../api';
 import { takesDigits } from '../digitPrediction.svelte';
 import { CellBrowser } from './cellBrowser.svelte';
@@ -9,6 +9,8 @@ import type { Device } from './trainingDrafts';
 
 export interface ShownEvaluation {
   title: string;
+  /** Where it came from, for the session's workspace (a reload shows it again). */
+  origin: NonNullable<Workspace['shownEvaluation']>;
   report: ClassificationReport;
   count: number;
   loss?: number;
@@ -62,6 +64,22 @@ export class EvaluateState {
     this.deps.evaluated();
   }
 
+  /** The evaluation the session's workspace names, shown again (nothing when the session no longer has it). */
+  async restore(origin: Workspace['shownEvaluation'], runs: readonly RunInfo[]): Promise<void> {
+    if (!origin) {
+      this.evaluation = undefined;
+      return;
+    }
+    if (sameOrigin(origin, this.evaluation?.origin)) return;
+    if ('runId' in origin) {
+      const done = runs.find((run) => run.runId === origin.runId)?.outcome;
+      if (done) this.showTestResult(origin.runId, done);
+      return;
+    }
+    const answer = await api.invoke('evaluation:get', { evaluationId: origin.evaluationId });
+    if (answer.result) this.show({ ...describeEvaluation(answer.result, this.deps.models(), this.deps.datasets()), title: origin.title });
+  }
+
   /** A finished run's test set, evaluated by the server as the run ended. */
   showTestResult(runId: string, done: TrainingDone): void {
     const test = done.test;
@@ -69,7 +87,7 @@ export class EvaluateState {
     const { evaluationId, modelId } = done;
     const count = test.regression ? test.regression.count : sum(test.report.perClass.map((row) => row.support));
     const regression = test.regression ? { regression: test.regression, ...(test.details ? { regressionDetails: test.details } : {}) } : {};
-    this.show({ title: `Test set of ${runId}`, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
+    this.show({ title: `Test set of ${runId}`, origin: { runId }, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
   }
 
   /** Shows the feature values of one of the worst predictions (undefined: closes them). */
@@ -85,6 +103,10 @@ export class EvaluateState {
   }
 }
 
+function sameOrigin(a: Workspace['shownEvaluation'], b: Workspace['shownEvaluation']): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 function sum(values: readonly number[]): number {
   return values.reduce((total, value) => total + value, 0);
 }
@@ -92,8 +114,8 @@ function sum(values: readonly number[]): number {
 function describeEvaluation(result: EvaluationResult, models: readonly ModelInfo[], datasets: readonly DatasetInfo[]): ShownEvaluation {
   const model = models.find((entry) => entry.id === result.modelId)?.name ?? result.modelId;
   const data = datasets.find((entry) => entry.id === result.datasetId)?.name ?? result.datasetId;
-  const shown: ShownEvaluation = { title: `${model} on ${data}`, report: result.report, count: result.count, loss: result.loss, modelId: result.modelId };
-  // A regression evaluation keeps no per-example outputs on the server (its evaluationId is empty).
+  const title = `${model} on ${data}`;
+  const shown: ShownEvaluation = { title, origin: { evaluationId: result.evaluationId, title }, report: result.report, count: result.count, loss: result.loss, modelId: result.modelId };
   if (result.evaluationId) shown.evaluationId = result.evaluationId;
   if (result.regression) {
     shown.regression = result.regression.report;

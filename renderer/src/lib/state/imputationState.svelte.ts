@@ -75,6 +75,16 @@ export class ImputationState {
     if (draft) this.drafts[toId] = $state.snapshot(draft);
   }
 
+  /** Every dataset's choices, for the session's workspace. */
+  snapshot(): Record<string, ImputationDraft> {
+    return $state.snapshot(this.drafts);
+  }
+
+  restore(saved: Record<string, ImputationDraft>): void {
+    for (const id of Object.keys(this.drafts)) delete this.drafts[id];
+    Object.assign(this.drafts, structuredClone(saved));
+  }
+
   forget(datasetId: string): void {
     delete this.drafts[datasetId];
   }

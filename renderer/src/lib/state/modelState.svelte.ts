@@ -1,7 +1,7 @@
 // The Model screen: the layers being edited, the model's settings (loss, optimizer, learning rate, seed), the
 // preset they came from and the API's check of them against the selected dataset (models:check, run again
 // shortly after every edit; a late answer for older layers is dropped).
-import type { ApiError, DatasetInfo, ModelCheck, ModelSpec, PayloadOf, PresetInfo } from '../../../../app/api/types';
+import type { ApiError, DatasetInfo, ModelCheck, ModelSpec, PayloadOf, PresetInfo, Workspace } from '../../../../app/api/types';
 import { api } from '../api';
 import { layersText, newLayer, type LayerKind, type LayerSpec, type LossName } from '../layers';
 
@@ -26,6 +26,8 @@ export interface ModelDeps {
   hasGpu(): boolean;
   /** A preset's training recipe (batch size, epochs, schedule) fills the training settings. */
   adoptTraining(training: PresetInfo['training']): void;
+  /** The user changed the model (a finished run's results no longer describe it). */
+  edited(): void;
 }
 
 const checkDelayMs = 150;
@@ -138,6 +140,25 @@ export class ModelState {
   /** Any edit (a layer, a setting): the preset no longer describes the model, and the check runs again shortly. */
   edited(): void {
     this.presetName = undefined;
+    this.deps.edited();
+    this.scheduleCheck();
+  }
+
+  // ---- the session's workspace ----
+
+  snapshot(): NonNullable<Workspace['model']> {
+    return {
+      layers: $state.snapshot(this.layers) as unknown as NonNullable<Workspace['model']>['layers'],
+      settings: $state.snapshot(this.settings) as NonNullable<Workspace['model']>['settings'],
+      ...(this.presetName ? { presetName: this.presetName } : {}),
+    };
+  }
+
+  /** The layers and settings kept by the session (a reload, another tab's edit, a project); checked again. */
+  restore(saved: NonNullable<Workspace['model']>): void {
+    this.layers = structuredClone(saved.layers) as unknown as LayerSpec[];
+    Object.assign(this.settings, saved.settings);
+    this.presetName = saved.presetName;
     this.scheduleCheck();
   }
 

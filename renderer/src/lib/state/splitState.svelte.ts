@@ -1,7 +1,7 @@
 // How the open data is split and normalised for training (the Data screen's settings; the Model screen edits
 // the validation share too): the shares as typed, the normalisation chosen per dataset, and the counts
 // datasets:split answers for them. They reach training:start through trainingOptions().
-import type { ApiError, DatasetInfo, SplitPlan } from '../../../../app/api/types';
+import type { ApiError, DatasetInfo, SplitPlan, Workspace } from '../../../../app/api/types';
 import { api } from '../api';
 
 export type Normalization = 'none' | 'minmax' | 'zscore';
@@ -63,6 +63,17 @@ export class SplitState {
     if (serial !== this.planSerial) return;
     this.plan = answer.result;
     this.planError = answer.error;
+  }
+
+  /** The shares and the normalisation choices, for the session's workspace. */
+  snapshot(): NonNullable<Workspace['split']> {
+    return { ...this.draft, normalization: { ...this.normalizationChoice } };
+  }
+
+  restore(saved: NonNullable<Workspace['split']>): void {
+    this.draft.valSplit = saved.valSplit;
+    this.draft.testSplit = saved.testSplit;
+    this.normalizationChoice = { ...saved.normalization };
   }
 
   /** training:start's shares and normalisation for this dataset. */

@@ -2,7 +2,7 @@
 // own $state and actions, wired here; the root keeps only the screen shown, the connection and the catalog
 // (devices, presets). Components read these states and call their actions; none assigns a field (inputs bind
 // to the draft objects the states own).
-import type { DeviceInfo, PresetInfo } from '../../../../app/api/types';
+import type { DeviceInfo, PresetInfo, RunInfo, Workspace } from '../../../../app/api/types';
 import { api, type ConnectionState } from '../api';
 import { DataState } from './dataState.svelte';
 import { EvaluateState } from './evaluateState.svelte';
@@ -11,11 +11,20 @@ import { ModelsState } from './modelsState.svelte';
 import { PredictFileState } from './predictFileState.svelte';
 import { SavedRunsState } from './savedRunsState.svelte';
 import { TrainState } from './trainState.svelte';
+import { WorkspaceSync } from './workspaceSync.svelte';
 
 export type Screen = 'data' | 'model' | 'train' | 'evaluate' | 'models';
 
+const screens: readonly Screen[] = ['data', 'model', 'train', 'evaluate', 'models'];
+
+/** The screen this tab showed before a reload (each tab has its own). */
+function savedScreen(): Screen {
+  const saved = sessionStorage.getItem('nnstudio.screen') as Screen | null;
+  return saved && screens.includes(saved) ? saved : 'data';
+}
+
 class Studio {
-  screen = $state<Screen>('data');
+  screen = $state<Screen>(savedScreen());
   connection = $state<ConnectionState>('connecting');
   devices = $state.raw<DeviceInfo[]>([]);
   presets = $state.raw<PresetInfo[]>([]);
@@ -28,7 +37,10 @@ class Studio {
     refreshModels: () => this.models.refresh(),
   });
   readonly data: DataState = new DataState({
-    selected: (changed) => this.model.followDataset(changed),
+    selected: (changed) => {
+      if (changed) this.train.forgetFinishedRun(this.data.datasetId);
+      return this.model.followDataset(changed);
+    },
     deselected: () => this.model.forgetCheck(),
   });
   readonly model: ModelState = new ModelState({
@@ -37,6 +49,7 @@ class Studio {
     presets: () => this.presets,
     hasGpu: () => this.devices.some((device) => device.kind === 'cuda'),
     adoptTraining: (training) => this.train.adoptPresetTraining(training),
+    edited: () => this.train.forgetFinishedRun(),
   });
   readonly train: TrainState = new TrainState({
     datasetId: () => this.data.datasetId,
@@ -63,6 +76,8 @@ class Studio {
     device: () => this.train.settings.device,
   });
 
+  readonly workspace: WorkspaceSync = new WorkspaceSync({ capture: () => this.captureWorkspace(), apply: (state, runs) => this.applyWorkspace(state, runs) });
+
   constructor() {
     api.onConnection?.((state) => {
       const reconnected = state === 'open' && this.connection !== 'open';
@@ -70,6 +85,7 @@ class Studio {
       if (reconnected) void this.loadCatalog();
     });
     api.onEvent((event) => {
+      if (event.event === 'workspace:changed') return void this.workspace.changed(event.payload);
       this.train.receive(event);
       if (event.event === 'training:done') this.savedRuns.runRecorded();
     });
@@ -82,6 +98,35 @@ class Studio {
 
   show(screen: Screen): void {
     this.screen = screen;
+    sessionStorage.setItem('nnstudio.screen', screen);
+  }
+
+  /** What the session keeps of the screens (workspace:update). */
+  private captureWorkspace(): Workspace {
+    const evaluation = this.evaluate.evaluation?.origin;
+    return {
+      ...(this.data.datasetId ? { datasetId: this.data.datasetId } : {}),
+      split: this.data.split.snapshot(),
+      imputation: this.data.imputation.snapshot(),
+      model: this.model.snapshot(),
+      training: this.train.settingsSnapshot(),
+      ...(this.train.run ? { watchedRunId: this.train.run.runId } : {}),
+      ...(evaluation ? { shownEvaluation: evaluation } : {}),
+    };
+  }
+
+  /** The session's workspace on the screens: drafts first, then the dataset (keeping the model), the run and the evaluation. */
+  private async applyWorkspace(state: Workspace, runs: readonly RunInfo[]): Promise<void> {
+    if (state.split) this.data.split.restore(state.split);
+    if (state.imputation) this.data.imputation.restore(state.imputation);
+    if (state.training) this.train.restoreSettings(state.training);
+    if (state.model) this.model.restore(state.model);
+    const dataset = this.data.datasets.find((entry) => entry.id === state.datasetId);
+    if (dataset && dataset.id !== this.data.datasetId) await this.data.selectDataset(dataset.id, true);
+    const watched = runs.find((run) => run.runId === state.watchedRunId);
+    if (watched) this.train.attach(watched);
+    else this.train.detach();
+    await this.evaluate.restore(state.shownEvaluation, runs);
   }
 
   private async loadCatalog(): Promise<void> {
@@ -95,6 +140,7 @@ class Studio {
     if (presets.result) this.presets = presets.result;
     if (datasets.result) this.data.listed(datasets.result);
     if (models.result) this.models.listed(models.result);
+    await this.workspace.restore();
     // a part that failed is said, not left empty without a word
     const failed = [
       ['devices', devices.error],

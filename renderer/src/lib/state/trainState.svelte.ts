@@ -13,6 +13,7 @@ import type {
   TrainingDone,
   TrainingProgress,
   TrainPlan,
+  Workspace,
 } from '../../../../app/api/types';
 import { api } from '../api';
 import { addPoint, emptySeries, type ThinSeries } from '../series';
@@ -23,6 +24,8 @@ import { adoptPresetTraining, newTrainingDraft, trainingOptions, type TrainingDr
 
 export interface RunView {
   runId: string;
+  /** The data it trains on: another dataset selected hides a finished run. */
+  datasetId: string;
   state: RunInfo['state'];
   plan?: TrainPlan;
   lastStep?: StepProgress;
@@ -52,10 +55,13 @@ export interface TrainDeps {
 }
 
 type Control = 'pause' | 'resume' | 'cancel';
+type TrainingEvent = Exclude<ApiEvent, { event: 'workspace:changed' }>;
 
 export class TrainState {
   readonly settings = $state<TrainingDraft>(newTrainingDraft());
   readonly pausedRate = $state<LearningRateDraft>({ learningRate: null });
+  /** "Continue training" adds this many epochs to the shown run's checkpoint. */
+  readonly continuation = $state<{ moreEpochs: number | null }>({ moreEpochs: null });
   run = $state<RunView | undefined>();
   starting = $state(false);
   trainError = $state<ApiError | undefined>();
@@ -67,7 +73,7 @@ export class TrainState {
   canContinue = $derived(this.run !== undefined && this.run.state === 'finished' && this.run.checkpointEpoch !== undefined);
 
   private readonly deps: TrainDeps;
-  private earlyEvents: ApiEvent[] = [];
+  private earlyEvents: TrainingEvent[] = [];
 
   constructor(deps: TrainDeps) {
     this.deps = deps;
@@ -99,20 +105,27 @@ export class TrainState {
       ...options.value,
     };
     await this.launch(
+      datasetId,
       () => api.invoke('training:start', payload),
       (error) => (this.trainError = error),
       [],
     );
   }
 
+  /** The shown run goes on from its checkpoint for `continuation.moreEpochs` more epochs, as a new run. */
   async continueTraining(): Promise<void> {
     const previous = this.run;
+    const moreEpochs = this.continuation.moreEpochs;
     if (!previous || previous.checkpointEpoch === undefined || this.starting) return;
     this.controlError = undefined;
-    const { epochs, device } = this.settings;
+    if (moreEpochs === null || !Number.isInteger(moreEpochs) || moreEpochs < 1) {
+      this.controlError = { message: 'Epochs to add: a whole number, at least 1', field: 'moreEpochs' };
+      return;
+    }
     const kept = previous.checkpointEpoch;
     await this.launch(
-      () => api.invoke('training:continue', { runId: previous.runId, ...(epochs !== null ? { epochs } : {}), device }),
+      previous.datasetId,
+      () => api.invoke('training:continue', { runId: previous.runId, moreEpochs, device: this.settings.device }),
       (error) => (this.controlError = error),
       previous.epochs.filter((epoch) => epoch.epoch <= kept),
     );
@@ -120,6 +133,7 @@ export class TrainState {
 
   /** Sends the start; on an answer, watches the new run (with the epochs it carries over) and replays early events. */
   private async launch(
+    datasetId: string,
     send: () => Promise<ApiResponse<{ runId: string }>>,
     failed: (error: ApiError) => void,
     epochs: EpochProgress[],
@@ -132,7 +146,7 @@ export class TrainState {
       failed(answer.error);
       return;
     }
-    this.run = { runId: answer.result.runId, state: 'starting', epochs, stepLoss: emptySeries() };
+    this.run = { runId: answer.result.runId, datasetId, state: 'starting', epochs, stepLoss: emptySeries() };
     for (const event of this.earlyEvents.splice(0)) this.receive(event);
   }
 
@@ -159,7 +173,7 @@ export class TrainState {
 
   // ---- events ----
 
-  receive(event: ApiEvent): void {
+  receive(event: TrainingEvent): void {
     const run = this.run;
     if (!run || run.runId !== event.payload.runId) {
       if (this.starting) this.earlyEvents.push(event);
@@ -173,7 +187,59 @@ export class TrainState {
     run.done = done;
     run.state = 'finished';
     if (done.plan) run.plan = done.plan;
+    this.suggestMoreEpochs(run);
     this.deps.ended(run, done);
+  }
+
+  /** What "Continue training" offers: the epochs the plan has left, or the Epochs setting once it is done. */
+  private suggestMoreEpochs(run: RunView): void {
+    const left = (run.plan?.epochs ?? 0) - (run.checkpointEpoch ?? 0);
+    this.continuation.moreEpochs = left > 0 ? left : (this.settings.epochs ?? 5);
+  }
+
+  // ---- the session's workspace ----
+
+  /** Watches a run the session already has (a reload, another tab's run): its state, curves and outcome so far. */
+  attach(info: RunInfo): void {
+    if (this.run?.runId === info.runId) return;
+    const stepLoss = (info.stepLoss ?? []).reduce((series, point) => addPoint(series, point), emptySeries());
+    const run: RunView = {
+      runId: info.runId,
+      datasetId: info.datasetId,
+      state: info.state,
+      epochs: [...info.epochs],
+      stepLoss,
+      ...(info.plan ? { plan: info.plan } : {}),
+      ...(info.lastStep ? { lastStep: info.lastStep } : {}),
+      ...(info.checkpointEpoch !== undefined ? { checkpointEpoch: info.checkpointEpoch } : {}),
+    };
+    this.run = run;
+    if (info.outcome) {
+      run.done = info.outcome;
+      this.suggestMoreEpochs(run);
+    }
+  }
+
+  /** No run shown (the session's workspace names none, or not one it still has). */
+  detach(): void {
+    if (!this.starting) this.run = undefined;
+  }
+
+  /** The data or the model changed: a finished run's results no longer describe them (the run stays in Models). */
+  forgetFinishedRun(datasetId?: string): void {
+    if (this.run?.state === 'finished' && (datasetId === undefined || this.run.datasetId !== datasetId)) this.run = undefined;
+  }
+
+  settingsSnapshot(): NonNullable<Workspace['training']> {
+    return $state.snapshot(this.settings) as NonNullable<Workspace['training']>;
+  }
+
+  restoreSettings(saved: NonNullable<Workspace['training']>): void {
+    Object.assign(this.settings.schedule, saved.schedule);
+    Object.assign(this.settings.earlyStopping, saved.earlyStopping);
+    this.settings.batchSize = saved.batchSize;
+    this.settings.epochs = saved.epochs;
+    this.settings.device = saved.device;
   }
 
   private progress(run: RunView, progress: TrainingProgress): void {
@@ -187,7 +253,8 @@ export class TrainState {
       if (run.state === 'running') this.pausedRate.learningRate = Number(progress.learningRate.toPrecision(6));
     } else if (progress.type === 'checkpoint') {
       run.checkpointEpoch = progress.epoch;
-    } else {
+    } else if (progress.epoch > (run.epochs[run.epochs.length - 1]?.epoch ?? 0)) {
+      // an epoch a page attaching to the run already has from training:list is not added twice
       run.epochs.push(progress);
     }
   }
