@@ -6,6 +6,7 @@ import { checkModel, presetInfos, type ModelRegistry } from './registries/models
 import type { RunRegistry } from './registries/runs';
 import type { SavedRunRegistry } from './registries/savedRuns';
 import type { WorkspaceRegistry } from './registries/workspace';
+import type { ProjectRegistry } from './registries/projects';
 import type { Channel, ParsedPayloadOf } from './schemas';
 import type { ResultOf } from './types';
 
@@ -18,9 +19,10 @@ export interface Registries {
   runs: RunRegistry;
   savedRuns: SavedRunRegistry;
   workspace: WorkspaceRegistry;
+  projects: ProjectRegistry;
 }
 
-export function handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace }: Registries): Handlers {
+export function handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace, projects }: Registries): Handlers {
   return {
     'devices:list': () => services.devices.list().map((device) => ({ ...device })),
 
@@ -55,6 +57,10 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns, w
     'evaluation:evaluate': (payload) => evaluations.evaluate(payload),
     'evaluation:examples': (payload) => evaluations.examples(payload),
     'evaluation:get': ({ evaluationId }) => evaluations.result(evaluationId),
+
+    'projects:info': () => projects.info(),
+    'projects:save': ({ path }) => projects.save(path),
+    'projects:open': ({ path }) => projects.open(path),
 
     'runs:list': () => savedRuns.list(),
     'runs:get': ({ runId }) => savedRuns.get(runId),

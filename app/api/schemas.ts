@@ -18,7 +18,7 @@ const columnRef = z.union([z.string().min(1), z.number().int()]);
 /** Uploads travel as base64 in one WebSocket message; 256 MiB of base64 is 192 MiB of file. */
 export const maxUploadBase64Chars = 256 * 1024 * 1024;
 
-const csvOptions = z.strictObject({
+export const csvOptionsSchema = z.strictObject({
   delimiter: z.string().min(1).max(3).optional(),
   header: z.boolean().optional(),
   labelColumn: columnRef.optional(),
@@ -57,9 +57,9 @@ const uploadedLabels = z.strictObject({ fileName: uploadFileName, base64 });
 
 export const datasetSourceSchema = z.discriminatedUnion('kind', [
   /** A CSV or IDX file on the machine that runs the engine. */
-  z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptions.optional() }),
+  z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptionsSchema.optional() }),
   /** A file sent by the client (browser upload, drag and drop); an IDX images file may bring its labels. */
-  upload.extend({ labels: uploadedLabels.optional(), csv: csvOptions.optional() }),
+  upload.extend({ labels: uploadedLabels.optional(), csv: csvOptionsSchema.optional() }),
   /** The built-in MNIST; `limit` keeps the first examples (quick runs). */
   z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']).optional(), limit: positiveInt.optional() }),
 ]);
@@ -165,6 +165,11 @@ export const payloadSchemas = {
   /** The whole document, replacing the one kept; `clientId` names the tab (its own workspace:changed comes back with it). */
   'workspace:update': z.strictObject({ clientId: id, state: workspaceSchema }),
   'evaluation:get': z.strictObject({ evaluationId: id }),
+
+  'projects:info': none,
+  /** A name (saved in the projects folder) or a path; none: the current project. */
+  'projects:save': z.strictObject({ path: z.string().min(1).max(4096).optional() }),
+  'projects:open': z.strictObject({ path: z.string().min(1).max(4096) }),
 
   'evaluation:evaluate': z.strictObject({
     modelId: id,

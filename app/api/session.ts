@@ -15,8 +15,9 @@ import { RunRegistry } from './registries/runs';
 import { SavedRunRegistry } from './registries/savedRuns';
 import { SessionFolder } from './registries/sessionFolder';
 import { WorkspaceRegistry } from './registries/workspace';
+import { ProjectRegistry } from './registries/projects';
 import { isChannel, payloadSchemas } from './schemas';
-import type { ApiEvent, ApiResponse } from './types';
+import type { ApiEvent, ApiResponse, ProjectOpened } from './types';
 
 export { downloadFileName, exportExtensions } from './registries/models';
 
@@ -30,6 +31,8 @@ export interface ApiOptions {
   runHistory?: RunStore | false;
   /** Where failures nobody asked about go (a listener that threw, files close() could not remove); default stderr. */
   logger?: Logger;
+  /** Keep the last session in the data folder after every change and on close (serve and the desktop app). */
+  keepLastSession?: boolean;
   /** How long close() waits for the runs it cancelled (default 10 s); files a run still uses outlive it until the run ends. */
   closeTimeoutMs?: number;
 }
@@ -37,6 +40,8 @@ export interface ApiOptions {
 export interface Api {
   /** Validates `payload` for `channel` and runs it; resolves to `{ result }` or `{ error }`, never rejects. */
   dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>>;
+  /** The last session kept in the data folder, opened into this one (at start-up); undefined when there is none. */
+  openLastSession(): Promise<ProjectOpened | undefined>;
   /** Receives every event of the session; returns the function that unsubscribes. */
   subscribe(listener: (event: ApiEvent) => void): () => void;
   /**
@@ -71,7 +76,8 @@ export function createApi(options: ApiOptions = {}): Api {
   const runs: RunRegistry = new RunRegistry({ ids, folder, events, datasets, models, evaluations, history });
   const savedRuns = new SavedRunRegistry(runStore, models);
   const workspace = new WorkspaceRegistry(events);
-  const handlers = handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace });
+  const projects = new ProjectRegistry({ datasets, models, runs, savedRuns, workspace, logger, keepLastSession: options.keepLastSession ?? false });
+  const handlers = handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace, projects });
   let closed = false;
 
   async function dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>> {
@@ -100,6 +106,9 @@ export function createApi(options: ApiOptions = {}): Api {
 
   async function close(): Promise<void> {
     if (closed) return;
+    // the last session is written before the runs stop and the uploads go
+    await projects.keepLastSession();
+    projects.close();
     closed = true;
     // The engine stops within one step; a run still loading its data finishes that first.
     const stopped = runs.stopAll();
@@ -112,5 +121,5 @@ export function createApi(options: ApiOptions = {}): Api {
       `the session's files in ${folder.path} are removed when they end`);
   }
 
-  return { dispatch, subscribe: (listener) => events.subscribe(listener), close };
+  return { dispatch, subscribe: (listener) => events.subscribe(listener), close, openLastSession: () => projects.openLastSession() };
 }

@@ -231,6 +231,9 @@ interface Results {
   'training:list': RunInfo[];
   'workspace:get': { revision: number; state: Workspace };
   'workspace:update': { revision: number };
+  'projects:info': ProjectsInfo;
+  'projects:save': { path: string };
+  'projects:open': ProjectOpened;
   /** An evaluation kept by the session, as evaluation:evaluate answered it. */
   'evaluation:get': EvaluationResult;
   'evaluation:evaluate': EvaluationResult;
@@ -249,6 +252,24 @@ export type ApiChannels = { [C in Channel]: { payload: PayloadOf<C>; result: Res
 export type ResultOf<C extends Channel> = Results[C];
 
 // ---- events ----
+
+/** projects:open: what the project brought back; what could not be opened is named in `notes`. */
+export interface ProjectOpened {
+  path: string;
+  datasets: DatasetInfo[];
+  /** Models opened from the project's runs. */
+  models: number;
+  notes: string[];
+}
+
+export interface ProjectsInfo {
+  /** The project this session was opened from or saved as. */
+  current?: string;
+  /** Most recent first. */
+  recent: string[];
+  /** Where a project saved by name goes. */
+  folder: string;
+}
 
 export interface WorkspaceChanged {
   revision: number;

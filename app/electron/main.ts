@@ -3,10 +3,11 @@
 // its own thread (the native addon's worker), so the API can live here without freezing the window.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { app, BrowserWindow, dialog, ipcMain, protocol, session, type WebContents } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Menu, protocol, session, type WebContents } from 'electron';
 import { createApi } from '../api/session';
 import { stderrLogger } from '../core/log';
 import { electronDialogs, registerIpc } from './ipc';
+import { installProjectsMenu } from './projectsMenu';
 import { appEntryUrl, appScheme, rendererFileFor, responseHeaders, windowWebPreferences } from './security';
 
 /** dist/renderer, next to dist/app where this file runs from (inside app.asar when packaged). */
@@ -75,7 +76,8 @@ function createWindow(): BrowserWindow {
 }
 
 function start(): void {
-  const api = createApi({ logger });
+  // The session keeps itself in the data folder (the last session), and starts from it.
+  const api = createApi({ logger, keepLastSession: true });
   let closed = false;
 
   app.on('web-contents-created', (_event, contents) => lockDownContents(contents));
@@ -105,9 +107,11 @@ function start(): void {
     });
   });
 
-  void app.whenReady().then(() => {
+  void app.whenReady().then(async () => {
     lockDownSession();
     serveRenderer();
+    await api.openLastSession().catch((error: unknown) => logger.warn('restoring the last session', error));
+    await installProjectsMenu({ app, api, dialog, Menu, window: () => mainWindow, logger });
     mainWindow = createWindow();
     app.on('activate', () => {
       if (BrowserWindow.getAllWindows().length === 0) mainWindow = createWindow();

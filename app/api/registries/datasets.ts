@@ -51,19 +51,33 @@ export class DatasetRegistry {
     const uploads: Upload[] = [];
     try {
       const { dataSource, name } = await this.resolve(source, uploads);
-      // The Data screen shows the column report; runs read the file again without it.
-      const withReport = dataSource.kind === 'csv' ? { ...dataSource, options: { ...dataSource.options, report: true } } : dataSource;
-      const dataset = await services.datasets.load(withReport);
-      const id = this.ids.next('dataset');
       const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
-      const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
-      this.records.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
-      return info;
+      return await this.load(dataSource, name, description, uploads.map((upload) => upload.file));
     } catch (error) {
       await removeFiles(uploads.map((upload) => upload.file));
       showUploadNames(error, uploads);
       throw error;
     }
+  }
+
+  /** A dataset a project names by its source (its files where the project keeps them). */
+  reopen(source: DataSource, name: string): Promise<DatasetInfo> {
+    return this.load(source, name, services.datasets.describe(source), []);
+  }
+
+  private async load(dataSource: DataSource, name: string, description: string, uploadedFiles: string[]): Promise<DatasetInfo> {
+    // The Data screen shows the column report; runs read the file again without it.
+    const withReport = dataSource.kind === 'csv' ? { ...dataSource, options: { ...dataSource.options, report: true } } : dataSource;
+    const dataset = await services.datasets.load(withReport);
+    const id = this.ids.next('dataset');
+    const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
+    this.records.set(id, { info, source: dataSource, dataset, uploadedFiles });
+    return info;
+  }
+
+  /** Every open dataset with its source, for a project. */
+  entries(): DatasetRecord[] {
+    return [...this.records.values()];
   }
 
   /** The payload's source as the services' DataSource and its display name; uploads are written first. */

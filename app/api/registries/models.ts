@@ -192,6 +192,11 @@ export class ModelRegistry {
     return modelInfo(id, opened);
   }
 
+  /** The run-history ids of the models opened from saved runs, with their names. */
+  savedRuns(): { savedRunId: string; name: string }[] {
+    return [...this.records.values()].filter((record) => record.savedRunId).map((record) => ({ savedRunId: record.savedRunId!, name: record.name }));
+  }
+
   clear(): void {
     this.records.clear();
     this.openedRuns.clear();

@@ -4,6 +4,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { createApi, type Api } from '../../api/session';
+import type { ProjectOpened } from '../../api/types';
 import { startServer, type RunningServer } from '../../server';
 import { isLoopback, isWildcard } from '../../server/guards';
 import { nonNegativeInteger } from '../options';
@@ -17,19 +19,43 @@ interface ServeOptions {
   port: number;
   host: string;
   allowHost: string[];
+  project?: string;
+  lastSession: boolean;
 }
 
 /** Starts the server on the built renderer; throws one line when it is not built. */
-export async function startServe(options: { port?: number; host?: string; allowHosts?: string[]; staticDir?: string } = {}): Promise<RunningServer> {
+export async function startServe(options: { port?: number; host?: string; allowHosts?: string[]; staticDir?: string; api?: Api } = {}): Promise<RunningServer> {
   const staticDir = options.staticDir ?? rendererDir;
   if (!fs.existsSync(path.join(staticDir, 'index.html'))) {
     throw new Error(`the UI is not built (${path.relative(process.cwd(), staticDir) || staticDir} has no index.html): run npm install (or npm run build:renderer)`);
   }
   try {
-    return await startServer({ host: options.host ?? defaultHost, port: options.port ?? 0, allowHosts: options.allowHosts, staticDir });
+    return await startServer({ host: options.host ?? defaultHost, port: options.port ?? 0, allowHosts: options.allowHosts, staticDir, api: options.api });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new Error(`port ${options.port} is in use: choose another with --port (0: any free port)`);
     throw error;
+  }
+}
+
+/** What a project or the last session brought back, in lines for the terminal. */
+export function describeOpened(what: string, opened: ProjectOpened): string {
+  const counts = `${opened.datasets.length} dataset${opened.datasets.length === 1 ? '' : 's'}, ${opened.models} model${opened.models === 1 ? '' : 's'}`;
+  return [`${what} ${opened.path} (${counts})`, ...opened.notes.map((note) => `  note: ${note}`)].join('\n');
+}
+
+/** --project, else the last session (unless --no-last-session): opened into the new session; a failure is said, not fatal. */
+async function openAtStart(api: Api, options: ServeOptions, out: (text: string) => void, err: (text: string) => void): Promise<void> {
+  try {
+    if (options.project) {
+      const answer = await api.dispatch('projects:open', { path: options.project });
+      if (answer.error) throw new Error(answer.error.message);
+      out(`${describeOpened('opened the project', answer.result as ProjectOpened)}\n`);
+    } else if (options.lastSession) {
+      const opened = await api.openLastSession();
+      if (opened) out(`${describeOpened('restored the last session from', opened)}\n`);
+    }
+  } catch (error) {
+    err(`warning: ${(error as Error).message}; starting with an empty session\n`);
   }
 }
 
@@ -78,8 +104,19 @@ export function serveCommand(io: ServeIo = {}): Command {
       collect,
       [],
     )
+    .option('--project <file>', 'open this project (.nnstudio; a name alone is looked for in the projects folder)')
+    .option('--no-last-session', 'start with an empty session instead of the last one')
     .action(async (options: ServeOptions) => {
-      const server = await startServe({ port: options.port, host: options.host, allowHosts: options.allowHost, staticDir: io.staticDir });
+      // The session keeps itself in the data folder, so the next start finds it.
+      const api = createApi({ keepLastSession: true });
+      let server: RunningServer;
+      try {
+        server = await startServe({ port: options.port, host: options.host, allowHosts: options.allowHost, staticDir: io.staticDir, api });
+      } catch (error) {
+        await api.close();
+        throw error;
+      }
+      await openAtStart(api, options, out, err);
       out(`NN Studio is running: open ${server.browserUrl}\n`);
       const warning = exposureWarning(server.host, server.port);
       if (warning) err(`${warning}\n`);
@@ -90,7 +127,7 @@ export function serveCommand(io: ServeIo = {}): Command {
           process.off('SIGTERM', stop);
           io.stop?.removeEventListener('abort', stop);
           out('stopping…\n');
-          server.close().then(resolve, resolve);
+          server.close().then(() => api.close()).then(resolve, resolve);
         };
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);

@@ -24,13 +24,14 @@ before(() => {
 });
 after(() => fs.rmSync(staticDir, { recursive: true, force: true }));
 
-/** An Api whose dispatch answers when the test says so; subscribe/close do nothing. */
+/** An Api whose dispatch answers when the test says so; subscribe/close/openLastSession do nothing. */
 function heldApi() {
   const held: (() => void)[] = [];
   const api: Api = {
     dispatch: (channel) => new Promise<ApiResponse<unknown>>((resolve) => held.push(() => resolve({ result: channel }))),
     subscribe: () => () => {},
     close: async () => {},
+    openLastSession: async () => undefined,
   };
   return { api, held };
 }

@@ -12,6 +12,7 @@ import { PredictFileState } from './predictFileState.svelte';
 import { SavedRunsState } from './savedRunsState.svelte';
 import { TrainState } from './trainState.svelte';
 import { WorkspaceSync } from './workspaceSync.svelte';
+import { ProjectState } from './projectState.svelte';
 
 export type Screen = 'data' | 'model' | 'train' | 'evaluate' | 'models';
 
@@ -76,6 +77,7 @@ class Studio {
     device: () => this.train.settings.device,
   });
 
+  readonly project: ProjectState = new ProjectState({ reloadCatalog: () => this.reloadLists() });
   readonly workspace: WorkspaceSync = new WorkspaceSync({ capture: () => this.captureWorkspace(), apply: (state, runs) => this.applyWorkspace(state, runs) });
 
   constructor() {
@@ -115,8 +117,18 @@ class Studio {
     };
   }
 
+  /** The session's datasets and models listed again (a project opened in this tab or another). */
+  private async reloadLists(): Promise<void> {
+    const [datasets, models] = await Promise.all([api.invoke('datasets:list', {}), api.invoke('models:list', {})]);
+    if (datasets.result) this.data.listed(datasets.result);
+    if (models.result) this.models.listed(models.result);
+    void this.project.refresh();
+  }
+
   /** The session's workspace on the screens: drafts first, then the dataset (keeping the model), the run and the evaluation. */
   private async applyWorkspace(state: Workspace, runs: readonly RunInfo[]): Promise<void> {
+    // a dataset this page has not listed: the session changed under it (a project opened)
+    if (state.datasetId && !this.data.datasets.some((entry) => entry.id === state.datasetId)) await this.reloadLists();
     if (state.split) this.data.split.restore(state.split);
     if (state.imputation) this.data.imputation.restore(state.imputation);
     if (state.training) this.train.restoreSettings(state.training);
@@ -140,6 +152,7 @@ class Studio {
     if (presets.result) this.presets = presets.result;
     if (datasets.result) this.data.listed(datasets.result);
     if (models.result) this.models.listed(models.result);
+    void this.project.refresh();
     await this.workspace.restore();
     // a part that failed is said, not left empty without a word
     const failed = [
@@ -163,3 +176,4 @@ export const evaluateState = studio.evaluate;
 export const modelsState = studio.models;
 export const savedRunsState = studio.savedRuns;
 export const predictFileState = studio.predictFile;
+export const projectState = studio.project;
