@@ -98,7 +98,9 @@ export class ProjectRegistry {
 
   private async snapshot(dataFolder: string): Promise<Project> {
     const { datasets, models, runs, workspace } = this.wiring;
-    const entries = await Promise.all(datasets.entries().map(async (record) => ({ id: record.info.id, name: record.info.name, source: await keptSource(record, dataFolder) })));
+    const used = new Set<string>();
+    const entries = [];
+    for (const record of datasets.entries()) entries.push({ id: record.info.id, name: record.info.name, source: await keptSource(record, dataFolder, used) });
     const finished = runs.list().flatMap(({ outcome }) => (outcome?.savedRunId ? [{ savedRunId: outcome.savedRunId, name: modelName(models, outcome.modelId) ?? outcome.runId }] : []));
     const opened = models.savedRuns().filter((run) => !finished.some((entry) => entry.savedRunId === run.savedRunId));
     return { format: projectFormat, version: 1, savedAt: new Date().toISOString(), datasets: entries, workspace: workspace.get().state, runs: [...finished, ...opened] };
@@ -140,13 +142,15 @@ function modelName(models: ModelRegistry, modelId: string | undefined): string |
 }
 
 /** The dataset's source with uploads copied into the project's data folder (uploads die with the session). */
-async function keptSource(record: DatasetRecord, dataFolder: string): Promise<ProjectDataSource> {
+async function keptSource(record: DatasetRecord, dataFolder: string, used: Set<string>): Promise<ProjectDataSource> {
   if (record.uploadedFiles.length === 0) return record.source as ProjectDataSource;
   await fsp.mkdir(dataFolder, { recursive: true });
   const copies = new Map<string, string>();
-  for (const upload of record.uploadedFiles) {
-    const copy = path.join(dataFolder, path.basename(upload));
-    await fsp.copyFile(upload, copy);
+  for (const [index, upload] of record.uploadedFiles.entries()) {
+    // the images file (or the CSV) under the name the user knows; a labels file under its upload's name
+    const copy = path.join(dataFolder, freeName(index === 0 ? record.info.name : path.basename(upload), used));
+    // an upload never changes: a copy of its size from an earlier save is that copy (the last session saves often)
+    if (!(await sameSize(upload, copy))) await fsp.copyFile(upload, copy);
     copies.set(upload, copy);
   }
   const moved = (file: string) => copies.get(file) ?? file;
@@ -154,6 +158,16 @@ async function keptSource(record: DatasetRecord, dataFolder: string): Promise<Pr
   if (source.kind === 'csv') return { ...source, path: moved(source.path) };
   if (source.kind === 'idx') return { ...source, imagesPath: moved(source.imagesPath), ...(source.labelsPath ? { labelsPath: moved(source.labelsPath) } : {}) };
   return source;
+}
+
+/** A file name safe on every platform and not yet used in this save ("a.csv", then "a-2.csv"). */
+function freeName(name: string, used: Set<string>): string {
+  const safe = name.replace(/[^\w. ()-]+/g, '_').replace(/^\.+/, '') || 'data';
+  const { name: stem, ext } = path.parse(safe);
+  let candidate = safe;
+  for (let n = 2; used.has(candidate.toLowerCase()); n += 1) candidate = `${stem}-${n}${ext}`;
+  used.add(candidate.toLowerCase());
+  return candidate;
 }
 
 /** The workspace with the project's dataset ids replaced by this session's (choices of datasets not opened are dropped). */
@@ -190,6 +204,11 @@ async function remember(file: string): Promise<void> {
   const recent = [file, ...(await readRecent()).filter((entry) => entry !== file)].slice(0, maxRecent);
   await fsp.mkdir(path.dirname(recentFile()), { recursive: true });
   await writeFileAtomic(recentFile(), `${JSON.stringify(recent, null, 2)}\n`);
+}
+
+async function sameSize(a: string, b: string): Promise<boolean> {
+  const [left, right] = await Promise.all([fsp.stat(a), fsp.stat(b).catch(() => undefined)]);
+  return right !== undefined && left.size === right.size;
 }
 
 async function exists(file: string): Promise<boolean> {

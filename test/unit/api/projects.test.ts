@@ -57,7 +57,7 @@ describe('projects', () => {
     assert.equal(saved.path, projectFile);
     const kept = fs.readdirSync(path.join(scratch, 'saved', 'iris study-data'));
     assert.equal(kept.length, 1, 'the upload is copied beside the project (the file opened by path is not)');
-    assert.match(kept[0], /uploaded iris\.csv$/);
+    assert.equal(kept[0], 'uploaded iris.csv', 'under the name it was uploaded with');
     const info = resultOf(await first.dispatch('projects:info', {})) as ProjectsInfo;
     assert.equal(info.current, projectFile);
     assert.equal(info.recent[0], projectFile);
