@@ -7,6 +7,7 @@ import { classCounts, featureSize, type Dataset } from '../core/data/dataset';
 import type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 import type { DataSource } from './dataSources';
 import type { ColumnReport } from '../core/data/columnReport';
+import { defaultValSplitFor } from '../core/model/defaults';
 
 export type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 
@@ -27,6 +28,7 @@ export function summarizeDataset(dataset: Dataset): DatasetSummary {
     ...(dataset.notes && dataset.notes.length > 0 ? { notes: [...dataset.notes] } : {}),
     ...(isUnlabeled(dataset) ? { unlabeled: true as const } : {}),
     ...('report' in dataset && Array.isArray(dataset.report) ? { columnReport: dataset.report as ColumnReport[] } : {}),
+    defaultValSplit: defaultValSplitFor(dataset),
   };
 }
 

@@ -1,6 +1,6 @@
 // Turns what a user chose (a layer string, a preset or nothing, plus loss and optimizer settings) into a
 // validated ModelSpec for a dataset's shape and classes. One place, so every face builds models alike.
-import { defaultSpec } from '../core/model/defaults';
+import { defaultSpec, isSmallRegressionTable, smallRegressionWeightDecay } from '../core/model/defaults';
 import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
 import { getPreset, presetForData, type Preset } from '../core/model/presets';
 import { inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
@@ -81,8 +81,8 @@ export function buildModelSpec(choice: ModelChoice, inputShape: readonly number[
  * not fit together yet: buildModelSpec throws on that, checkModelChoice reports it per layer.
  */
 export function composeModelSpec(choice: ModelChoice, inputShape: readonly number[], head: number | ModelHead): BuiltModel {
-  const { task, outputs } = asHead(head);
-  if (task === 'regression') return composeRegressionSpec(choice, inputShape, outputs);
+  const { task, outputs, rows } = asHead(head);
+  if (task === 'regression') return composeRegressionSpec(choice, inputShape, outputs, rows);
   const classCount = outputs;
   if (choice.layers !== undefined && choice.preset !== undefined) throw new Error('give either --layers or --preset, not both');
   const seed = choice.seed ?? 0;
@@ -122,13 +122,16 @@ export function composeModelSpec(choice: ModelChoice, inputShape: readonly numbe
  * dense 100 relu for tables, a preset, the user's layers), turned to a linear head of `targets` units
  * trained with mse (or the loss chosen).
  */
-function composeRegressionSpec(choice: ModelChoice, inputShape: readonly number[], targets: number): BuiltModel {
+function composeRegressionSpec(choice: ModelChoice, inputShape: readonly number[], targets: number, rows?: number): BuiltModel {
   if (choice.layers !== undefined && isCourseLayers(choice.layers)) {
     throw new Error('--layers: the course form (widths only) is for classification; give layers like "dense:100:relu,dense:1"');
   }
   const asClassifier = composeModelSpec({ ...choice, loss: undefined }, inputShape, 2);
   const sizeHead = choice.layers === undefined;
   const base = toRegression(asClassifier.spec, targets, { lossChosen: false, sizeHead });
+  if (choice.weightDecay === undefined && choice.preset === undefined && rows !== undefined && isSmallRegressionTable('regression', rows, inputShape)) {
+    base.optimizer = { ...base.optimizer, weightDecay: smallRegressionWeightDecay };
+  }
   const spec = parseModelSpec({ ...base, loss: choice.loss ?? base.loss });
   return { ...asClassifier, spec };
 }

@@ -10,7 +10,7 @@ import { applyImputation, defaultImputation, fitImputation, type Imputation, typ
 import { headOfDataset } from '../core/model/head';
 import { loadCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
 import { checkCount, countLimits } from '../core/model/countLimits';
-import { defaultTraining } from '../core/model/defaults';
+import { defaultTraining, defaultValSplit, defaultValSplitFor } from '../core/model/defaults';
 import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
 import type { SplitPlan, TrainPlan } from '../core/model/trainingTypes';
@@ -64,7 +64,7 @@ export interface ResumeRequest {
 /** 'balanced' or one positive weight per class, in the classes' order. */
 export type ClassWeights = 'balanced' | number[];
 
-export const defaultValSplit = 0.1;
+export { defaultValSplit };
 export const defaultTestSplit = 0.2;
 
 // ---- splits ----
@@ -87,7 +87,7 @@ export function planSplit(
   data: DataSource,
   options: { valSplit?: number; testSplit?: number; test?: { source: DataSource; count: number } } = {},
 ): SplitPlan {
-  const valSplit = options.valSplit ?? defaultValSplit;
+  const valSplit = options.valSplit ?? defaultValSplitFor(all);
   const testSplit = options.testSplit ?? defaultTestSplit;
   checkFraction('valSplit', valSplit);
   checkFraction('testSplit', testSplit);
@@ -114,13 +114,16 @@ interface LoadedData {
   counts: RunRecord['counts'];
   /** How missing cells were filled (CSV tables). */
   imputation?: Imputation;
+  /** The validation share used: the one asked for, else the data's default. */
+  valSplit: number;
 }
 
 async function loadSplitData(
-  request: TrainRequest, valSplit: number, testSplit: number, seed: number, fitted?: Imputation,
+  request: TrainRequest, askedValSplit: number | undefined, testSplit: number, seed: number, fitted?: Imputation,
 ): Promise<LoadedData> {
   const read = await loadDataSource(request.data);
   if (read.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
+  const valSplit = askedValSplit ?? defaultValSplitFor(read);
   const testSource = separateTestSource(request.data, request.testData);
   const readTest = testSource ? await loadDataSourceFor(testSource, knownData(read)) : undefined;
   const split = stratifiedSplit(stratificationKeys(read), { validation: valSplit, test: readTest ? 0 : testSplit }, seed);
@@ -133,7 +136,7 @@ async function loadSplitData(
   const validation = split.validation.length > 0 ? subset(all, split.validation) : undefined;
   const test = testSet ?? (split.test.length > 0 ? subset(all, split.test) : undefined);
   const counts = { train: train.count, validation: validation?.count ?? 0, test: test?.count ?? 0 };
-  return { all, train, validation, test, separateTest: testSet !== undefined, digest: datasetDigest(train), counts, imputation };
+  return { all, train, validation, test, separateTest: testSet !== undefined, digest: datasetDigest(train), counts, imputation, valSplit };
 }
 
 /** Tables read from a CSV get an imputation (fitted even without a missing cell: a later file may have one). */
@@ -259,11 +262,11 @@ export interface PreparedRun {
 export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<PreparedRun> {
   const { request: given, resumption } = 'resumeFrom' in asked ? await requestFromCheckpoint(asked) : { request: asked, resumption: undefined };
   const seed = given.seed ?? 0;
-  const valSplit = given.valSplit ?? defaultValSplit;
   const testSplit = given.testSplit ?? defaultTestSplit;
-  checkFraction('--val-split', valSplit);
+  if (given.valSplit !== undefined) checkFraction('--val-split', given.valSplit);
   checkFraction('--test-split', testSplit);
-  const data = await loadSplitData(given, valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation);
+  const data = await loadSplitData(given, given.valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation);
+  const { valSplit } = data;
   const { spec, epochs, batchSize, request } = runSettings(given, data, seed, resumption);
   checkCount(epochs, '--epochs', countLimits.epochs);
   checkCount(batchSize, '--batch-size', countLimits.batchSize);

@@ -60,9 +60,11 @@ export class DatasetRegistry {
     }
   }
 
-  /** A dataset a project names by its source (its files where the project keeps them). */
-  reopen(source: DataSource, name: string): Promise<DatasetInfo> {
-    return this.load(source, name, services.datasets.describe(source), []);
+  /** A dataset a project names by its source (its files where the project keeps them); one already open is reused. */
+  async reopen(source: DataSource, name: string): Promise<DatasetInfo> {
+    const key = JSON.stringify(source);
+    const open = [...this.records.values()].find((record) => JSON.stringify(record.source) === key);
+    return open ? open.info : this.load(source, name, services.datasets.describe(source), []);
   }
 
   private async load(dataSource: DataSource, name: string, description: string, uploadedFiles: string[]): Promise<DatasetInfo> {

@@ -24,6 +24,8 @@ export interface DatasetSummary {
   unlabeled?: true;
   /** Per column of a CSV: inferred type, what became of it, missing share, distinct values, range, histogram. */
   columnReport?: ColumnReport[];
+  /** The validation share training uses when none is given (0 for a small regression table). */
+  defaultValSplit: number;
 }
 
 export interface ImagePreview {

@@ -8,6 +8,8 @@ export interface ModelHead {
   task: TaskName;
   /** Classes (classification) or target columns (regression). */
   outputs: number;
+  /** The data's examples, when known: a small regression table gets a stronger default weight decay. */
+  rows?: number;
 }
 
 /** A bare class count is a classification head (the API's older form). */
@@ -17,7 +19,7 @@ export function asHead(head: number | ModelHead): ModelHead {
 
 export function headOfDataset(dataset: Dataset): ModelHead {
   return dataset.task === 'regression'
-    ? { task: 'regression', outputs: dataset.targetNames?.length ?? 1 }
+    ? { task: 'regression', outputs: dataset.targetNames?.length ?? 1, rows: dataset.count }
     : { task: 'classification', outputs: dataset.classLabels.length };
 }
 

@@ -77,6 +77,9 @@ describe('projects', () => {
     assert.equal(state.watchedRunId, undefined, 'runs of the old session are not watched: their models are open instead');
     const models = resultOf(await second.dispatch('models:list', {})) as { name: string }[];
     assert.equal(models.length, 1);
+    const again = resultOf(await second.dispatch('projects:open', { path: projectFile })) as ProjectOpened;
+    assert.deepEqual(again.datasets.map((entry) => entry.id), opened.datasets.map((entry) => entry.id), 'opened twice: the same datasets, not copies');
+    assert.equal((resultOf(await second.dispatch('models:list', {})) as unknown[]).length, 1, 'and the same model');
   });
 
   test('a data file gone missing is named in the notes; the rest opens', async () => {

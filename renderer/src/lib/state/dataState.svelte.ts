@@ -179,7 +179,9 @@ export class DataState {
   /** `restoring`: the session's workspace names it; the model kept with it stays (no default model). */
   async selectDataset(id: string, restoring = false): Promise<void> {
     const changed = id !== this.datasetId && !restoring;
+    const previous = this.dataset;
     this.datasetId = id;
+    if (changed && this.dataset) this.split.followDefault(previous, this.dataset);
     this.preview = undefined;
     if (this.dataset) this.imputation.prepare(this.dataset);
     const preview = await api.invoke('datasets:preview', { datasetId: id, rows: this.dataset?.kind === 'images' ? 32 : 20 });

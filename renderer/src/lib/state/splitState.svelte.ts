@@ -65,6 +65,15 @@ export class SplitState {
     this.planError = answer.error;
   }
 
+  /**
+   * Another dataset was selected: a validation share left at the last dataset's default takes the new one's
+   * (a small regression table trains on every row); a share the user typed stays.
+   */
+  followDefault(previous: DatasetInfo | undefined, next: DatasetInfo): void {
+    const previousDefault = previous?.defaultValSplit ?? 0.1;
+    if (this.draft.valSplit === previousDefault) this.draft.valSplit = next.defaultValSplit;
+  }
+
   /** The shares and the normalisation choices, for the session's workspace. */
   snapshot(): NonNullable<Workspace['split']> {
     return { ...this.draft, normalization: { ...this.normalizationChoice } };
