@@ -1,5 +1,6 @@
 // The session's open datasets by id: datasets:open (a path, an upload or MNIST), :list, :preview, :close and
 // :split. An upload lives in the session folder until its dataset is closed and no run reads it any more.
+import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { Dataset } from '../../core/data/dataset';
 import { services } from '../../services';
@@ -23,6 +24,29 @@ interface Upload {
   file: string;
   /** The name as sent, for messages. */
   name: string;
+}
+
+/** The files a source reads, and the source without them (what else must match). */
+function filesOf(source: DataSource): { files: string[]; rest: unknown } {
+  if (source.kind === 'csv') return { files: [source.path], rest: { ...source, path: '' } };
+  if (source.kind === 'idx') return { files: [source.imagesPath, source.labelsPath ?? ''], rest: { ...source, imagesPath: '', labelsPath: '' } };
+  return { files: [], rest: source };
+}
+
+/** Whether two sources read the same data: equal but for their paths, and files of equal contents. */
+async function sameData(a: DataSource, b: DataSource): Promise<boolean> {
+  const [left, right] = [filesOf(a), filesOf(b)];
+  if (JSON.stringify(left.rest) !== JSON.stringify(right.rest)) return false;
+  for (const [index, file] of left.files.entries()) {
+    const other = right.files[index];
+    if (file === other) continue;
+    if (!file || !other) return false;
+    const [sizeA, sizeB] = await Promise.all([fsp.stat(file).then((st) => st.size, () => -1), fsp.stat(other).then((st) => st.size, () => -2)]);
+    if (sizeA !== sizeB) return false;
+    const [x, y] = await Promise.all([fsp.readFile(file).catch(() => undefined), fsp.readFile(other).catch(() => undefined)]);
+    if (!x || !y || !x.equals(y)) return false;
+  }
+  return true;
 }
 
 export class DatasetRegistry {
@@ -60,11 +84,16 @@ export class DatasetRegistry {
     }
   }
 
-  /** A dataset a project names by its source (its files where the project keeps them); one already open is reused. */
+  /**
+   * A dataset a project names by its source (its files where the project keeps them). One already open is
+   * reused: the same source, or the same name, options and file contents (a copy kept by another project or
+   * by the last session), so opening a project twice opens nothing twice.
+   */
   async reopen(source: DataSource, name: string): Promise<DatasetInfo> {
-    const key = JSON.stringify(source);
-    const open = [...this.records.values()].find((record) => JSON.stringify(record.source) === key);
-    return open ? open.info : this.load(source, name, services.datasets.describe(source), []);
+    for (const record of this.records.values()) {
+      if (record.info.name === name && (await sameData(record.source, source))) return record.info;
+    }
+    return this.load(source, name, services.datasets.describe(source), []);
   }
 
   private async load(dataSource: DataSource, name: string, description: string, uploadedFiles: string[]): Promise<DatasetInfo> {

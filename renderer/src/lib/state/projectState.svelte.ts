@@ -7,6 +7,8 @@ import { api } from '../api';
 export interface ProjectDeps {
   /** The session changed under the page (a project opened): datasets and models to list again. */
   reloadCatalog(): Promise<void>;
+  /** Sends the page's last edits to the session (before it is saved). */
+  flushWorkspace(): Promise<void>;
 }
 
 export class ProjectState {
@@ -31,6 +33,7 @@ export class ProjectState {
   /** Saves as the current project, or as `name` (a name or a path). */
   async save(name?: string): Promise<boolean> {
     return this.run(async () => {
+      await this.deps.flushWorkspace();
       const answer = await api.invoke('projects:save', name !== undefined ? { path: name } : {});
       if (answer.error) return answer.error;
       this.outcome = { message: `Saved as ${answer.result.path}`, notes: [] };

@@ -77,7 +77,7 @@ class Studio {
     device: () => this.train.settings.device,
   });
 
-  readonly project: ProjectState = new ProjectState({ reloadCatalog: () => this.reloadLists() });
+  readonly project: ProjectState = new ProjectState({ reloadCatalog: () => this.reloadLists(), flushWorkspace: () => this.workspace.flush() });
   readonly workspace: WorkspaceSync = new WorkspaceSync({ capture: () => this.captureWorkspace(), apply: (state, runs) => this.applyWorkspace(state, runs) });
 
   constructor() {

@@ -32,14 +32,14 @@ export class WorkspaceSync {
       });
     });
     // a reload right after an edit must not lose it
-    window.addEventListener('pagehide', () => this.flush());
+    window.addEventListener('pagehide', () => void this.flush());
   }
 
-  /** Sends what waits for its timer now. */
-  flush(): void {
+  /** Sends what waits for its timer now (a project is saved from the session's workspace: it must be current). */
+  async flush(): Promise<void> {
     if (this.pending === undefined) return;
     clearTimeout(this.timer);
-    void this.send(this.pending);
+    await this.send(this.pending);
   }
 
   /** The session's workspace and runs, applied (at start and after reconnecting). */
