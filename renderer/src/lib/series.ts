@@ -13,3 +13,21 @@ export interface ChartSeries {
   /** A dashed line (e.g. training beside validation in the same colour). */
   dashed?: boolean;
 }
+
+/** A chart's numbers as a table: one row per x (epoch), one column per series. */
+export interface SeriesTable {
+  columns: string[];
+  rows: { x: number; values: (number | undefined)[] }[];
+}
+
+/**
+ * The epoch-end series of a chart as rows by epoch (the per-step line, hundreds of points, stays in the
+ * chart); when no series has markers, all of them.
+ */
+export function seriesTable(series: ChartSeries[]): SeriesTable {
+  const marked = series.filter((entry) => entry.markers);
+  const shown = marked.length > 0 ? marked : series;
+  const xs = [...new Set(shown.flatMap((entry) => entry.points.map((point) => point.x)))].sort((a, b) => a - b);
+  const byX = shown.map((entry) => new Map(entry.points.map((point) => [point.x, point.y])));
+  return { columns: shown.map((entry) => entry.label), rows: xs.map((x) => ({ x, values: byX.map((values) => values.get(x)) })) };
+}

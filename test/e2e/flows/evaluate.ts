@@ -75,7 +75,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 
 /** Clicks a confusion-matrix cell and waits for its examples card ("True a, predicted p"). */
 export async function openCell(page: Page, actual: string, predicted: string): Promise<void> {
-  await page.getByRole('button', { name: new RegExp(`^Examples: true ${escapeRegExp(actual)}, predicted ${escapeRegExp(predicted)} \\(`) }).click();
+  await page.getByRole('button', { name: new RegExp(`^Examples: true ${escapeRegExp(actual)}, predicted ${escapeRegExp(predicted)}: `) }).click();
   await page.getByRole('heading', { level: 2, name: `True ${actual}, predicted ${predicted}`, exact: true }).waitFor();
 }
 

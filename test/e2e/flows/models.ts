@@ -7,9 +7,9 @@ export function saveModel(page: Page, modelName: string, dir: string): Promise<s
   return downloadFrom(page, `Save ${modelName}`, dir);
 }
 
-/** Clicks "Export <model> as ONNX" (the Models screen) and keeps the download in `dir`; returns its path. */
+/** Clicks "Export ONNX of <model>" (the Models screen) and keeps the download in `dir`; returns its path. */
 export function exportOnnx(page: Page, modelName: string, dir: string): Promise<string> {
-  return downloadFrom(page, `Export ${modelName} as ONNX`, dir);
+  return downloadFrom(page, `Export ONNX of ${modelName}`, dir);
 }
 
 async function downloadFrom(page: Page, buttonName: string, dir: string): Promise<string> {
