@@ -138,7 +138,7 @@ function epochFigures(event: EpochProgress): string {
 
 // What --resume takes from the checkpoint instead: giving it again would be ignored, so it is an error.
 const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
-  ['data', '--data'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
+  ['data', '--data'], ['classNames', '--class-names'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
   ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
   ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
@@ -234,7 +234,8 @@ function resumeRequest(options: TrainCommandOptions, checkpoint: string): Resume
 
 async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {
   const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
-  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  // The test data is read with the training data's classes, names included (its own labels map to them).
+  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined, classNames: undefined }) : undefined;
   return {
     data,
     testData,
