@@ -51,6 +51,10 @@ export interface DatasetInfo extends DatasetSummary {
   name: string;
   /** Where it came from, as the CLI would print it. */
   description: string;
+  /** An IDX pair's own test pair (its separate test set): the images file's name and the images in it. */
+  testPair?: { name: string; count: number };
+  /** The dataset's classes can be named (IDX, MNIST: datasets:setClassNames); a CSV's are its label values. */
+  namesClasses?: true;
 }
 
 export interface PresetInfo {
@@ -211,6 +215,7 @@ interface Results {
   'datasets:preview': DatasetPreview;
   'datasets:close': { closed: true };
   'datasets:split': SplitPlan;
+  'datasets:setClassNames': DatasetInfo;
   'models:presets': PresetInfo[];
   'models:check': ModelCheck;
   'models:list': ModelInfo[];

@@ -12,6 +12,8 @@ export class SessionFolder {
   private folder: string | undefined;
   /** A folder the session made (under the OS temp dir) is removed whole; a given one is the caller's. */
   private owned = false;
+  /** Each file the session wrote, by the name a user knows it by (the upload's name, the run's checkpoint). */
+  private readonly shownNames = new Map<string, string>();
 
   constructor(given?: string) {
     this.folder = given;
@@ -37,6 +39,7 @@ export class SessionFolder {
     const safeName = path.basename(fileName).replace(/[^A-Za-z0-9._-]/g, '_');
     const file = path.join(folder, `${randomBytes(6).toString('hex')}-${safeName}`);
     await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
+    this.shownNames.set(file, path.basename(fileName));
     return file;
   }
 
@@ -44,7 +47,22 @@ export class SessionFolder {
   async checkpointFile(runId: string): Promise<string> {
     const folder = path.join(await this.ensure(), 'checkpoints');
     await fs.promises.mkdir(folder, { recursive: true });
-    return path.join(folder, `${runId}.checkpoint.safetensors`);
+    const file = path.join(folder, `${runId}.checkpoint.safetensors`);
+    this.shownNames.set(file, `the checkpoint of ${runId}`);
+    return file;
+  }
+
+  /**
+   * A message for the user: the session's files named as the user knows them, never by their temporary
+   * paths ("/tmp/nnstudio-uploads-x/3f2a-train.csv" → "train.csv"); a path in the folder that the session
+   * did not name loses its folder.
+   */
+  showNames(message: string): string {
+    let shown = message;
+    for (const [file, name] of this.shownNames) shown = shown.split(file).join(name).split(path.basename(file)).join(name);
+    if (this.folder === undefined) return shown;
+    const rest = new RegExp(escapeRegExp(this.folder) + String.raw`[\\/]([^\s:"']+)`, 'g');
+    return shown.replace(rest, (_, inside: string) => path.basename(inside));
   }
 
   /** Removes the folder the session made, or only `files` from a folder it was given. */
@@ -52,4 +70,8 @@ export class SessionFolder {
     if (this.owned && this.folder) await fs.promises.rm(this.folder, { recursive: true, force: true });
     else await removeFiles(files);
   }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
