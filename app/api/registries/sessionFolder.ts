@@ -12,7 +12,7 @@ export class SessionFolder {
   private folder: string | undefined;
   /** A folder the session made (under the OS temp dir) is removed whole; a given one is the caller's. */
   private owned = false;
-  /** Each file the session wrote, by the name a user knows it by (the upload's name, the run's checkpoint). */
+  /** Each upload the session wrote, by the name it was sent with. */
   private readonly shownNames = new Map<string, string>();
 
   constructor(given?: string) {
@@ -47,15 +47,13 @@ export class SessionFolder {
   async checkpointFile(runId: string): Promise<string> {
     const folder = path.join(await this.ensure(), 'checkpoints');
     await fs.promises.mkdir(folder, { recursive: true });
-    const file = path.join(folder, `${runId}.checkpoint.safetensors`);
-    this.shownNames.set(file, `the checkpoint of ${runId}`);
-    return file;
+    return path.join(folder, `${runId}.checkpoint.safetensors`);
   }
 
   /**
    * A message for the user: the session's files named as the user knows them, never by their temporary
-   * paths ("/tmp/nnstudio-uploads-x/3f2a-train.csv" → "train.csv"); a path in the folder that the session
-   * did not name loses its folder.
+   * paths ("/tmp/nnstudio-uploads-x/3f2a-train.csv" → "train.csv"); any other path in the folder (a run's
+   * checkpoint) loses its folder ("run-1.checkpoint.safetensors").
    */
   showNames(message: string): string {
     let shown = message;

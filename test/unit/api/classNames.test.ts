@@ -100,12 +100,12 @@ describe('datasets:setClassNames', () => {
 });
 
 describe('messages name the session\'s files as the user knows them', () => {
-  test('uploads by the name sent, checkpoints by their run, other files without their folder', async () => {
+  test('uploads by the name sent, other files (checkpoints) without their folder', async () => {
     const folder = new SessionFolder(path.join(scratch, 'named'));
     const upload = await folder.writeUpload('fashion-images.idx3', '');
     const checkpoint = await folder.checkpointFile('run-1');
     assert.equal(folder.showNames(`${upload}: has 9 images`), 'fashion-images.idx3: has 9 images');
-    assert.equal(folder.showNames(`${checkpoint}: the run has already trained 2 of 2 epochs`), 'the checkpoint of run-1: the run has already trained 2 of 2 epochs');
+    assert.equal(folder.showNames(`${checkpoint}: the run has already trained 2 of 2 epochs`), 'run-1.checkpoint.safetensors: the run has already trained 2 of 2 epochs');
     assert.equal(folder.showNames(`cannot read ${path.join(scratch, 'named', 'other.bin')}: gone`), 'cannot read other.bin: gone');
   });
 });
