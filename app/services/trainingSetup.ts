@@ -1,6 +1,7 @@
 // Everything a run needs before its first step, for a new run and for one continued from a checkpoint alike:
 // data → split → spec and settings → normalisation → the plan a face shows, the record a checkpoint keeps and
 // the model the run's weights become. trainModel (training.ts) drives the engine with it.
+import { counted } from '../core/files/messages';
 import { classCounts, type Dataset } from '../core/data/dataset';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
@@ -171,7 +172,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
   const record = parseRunRecord(checkpoint.run, request.resumeFrom);
   const epochs = request.epochs ?? record.epochs;
   if (epochs <= checkpoint.state.epoch) {
-    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${epochs} epochs; ask for more epochs`);
+    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${counted(epochs, 'epoch')}; ask for more epochs`);
   }
   const trainRequest: TrainRequest = {
     data: record.data,

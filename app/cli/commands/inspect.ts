@@ -1,5 +1,6 @@
 // `nnstudio inspect`: a layer table (output shapes, parameters, multiply-adds) of a model file, a preset
 // or a layer string, like Keras' summary(); or, with --data, the column report of a CSV and its task.
+import { counted } from '../../core/files/messages';
 import { Command, Option } from 'commander';
 import { parseImageShape } from '../../core/data/dataset';
 import { lossNames, type LossName } from '../../core/model/spec';
@@ -52,7 +53,7 @@ export function inspectCommand(): Command {
         lines.push(`preprocessing: ${model.preprocessing.kind}${model.preprocessing.pixelScale ? `, pixels / ${model.preprocessing.pixelScale}` : ''}`);
         if (model.training) {
           const last = model.training.history[model.training.history.length - 1];
-          lines.push(`trained: ${model.training.history.length} epochs in ${model.training.seconds.toFixed(1)} s on ${model.training.device}` +
+          lines.push(`trained: ${counted(model.training.history.length, 'epoch')} in ${model.training.seconds.toFixed(1)} s on ${model.training.device}` +
             (last?.trainLoss != null ? `, final loss ${last.trainLoss.toFixed(4)}` : ''));
         }
         const test = model.metrics?.test as Parameters<typeof formatReport>[0] | undefined;

@@ -1,6 +1,7 @@
 // The model editor's words for a layer at fault, and the item each parsed layer came from.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { counted } from '../../../app/core/files/messages';
 import { layerProblem, plainReason } from '../../../app/core/model/layerMessages';
 import { LayerSyntaxError, parseLayerItems } from '../../../app/core/model/layerSyntax';
 
@@ -28,4 +29,10 @@ test('parseLayerItems: the item of every layer; a syntax error tells its item, k
     assert.equal(error.message, '--layers: item 2 "maxpool:0": window size "0" is not a positive integer', 'the CLI keeps its message');
     return true;
   });
+});
+
+test('counts with their noun: one epoch, two epochs', () => {
+  assert.equal(counted(1, 'epoch'), '1 epoch');
+  assert.equal(counted(0, 'epoch'), '0 epochs');
+  assert.equal(counted(2, 'class', 'classes'), '2 classes');
 });
