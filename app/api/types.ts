@@ -58,7 +58,14 @@ export interface DatasetInfo extends DatasetSummary {
 }
 
 export interface PresetInfo {
+  /** The file name, which models:check's `preset` takes (seed000, mlp, ...). */
   name: string;
+  /** What people call it ("Tiny CNN") and what it is, in one line. */
+  title: string;
+  summary: string;
+  /** The CLI's name for it (`--preset tiny-cnn`). */
+  cliName: string;
+  /** The layers and recipe in short. */
   description: string;
   spec: ModelSpec;
   training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
@@ -72,6 +79,8 @@ export interface ModelInfo {
   name: string;
   labels: string[];
   inputShape: number[];
+  /** What the drawing pad offers for it: 'digit' (an MNIST-like digit model), 'input' (another one-channel image classifier). */
+  drawing?: 'digit' | 'input';
   spec: ModelSpec;
   parameterCount: number;
   training?: TrainingRecord;

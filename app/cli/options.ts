@@ -3,6 +3,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CsvOptions } from '../core/data/csv';
 import { splitClassNames } from '../core/data/classNames';
 import { parseImageShape } from '../core/data/dataset';
+import { listPresets, presetNames } from '../core/model/presets';
 import { countLimits, countRange, isCountWithin, type CountLimit } from '../core/model/countLimits';
 import { services, type DataSource } from '../services';
 
@@ -142,4 +143,13 @@ export async function dataSourceFrom(argument: string, split: 'train' | 'test', 
 export function requireOption<T>(value: T | undefined, name: string, hint: string): T {
   if (value === undefined) throw new Error(`${name} is required: ${hint}`);
   return value;
+}
+
+/** The presets as --preset takes them: "tiny-cnn (seed000), ..."; a broken install still gets its help. */
+export function presetHelp(): string {
+  try {
+    return listPresets().map(presetNames).join(', ');
+  } catch {
+    return 'see nnstudio inspect --preset';
+  }
 }

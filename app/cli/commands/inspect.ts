@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { parseImageShape } from '../../core/data/dataset';
 import { lossNames, type LossName } from '../../core/model/spec';
 import { services } from '../../services';
-import { addDataOptions, dataSourceFrom, type DataOptions } from '../options';
+import { addDataOptions, presetHelp, dataSourceFrom, type DataOptions } from '../options';
 import { formatReport } from '../report';
 
 interface InspectOptions extends DataOptions {
@@ -22,7 +22,7 @@ export function inspectCommand(): Command {
   const command = new Command('inspect')
     .description('show a model\'s layers with output shapes and parameter counts, or a CSV\'s columns (--data)')
     .option('--model <file>', 'a model file (.safetensors)')
-    .option('--preset <name>', 'a built-in preset')
+    .option('--preset <name>', `a built-in preset: ${presetHelp()}`)
     .option('--layers <spec>', 'a layer string (docs/LAYERS.md)')
     .option('--input <shape>', 'input shape for --preset/--layers: CxHxW for images or F for features (default 1x28x28)', '1x28x28')
     .option('--classes <n>', 'number of classes for --preset/--layers', '10')

@@ -11,7 +11,7 @@ import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
-import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
@@ -50,7 +50,7 @@ export function trainCommand(): Command {
   return command
     .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
     .option('--layers <spec>', 'layers in the compact syntax of docs/LAYERS.md, e.g. conv:16x3:relu,maxpool:2,dense:10')
-    .option('--preset <name>', 'a built-in model: seed000, seed001, seed002, mlp, keras_cnn, lenet5, ...')
+    .option('--preset <name>', `a built-in model by name, or by its older name in brackets: ${presetHelp()}`)
     .addOption(new Option('--loss <loss>', 'loss function').choices(lossNames))
     .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
