@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createApi, type ApiEvent, type DatasetInfo, type DatasetPreview, type SplitPlan, type TrainingDone } from '../../../app/api';
+import { createApi, type ApiEvent, type DatasetInfo, type DatasetPreview, type ProjectOpened, type SplitPlan, type TrainingDone } from '../../../app/api';
 import { SessionFolder } from '../../../app/api/registries/sessionFolder';
 import { encodeIdx } from '../../../app/core/data/idx';
 import { irisCsv, resultOf, within } from './helpers';
@@ -107,5 +107,30 @@ describe('messages name the session\'s files as the user knows them', () => {
     assert.equal(folder.showNames(`${upload}: has 9 images`), 'fashion-images.idx3: has 9 images');
     assert.equal(folder.showNames(`${checkpoint}: the run has already trained 2 of 2 epochs`), 'run-1.checkpoint.safetensors: the run has already trained 2 of 2 epochs');
     assert.equal(folder.showNames(`cannot read ${path.join(scratch, 'named', 'other.bin')}: gone`), 'cannot read other.bin: gone');
+  });
+});
+
+describe('a project keeps the class names and the test pair', () => {
+  test('saved and opened in a new session: the names, the test pair copied beside the project', async () => {
+    const opened = resultOf(await openWithTestPair()) as DatasetInfo;
+    resultOf(await api.dispatch('datasets:setClassNames', { datasetId: opened.id, classNames: ['top', 'middle', 'bottom'] }));
+    const projectFile = path.join(scratch, 'rows.nnstudio');
+    resultOf(await api.dispatch('projects:save', { path: projectFile }));
+    const saved = JSON.parse(fs.readFileSync(projectFile, 'utf8')) as { datasets: { source: { test?: { imagesPath: string } } }[] };
+    const testPaths = saved.datasets.flatMap((entry) => (entry.source.test ? [entry.source.test.imagesPath] : []));
+    assert.ok(testPaths.length > 0 && testPaths.every((file) => !file.startsWith(uploadDir) && fs.existsSync(path.resolve(path.dirname(projectFile), file))), `test pairs copied: ${testPaths.join(', ')}`);
+
+    const second = createApi({ uploadDir: path.join(scratch, 'uploads-2'), runHistory: false });
+    try {
+      const reopened = resultOf(await second.dispatch('projects:open', { path: projectFile })) as ProjectOpened;
+      assert.deepEqual(reopened.notes, []);
+      const listed = resultOf(await second.dispatch('datasets:list', {})) as DatasetInfo[];
+      const rows = listed.find((info) => info.name === 'rows-images-idx3-ubyte' && info.classLabels[0] === 'top');
+      assert.ok(rows, `the named dataset among ${JSON.stringify(listed.map((info) => [info.name, info.classLabels]))}`);
+      assert.deepEqual(rows.classLabels, ['top', 'middle', 'bottom']);
+      assert.equal(rows.testPair?.count, 9);
+    } finally {
+      await second.close();
+    }
   });
 });
