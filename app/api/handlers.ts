@@ -31,6 +31,7 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns, w
     'datasets:preview': (payload) => datasets.preview(payload),
     'datasets:close': ({ datasetId }) => datasets.close(datasetId),
     'datasets:split': (payload) => datasets.split(payload),
+    'datasets:setClassNames': (payload) => datasets.setClassNames(payload),
 
     'models:presets': () => presetInfos(),
     'models:check': (payload) => checkModel(payload, datasets),

@@ -19,9 +19,15 @@ const id = z.string().min(1).max(100);
 const filePath = z.string().min(1).max(4096);
 const limit = z.number().int().positive().optional();
 
+/** Names given to an IDX or MNIST dataset's classes (datasets:setClassNames). */
+const classNames = z.array(z.string().min(1).max(1000)).min(1).max(10_000).optional();
 const dataSourceSchema = z.union([
-  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']), limit }),
-  z.strictObject({ kind: z.literal('idx'), imagesPath: filePath, labelsPath: filePath.optional(), limit }),
+  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']), limit, classNames }),
+  z.strictObject({
+    kind: z.literal('idx'), imagesPath: filePath, labelsPath: filePath.optional(), limit, classNames,
+    /** The pair's own test pair (its separate test set). */
+    test: z.strictObject({ imagesPath: filePath, labelsPath: filePath.optional() }).optional(),
+  }),
   z.strictObject({ kind: z.literal('csv'), path: filePath, options: csvOptionsSchema.optional() }),
 ]);
 

@@ -2,6 +2,7 @@
 // before it passed here. Objects are strict, so a misspelt field is an error naming it, not a silent default.
 import { z } from 'zod';
 import { imputationStrategies } from '../core/data/imputation';
+import { maxClassNameLength } from '../core/data/classNames';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
 import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
@@ -55,11 +56,20 @@ const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileN
 /** An IDX labels file sent with its images file (`fileName`/`base64`), written beside it. */
 const uploadedLabels = z.strictObject({ fileName: uploadFileName, base64 });
 
+/** An IDX test pair sent with the training pair: the dataset's separate test set (not a dataset of its own). */
+const uploadedTestPair = z.strictObject({ images: uploadedLabels, labels: uploadedLabels });
+
+/** Names of classes, one per class in their order (app/core/data/classNames.ts checks count and repeats). */
+export const classNamesSchema = z
+  .array(z.string().trim().min(1, 'a class name must not be empty').max(maxClassNameLength))
+  .min(1)
+  .max(10_000);
+
 export const datasetSourceSchema = z.discriminatedUnion('kind', [
   /** A CSV or IDX file on the machine that runs the engine. */
   z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptionsSchema.optional() }),
-  /** A file sent by the client (browser upload, drag and drop); an IDX images file may bring its labels. */
-  upload.extend({ labels: uploadedLabels.optional(), csv: csvOptionsSchema.optional() }),
+  /** A file sent by the client (browser upload, drag and drop); an IDX images file may bring its labels and a test pair. */
+  upload.extend({ labels: uploadedLabels.optional(), csv: csvOptionsSchema.optional(), test: uploadedTestPair.optional() }),
   /** The built-in MNIST; `limit` keeps the first examples (quick runs). */
   z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']).optional(), limit: positiveInt.optional() }),
 ]);
@@ -98,6 +108,8 @@ export const payloadSchemas = {
   'datasets:close': z.strictObject({ datasetId: id }),
   /** The train / validation / test counts training:start would use with these fractions. */
   'datasets:split': z.strictObject({ datasetId: id, testDatasetId: id.optional(), valSplit: fraction.optional(), testSplit: fraction.optional() }),
+  /** Names an IDX or MNIST dataset's classes (one per class, in order, unique); runs started later use them. */
+  'datasets:setClassNames': z.strictObject({ datasetId: id, classNames: classNamesSchema }),
 
   'models:presets': none,
   'models:check': z

@@ -67,7 +67,8 @@ export function createApi(options: ApiOptions = {}): Api {
   const logger = options.logger ?? stderrLogger;
   const ids = new IdSequence();
   const folder = new SessionFolder(options.uploadDir);
-  const events = new SessionEvents(logger);
+  // A message about the session's files names them as the user knows them (an upload's name), never by path.
+  const events = new SessionEvents(logger, (message) => folder.showNames(message));
   const datasets: DatasetRegistry = new DatasetRegistry(ids, folder, (datasetId): boolean => runs.readsDataset(datasetId));
   const models = new ModelRegistry(ids, folder);
   const evaluations = new EvaluationRegistry(ids, models, datasets);
@@ -91,7 +92,8 @@ export function createApi(options: ApiOptions = {}): Api {
       const handler = handlers[channel] as (payload: unknown) => Promise<unknown> | unknown;
       return { result: await handler(parsed.data) };
     } catch (error) {
-      return { error: errorValue(error) };
+      const value = errorValue(error);
+      return { error: { ...value, message: folder.showNames(value.message) } };
     }
   }
 

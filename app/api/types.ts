@@ -51,10 +51,21 @@ export interface DatasetInfo extends DatasetSummary {
   name: string;
   /** Where it came from, as the CLI would print it. */
   description: string;
+  /** An IDX pair's own test pair (its separate test set): the images file's name and the images in it. */
+  testPair?: { name: string; count: number };
+  /** The dataset's classes can be named (IDX, MNIST: datasets:setClassNames); a CSV's are its label values. */
+  namesClasses?: true;
 }
 
 export interface PresetInfo {
+  /** The file name, which models:check's `preset` takes (seed000, mlp, ...). */
   name: string;
+  /** What people call it ("Tiny CNN") and what it is, in one line. */
+  title: string;
+  summary: string;
+  /** The CLI's name for it (`--preset tiny-cnn`). */
+  cliName: string;
+  /** The layers and recipe in short. */
   description: string;
   spec: ModelSpec;
   training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
@@ -68,6 +79,8 @@ export interface ModelInfo {
   name: string;
   labels: string[];
   inputShape: number[];
+  /** What the drawing pad offers for it: 'digit' (an MNIST-like digit model), 'input' (another one-channel image classifier). */
+  drawing?: 'digit' | 'input';
   spec: ModelSpec;
   parameterCount: number;
   training?: TrainingRecord;
@@ -211,6 +224,7 @@ interface Results {
   'datasets:preview': DatasetPreview;
   'datasets:close': { closed: true };
   'datasets:split': SplitPlan;
+  'datasets:setClassNames': DatasetInfo;
   'models:presets': PresetInfo[];
   'models:check': ModelCheck;
   'models:list': ModelInfo[];

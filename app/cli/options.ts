@@ -1,7 +1,9 @@
 // Parsing of option values shared by the commands: numbers, column references, data sources.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CsvOptions } from '../core/data/csv';
+import { splitClassNames } from '../core/data/classNames';
 import { parseImageShape } from '../core/data/dataset';
+import { listPresets, presetNames } from '../core/model/presets';
 import { countLimits, countRange, isCountWithin, type CountLimit } from '../core/model/countLimits';
 import { services, type DataSource } from '../services';
 
@@ -67,6 +69,7 @@ export function markerList(value: string): string[] {
 export interface DataOptions {
   data?: string;
   labels?: string;
+  classNames?: string[];
   labelColumn?: string | number;
   imageShape?: string;
   pixelScale?: number;
@@ -86,6 +89,7 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
   return command
     .option('--data <source>', dataHelp)
     .option('--labels <file>', 'IDX labels file (default: found beside the images file)')
+    .option('--class-names <names>', 'IDX or mnist: the classes\' names in label order, comma-separated, e.g. T-shirt,Trouser,Pullover,... (default: the label numbers)', splitClassNames)
     .option('--label-column <name|index>', 'CSV label column by header name or 0-based index (default: the last column)', columnRef)
     .option('--image-shape <CxHxW>', 'reshape CSV features into images, e.g. 1x28x28')
     .option('--pixel-scale <n>', 'with --image-shape: divide pixel values by n (default 255; 1 keeps them)', positiveNumber('--pixel-scale'))
@@ -125,11 +129,27 @@ export function csvOptionsFrom(options: DataOptions): CsvOptions {
 
 export async function dataSourceFrom(argument: string, split: 'train' | 'test', options: DataOptions): Promise<DataSource> {
   const source = await services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options) });
-  if (options.limit !== undefined && source.kind !== 'csv') return { ...source, limit: options.limit };
-  return source;
+  if (source.kind === 'csv') {
+    if (options.classNames !== undefined) throw new Error(`--class-names applies to IDX files and mnist; a CSV's classes are the values of its label column (${argument})`);
+    return source;
+  }
+  return {
+    ...source,
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    ...(options.classNames !== undefined ? { classNames: options.classNames } : {}),
+  };
 }
 
 export function requireOption<T>(value: T | undefined, name: string, hint: string): T {
   if (value === undefined) throw new Error(`${name} is required: ${hint}`);
   return value;
+}
+
+/** The presets as --preset takes them: "tiny-cnn (seed000), ..."; a broken install still gets its help. */
+export function presetHelp(): string {
+  try {
+    return listPresets().map(presetNames).join(', ');
+  } catch {
+    return 'see nnstudio inspect --preset';
+  }
 }

@@ -8,11 +8,22 @@ import type { CsvEncoding } from '../core/data/encoding';
 import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
 import { loadIdx, looksLikeIdx } from '../core/data/idx';
+import { nameClassesLike, renameClasses } from '../core/data/classNames';
 import { loadBuiltinMnist } from '../core/data/mnist';
 
+/** An IDX images file and its labels file (found beside the images when absent). */
+export interface IdxPair {
+  imagesPath: string;
+  labelsPath?: string;
+}
+
+/**
+ * `classNames` names an IDX or MNIST dataset's classes in their order (the files only number them); an IDX
+ * source's `test` pair is its separate test set (MNIST's is its test half).
+ */
 export type DataSource =
-  | { kind: 'mnist'; split: 'train' | 'test'; limit?: number }
-  | { kind: 'idx'; imagesPath: string; labelsPath?: string; limit?: number }
+  | { kind: 'mnist'; split: 'train' | 'test'; limit?: number; classNames?: string[] }
+  | ({ kind: 'idx'; limit?: number; classNames?: string[]; test?: IdxPair } & IdxPair)
   | { kind: 'csv'; path: string; options?: CsvOptions };
 
 /** What a trained model knows about its data, used to read evaluation and prediction files alike. */
@@ -24,6 +35,8 @@ export interface KnownData {
   imageShape?: [number, number, number];
   /** Pixels were divided by this at training time (255 for IDX and MNIST). */
   pixelScale?: number;
+  /** Classes given names: each class's label as the files write it (IDX label values), like classLabels. */
+  labelValues?: string[];
 }
 
 /** What a dataset tells about how files like it must be read (its classes, encoding, image shape). */
@@ -34,6 +47,7 @@ export function knownData(dataset: Dataset): KnownData {
     encoding: dataset.encoding,
     imageShape: shape.length === 3 ? [shape[0], shape[1], shape[2]] : undefined,
     pixelScale: dataset.pixelScale,
+    ...(dataset.labelValues ? { labelValues: dataset.labelValues } : {}),
   };
 }
 
@@ -63,22 +77,31 @@ export function describeDataSource(source: DataSource): string {
     case 'mnist':
       return `built-in MNIST (${source.split === 'train' ? '60 000 training' : '10 000 test'} images)`;
     case 'idx':
-      return source.imagesPath;
+      return source.test ? `${source.imagesPath} (test: ${source.test.imagesPath})` : source.imagesPath;
     case 'csv':
       return source.path;
   }
 }
 
-/** Loads a source as-is (training data: its classes and encoding are discovered). */
+/** Loads a source as-is (training data: its classes and encoding are discovered, then named as the source says). */
 export async function loadDataSource(source: DataSource): Promise<Dataset> {
   switch (source.kind) {
     case 'mnist':
-      return loadBuiltinMnist(source.split, { limit: source.limit });
+      return named(await loadBuiltinMnist(source.split, { limit: source.limit }), source);
     case 'idx':
-      return loadIdx(source.imagesPath, { labelsPath: source.labelsPath, limit: source.limit });
+      return named(await loadIdx(source.imagesPath, { labelsPath: source.labelsPath, limit: source.limit }), source);
     case 'csv':
       return loadCsv(source.path, source.options ?? {});
   }
+}
+
+function named(dataset: Dataset, source: DataSource & { kind: 'mnist' | 'idx' }): Dataset {
+  return source.classNames ? renameClasses(dataset, source.classNames, describeDataSource(source)) : dataset;
+}
+
+/** The separate test set of an IDX source with a test pair, read like its training files (same class names). */
+export function idxTestSource(source: DataSource): DataSource | undefined {
+  return source.kind === 'idx' && source.test ? { kind: 'idx', imagesPath: source.test.imagesPath, labelsPath: source.test.labelsPath } : undefined;
 }
 
 /**
@@ -104,7 +127,9 @@ export async function loadDataSourceFor(
         };
     return loadCsv(source.path, csvOptions);
   }
-  const dataset = await loadDataSource(source);
+  const read = await loadDataSource(source);
+  // A model whose classes were named reads the files' own labels ("0".."9") as those names.
+  const dataset = known.labelValues && !source.classNames ? nameClassesLike(read, known.labelValues, known.classLabels) : read;
   return matchClasses(dataset, known.classLabels, describeDataSource(source));
 }
 

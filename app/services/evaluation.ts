@@ -65,11 +65,16 @@ export function rawInputWidth(model: Model<Preprocessing>): number {
 /** What a model remembers about the data it was trained on. */
 export function knownDataOf(model: Model<Preprocessing>): KnownData {
   const shape = model.preprocessing.imageShape ?? (model.inputShape.length === 3 ? model.inputShape : undefined);
+  const labelValues = model.preprocessing.labelValues;
+  if (labelValues && labelValues.length !== model.labels.length) {
+    throw new Error(`the model file is damaged: ${labelValues.length} label values for ${model.labels.length} classes`);
+  }
   return {
     classLabels: model.labels,
     encoding: model.preprocessing.encoding,
     imageShape: shape ? [shape[0], shape[1], shape[2]] : undefined,
     pixelScale: model.preprocessing.pixelScale,
+    ...(labelValues ? { labelValues } : {}),
   };
 }
 

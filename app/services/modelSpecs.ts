@@ -1,7 +1,8 @@
 // Turns what a user chose (a layer string, a preset or nothing, plus loss and optimizer settings) into a
 // validated ModelSpec for a dataset's shape and classes. One place, so every face builds models alike.
 import { defaultSpec, isSmallRegressionTable, smallRegressionWeightDecay } from '../core/model/defaults';
-import { isCourseLayers, parseCourseLayers, parseLayers } from '../core/model/layerSyntax';
+import { isCourseLayers, LayerSyntaxError, parseCourseLayers, parseLayerItems, parseLayers } from '../core/model/layerSyntax';
+import { layerProblem } from '../core/model/layerMessages';
 import { getPreset, presetForData, type Preset } from '../core/model/presets';
 import { inferShapes, inferShapesPartial, layerLabels } from '../core/model/shapes';
 import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
@@ -145,8 +146,13 @@ export function checkModelChoice(choice: ModelChoice, inputShape: readonly numbe
   try {
     spec = composeModelSpec(choice, inputShape, head).spec;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    return { ok: false, input: [...inputShape], layers: [], totalParameters: 0, totalMultiplyAdds: 0, error: { message } };
+    const failed = { ok: false, input: [...inputShape], layers: [], totalParameters: 0, totalMultiplyAdds: 0 };
+    // A layer the text could not read: named the editor's way, beside that layer.
+    if (error instanceof LayerSyntaxError && error.place) {
+      const { item, kind, reason } = error.place;
+      return { ...failed, error: { message: layerProblem(item, kind, reason), itemIndex: item } };
+    }
+    return { ...failed, error: { message: error instanceof Error ? error.message : String(error) } };
   }
   const report = inferShapesPartial(spec);
   const labels = layerLabels(spec.layers);
@@ -158,10 +164,10 @@ export function checkModelChoice(choice: ModelChoice, inputShape: readonly numbe
   });
   let error: ModelCheck['error'];
   if (report.error) {
-    error = { message: report.error.message, layerIndex: report.error.layerIndex };
+    error = layerError(spec, choice, inputShape, report.error.layerIndex, report.error.message);
   } else {
     const message = headError(spec, asHead(head));
-    if (message) error = { message, layerIndex: layers.length - 1 };
+    if (message) error = layerError(spec, choice, inputShape, layers.length - 1, message);
   }
   if (error?.layerIndex !== undefined) layers[error.layerIndex].error = error.message;
   return {
@@ -173,4 +179,18 @@ export function checkModelChoice(choice: ModelChoice, inputShape: readonly numbe
     totalMultiplyAdds: report.layers.reduce((sum, layer) => sum + layer.multiplyAdds, 0),
     error,
   };
+}
+
+/**
+ * The check's error at spec layer `layerIndex` in the editor's words ("Layer 3 (convolution): kernel 5x5
+ * larger than input 4x4"), numbered as the user's layers are: a flatten added before a dense layer is none
+ * of them. The engine's label ("conv2d #2: ") is dropped from `message`.
+ */
+function layerError(spec: ModelSpec, choice: ModelChoice, inputShape: readonly number[], layerIndex: number | undefined, message: string): ModelCheck['error'] {
+  if (layerIndex === undefined) return { message };
+  const items = choice.layers !== undefined ? parseLayerItems(choice.layers, inputShape).items : spec.layers.map((_, i) => i);
+  const item = items[layerIndex];
+  const reason = message.replace(/^[a-z_0-9]+ #\d+: /, '');
+  const nextItem = items.slice(layerIndex).find((entry) => entry !== undefined);
+  return { message: layerProblem(item, spec.layers[layerIndex].kind, reason, nextItem), layerIndex, ...(item !== undefined ? { itemIndex: item } : {}) };
 }

@@ -31,11 +31,13 @@ export interface RunRecord {
 }
 
 const columnRef = z.union([z.string(), z.number().int()]);
+const classNames = z.array(z.string().min(1)).min(1).optional();
 const dataSourceSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']), limit: z.number().int().positive().optional() }),
+  z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']), limit: z.number().int().positive().optional(), classNames }),
   z.strictObject({
     kind: z.literal('idx'), imagesPath: z.string().min(1), labelsPath: z.string().min(1).optional(),
-    limit: z.number().int().positive().optional(),
+    limit: z.number().int().positive().optional(), classNames,
+    test: z.strictObject({ imagesPath: z.string().min(1), labelsPath: z.string().min(1).optional() }).optional(),
   }),
   // CSV options are checked again by the loader; here only their outline
   z.strictObject({ kind: z.literal('csv'), path: z.string().min(1), options: z.looseObject({ labelColumn: columnRef.optional() }).optional() }),

@@ -1,6 +1,7 @@
 // Everything a run needs before its first step, for a new run and for one continued from a checkpoint alike:
 // data → split → spec and settings → normalisation → the plan a face shows, the record a checkpoint keeps and
 // the model the run's weights become. trainModel (training.ts) drives the engine with it.
+import { counted } from '../core/files/messages';
 import { classCounts, type Dataset } from '../core/data/dataset';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
@@ -15,7 +16,7 @@ import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
 import type { SplitPlan, TrainPlan } from '../core/model/trainingTypes';
 import * as engine from '../engine';
-import { describeDataSource, knownData, loadDataSource, loadDataSourceFor, type DataSource } from './dataSources';
+import { describeDataSource, idxTestSource, knownData, loadDataSource, loadDataSourceFor, type DataSource } from './dataSources';
 import { buildModelSpec, type ModelChoice } from './modelSpecs';
 import { datasetDigest, parseRunRecord, type RunRecord } from './runRecord';
 
@@ -73,9 +74,12 @@ function checkFraction(name: string, value: number): void {
   if (!(value >= 0 && value < 1)) throw new Error(`${name} must be at least 0 and below 1, got ${value}`);
 }
 
-/** The test set a run uses instead of a test share: the one given, or MNIST's test half for MNIST. */
+/**
+ * The test set a run uses instead of a test share: the one given, MNIST's test half for MNIST, or an IDX
+ * source's own test pair. It is read with the training data's classes (names included: knownData).
+ */
 export function separateTestSource(data: DataSource, testData?: DataSource): DataSource | undefined {
-  return testData ?? (data.kind === 'mnist' ? { kind: 'mnist', split: 'test' } : undefined);
+  return testData ?? (data.kind === 'mnist' ? { kind: 'mnist', split: 'test' } : idxTestSource(data));
 }
 
 /**
@@ -168,7 +172,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
   const record = parseRunRecord(checkpoint.run, request.resumeFrom);
   const epochs = request.epochs ?? record.epochs;
   if (epochs <= checkpoint.state.epoch) {
-    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${epochs} epochs; ask for more epochs`);
+    throw new Error(`${request.resumeFrom}: the run has already trained ${checkpoint.state.epoch} of ${counted(epochs, 'epoch')}; ask for more epochs`);
   }
   const trainRequest: TrainRequest = {
     data: record.data,
@@ -325,7 +329,12 @@ export function classWeightsFor(choice: ClassWeights, train: Dataset): number[] 
 
 /** Feature normalisation and, for regression, the target scaling, both fitted on the training split. */
 function fitPreprocessing(normalize: NormalizationKind, train: Dataset, imputation: Imputation | undefined): Preprocessing {
-  const preprocessing = { ...fitNormalization(normalize, train), ...(imputation ? { imputation } : {}) };
+  const preprocessing = {
+    ...fitNormalization(normalize, train),
+    ...(imputation ? { imputation } : {}),
+    // named classes: the files' own labels, so the model reads another IDX file by them
+    ...(train.labelValues ? { labelValues: [...train.labelValues] } : {}),
+  };
   return train.task === 'regression' ? { ...preprocessing, target: fitTargetScaling(train) } : preprocessing;
 }
 

@@ -91,7 +91,7 @@ describe('CSV flow: string labels, an MLP, save, import, evaluate on another fil
   });
 
   step('build an MLP from the mlp preset with the layer editor', 20_000, async () => {
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
     // Table rows need no flatten: remove it. Widen the hidden layer, add a second one at the end and move it above the output layer.
     await removeLayer(page(), 1);

@@ -129,7 +129,7 @@ describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720,
     await page().getByRole('button', { name: 'Next: design the model →' }).click();
     await eventually(async () => assert.equal(await focused(page()), 'h1 Model'));
     assert.equal(await navButton(page(), 'Model').getAttribute('aria-current'), 'step');
-    await choosePreset(page(), 'lenet5');
+    await choosePreset(page(), 'LeNet-5');
     await waitModelFits(page());
     await setTrainingSettings(page(), { epochs: plan.epochs, batchSize: plan.batchSize, device: 'cpu' });
     await audit(page(), 'model', { shotTarget: (p) => section(p, 'Layers') });
@@ -184,7 +184,7 @@ describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720,
 
   step('100 classes: the matrix scrolls inside its region, the page does not', 180_000, async () => {
     await openCsv(page(), many, 'kind');
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page());
     await setTrainingSettings(page(), { epochs: 1, batchSize: 16, device: 'cpu' });
     await startTraining(page());
@@ -207,7 +207,7 @@ describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720,
     // As in the regression flow: z-scored inputs keep a short run from diverging.
     await setSplits(page(), { normalisation: 'Z-score' });
     await audit(page(), 'data-regression');
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page());
     await setTrainingSettings(page(), { epochs: 3, batchSize: 16, learningRate: 0.001, device: 'cpu' });
     await startTraining(page());

@@ -52,7 +52,7 @@ describe('MNIST flow: built-in digits, a CNN preset, one epoch, the confusion ma
   step('train one epoch on the CPU', 120_000, async () => {
     await startTraining(page());
     const outcome = await waitCompleted(page(), 110_000);
-    assert.match(outcome, /after 1 epochs/);
+    assert.match(outcome, /after 1 epoch · /);
     assert.match(outcome, /test accuracy [\d.]+%/);
   });
 

@@ -70,7 +70,7 @@ describe('regression flow: a numeric target, R² while training, scatter plot an
 
   step('a model for numbers: an MLP whose head is one linear unit, trained with a regression loss', 20_000, async () => {
     await setSplits(page(), { validation: 0.1, test: plan.testShare, normalisation: 'Z-score' });
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page(), 'flatten,dense:128:relu,dense:1');
     await removeLayer(page(), 1);
     await waitModelFits(page(), 'dense:128:relu,dense:1');

@@ -32,7 +32,7 @@ describe('session state on the server: reload, a second tab, switching data, con
 
   step('train a model on a CSV', 60_000, async () => {
     await openCsv(page(), flowers, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
     await removeLayer(page(), 1);
     await setLayerField(page(), 1, 'units', plan.hiddenUnits);

@@ -34,7 +34,7 @@ describe('training control: schedule, pause, a new learning rate, cancel, contin
 
   step('an MLP with a cosine schedule: the learning rate shown falls while it trains', 60_000, async () => {
     await openCsv(page(), writeFile(dir, 'flowers.csv', flowerCsv(plan.rows, 3)), flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
-    await choosePreset(page(), 'mlp');
+    await choosePreset(page(), 'Small MLP');
     await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
     await removeLayer(page(), 1);
     await setLayerField(page(), 1, 'units', plan.hiddenUnits);

@@ -2,9 +2,10 @@
 // :split. An upload lives in the session folder until its dataset is closed and no run reads it any more.
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { renameClasses } from '../../core/data/classNames';
 import type { Dataset } from '../../core/data/dataset';
 import { services } from '../../services';
-import type { DataSource } from '../../services/dataSources';
+import { idxTestSource, knownData, loadDataSourceFor, type DataSource } from '../../services/dataSources';
 import { showUploadNames } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
 import type { DatasetInfo, DatasetPreview, SplitPlan } from '../types';
@@ -15,8 +16,13 @@ export interface DatasetRecord {
   info: DatasetInfo;
   source: DataSource;
   dataset: Dataset;
-  /** Uploaded files (a CSV, or IDX images and labels), deleted when the dataset is closed. */
+  /** Uploaded files (a CSV, or IDX images and labels, and a test pair), deleted when the dataset is closed. */
   uploadedFiles: string[];
+}
+
+/** The source kinds whose classes the user may name (their files only number them). */
+function namesClasses(source: DataSource): source is DataSource & { kind: 'idx' | 'mnist' } {
+  return source.kind === 'idx' || source.kind === 'mnist';
 }
 
 type SourcePayload = ParsedPayloadOf<'datasets:open'>['source'];
@@ -76,7 +82,7 @@ export class DatasetRegistry {
     try {
       const { dataSource, name } = await this.resolve(source, uploads);
       const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
-      return await this.load(dataSource, name, description, uploads.map((upload) => upload.file));
+      return await this.load(dataSource, name, description, uploads);
     } catch (error) {
       await removeFiles(uploads.map((upload) => upload.file));
       showUploadNames(error, uploads);
@@ -96,13 +102,19 @@ export class DatasetRegistry {
     return this.load(source, name, services.datasets.describe(source), []);
   }
 
-  private async load(dataSource: DataSource, name: string, description: string, uploadedFiles: string[]): Promise<DatasetInfo> {
+  /** Reads the source (and an IDX pair's test pair) and keeps it under a new id; `uploads` are its files, if uploaded. */
+  private async load(dataSource: DataSource, name: string, description: string, uploads: readonly Upload[]): Promise<DatasetInfo> {
     // The Data screen shows the column report; runs read the file again without it.
     const withReport = dataSource.kind === 'csv' ? { ...dataSource, options: { ...dataSource.options, report: true } } : dataSource;
     const dataset = await services.datasets.load(withReport);
+    const testPair = await this.readTestPair(dataSource, dataset, uploads);
     const id = this.ids.next('dataset');
-    const info: DatasetInfo = { id, name, description, ...services.datasets.summarize(dataset) };
-    this.records.set(id, { info, source: dataSource, dataset, uploadedFiles });
+    const info: DatasetInfo = {
+      id, name, description, ...services.datasets.summarize(dataset),
+      ...(testPair ? { testPair } : {}),
+      ...(namesClasses(dataSource) ? { namesClasses: true as const } : {}),
+    };
+    this.records.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
     return info;
   }
 
@@ -123,13 +135,42 @@ export class DatasetRegistry {
       return { dataSource: await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv }), name: path.basename(file) };
     }
     const name = source.fileName;
-    uploads.push({ file: await this.folder.writeUpload(source.fileName, source.base64), name });
-    if (source.labels) uploads.push({ file: await this.folder.writeUpload(source.labels.fileName, source.labels.base64), name: source.labels.fileName });
-    const dataSource = await services.datasets.fromArgument(uploads[0].file, 'train', { labelsPath: uploads[1]?.file, csv: source.csv });
+    const write = async (file: { fileName: string; base64: string }): Promise<string> => {
+      const written = await this.folder.writeUpload(file.fileName, file.base64);
+      uploads.push({ file: written, name: file.fileName });
+      return written;
+    };
+    const images = await write(source);
+    const labelsPath = source.labels && (await write(source.labels));
+    const test = source.test && { imagesPath: await write(source.test.images), labelsPath: await write(source.test.labels) };
+    const dataSource = await services.datasets.fromArgument(images, 'train', { labelsPath, csv: source.csv });
     if (source.labels && dataSource.kind !== 'idx') {
       throw new Error(`${name} is not an IDX images file, so it takes no labels file (a CSV holds its labels in a column)`);
     }
-    return { dataSource, name };
+    return { dataSource: withTestPair(dataSource, test, name), name };
+  }
+
+  /** An IDX pair's test pair, read now so that a bad one is reported at once: its name and count. */
+  private async readTestPair(source: DataSource, dataset: Dataset, uploads: readonly Upload[]): Promise<DatasetInfo['testPair']> {
+    const testSource = idxTestSource(source);
+    if (!testSource || testSource.kind !== 'idx') return undefined;
+    const test = await loadDataSourceFor(testSource, knownData(dataset));
+    const uploaded = uploads.find((upload) => upload.file === testSource.imagesPath);
+    return { name: uploaded?.name ?? path.basename(testSource.imagesPath), count: test.count };
+  }
+
+  /** datasets:setClassNames: the names runs started from now on use (and the preview shows). */
+  setClassNames({ datasetId, classNames }: ParsedPayloadOf<'datasets:setClassNames'>): DatasetInfo {
+    const record = this.get(datasetId);
+    const source = record.source;
+    if (!namesClasses(source)) {
+      throw new Error(`${record.info.name}: a CSV's classes are the values of its label column; rename them in the file`);
+    }
+    const dataset = renameClasses(record.dataset, classNames, record.info.name);
+    const named: DataSource = dataset.labelValues ? { ...source, classNames: dataset.classLabels } : withoutClassNames(source);
+    const info: DatasetInfo = { ...record.info, classLabels: [...dataset.classLabels] };
+    this.records.set(datasetId, { ...record, source: named, dataset, info });
+    return info;
   }
 
   preview({ datasetId, rows }: ParsedPayloadOf<'datasets:preview'>): Promise<DatasetPreview> {
@@ -149,11 +190,16 @@ export class DatasetRegistry {
   split({ datasetId, testDatasetId, valSplit, testSplit }: ParsedPayloadOf<'datasets:split'>): SplitPlan {
     const data = this.get(datasetId);
     const test = testDatasetId !== undefined ? this.get(testDatasetId) : undefined;
-    return services.training.planSplit(data.dataset, data.source, {
+    const ownTest = idxTestSource(data.source);
+    const ownCount = data.info.testPair?.count;
+    const plan = services.training.planSplit(data.dataset, data.source, {
       valSplit,
       testSplit,
-      test: test && { source: test.source, count: test.dataset.count },
+      test: test ? { source: test.source, count: test.dataset.count } : ownTest && ownCount !== undefined ? { source: ownTest, count: ownCount } : undefined,
     });
+    // The test set as the user knows it (an upload's name, not its temporary path).
+    const shownTest = test?.info.name ?? data.info.testPair?.name;
+    return plan.separateTest !== undefined && shownTest !== undefined ? { ...plan, separateTest: shownTest } : plan;
   }
 
   /** Every upload the session still holds, for its close. */
@@ -165,4 +211,16 @@ export class DatasetRegistry {
     this.records.clear();
     this.keptFiles.length = 0;
   }
+}
+
+/** An IDX source with its test pair; anything else given a test pair is refused (a CSV's test data is a dataset of its own). */
+function withTestPair(source: DataSource, test: { imagesPath: string; labelsPath?: string } | undefined, name: string): DataSource {
+  if (!test) return source;
+  if (source.kind !== 'idx') throw new Error(`${name} is not an IDX images file, so it takes no IDX test pair`);
+  return { ...source, test };
+}
+
+function withoutClassNames(source: DataSource & { kind: 'idx' | 'mnist' }): DataSource {
+  const { classNames: _names, ...rest } = source;
+  return rest;
 }

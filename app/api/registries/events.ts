@@ -5,7 +5,11 @@ import type { ApiEvent } from '../types';
 export class SessionEvents {
   private readonly listeners = new Set<(event: ApiEvent) => void>();
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    /** Rewrites a finished run's message for the user (the session's temporary paths named: SessionFolder.showNames). */
+    private readonly showNames: (message: string) => string = (message) => message,
+  ) {}
 
   /** Returns the function that unsubscribes. */
   subscribe(listener: (event: ApiEvent) => void): () => void {
@@ -15,7 +19,10 @@ export class SessionEvents {
 
   // A listener's failure must not reach the engine (a throwing progress callback cancels the run): the
   // session goes on and the failure is logged, naming the event and its run.
-  emit(event: ApiEvent): void {
+  emit(given: ApiEvent): void {
+    const event: ApiEvent = given.event === 'training:done' && given.payload.message
+      ? { event: 'training:done', payload: { ...given.payload, message: this.showNames(given.payload.message) } }
+      : given;
     for (const listener of this.listeners) {
       try {
         listener(event);

@@ -1,5 +1,6 @@
 // The session's models by id (trained in a run, imported, or opened from the run history): models:list,
 // :check, :save, :download, :export, :import, :predict, and runs:open's model.
+import { drawingKind } from '../../core/model/drawing';
 import * as fs from 'node:fs';
 import { rawInputWidth } from '../../services/evaluation';
 import { headOfDataset } from '../../core/model/head';
@@ -53,6 +54,9 @@ export const exportExtensions = { onnx: '.onnx' } as const;
 export function presetInfos(): PresetInfo[] {
   return services.models.presets().map((preset) => ({
     name: preset.name,
+    title: preset.title,
+    summary: preset.summary,
+    cliName: preset.cliName,
     description: preset.description,
     spec: preset.spec,
     training: preset.training,
@@ -210,6 +214,7 @@ function modelInfo(id: string, record: ModelRecord): ModelInfo {
     name: record.name,
     labels: [...model.labels],
     inputShape: [...model.inputShape],
+    ...(drawingKind(model.inputShape, model.labels) ? { drawing: drawingKind(model.inputShape, model.labels) } : {}),
     spec: model.spec,
     parameterCount: parameterCount(model.spec),
     training: model.training && {

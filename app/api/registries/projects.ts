@@ -156,7 +156,10 @@ async function keptSource(record: DatasetRecord, dataFolder: string, used: Set<s
   const moved = (file: string) => copies.get(file) ?? file;
   const source = record.source as ProjectDataSource;
   if (source.kind === 'csv') return { ...source, path: moved(source.path) };
-  if (source.kind === 'idx') return { ...source, imagesPath: moved(source.imagesPath), ...(source.labelsPath ? { labelsPath: moved(source.labelsPath) } : {}) };
+  if (source.kind === 'idx') {
+    const test = source.test && { imagesPath: moved(source.test.imagesPath), ...(source.test.labelsPath ? { labelsPath: moved(source.test.labelsPath) } : {}) };
+    return { ...source, imagesPath: moved(source.imagesPath), ...(source.labelsPath ? { labelsPath: moved(source.labelsPath) } : {}), ...(test ? { test } : {}) };
+  }
   return source;
 }
 

@@ -12,6 +12,8 @@ export class SessionFolder {
   private folder: string | undefined;
   /** A folder the session made (under the OS temp dir) is removed whole; a given one is the caller's. */
   private owned = false;
+  /** Each upload the session wrote, by the name it was sent with. */
+  private readonly shownNames = new Map<string, string>();
 
   constructor(given?: string) {
     this.folder = given;
@@ -37,6 +39,7 @@ export class SessionFolder {
     const safeName = path.basename(fileName).replace(/[^A-Za-z0-9._-]/g, '_');
     const file = path.join(folder, `${randomBytes(6).toString('hex')}-${safeName}`);
     await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
+    this.shownNames.set(file, path.basename(fileName));
     return file;
   }
 
@@ -47,9 +50,26 @@ export class SessionFolder {
     return path.join(folder, `${runId}.checkpoint.safetensors`);
   }
 
+  /**
+   * A message for the user: the session's files named as the user knows them, never by their temporary
+   * paths ("/tmp/nnstudio-uploads-x/3f2a-train.csv" → "train.csv"); any other path in the folder (a run's
+   * checkpoint) loses its folder ("run-1.checkpoint.safetensors").
+   */
+  showNames(message: string): string {
+    let shown = message;
+    for (const [file, name] of this.shownNames) shown = shown.split(file).join(name).split(path.basename(file)).join(name);
+    if (this.folder === undefined) return shown;
+    const rest = new RegExp(escapeRegExp(this.folder) + String.raw`[\\/]([^\s:"']+)`, 'g');
+    return shown.replace(rest, (_, inside: string) => path.basename(inside));
+  }
+
   /** Removes the folder the session made, or only `files` from a folder it was given. */
   async dispose(files: readonly string[]): Promise<void> {
     if (this.owned && this.folder) await fs.promises.rm(this.folder, { recursive: true, force: true });
     else await removeFiles(files);
   }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

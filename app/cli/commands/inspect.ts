@@ -1,10 +1,11 @@
 // `nnstudio inspect`: a layer table (output shapes, parameters, multiply-adds) of a model file, a preset
 // or a layer string, like Keras' summary(); or, with --data, the column report of a CSV and its task.
+import { counted } from '../../core/files/messages';
 import { Command, Option } from 'commander';
 import { parseImageShape } from '../../core/data/dataset';
 import { lossNames, type LossName } from '../../core/model/spec';
 import { services } from '../../services';
-import { addDataOptions, dataSourceFrom, type DataOptions } from '../options';
+import { addDataOptions, presetHelp, dataSourceFrom, type DataOptions } from '../options';
 import { formatReport } from '../report';
 
 interface InspectOptions extends DataOptions {
@@ -21,7 +22,7 @@ export function inspectCommand(): Command {
   const command = new Command('inspect')
     .description('show a model\'s layers with output shapes and parameter counts, or a CSV\'s columns (--data)')
     .option('--model <file>', 'a model file (.safetensors)')
-    .option('--preset <name>', 'a built-in preset')
+    .option('--preset <name>', `a built-in preset: ${presetHelp()}`)
     .option('--layers <spec>', 'a layer string (docs/LAYERS.md)')
     .option('--input <shape>', 'input shape for --preset/--layers: CxHxW for images or F for features (default 1x28x28)', '1x28x28')
     .option('--classes <n>', 'number of classes for --preset/--layers', '10')
@@ -52,7 +53,7 @@ export function inspectCommand(): Command {
         lines.push(`preprocessing: ${model.preprocessing.kind}${model.preprocessing.pixelScale ? `, pixels / ${model.preprocessing.pixelScale}` : ''}`);
         if (model.training) {
           const last = model.training.history[model.training.history.length - 1];
-          lines.push(`trained: ${model.training.history.length} epochs in ${model.training.seconds.toFixed(1)} s on ${model.training.device}` +
+          lines.push(`trained: ${counted(model.training.history.length, 'epoch')} in ${model.training.seconds.toFixed(1)} s on ${model.training.device}` +
             (last?.trainLoss != null ? `, final loss ${last.trainLoss.toFixed(4)}` : ''));
         }
         const test = model.metrics?.test as Parameters<typeof formatReport>[0] | undefined;

@@ -1,5 +1,6 @@
 // `nnstudio runs`: the run history (every training recorded by `train`, `serve` and the desktop app): list,
 // show one, compare two, delete. Unreadable run files are named on stderr and skipped.
+import { counted } from '../../core/files/messages';
 import { Command } from 'commander';
 import { compareRuns, type MetricRow } from '../../core/runs/compare';
 import type { RunRecord, RunSummary } from '../../core/runs/runFile';
@@ -84,7 +85,7 @@ function describeRun(record: RunRecord, modelPath: string | undefined): string {
     `started     ${localDate(record.createdAt, true)}, finished ${localDate(record.finishedAt, true)}; trained ${seconds(record.seconds)} on ${options.deviceName}`,
     `data        ${data.description}${data.testDescription ? `, tested on ${data.testDescription}` : ''}`,
     `            ${data.trainCount} training, ${data.validationCount} validation, ${data.testCount} test examples; classes ${data.classLabels.join(', ')}`,
-    `training    ${record.history.length} of ${options.epochs} epochs, batch ${options.batchSize}, ${options.optimizer} lr ${options.lr}, seed ${options.seed}, normalisation ${options.normalize}`,
+    `training    ${record.history.length} of ${counted(Number(options.epochs), 'epoch')}, batch ${options.batchSize}, ${options.optimizer} lr ${options.lr}, seed ${options.seed}, normalisation ${options.normalize}`,
     `model file  ${modelPath ?? 'none kept'}`,
     '',
     services.models.formatLayerTable(record.spec),

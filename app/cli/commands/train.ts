@@ -11,7 +11,7 @@ import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
-import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
@@ -50,7 +50,7 @@ export function trainCommand(): Command {
   return command
     .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
     .option('--layers <spec>', 'layers in the compact syntax of docs/LAYERS.md, e.g. conv:16x3:relu,maxpool:2,dense:10')
-    .option('--preset <name>', 'a built-in model: seed000, seed001, seed002, mlp, keras_cnn, lenet5, ...')
+    .option('--preset <name>', `a built-in model by name, or by its older name in brackets: ${presetHelp()}`)
     .addOption(new Option('--loss <loss>', 'loss function').choices(lossNames))
     .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
@@ -138,7 +138,7 @@ function epochFigures(event: EpochProgress): string {
 
 // What --resume takes from the checkpoint instead: giving it again would be ignored, so it is an error.
 const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
-  ['data', '--data'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
+  ['data', '--data'], ['classNames', '--class-names'], ['testData', '--test-data'], ['layers', '--layers'], ['preset', '--preset'], ['loss', '--loss'],
   ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
   ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
@@ -234,7 +234,8 @@ function resumeRequest(options: TrainCommandOptions, checkpoint: string): Resume
 
 async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {
   const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
-  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined }) : undefined;
+  // The test data is read with the training data's classes, names included (its own labels map to them).
+  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined, classNames: undefined }) : undefined;
   return {
     data,
     testData,

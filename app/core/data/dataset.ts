@@ -10,8 +10,13 @@ export interface Dataset {
   /** [F] for tabular data, [C,H,W] for images. */
   featureShape: number[];
   featureNames: string[];
-  /** Class index → original label text. */
+  /** Class index → original label text (or the name given to it: see labelValues). */
   classLabels: string[];
+  /**
+   * Class index → the label as the file writes it, when the classes were given names of their own
+   * (IDX and MNIST with class names, app/core/data/classNames.ts); absent when classLabels are the file's.
+   */
+  labelValues?: string[];
   /** Where it came from: a path, or `mnist:train`. */
   source: string;
   /** Raw values were divided by this on load (255 for IDX and built-in MNIST pixels). */

@@ -42,6 +42,11 @@ export const preprocessingSchema = z
     imputation: imputationSchema.optional(),
     /** Regression: how targets were standardised for training (outputs are turned back with it). */
     target: targetScalingSchema.optional(),
+    /**
+     * Classes named by the user (IDX, MNIST): each class's label as the data files write it ("0".."9"), in
+     * the order of the model's labels, so files of the same kind are read by those values.
+     */
+    labelValues: z.array(z.string().max(1000)).min(1).optional(),
   })
   .superRefine((value, context) => {
     const issue = (message: string) => context.addIssue({ code: 'custom', message });

@@ -31,3 +31,8 @@ export function issueText(error: z.ZodError, prefix = '', whole = 'value'): stri
   const problem = missing ? `missing (expected ${issue.expected})` : oneLine(issue.message, 200);
   return `${where}: ${problem}`;
 }
+
+/** "1 epoch", "2 epochs": a count with its noun, singular for exactly one. */
+export function counted(count: number, noun: string, nounPlural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nounPlural}`;
+}

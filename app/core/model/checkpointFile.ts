@@ -8,7 +8,7 @@ import { z } from 'zod';
 import {
   decodeModelFile, encodeModel, ModelFileError, readModelFileBytes, writeEncodedFile, type DecodeOptions, type ExtraTensor, type Model,
 } from './modelFile';
-import { issueText, parseErrorText } from '../files/messages';
+import { counted, issueText, parseErrorText } from '../files/messages';
 import { parameterTable } from './shapes';
 import { parseModelSpec } from './spec';
 import type { EpochStats, TrainState } from './trainingTypes';
@@ -132,7 +132,7 @@ export function decodeCheckpoint<Preprocessing = unknown>(
   const block = parsed.data;
   const spec = probe.model.spec;
   if (block.optimizer !== spec.optimizer.kind) fail(`the training state is for ${block.optimizer}, the model's optimizer is ${spec.optimizer.kind}`);
-  if (block.history.length !== block.epoch) fail(`the training state has ${block.history.length} epochs of history for ${block.epoch} epochs`);
+  if (block.history.length !== block.epoch) fail(`the training state has ${counted(block.history.length, 'epoch')} of history for ${counted(block.epoch, 'epoch')}`);
   block.history.forEach((epoch, i) => {
     if (epoch.epoch !== i + 1) fail(`the training state's history[${i}] is epoch ${epoch.epoch}, expected ${i + 1}`);
   });

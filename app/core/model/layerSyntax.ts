@@ -5,11 +5,30 @@
 import { activationNames, paddingNames } from './spec';
 import type { ActivationName, LayerSpec, LossName } from './spec';
 
+/** Where in the text a layer could not be read, for a face that shows it beside the layer (models:check). */
+export interface LayerSyntaxPlace {
+  /** The item at fault, 0-based. */
+  item: number;
+  /** Its kind when the item names one ('dense', 'conv2d', ...). */
+  kind?: LayerSpec['kind'];
+  /** The reason alone, without the flag and the item ("units \"0\" is not a positive integer"). */
+  reason: string;
+}
+
 export class LayerSyntaxError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly place?: LayerSyntaxPlace,
+  ) {
     super(message);
     this.name = 'LayerSyntaxError';
   }
+}
+
+/** The kind an item names ("conv:8x3" → conv2d), when its head is a known one. */
+function itemKind(item: string): LayerSpec['kind'] | undefined {
+  const head = item.split(':')[0].trim().toLowerCase();
+  return isActivationName(head) ? 'activation' : kindAliases[head];
 }
 
 type Activation = { activation?: ActivationName; alpha?: number };
@@ -182,26 +201,41 @@ export function isCourseLayers(text: string): boolean {
  * Errors: `--layers: item 3 "conv:3x": "3x" is not FILTERSxK ...` (`source` replaces "--layers").
  */
 export function parseLayers(text: string, inputShape: readonly number[], source = '--layers'): LayerSpec[] {
+  return parseLayerItems(text, inputShape, source).layers;
+}
+
+/**
+ * parseLayers, telling also which item of the text each layer came from (`items[i]`, 0-based), or undefined
+ * for a flatten it added before a dense layer; the model editor names a layer at fault by its item.
+ */
+export function parseLayerItems(text: string, inputShape: readonly number[], source = '--layers'): { layers: LayerSpec[]; items: Array<number | undefined> } {
   if (isCourseLayers(text)) {
     const features = inputShape.reduce((product, dim) => product * dim, 1);
     const course = parseCourseLayers(text, features, source);
-    return inputShape.length === 3 ? [{ kind: 'flatten' }, ...course.layers] : course.layers;
+    const layers: LayerSpec[] = inputShape.length === 3 ? [{ kind: 'flatten' }, ...course.layers] : course.layers;
+    return { layers, items: layers.map((_, i) => (inputShape.length === 3 ? (i === 0 ? undefined : i - 1) : i)) };
   }
   if (text.trim() === '') throw new LayerSyntaxError(`${source}: no layers given`);
   const layers: LayerSpec[] = [];
+  const items: Array<number | undefined> = [];
   let image = inputShape.length === 3;
   splitItems(text).forEach((item, index) => {
     let layer: LayerSpec;
     try {
       layer = parseItem(item);
     } catch (error) {
-      throw new LayerSyntaxError(`${source}: item ${index + 1} "${item}": ${(error as Error).message}`);
+      const reason = (error as Error).message;
+      throw new LayerSyntaxError(`${source}: item ${index + 1} "${item}": ${reason}`, { item: index, kind: itemKind(item), reason });
     }
-    if (layer.kind === 'dense' && image) layers.push({ kind: 'flatten' });
+    if (layer.kind === 'dense' && image) {
+      layers.push({ kind: 'flatten' });
+      items.push(undefined);
+    }
     if (layer.kind === 'dense' || layer.kind === 'flatten') image = false;
     layers.push(layer);
+    items.push(index);
   });
-  return layers;
+  return { layers, items };
 }
 
 function formatNumber(value: number): string {

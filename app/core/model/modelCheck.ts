@@ -22,6 +22,10 @@ export interface ModelCheck {
   /** Of the layers whose shapes are known. */
   totalParameters: number;
   totalMultiplyAdds: number;
-  /** The first problem; layerIndex points into layers when it belongs to one layer. */
-  error?: { message: string; layerIndex?: number };
+  /**
+   * The first problem, in the editor's words ("Layer 6 (dense): units must be at least 1"); layerIndex points
+   * into layers when it belongs to one layer, itemIndex to the user's layer (0-based, the order of the layers
+   * text) also when the text could not be read (layers is then empty).
+   */
+  error?: { message: string; layerIndex?: number; itemIndex?: number };
 }

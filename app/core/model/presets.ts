@@ -9,7 +9,15 @@ import type { ModelSpec } from './spec';
 import { SpecError, formatShape, inferShapes } from './shapes';
 
 export interface Preset {
+  /** The file's name: what benchmarks, run records and older commands call it (seed000, mlp, ...). */
   name: string;
+  /** What people call it ("Tiny CNN"). */
+  title: string;
+  /** The name the CLI offers first (`--preset tiny-cnn`); `name` stays accepted. */
+  cliName: string;
+  /** One line in plain words: what it is and what it is for. */
+  summary: string;
+  /** The layers and recipe in short (conv 2x2x4 same, ...; Adam 1e-3, batch 32). */
   description: string;
   spec: ModelSpec;
   /** The preset's recipe: batch size, epochs and (fast_mnist) a learning-rate schedule. */
@@ -20,6 +28,9 @@ export interface Preset {
 
 const presetFileSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_-]+$/),
+  title: z.string().min(1).max(60),
+  cliName: z.string().regex(/^[a-z0-9-]+$/),
+  summary: z.string().min(1).max(200),
   description: z.string(),
   spec: z.unknown(),
   training: z.strictObject({
@@ -100,12 +111,18 @@ function clonePreset(preset: Preset): Preset {
   return structuredClone(preset);
 }
 
-/** The preset called `name`; the error lists the valid names. */
+/** "tiny-cnn (seed000)": a preset's CLI name with the file name it is also known by. */
+export function presetNames(preset: Preset): string {
+  return preset.cliName === preset.name ? preset.name : `${preset.cliName} (${preset.name})`;
+}
+
+/** The preset called `name`: its CLI name or its file name (seed000 and the like stay accepted); the error lists both. */
 export function getPreset(name: string, directory?: string): Preset {
   const presets = listPresets(directory);
-  const preset = presets.find((candidate) => candidate.name === name);
+  const wanted = name.trim();
+  const preset = presets.find((candidate) => candidate.name === wanted || candidate.cliName === wanted.toLowerCase());
   if (!preset) {
-    throw new Error(`unknown preset "${name}"; valid presets: ${presets.map((p) => p.name).join(', ')}`);
+    throw new Error(`unknown preset "${name}"; valid presets: ${presets.map(presetNames).join(', ')}`);
   }
   return preset;
 }

@@ -16,7 +16,15 @@ export function greyOf(rgba: ArrayLike<number>, width: number, height: number): 
 
 /** 784 values 0-255 (row-major), all zero when nothing is drawn. */
 export function mnistPixels(grey: ArrayLike<number>, width: number, height: number): number[] {
-  const out = new Array<number>(digitSide * digitSide).fill(0);
+  return drawnPixels(grey, width, height, digitSide, digitSide);
+}
+
+/**
+ * The drawing as an outHeight x outWidth image (0-255, row-major) made the MNIST way: the ink fitted to
+ * 20/28 of each side, its centre of mass at the centre. For a model of any single-channel image size.
+ */
+export function drawnPixels(grey: ArrayLike<number>, width: number, height: number, outHeight: number, outWidth: number): number[] {
+  const out = new Array<number>(outHeight * outWidth).fill(0);
   let left = width, right = -1, top = height, bottom = -1;
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -32,7 +40,7 @@ export function mnistPixels(grey: ArrayLike<number>, width: number, height: numb
 
   const boxWidth = right - left + 1;
   const boxHeight = bottom - top + 1;
-  const scale = fitSide / Math.max(boxWidth, boxHeight);
+  const scale = Math.min((outWidth * fitSide) / digitSide / boxWidth, (outHeight * fitSide) / digitSide / boxHeight);
   const smallWidth = Math.max(1, Math.round(boxWidth * scale));
   const smallHeight = Math.max(1, Math.round(boxHeight * scale));
   const small = new Float32Array(smallWidth * smallHeight);
@@ -59,11 +67,11 @@ export function mnistPixels(grey: ArrayLike<number>, width: number, height: numb
   const centreX = mass > 0 ? sumX / mass : smallWidth / 2;
   const centreY = mass > 0 ? sumY / mass : smallHeight / 2;
   const clamp = (value: number, max: number) => Math.max(0, Math.min(max, value));
-  const offsetX = clamp(Math.round(digitSide / 2 - centreX), digitSide - smallWidth);
-  const offsetY = clamp(Math.round(digitSide / 2 - centreY), digitSide - smallHeight);
+  const offsetX = clamp(Math.round(outWidth / 2 - centreX), outWidth - smallWidth);
+  const offsetY = clamp(Math.round(outHeight / 2 - centreY), outHeight - smallHeight);
   for (let y = 0; y < smallHeight; y++) {
     for (let x = 0; x < smallWidth; x++) {
-      out[(y + offsetY) * digitSide + x + offsetX] = Math.round(255 * Math.min(1, small[y * smallWidth + x]));
+      out[(y + offsetY) * outWidth + x + offsetX] = Math.round(255 * Math.min(1, small[y * smallWidth + x]));
     }
   }
   return out;

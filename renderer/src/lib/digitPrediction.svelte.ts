@@ -45,9 +45,3 @@ export class DigitPrediction {
     }
   }
 }
-
-/** Models a 28x28 drawing fits: one-channel 28x28 images, or 784 features. */
-export function takesDigits(inputShape: readonly number[]): boolean {
-  const shape = inputShape.join('x');
-  return shape === '1x28x28' || shape === '784' || shape === '28x28';
-}

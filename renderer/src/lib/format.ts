@@ -61,3 +61,8 @@ export function formatMeasure(value: number | null | undefined): string {
 export function formatR2(value: number | null | undefined): string {
   return formatDecimal(value, 3);
 }
+
+/** "1 epoch", "2 epochs": a count with its noun, singular for exactly one. */
+export function counted(count: number, noun: string, nounPlural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nounPlural}`;
+}

@@ -17,11 +17,11 @@ export function layerRow(page: Page, position: number): Locator {
 }
 
 export async function setLayerField(page: Page, position: number, field: 'units' | 'filters' | 'kernel' | 'stride' | 'size' | 'rate', value: number): Promise<void> {
-  await layerRow(page, position).getByRole('spinbutton', { name: field, exact: true }).fill(String(value));
+  await layerRow(page, position).getByRole('spinbutton', { name: `Layer ${position} ${field}`, exact: true }).fill(String(value));
 }
 
 export async function setLayerActivation(page: Page, position: number, activation: string): Promise<void> {
-  await layerRow(page, position).getByRole('combobox', { name: 'activation', exact: true }).selectOption(activation);
+  await layerRow(page, position).getByRole('combobox', { name: `Layer ${position} activation`, exact: true }).selectOption(activation);
 }
 
 /** Adds a layer of `kind` ("Dense", "Dropout", …) at the end of the list. */

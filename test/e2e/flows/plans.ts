@@ -16,7 +16,7 @@ export const csvFlowPlan = {
 export const mnistFlowPlan = {
   /** Training images (the opener's limit); the run's test set is MNIST's 10,000 test images. */
   limit: 2000,
-  preset: 'lenet5',
+  preset: 'LeNet-5',
   epochs: 1,
   batchSize: 32,
 };

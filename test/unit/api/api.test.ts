@@ -136,13 +136,28 @@ describe('models', () => {
     const invalid = resultOf(await api.dispatch('models:check', { ...image, model: { layers: 'conv:4x3:relu,conv:4x5,dense:3' } })) as ModelCheck;
     assert.equal(invalid.ok, false);
     assert.equal(invalid.error?.layerIndex, 1);
-    assert.match(invalid.layers[1].error ?? '', /^conv2d #2: kernel 5x5/);
+    assert.match(invalid.layers[1].error ?? '', /^Layer 2 \(convolution\): kernel 5x5 larger than input 2x2/);
+    assert.equal(invalid.error?.itemIndex, 1);
     assert.deepEqual(invalid.layers[0].outputShape, [4, 2, 2], 'the layers before it keep their shapes');
     assert.equal(invalid.layers[2].outputShape, undefined);
 
     const wrongHead = resultOf(await api.dispatch('models:check', { datasetId: iris.id, model: { layers: 'dense:8:relu,dense:5' } })) as ModelCheck;
     assert.equal(wrongHead.ok, false);
     assert.match(wrongHead.layers[1].error ?? '', /predicts 5 classes but the data has 3/);
+
+    // The editor's words, not the command line's: the layer by its number among the user's layers.
+    const unreadable = resultOf(await api.dispatch('models:check', { datasetId: iris.id, model: { layers: 'dense:8:relu,dense:0:relu,dense:3' } })) as ModelCheck;
+    assert.deepEqual(unreadable.error, { message: 'Layer 2 (dense): units must be at least 1', itemIndex: 1 });
+    // An emptied number field reaches the text as "null".
+    const empty = resultOf(await api.dispatch('models:check', { ...image, model: { layers: 'conv:nullx3:relu,dense:3' } })) as ModelCheck;
+    assert.deepEqual(empty.error, { message: 'Layer 1 (convolution): filters and kernel size must be whole numbers of at least 1', itemIndex: 0 });
+    const fraction = resultOf(await api.dispatch('models:check', { datasetId: iris.id, model: { layers: 'dense:1.5,dense:3' } })) as ModelCheck;
+    assert.equal(fraction.error?.message, 'Layer 1 (dense): units must be a whole number of at least 1');
+    // A flatten added before a dense layer is not one of the user's: the dense after it is still layer 3.
+    const afterFlatten = resultOf(await api.dispatch('models:check', { ...image, model: { layers: 'conv:4x3,maxpool:2,dense:7' } })) as ModelCheck;
+    assert.equal(afterFlatten.error?.message, 'Layer 3 (dense): the last layer predicts 7 classes but the data has 3: give it 3 units');
+    assert.equal(afterFlatten.error?.layerIndex, 3);
+    assert.equal(afterFlatten.error?.itemIndex, 2);
 
     const noData = await api.dispatch('models:check', { model: { layers: 'dense:3' } });
     assert.equal(noData.error?.field, 'datasetId');

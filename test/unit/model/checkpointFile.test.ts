@@ -73,6 +73,7 @@ describe('checkpoint files', () => {
     };
     assert.throws(() => decodeCheckpoint(rewrite((b) => { b.optimizer = 'sgd'; }), 'a.ckpt'), /a\.ckpt: the training state is for sgd, the model's optimizer is adam/);
     assert.throws(() => decodeCheckpoint(rewrite((b) => { b.epoch = 3; }), 'b.ckpt'), /b\.ckpt: the training state has 2 epochs of history for 3 epochs/);
+    assert.throws(() => decodeCheckpoint(rewrite((b) => { b.epoch = 1; }), 'b.ckpt'), /b\.ckpt: the training state has 2 epochs of history for 1 epoch$/);
     assert.throws(() => decodeCheckpoint(rewrite((b) => { b.seed = '-1'; }), 'c.ckpt'), /c\.ckpt: metadata nnstudio_checkpoint\.seed: must be a decimal integer/);
     assert.throws(() => decodeCheckpoint(rewrite((b) => { b.hasBest = false; }), 'd.ckpt'), /d\.ckpt: unexpected tensor best\./);
     const bytes = encodeCheckpoint(checkpoint());

@@ -26,8 +26,23 @@ describe('presets', () => {
     assert.equal(getPreset('seed002').spec.optimizer.kind, 'adam');
   });
 
-  test('unknown names list the valid ones', () => {
-    assert.throws(() => getPreset('seed999'), { message: `unknown preset "seed999"; valid presets: ${allNames.join(', ')}` });
+  test('unknown names list the valid ones, each CLI name with its older name', () => {
+    const listed = 'fast-mnist (fast_mnist), keras-cnn (keras_cnn), lenet-5 (lenet5), small-mlp (mlp), tiny-cnn (seed000), ' +
+      'one-layer-cnn (seed001), wide-cnn (seed001_256), two-layer-cnn (seed002)';
+    assert.throws(() => getPreset('seed999'), { message: `unknown preset "seed999"; valid presets: ${listed}` });
+  });
+
+  test('human names and one-line summaries; the CLI name and the seed name find the same preset', () => {
+    const presets = listPresets();
+    for (const preset of presets) {
+      assert.ok(preset.title.length > 0 && !/seed|_/.test(preset.title), `${preset.name}: a title people say ("${preset.title}")`);
+      assert.ok(preset.summary.length > 20 && !preset.summary.includes('\n'), `${preset.name}: a one-line summary`);
+      assert.equal(getPreset(preset.cliName).name, preset.name);
+    }
+    assert.equal(new Set(presets.map((preset) => preset.title)).size, presets.length, 'titles are unique');
+    assert.equal(getPreset('tiny-cnn').name, 'seed000');
+    assert.equal(getPreset('seed001').title, 'One-layer CNN');
+    assert.equal(getPreset('Small-MLP').name, 'mlp', 'CLI names ignore case');
   });
 
   test('callers get copies: mutating one does not change the next', () => {

@@ -39,14 +39,16 @@ describe('serve with the built renderer', { skip: built ? false : 'dist/renderer
     const assets = [...html.matchAll(/(?:src|href)="(\.\/assets\/[^"]+)"/g)].map((match) => match[1]);
     assert.ok(assets.some((asset) => asset.endsWith('.js')), `a script in ${html}`);
     assert.ok(assets.some((asset) => asset.endsWith('.css')), `a stylesheet in ${html}`);
+    assert.ok(assets.some((asset) => asset.endsWith('.svg')), `an icon in ${html} (no favicon.ico request to answer 404)`);
+    const types: Record<string, RegExp> = { js: /^text\/javascript/, css: /^text\/css/, svg: /^image\/svg\+xml/ };
     for (const asset of assets) {
       const url = new URL(asset, server.url);
       assert.equal((await fetch(url)).status, 401, `${asset} without the token`);
       const response = await fetch(url, { headers: { cookie } });
       assert.equal(response.status, 200, asset);
-      assert.match(response.headers.get('content-type') ?? '', asset.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
+      assert.match(response.headers.get('content-type') ?? '', types[asset.split('.').pop() ?? ''] ?? /^$/);
       assert.equal(response.headers.get('content-security-policy'), contentSecurityPolicy);
-      assert.ok((await response.text()).length > 1000, `${asset} has content`);
+      assert.ok((await response.text()).length > (asset.endsWith('.svg') ? 200 : 1000), `${asset} has content`);
     }
   });
 

@@ -50,6 +50,8 @@ export class CsvSetup {
 
   /** What stops the file from opening as set up, in words; undefined when it can be opened. */
   problem = $derived.by(() => {
+    // Nothing to set up: saying so beats asking for columns a file without content cannot have.
+    if (this.head.trim() === '') return `${this.file.name} is empty.`;
     if (this.unlabeled) {
       if (this.columns.length < 1) return 'The file has no columns; check the delimiter.';
       return this.roles.some((role) => role === 'feature' || role === 'categorical') ? undefined : 'Keep at least one feature column.';

@@ -140,21 +140,43 @@ export class DataState {
     }
   }
 
+  // ---- class names (IDX, MNIST) ----
+
+  /** The last refusal of datasets:setClassNames, and the dataset it was about. */
+  classNamesError = $state<{ datasetId: string; error: ApiError } | undefined>();
+
+  /** Names the dataset's classes (one per class, in order); true when the server took them. */
+  async setClassNames(datasetId: string, classNames: string[]): Promise<boolean> {
+    this.classNamesError = undefined;
+    const named = await api.invoke('datasets:setClassNames', { datasetId, classNames });
+    if (named.error) {
+      this.classNamesError = { datasetId, error: named.error };
+      return false;
+    }
+    this.datasets = this.datasets.map((entry) => (entry.id === datasetId ? named.result : entry));
+    // The preview's labels are the class names.
+    if (this.datasetId === datasetId) {
+      const preview = await api.invoke('datasets:preview', { datasetId, rows: this.dataset?.kind === 'images' ? 32 : 20 });
+      if (preview.result && this.datasetId === datasetId) this.preview = preview.result;
+    }
+    return true;
+  }
+
   /** New IDX files were chosen: the last error about the pair is stale. */
   idxFilesChanged(): void {
     this.idxError = undefined;
   }
 
-  /** An IDX images file and its labels file (MNIST's format, raw or .gz), uploaded together; true when opened. */
-  async openIdx(images: File, labels: File): Promise<boolean> {
+  /**
+   * An IDX images file and its labels file (MNIST's format, raw or .gz), uploaded together, with an optional
+   * test pair that becomes the dataset's separate test set; true when opened.
+   */
+  async openIdx(images: File, labels: File, test?: { images: File; labels: File }): Promise<boolean> {
     this.idxError = undefined;
-    const [imagesBase64, labelsBase64] = await Promise.all([fileToBase64(images), fileToBase64(labels)]);
-    this.idxError = await this.open({
-      kind: 'upload',
-      fileName: images.name,
-      base64: imagesBase64,
-      labels: { fileName: labels.name, base64: labelsBase64 },
-    });
+    const upload = async (file: File) => ({ fileName: file.name, base64: await fileToBase64(file) });
+    const [imagesFile, labelsFile] = await Promise.all([upload(images), upload(labels)]);
+    const testPair = test && { images: await upload(test.images), labels: await upload(test.labels) };
+    this.idxError = await this.open({ kind: 'upload', ...imagesFile, labels: labelsFile, ...(testPair ? { test: testPair } : {}) });
     return this.idxError === undefined;
   }
 

@@ -3,7 +3,6 @@
 // model the digit canvas tries.
 import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, RegressionReport, RegressionResult, RunInfo, TrainingDone, Workspace } from '../../../../app/api/types';
 import { api } from '../api';
-import { takesDigits } from '../digitPrediction.svelte';
 import { CellBrowser } from './cellBrowser.svelte';
 import type { Device } from './trainingDrafts';
 
@@ -43,7 +42,7 @@ export class EvaluateState {
   pickedWorst = $state<number | undefined>();
   pickedCell = $derived(this.cells.cell && this.cells.cell.evaluationId === this.evaluation?.evaluationId ? this.cells.cell : undefined);
   /** The evaluated model, when a 28x28 drawing fits it. */
-  digitModel = $derived.by(() => this.deps.models().find((model) => model.id === this.evaluation?.modelId && takesDigits(model.inputShape)));
+  digitModel = $derived.by(() => this.deps.models().find((model) => model.id === this.evaluation?.modelId && model.drawing !== undefined));
 
   private readonly deps: EvaluateDeps;
 
