@@ -61,7 +61,20 @@ export function payloadPaths(channel: string, payload: unknown): { field: string
     const target = (payload as ParsedPayloadOf<'models:predictFile'>).path;
     return target === undefined ? [] : [{ field: 'path', path: target }];
   }
+  if (channel === 'projects:open' || channel === 'projects:save') {
+    // a bare name means a file in the projects folder, which the session chooses; a path must be checked
+    const target = (payload as ParsedPayloadOf<'projects:open'>).path as string | undefined;
+    return target !== undefined && /[\\/]/.test(target) ? [{ field: 'path', path: target }] : [];
+  }
   return [];
+}
+
+/** A project the session opened or saved before (its recent list) may be opened again without a dialog. */
+async function isRecentProject(api: Pick<Api, 'dispatch'>, channel: string, file: string): Promise<boolean> {
+  if (channel !== 'projects:open') return false;
+  const info = await api.dispatch('projects:info', {});
+  const recent = (info.result as { recent?: string[] } | undefined)?.recent ?? [];
+  return recent.some((entry) => path.resolve(entry) === file);
 }
 
 function validationError(channel: string, error: z.ZodError): ApiError {
@@ -119,7 +132,8 @@ export function createIpcRouter(api: Pick<Api, 'dispatch'>, dialogs: DialogBacke
         // An invalid payload goes on to dispatch, which answers with the API's own validation error.
         if (parsed.success) {
           for (const entry of payloadPaths(channel, parsed.data)) {
-            if (!chosen.has(path.resolve(entry.path))) {
+            const resolved = path.resolve(entry.path);
+            if (!chosen.has(resolved) && !(await isRecentProject(api, channel, resolved))) {
               return {
                 error: { message: `${channel}: ${entry.field}: a file path must come from a file dialog (choose the file again)`, field: entry.field },
               };

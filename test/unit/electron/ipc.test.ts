@@ -133,7 +133,7 @@ describe('every channel the window can name is validated', () => {
       if (schema.items && typeof schema.items === 'object') walk(schema.items as Record<string, unknown>, `${prefix}[].`, channel);
     };
     for (const channel of channels) walk(z.toJSONSchema(payloadSchemas[channel], { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>, '', channel);
-    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:predictFile path', 'models:save path']);
+    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:predictFile path', 'models:save path', 'projects:open path', 'projects:save path']);
   });
 });
 
@@ -155,6 +155,28 @@ describe('paths come only from dialogs', () => {
     // without a path there is nothing to check: the call goes on
     await router.handle(page, 'models:predictFile', { modelId: 'model-1', datasetId: 'dataset-1' });
     assert.equal(api.calls.length, 1);
+  });
+
+  test('projects: a path needs a dialog unless it is a recent project; a bare name goes to the projects folder', async () => {
+    const recent = path.resolve('/home/user/work/study.nnstudio');
+    const calls: string[] = [];
+    const api = {
+      dispatch: async (channel: string) => {
+        calls.push(channel);
+        return channel === 'projects:info' ? { result: { recent: [recent], folder: '/x' } } : { result: 'ok' };
+      },
+    };
+    const router = createIpcRouter(api, fakeDialogs([]).dialogs);
+    const saved = await router.handle(page, 'projects:save', { path: '/home/user/.bashrc' });
+    assert.equal(saved.error?.field, 'path');
+    assert.match(saved.error?.message ?? '', /must come from a file dialog/);
+    const opened = await router.handle(page, 'projects:open', { path: '/etc/passwd' });
+    assert.equal(opened.error?.field, 'path');
+    assert.deepEqual(calls.filter((channel) => channel !== 'projects:info'), [], 'nothing reached the session');
+    resultOf(await router.handle(page, 'projects:open', { path: recent }));
+    resultOf(await router.handle(page, 'projects:save', { path: 'my study' }));
+    resultOf(await router.handle(page, 'projects:save', {}));
+    assert.deepEqual(calls.filter((channel) => channel !== 'projects:info'), ['projects:open', 'projects:save', 'projects:save']);
   });
 
   test('uploads and MNIST need no dialog', async () => {

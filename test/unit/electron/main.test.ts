@@ -50,6 +50,7 @@ const seen = {
   permissionCheck: undefined as Listener | undefined,
   beforeRequest: undefined as { filter: { urls: string[] }; listener: Listener } | undefined,
   quits: 0,
+  menu: undefined as unknown,
 };
 
 const fakeElectron = {
@@ -59,6 +60,7 @@ const fakeElectron = {
     on: (name: string, listener: Listener) => seen.appEvents.set(name, listener),
     whenReady: () => Promise.resolve(),
     getPath: () => os.tmpdir(),
+    addRecentDocument: () => {},
     quit: () => {
       seen.quits += 1;
       seen.appEvents.get('before-quit')?.({ preventDefault: () => {} });
@@ -66,6 +68,7 @@ const fakeElectron = {
   },
   BrowserWindow: FakeWindow,
   dialog: {},
+  Menu: { buildFromTemplate: (template: unknown) => template, setApplicationMenu: (menu: unknown) => (seen.menu = menu) },
   ipcMain: {
     handle: (channel: string, listener: Listener) => seen.ipcHandlers.set(channel, listener),
     removeHandler: (channel: string) => seen.ipcHandlers.delete(channel),
@@ -93,17 +96,31 @@ const fakeElectron = {
 
 const electronLoader = loaderWithFakeElectron(fakeElectron);
 
+// the session keeps its last state in the data folder: a temporary one here
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-electron-main-'));
+process.env.NNSTUDIO_DATA_DIR = dataDir;
+
 before(async () => {
   await electronLoader.load(mainFile);
+  // the window opens once the last session is restored and the menu is built
+  for (let waited = 0; FakeWindow.all.length === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
 });
 after(() => {
   electronLoader.restore();
+  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('the main process', () => {
   test('registers app:// as a privileged scheme and turns the sandbox on before the app is ready', () => {
     assert.deepEqual(seen.order.slice(0, 2), ['registerSchemesAsPrivileged', 'enableSandbox']);
     assert.deepEqual(seen.privileged, [{ scheme: 'app', privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
+  });
+
+  test('a File menu for projects: open, open recent, save, save as', () => {
+    const [file] = seen.menu as { label: string; submenu: { label?: string; role?: string; enabled?: boolean }[] }[];
+    assert.equal(file.label, 'File');
+    assert.deepEqual(file.submenu.filter((item) => item.label).map((item) => item.label), ['Open Project…', 'Open Recent', 'Save Project', 'Save Project As…']);
+    assert.equal(file.submenu.find((item) => item.label === 'Open Recent')?.enabled, false, 'no recent project yet');
   });
 
   test('opens one window with the locked-down webPreferences and the compiled preload', () => {

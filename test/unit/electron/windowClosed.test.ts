@@ -61,6 +61,7 @@ const fakeElectron = {
     on: (name: string, listener: Listener) => appEvents.set(name, listener),
     whenReady: () => Promise.resolve(),
     getPath: () => os.tmpdir(),
+    addRecentDocument: () => {},
     // Electron's quit: 'before-quit' first, which may prevent it; the app exits when nothing does
     quit: () => {
       let prevented = false;
@@ -73,6 +74,7 @@ const fakeElectron = {
   },
   BrowserWindow: FakeWindow,
   dialog: {},
+  Menu: { buildFromTemplate: (template: unknown) => template, setApplicationMenu: () => {} },
   ipcMain: {
     handle: (channel: string, listener: Listener) => ipcHandlers.set(channel, listener),
     removeHandler: (channel: string) => ipcHandlers.delete(channel),
@@ -91,6 +93,8 @@ const electronLoader = loaderWithFakeElectron(fakeElectron);
 
 before(async () => {
   await electronLoader.load(mainFile);
+  // the window opens once the last session is restored and the menu is built
+  for (let waited = 0; FakeWindow.all.length === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
 });
 after(() => {
   electronLoader.restore();
