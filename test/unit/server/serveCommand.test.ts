@@ -85,3 +85,34 @@ describe('serve binds to this machine unless told otherwise', () => {
     });
   });
 });
+
+describe('serve opens a project or the last session', () => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-serve-project-'));
+  after(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const iris = path.resolve(__dirname, '..', '..', '..', '..', 'resources', 'samples', 'iris.csv');
+  const project = path.join(folder, 'study.nnstudio');
+  fs.writeFileSync(project, JSON.stringify({
+    format: 'nnstudio-project', version: 1, savedAt: '2026-11-25T00:00:00Z',
+    datasets: [{ id: 'dataset-7', name: 'iris.csv', source: { kind: 'csv', path: iris } }, { id: 'dataset-8', name: 'gone.csv', source: { kind: 'csv', path: path.join(folder, 'gone.csv') } }],
+    workspace: { datasetId: 'dataset-7' }, runs: [],
+  }));
+
+  test('--project opens it and says what came back, naming a data file that is gone', async () => {
+    const { out, err } = await runServe(['--port', '0', '--project', project]);
+    assert.match(out, new RegExp(`^opened the project ${project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(1 dataset, 0 models\\)\\n  note: gone\\.csv was not opened: .*gone\\.csv`));
+    assert.equal(err, '');
+  });
+
+  test('the next start restores the last session; --no-last-session starts empty', async () => {
+    const restored = await runServe(['--port', '0']);
+    assert.match(restored.out, /^restored the last session from .*last-session\.nnstudio \(1 dataset, 0 models\)\n/);
+    const fresh = await runServe(['--port', '0', '--no-last-session']);
+    assert.doesNotMatch(fresh.out, /restored|opened/);
+  });
+
+  test('a project that cannot be opened is a warning; the server starts with an empty session', async () => {
+    const { out, err } = await runServe(['--port', '0', '--project', path.join(folder, 'missing.nnstudio'), '--no-last-session']);
+    assert.match(err, /^warning: cannot open the project .*missing\.nnstudio: there is no such file; starting with an empty session\n$/);
+    assert.match(out, /NN Studio is running/);
+  });
+});
