@@ -1,6 +1,6 @@
 // `npm run screenshots`: drives the end-to-end flows through `nnstudio serve` in headless Chromium and
 // writes docs/screenshots/<screen>-<theme>.png for every screen in the light and the dark theme, at
-// 1440 × 900. The session: the CSV flow's file and MLP (a first model), then MNIST with a CNN for a few
+// 1440 × 900, and <screen>-<theme>-1024x768.png at a small laptop's size. The session: the CSV flow's file and MLP (a first model), then MNIST with a CNN for a few
 // epochs, which the screens show. Needs the native engine (npm install builds it; or NNSTUDIO_NATIVE).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -20,16 +20,21 @@ import { csvFlowPlan } from '../test/e2e/flows/plans';
 const outDir = path.join(repoRoot, 'docs', 'screenshots');
 const screens: ScreenTitle[] = ['Data', 'Model', 'Train', 'Evaluate', 'Models'];
 const themes = ['light', 'dark'] as const;
+/** The desktop size the e2e tests use (no suffix), then a small laptop's. */
+const sizes = [
+  { width: 1440, height: 900, suffix: '' },
+  { width: 1024, height: 768, suffix: '-1024x768' },
+] as const;
 /** The whole script's limit: it never hangs a terminal or a CI job. */
 const overallTimeoutMs = 8 * 60_000;
 
 /** The sizes of the pictured session: enough MNIST for readable curves over a few epochs. */
-const pictured = { csvEpochs: 8, mnistLimit: 6000, mnistPreset: 'lenet5', mnistEpochs: 6, mnistBatchSize: 64, otherPreset: 'mlp', otherEpochs: 4 };
+const pictured = { csvEpochs: 8, mnistLimit: 6000, mnistPreset: 'LeNet-5', mnistEpochs: 6, mnistBatchSize: 64, otherPreset: 'Small MLP', otherEpochs: 4 };
 
 async function driveFlows(page: Page, dir: string): Promise<void> {
   // The CSV flow's first steps: a tabular dataset and an MLP, trained: the Models screen's first model.
   await openCsv(page, writeFile(dir, csvFlowPlan.trainFile, flowerCsv(csvFlowPlan.trainRows, 1)), flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
-  await choosePreset(page, 'mlp');
+  await choosePreset(page, 'Small MLP');
   await waitModelFits(page, 'flatten,dense:128:relu,dense:3');
   await removeLayer(page, 1);
   await waitModelFits(page, 'dense:128:relu,dense:3');
@@ -111,16 +116,20 @@ async function shoot(studio: Studio, csvFile: string): Promise<string[]> {
     await goTo(page, screen);
     if (screen === 'Evaluate' || screen === 'Models') await pickShownModel(page);
     await stage(page, name, csvFile);
-    for (const theme of themes) {
-      await page.emulateMedia({ colorScheme: theme });
-      // No hover or focus ring in the picture; let the charts redraw in the theme's colours.
-      await page.mouse.move(0, 0);
-      await page.evaluate('document.activeElement instanceof HTMLElement && document.activeElement.blur()');
-      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
-      const file = path.join(outDir, `${name}-${theme}.png`);
-      await page.screenshot({ path: file, animations: 'disabled' });
-      written.push(path.relative(repoRoot, file));
+    for (const size of sizes) {
+      await page.setViewportSize({ width: size.width, height: size.height });
+      for (const theme of themes) {
+        await page.emulateMedia({ colorScheme: theme });
+        // No hover or focus ring in the picture; let the charts redraw in the theme's colours and size.
+        await page.mouse.move(0, 0);
+        await page.evaluate('document.activeElement instanceof HTMLElement && document.activeElement.blur()');
+        await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+        const file = path.join(outDir, `${name}-${theme}${size.suffix}.png`);
+        await page.screenshot({ path: file, animations: 'disabled' });
+        written.push(path.relative(repoRoot, file));
+      }
     }
+    await page.setViewportSize({ width: sizes[0].width, height: sizes[0].height });
   }
   return written;
 }
