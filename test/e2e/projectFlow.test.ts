@@ -66,7 +66,9 @@ describe('projects: save, restart, the last session back, open from the recent l
     await dialog.getByRole('button', { name: 'Save', exact: true }).click();
     await dialog.waitFor({ state: 'hidden' });
     const saved = path.join(dataDir, 'projects', `${plan.project}.nnstudio`);
-    await eventually(async () => assert.match((await projectArea(page()).getByRole('status').textContent()) ?? '', new RegExp(`Saved as .*${plan.project}\\.nnstudio`)));
+    const status = projectArea(page()).getByRole('status');
+    await eventually(async () => assert.match((await status.textContent()) ?? '', /^Saved at \d\d:\d\d/));
+    assert.equal(await status.getAttribute('title'), path.join(dataDir, 'projects', `${plan.project}.nnstudio`), 'the file, as the tooltip');
     assert.ok(fs.existsSync(saved), 'the project file');
     assert.deepEqual(fs.readdirSync(path.join(dataDir, 'projects', `${plan.project}-data`)), ['flowers.csv'], 'the upload beside it');
     assert.equal(await projectArea(page()).getByText(plan.project, { exact: true }).count(), 1, 'the rail names the project');

@@ -16,7 +16,7 @@ export class ProjectState {
   busy = $state(false);
   error = $state<ApiError | undefined>();
   /** What the last open or save said: the file, and what could not be opened. */
-  outcome = $state.raw<{ message: string; notes: string[] } | undefined>();
+  outcome = $state.raw<{ message: string; notes: string[]; path: string } | undefined>();
 
   constructor(private readonly deps: ProjectDeps) {}
 
@@ -36,7 +36,7 @@ export class ProjectState {
       await this.deps.flushWorkspace();
       const answer = await api.invoke('projects:save', name !== undefined ? { path: name } : {});
       if (answer.error) return answer.error;
-      this.outcome = { message: `Saved as ${answer.result.path}`, notes: [] };
+      this.outcome = { message: `Saved ${timeOfDay()}`, notes: [], path: answer.result.path };
       return undefined;
     });
   }
@@ -45,7 +45,7 @@ export class ProjectState {
     return this.run(async () => {
       const answer = await api.invoke('projects:open', { path });
       if (answer.error) return answer.error;
-      this.outcome = { message: openedMessage(answer.result), notes: answer.result.notes };
+      this.outcome = { message: openedMessage(answer.result), notes: answer.result.notes, path: answer.result.path };
       await this.deps.reloadCatalog();
       return undefined;
     });
@@ -67,6 +67,11 @@ export class ProjectState {
 
 export function baseName(file: string): string {
   return (file.split(/[\\/]/).pop() ?? file).replace(/\.nnstudio$/i, '');
+}
+
+/** "at 14:05", for "Saved at 14:05" (the rail is narrow; the path is the outcome's tooltip). */
+function timeOfDay(): string {
+  return `at ${new Date().toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}`;
 }
 
 function openedMessage(opened: ProjectOpened): string {
