@@ -11,7 +11,7 @@ import { sequentialSteps } from './support/steps';
 import { useStudioWithScratch, waitConnected } from './support/studio';
 import { eventually, goTo, screenHeading, section } from './support/ui';
 import { openCsv, readDatasetSummary } from './flows/data';
-import { addLayer, choosePreset, layersText, moveLayerUp, removeLayer, setLayerActivation, setLayerField, setTrainingSettings, waitModelFits } from './flows/model';
+import { buildTwoWideLayers, layersText, setTrainingSettings } from './flows/model';
 import { readProgress, startTraining, waitState, waitTraining } from './flows/train';
 
 // Two 512-wide layers and batch 8: long enough on 2 CPU cores to reload and open a second tab while it runs.
@@ -32,15 +32,7 @@ describe('session state on the server: reload, a second tab, switching data, con
 
   step('train a model on a CSV', 60_000, async () => {
     await openCsv(page(), flowers, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
-    await choosePreset(page(), 'Small MLP');
-    await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
-    await removeLayer(page(), 1);
-    await setLayerField(page(), 1, 'units', plan.hiddenUnits);
-    await addLayer(page(), 'Dense');
-    await moveLayerUp(page(), 3);
-    await setLayerField(page(), 2, 'units', plan.hiddenUnits);
-    await setLayerActivation(page(), 2, 'relu');
-    await waitModelFits(page(), model);
+    await buildTwoWideLayers(page(), plan.hiddenUnits);
     await setTrainingSettings(page(), { batchSize: plan.batchSize, epochs: plan.epochs, device: 'cpu' });
     await startTraining(page());
     runningEpoch = (await waitTraining(page())).epoch ?? 0;

@@ -10,7 +10,7 @@ import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
 import { eventually, goTo, section } from './support/ui';
 import { openCsv } from './flows/data';
-import { addLayer, choosePreset, moveLayerUp, removeLayer, setLayerActivation, setLayerField, setTrainingSettings, waitModelFits } from './flows/model';
+import { buildTwoWideLayers, setTrainingSettings } from './flows/model';
 import { readProgress, readRunFigures, startTraining, waitCompleted, waitState, waitTraining } from './flows/train';
 
 // Two 512-wide layers and batch 8: several seconds on 2 CPU cores, time enough to pause and cancel it.
@@ -34,15 +34,7 @@ describe('training control: schedule, pause, a new learning rate, cancel, contin
 
   step('an MLP with a cosine schedule: the learning rate shown falls while it trains', 60_000, async () => {
     await openCsv(page(), writeFile(dir, 'flowers.csv', flowerCsv(plan.rows, 3)), flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
-    await choosePreset(page(), 'Small MLP');
-    await waitModelFits(page(), 'flatten,dense:128:relu,dense:3');
-    await removeLayer(page(), 1);
-    await setLayerField(page(), 1, 'units', plan.hiddenUnits);
-    await addLayer(page(), 'Dense');
-    await moveLayerUp(page(), 3);
-    await setLayerField(page(), 2, 'units', plan.hiddenUnits);
-    await setLayerActivation(page(), 2, 'relu');
-    await waitModelFits(page(), `dense:${plan.hiddenUnits}:relu,dense:${plan.hiddenUnits}:relu,dense:3`);
+    await buildTwoWideLayers(page(), plan.hiddenUnits);
     await setTrainingSettings(page(), { optimizer: 'Adam', learningRate: plan.lr, batchSize: plan.batchSize, epochs: plan.epochs, device: 'cpu' });
     const settings = section(page(), 'Training settings');
     await settings.getByRole('combobox', { name: 'Learning-rate schedule' }).selectOption({ label: 'Cosine' });

@@ -19,6 +19,15 @@ export const keptEvaluations = 3;
 /** The scatter plot's points: enough to see the shape, few enough for the page to draw at once. */
 export const maxScatterPoints = 2000;
 
+/** Sets `key`, then forgets the oldest entries beyond keptEvaluations (a Map iterates in insertion order). */
+function keepLatest<T>(map: Map<string, T>, key: string, value: T): void {
+  map.set(key, value);
+  for (const old of map.keys()) {
+    if (map.size <= keptEvaluations) break;
+    map.delete(old);
+  }
+}
+
 export class EvaluationRegistry {
   private readonly records = new Map<string, EvaluationRecord>();
   /** The answers of evaluation:evaluate by id, for evaluation:get (a reloaded page shows the same one again). */
@@ -33,11 +42,7 @@ export class EvaluationRegistry {
   /** Keeps an evaluation's outputs under a new id, forgetting the oldest beyond keptEvaluations. */
   keep(record: EvaluationRecord): string {
     const id = this.ids.next('evaluation');
-    this.records.set(id, record);
-    for (const old of this.records.keys()) {
-      if (this.records.size <= keptEvaluations) break;
-      this.records.delete(old);
-    }
+    keepLatest(this.records, id, record);
     return id;
   }
 
@@ -49,11 +54,7 @@ export class EvaluationRegistry {
 
   async evaluate(payload: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
     const result = await this.evaluated(payload);
-    this.results.set(result.evaluationId, result);
-    for (const old of this.results.keys()) {
-      if (this.results.size <= keptEvaluations) break;
-      this.results.delete(old);
-    }
+    keepLatest(this.results, result.evaluationId, result);
     return result;
   }
 

@@ -69,3 +69,21 @@ export async function setTrainingSettings(page: Page, settings: TrainingSettings
   if (settings.epochs !== undefined) await card.getByRole('spinbutton', { name: 'Epochs' }).fill(String(settings.epochs));
   if (settings.device) await card.getByRole('combobox', { name: 'Device' }).selectOption(settings.device);
 }
+
+/**
+ * From the Small MLP preset on a 3-class table: two `units`-wide ReLU layers and the output, a model slow
+ * enough on 2 CPU cores (with a small batch) to pause, reload or cancel it while it trains. Returns its layers.
+ */
+export async function buildTwoWideLayers(page: Page, units: number): Promise<string> {
+  const layers = `dense:${units}:relu,dense:${units}:relu,dense:3`;
+  await choosePreset(page, 'Small MLP');
+  await waitModelFits(page, 'flatten,dense:128:relu,dense:3');
+  await removeLayer(page, 1);
+  await setLayerField(page, 1, 'units', units);
+  await addLayer(page, 'Dense');
+  await moveLayerUp(page, 3);
+  await setLayerField(page, 2, 'units', units);
+  await setLayerActivation(page, 2, 'relu');
+  await waitModelFits(page, layers);
+  return layers;
+}
