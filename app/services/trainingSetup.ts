@@ -11,7 +11,7 @@ import { applyImputation, defaultImputation, fitImputation, type Imputation, typ
 import { headOfDataset } from '../core/model/head';
 import { loadCheckpoint, type Checkpoint } from '../core/model/checkpointFile';
 import { checkCount, countLimits } from '../core/model/countLimits';
-import { defaultTraining, defaultValSplit, defaultValSplitFor } from '../core/model/defaults';
+import { defaultTraining, defaultValSplit, defaultValSplitFor, isSmallRegressionTable, smallRegressionWeightDecay } from '../core/model/defaults';
 import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
 import type { SplitPlan, TrainPlan } from '../core/model/trainingTypes';
@@ -240,6 +240,17 @@ function runSettings(request: TrainRequest, data: LoadedData, seed: number, resu
   return { spec: built.spec, epochs, batchSize, request: withSchedule };
 }
 
+/** What a small regression table's defaults changed, said aloud (only what the user did not choose). */
+function smallTableNotes(all: Dataset, given: TrainRequest, spec: ModelSpec): { notes?: string[] } {
+  if (!isSmallRegressionTable(all.task, all.count, all.featureShape)) return {};
+  const chosen = [
+    ...(given.model.weightDecay === undefined && spec.optimizer.weightDecay === smallRegressionWeightDecay ? [`weight decay ${smallRegressionWeightDecay}`] : []),
+    ...(given.valSplit === undefined ? ['no validation share'] : []),
+  ];
+  if (chosen.length === 0) return {};
+  return { notes: [`a small regression table (${all.count} rows): ${chosen.join(' and ')} by default, against over-fitting (--weight-decay, --val-split to change)`] };
+}
+
 // ---- the prepared run ----
 
 /** A run ready for the engine. */
@@ -293,6 +304,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     ...(data.all.task === 'regression' ? { task: 'regression' as const, targetNames: data.all.targetNames ?? ['target'] } : {}),
     dataDescription: describeDataSource(request.data),
     ...(resumption ? { resumedFrom: { epoch: resumption.checkpoint.state.epoch } } : {}),
+    ...(resumption ? {} : smallTableNotes(data.all, given, spec)),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
   };

@@ -107,6 +107,7 @@ function progressReporter(options: TrainCommandOptions) {
             `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
         );
         if (plan.resumedFrom) stream.write(`resuming ${options.resume} after epoch ${plan.resumedFrom.epoch}\n`);
+        for (const note of plan.notes ?? []) stream.write(`note: ${note}\n`);
       } else if (event.type === 'step' && terminal) {
         terminal.update(renderProgressBar({ ...event, epochs }));
       } else if (event.type === 'epoch') {

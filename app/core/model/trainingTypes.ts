@@ -125,6 +125,8 @@ export interface TrainPlan {
   dataDescription: string;
   /** A resumed or continued run: the epochs its checkpoint had completed (the file's path is the caller's). */
   resumedFrom?: { epoch: number };
+  /** Defaults the data chose, in words (a small regression table's weight decay and validation share). */
+  notes?: string[];
   lrSchedule?: LrSchedule;
   earlyStopping?: EarlyStopping;
 }
