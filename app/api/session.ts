@@ -17,7 +17,7 @@ import { SessionFolder } from './registries/sessionFolder';
 import { WorkspaceRegistry } from './registries/workspace';
 import { ProjectRegistry } from './registries/projects';
 import { isChannel, payloadSchemas } from './schemas';
-import type { ApiEvent, ApiResponse, ProjectOpened } from './types';
+import type { ApiEvent, ApiResponse, ProjectOpened, SessionChanged } from './types';
 
 export { downloadFileName, exportExtensions } from './registries/models';
 
@@ -52,6 +52,16 @@ export interface Api {
 }
 
 export const defaultCloseTimeoutMs = 10_000;
+
+/** The channels that change what every tab lists: each tab lists them again on session:changed. */
+const listsChangedBy: Partial<Record<string, SessionChanged['lists']>> = {
+  'datasets:open': ['datasets'],
+  'datasets:close': ['datasets'],
+  'datasets:setClassNames': ['datasets'],
+  'models:import': ['models'],
+  'runs:open': ['models'],
+  'projects:open': ['datasets', 'models'],
+};
 
 /** True when `promise` settled within `ms`, false otherwise (the timer does not hold the process). */
 function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
@@ -90,7 +100,10 @@ export function createApi(options: ApiOptions = {}): Api {
     if (!parsed.success) return { error: validationError(channel, parsed.error.issues) };
     try {
       const handler = handlers[channel] as (payload: unknown) => Promise<unknown> | unknown;
-      return { result: await handler(parsed.data) };
+      const result = await handler(parsed.data);
+      const lists = listsChangedBy[channel];
+      if (lists) events.emit({ event: 'session:changed', payload: { lists } });
+      return { result };
     } catch (error) {
       const value = errorValue(error);
       return { error: { ...value, message: folder.showNames(value.message) } };

@@ -292,10 +292,16 @@ export interface WorkspaceChanged {
   state: Workspace;
 }
 
+/** Another tab (or this one) opened, closed or renamed datasets or models: list them again. */
+export interface SessionChanged {
+  lists: ('datasets' | 'models')[];
+}
+
 export type ApiEvent =
   | { event: 'training:progress'; payload: TrainingProgress }
   | { event: 'training:done'; payload: TrainingDone }
-  | { event: 'workspace:changed'; payload: WorkspaceChanged };
+  | { event: 'workspace:changed'; payload: WorkspaceChanged }
+  | { event: 'session:changed'; payload: SessionChanged };
 export type ApiEventName = ApiEvent['event'];
 
 /** What a face offers the renderer (`window.nnstudio` in Electron, a WebSocket client under `serve`). */

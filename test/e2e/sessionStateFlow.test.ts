@@ -10,7 +10,7 @@ import { flowerCsv, flowerIgnoredColumn, flowerLabelColumn, writeFile } from './
 import { sequentialSteps } from './support/steps';
 import { useStudioWithScratch, waitConnected } from './support/studio';
 import { eventually, goTo, screenHeading, section } from './support/ui';
-import { openCsv, readDatasetSummary } from './flows/data';
+import { datasetTab, openCsv, readDatasetSummary } from './flows/data';
 import { buildTwoWideLayers, layersText, setTrainingSettings } from './flows/model';
 import { readProgress, startTraining, waitState, waitTraining } from './flows/train';
 
@@ -82,6 +82,9 @@ describe('session state on the server: reload, a second tab, switching data, con
     await goTo(page(), 'Train');
     assert.equal(await page().getByRole('button', { name: 'Continue training' }).count(), 0, 'nothing to continue on this data');
     assert.equal(await page().getByRole('progressbar', { name: 'Training progress' }).count(), 0, 'no run shown');
+    // the other tab lists the dataset this one opened
+    await goTo(second!, 'Data');
+    await datasetTab(second!, 'other flowers.csv').waitFor({ timeout: 10_000 });
     await second?.close();
     assert.deepEqual(scratch.studio!.pageErrors, [], 'no errors in the page');
   });

@@ -1,4 +1,5 @@
-// The session's events (training:progress, training:done, workspace:changed) to every subscriber of every face.
+// The session's events (training:progress, training:done, workspace:changed, session:changed) to every
+// subscriber of every face.
 import type { Logger } from '../../core/log';
 import type { ApiEvent } from '../types';
 
@@ -27,8 +28,7 @@ export class SessionEvents {
       try {
         listener(event);
       } catch (error) {
-        const about = 'runId' in event.payload ? event.payload.runId : `revision ${event.payload.revision}`;
-        this.logger.error(`a listener of ${event.event} (${about}) failed`, error);
+        this.logger.error(`a listener of ${event.event}${'runId' in event.payload ? ` (${event.payload.runId})` : ''} failed`, error);
       }
     }
   }

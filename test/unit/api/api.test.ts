@@ -26,7 +26,7 @@ function collectRun(runId: () => string | undefined, ms: number): { events: ApiE
   let unsubscribe = () => {};
   const done = new Promise<TrainingDone>((resolve) => {
     unsubscribe = api.subscribe((event) => {
-      if (event.event === 'workspace:changed' || event.payload.runId !== runId()) return;
+      if (!('runId' in event.payload) || event.payload.runId !== runId()) return;
       events.push(event);
       if (event.event === 'training:done') resolve(event.payload);
     });

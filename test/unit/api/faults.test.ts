@@ -39,7 +39,7 @@ function watch(on: Api, runId: string, onEvent: (event: ApiEvent) => void = () =
   let unsubscribe = () => {};
   const done = new Promise<TrainingDone>((resolve) => {
     unsubscribe = on.subscribe((event) => {
-      if (event.event === 'workspace:changed' || event.payload.runId !== runId) return;
+      if (!('runId' in event.payload) || event.payload.runId !== runId) return;
       onEvent(event);
       if (event.event === 'training:done') resolve(event.payload);
     });

@@ -26,7 +26,7 @@ function watch(runId: string, onEvent: (event: ApiEvent) => void = () => {}): Pr
   let unsubscribe = () => {};
   const done = new Promise<TrainingDone>((resolve) => {
     unsubscribe = api.subscribe((event) => {
-      if (event.event === 'workspace:changed' || event.payload.runId !== runId) return;
+      if (!('runId' in event.payload) || event.payload.runId !== runId) return;
       onEvent(event);
       if (event.event === 'training:done') resolve(event.payload);
     });

@@ -74,6 +74,21 @@ describe('the session\'s workspace', () => {
   });
 });
 
+describe('what every tab lists', () => {
+  test('opening or closing a dataset tells every tab to list datasets again (session:changed)', async () => {
+    const seen: ApiEvent[] = [];
+    const unsubscribe = api.subscribe((event) => seen.push(event));
+    const opened = resultOf(await api.dispatch('datasets:open', { source: { kind: 'path', path: irisCsv } })) as DatasetInfo;
+    resultOf(await api.dispatch('datasets:close', { datasetId: opened.id }));
+    await api.dispatch('datasets:close', { datasetId: opened.id }); // refused: nothing changed, nothing said
+    unsubscribe();
+    assert.deepEqual(seen, [
+      { event: 'session:changed', payload: { lists: ['datasets'] } },
+      { event: 'session:changed', payload: { lists: ['datasets'] } },
+    ]);
+  });
+});
+
 describe('what a reloaded page finds again', () => {
   let iris: DatasetInfo;
   let first: TrainingDone;

@@ -54,9 +54,15 @@ export class DataState {
     this.deps = deps;
   }
 
-  /** The session's datasets as the catalog lists them (on connecting). */
+  /** The session's datasets as listed (on connecting, and when a tab opened, closed or renamed one). */
   listed(datasets: DatasetInfo[]): void {
     this.datasets = datasets;
+    // closed in another tab: nothing is selected here any more
+    if (this.datasetId !== undefined && !datasets.some((entry) => entry.id === this.datasetId)) {
+      this.datasetId = undefined;
+      this.preview = undefined;
+      this.deps.deselected();
+    }
   }
 
   // ---- opening ----

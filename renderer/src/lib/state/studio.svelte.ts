@@ -88,6 +88,7 @@ class Studio {
     });
     api.onEvent((event) => {
       if (event.event === 'workspace:changed') return void this.workspace.changed(event.payload);
+      if (event.event === 'session:changed') return void this.reloadLists(event.payload.lists);
       this.train.receive(event);
       if (event.event === 'training:done') this.savedRuns.runRecorded();
     });
@@ -117,11 +118,14 @@ class Studio {
     };
   }
 
-  /** The session's datasets and models listed again (a project opened in this tab or another). */
-  private async reloadLists(): Promise<void> {
-    const [datasets, models] = await Promise.all([api.invoke('datasets:list', {}), api.invoke('models:list', {})]);
-    if (datasets.result) this.data.listed(datasets.result);
-    if (models.result) this.models.listed(models.result);
+  /** The session's datasets and models listed again (opened, closed or renamed in this tab or another; a project opened). */
+  private async reloadLists(lists: readonly ('datasets' | 'models')[] = ['datasets', 'models']): Promise<void> {
+    const [datasets, models] = await Promise.all([
+      lists.includes('datasets') ? api.invoke('datasets:list', {}) : undefined,
+      lists.includes('models') ? api.invoke('models:list', {}) : undefined,
+    ]);
+    if (datasets?.result) this.data.listed(datasets.result);
+    if (models?.result) this.models.listed(models.result);
     void this.project.refresh();
   }
 

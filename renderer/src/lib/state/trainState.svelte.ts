@@ -55,7 +55,7 @@ export interface TrainDeps {
 }
 
 type Control = 'pause' | 'resume' | 'cancel';
-type TrainingEvent = Exclude<ApiEvent, { event: 'workspace:changed' }>;
+type TrainingEvent = Extract<ApiEvent, { event: 'training:progress' | 'training:done' }>;
 
 export class TrainState {
   readonly settings = $state<TrainingDraft>(newTrainingDraft());
