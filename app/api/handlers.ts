@@ -30,6 +30,7 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns, w
     'datasets:list': () => datasets.list(),
     'datasets:preview': (payload) => datasets.preview(payload),
     'datasets:close': ({ datasetId }) => datasets.close(datasetId),
+    'datasets:reopen': ({ datasetId, csv }) => datasets.reopenWith(datasetId, csv),
     'datasets:split': (payload) => datasets.split(payload),
     'datasets:setClassNames': (payload) => datasets.setClassNames(payload),
 

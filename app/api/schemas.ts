@@ -106,6 +106,8 @@ export const payloadSchemas = {
   'datasets:list': none,
   'datasets:preview': z.strictObject({ datasetId: id, rows: z.number().int().min(0).max(200).optional() }),
   'datasets:close': z.strictObject({ datasetId: id }),
+  /** A CSV table read again from its file with changed options (the task, the dates), replacing the open one. */
+  'datasets:reopen': z.strictObject({ datasetId: id, csv: z.strictObject({ task: z.enum(['classification', 'regression']).optional(), dates: z.enum(['parts', 'ignore']).optional() }) }),
   /** The train / validation / test counts training:start would use with these fractions. */
   'datasets:split': z.strictObject({ datasetId: id, testDatasetId: id.optional(), valSplit: fraction.optional(), testSplit: fraction.optional() }),
   /** Names an IDX or MNIST dataset's classes (one per class, in order, unique); runs started later use them. */

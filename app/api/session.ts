@@ -57,6 +57,7 @@ export const defaultCloseTimeoutMs = 10_000;
 const listsChangedBy: Partial<Record<string, SessionChanged['lists']>> = {
   'datasets:open': ['datasets'],
   'datasets:close': ['datasets'],
+  'datasets:reopen': ['datasets'],
   'datasets:setClassNames': ['datasets'],
   'models:import': ['models'],
   'runs:open': ['models'],

@@ -55,6 +55,8 @@ export interface DatasetInfo extends DatasetSummary {
   testPair?: { name: string; count: number };
   /** The dataset's classes can be named (IDX, MNIST: datasets:setClassNames); a CSV's are its label values. */
   namesClasses?: true;
+  /** A CSV table: how its dates were read; datasets:reopen reads it again with another task or dates choice. */
+  csv?: { dates: 'parts' | 'ignore' };
 }
 
 export interface PresetInfo {
@@ -223,6 +225,8 @@ interface Results {
   'datasets:list': DatasetInfo[];
   'datasets:preview': DatasetPreview;
   'datasets:close': { closed: true };
+  /** The dataset as read again, under a new id (the old one is closed; its files stay with the new one). */
+  'datasets:reopen': DatasetInfo;
   'datasets:split': SplitPlan;
   'datasets:setClassNames': DatasetInfo;
   'models:presets': PresetInfo[];

@@ -9,9 +9,9 @@ import { skipWithoutBrowser } from './support/browser';
 import { gaussian, random, writeFile } from './support/data';
 import { readSafetensorsHeader } from './support/safetensors';
 import { sequentialSteps } from './support/steps';
-import { useStudioWithScratch } from './support/studio';
+import { useStudioWithScratch, waitConnected } from './support/studio';
 import { eventually, goTo, readTable, section } from './support/ui';
-import { openUnlabeledCsv, setSplits } from './flows/data';
+import { openUnlabeledCsv, readDatasetSummary, setSplits } from './flows/data';
 import { setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
 import { evaluateWith } from './flows/evaluate';
@@ -88,6 +88,17 @@ describe('messy-CSV flow: missing markers, an ID and a date column, imputation c
     });
     // the date choice is offered, left out by default
     assert.ok(await page().getByRole('radio', { name: 'Leave out' }).isChecked());
+  });
+
+  step('after a reload the dates choice still reads the file again (the server keeps it): parts, then left out', 30_000, async () => {
+    await page().reload();
+    await waitConnected(page());
+    await eventually(async () => assert.equal((await readDatasetSummary(page()))['Features'], '3', 'the same dataset, selected'));
+    await page().getByRole('radio', { name: 'Use year, month, day and weekday' }).check();
+    await eventually(async () => assert.equal((await readDatasetSummary(page()))['Features'], '7', 'x1, x2, x3 and four date parts'), 15_000);
+    await page().getByRole('radio', { name: 'Leave out' }).check();
+    await eventually(async () => assert.equal((await readDatasetSummary(page()))['Features'], '3'), 15_000);
+    assert.equal(await page().getByRole('group', { name: 'Open datasets' }).getByRole('button', { name: /^messy\.csv/ }).count(), 1, 'read again in place, not added');
   });
 
   step('choose median and a missing indicator for x2 in plain words', 10_000, async () => {

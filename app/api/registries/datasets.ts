@@ -103,6 +103,20 @@ export class DatasetRegistry {
   }
 
   /** Reads the source (and an IDX pair's test pair) and keeps it under a new id; `uploads` are its files, if uploaded. */
+  /**
+   * A CSV table read again from its file with another task or dates choice; the new dataset replaces the old
+   * one and takes over its uploaded files (a run still reading the old one keeps reading the same files).
+   */
+  async reopenWith(datasetId: string, change: { task?: 'classification' | 'regression'; dates?: 'parts' | 'ignore' }): Promise<DatasetInfo> {
+    const record = this.get(datasetId);
+    if (record.source.kind !== 'csv' || !record.info.csv) throw Object.assign(new Error(`${record.info.name} is not a CSV table: only a table's task and dates can change`), { field: 'datasetId' });
+    const source: DataSource = { ...record.source, options: { ...record.source.options, ...change } };
+    const uploads = record.uploadedFiles.map((file) => ({ file, name: record.info.name }));
+    const info = await this.load(source, record.info.name, record.info.description, uploads);
+    this.records.delete(datasetId);
+    return info;
+  }
+
   private async load(dataSource: DataSource, name: string, description: string, uploads: readonly Upload[]): Promise<DatasetInfo> {
     // The Data screen shows the column report; runs read the file again without it.
     const withReport = dataSource.kind === 'csv' ? { ...dataSource, options: { ...dataSource.options, report: true } } : dataSource;
@@ -113,6 +127,7 @@ export class DatasetRegistry {
       id, name, description, ...services.datasets.summarize(dataset),
       ...(testPair ? { testPair } : {}),
       ...(namesClasses(dataSource) ? { namesClasses: true as const } : {}),
+      ...(dataSource.kind === 'csv' && dataset.featureShape.length === 1 ? { csv: { dates: dataSource.options?.dates ?? 'ignore' } } : {}),
     };
     this.records.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
     return info;

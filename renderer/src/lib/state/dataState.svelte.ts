@@ -5,8 +5,8 @@ import type { ApiError, DatasetInfo, DatasetPreview, PayloadOf } from '../../../
 import { api } from '../api';
 import { fileToBase64 } from '../files';
 import type { Task } from '../datasetFacts';
-import { browserFile, fileSource, pickFile, type PickedFile } from '../platform';
-import { CsvSetup, type CsvOptions } from './csvSetup.svelte';
+import { browserFile, fileSource, pickFile } from '../platform';
+import { CsvSetup } from './csvSetup.svelte';
 import { ImputationState } from './imputationState.svelte';
 import { SplitState } from './splitState.svelte';
 
@@ -47,8 +47,6 @@ export class DataState {
   readonly split = new SplitState();
   readonly imputation = new ImputationState();
   private readonly deps: DataDeps;
-  /** The file and options each CSV was opened with, so it can be opened again with another task. */
-  private readonly csvOrigins = new Map<string, { file: PickedFile; options: CsvOptions }>();
 
   constructor(deps: DataDeps) {
     this.deps = deps;
@@ -105,19 +103,19 @@ export class DataState {
     if (!pending || pending.problem) return;
     this.csvError = undefined;
     const options = pending.options();
-    const error = await this.open({ ...(await fileSource(pending.file)), csv: options }, { file: pending.file, options });
+    const error = await this.open({ ...(await fileSource(pending.file)), csv: options });
     this.csvError = error;
     if (!error) this.pendingCsv = undefined;
   }
 
-  /** Whether the dataset is a CSV this page opened (so it can be reopened with the other task or dates choice). */
+  /** Whether the dataset is a CSV table (the server can read it again with the other task or dates choice). */
   canRetask(datasetId: string): boolean {
-    return this.csvOrigins.has(datasetId);
+    return this.datasets.some((entry) => entry.id === datasetId && entry.csv !== undefined);
   }
 
   /** How the CSV's date columns were read: as numeric parts, or left out (the server's default). */
   datesOf(datasetId: string): 'parts' | 'ignore' {
-    return this.csvOrigins.get(datasetId)?.options.dates ?? 'ignore';
+    return this.datasets.find((entry) => entry.id === datasetId)?.csv?.dates ?? 'ignore';
   }
 
   /** Opens the CSV again as a classification or regression dataset, in place of the one open now. */
@@ -130,17 +128,21 @@ export class DataState {
     return this.reopen(datasetId, { dates });
   }
 
-  /** The CSV opened again with changed options, replacing the open one; its missing-cell choices follow it. */
-  private async reopen(datasetId: string, change: Partial<CsvOptions>): Promise<void> {
-    const origin = this.csvOrigins.get(datasetId);
-    if (!origin || this.retasking) return;
+  /** The server reads the CSV again with changed options, replacing the open one; its missing-cell choices follow it. */
+  private async reopen(datasetId: string, csv: { task?: Task; dates?: 'parts' | 'ignore' }): Promise<void> {
+    if (this.retasking) return;
     this.taskError = undefined;
     this.retasking = datasetId;
     try {
-      const options = { ...origin.options, ...change };
-      const error = await this.open({ ...(await fileSource(origin.file)), csv: options }, { file: origin.file, options }, datasetId);
-      if (error) this.taskError = error;
-      else await this.closeDataset(datasetId);
+      const reopened = await api.invoke('datasets:reopen', { datasetId, csv });
+      if (reopened.error) {
+        this.taskError = reopened.error;
+        return;
+      }
+      this.imputation.carry(datasetId, reopened.result.id);
+      this.imputation.forget(datasetId);
+      this.datasets = [...this.datasets.filter((entry) => entry.id !== datasetId), reopened.result];
+      await this.selectDataset(reopened.result.id);
     } finally {
       this.retasking = undefined;
     }
@@ -186,14 +188,11 @@ export class DataState {
     return this.idxError === undefined;
   }
 
-  /** `replacing`: the dataset this one is opened again for (its choices carry over). */
-  private async open(source: DatasetSource, origin?: { file: PickedFile; options: CsvOptions }, replacing?: string): Promise<ApiError | undefined> {
+  private async open(source: DatasetSource): Promise<ApiError | undefined> {
     this.opening = true;
     try {
       const opened = await api.invoke('datasets:open', { source });
       if (opened.error) return opened.error;
-      if (origin) this.csvOrigins.set(opened.result.id, origin);
-      if (replacing) this.imputation.carry(replacing, opened.result.id);
       this.datasets = [...this.datasets, opened.result];
       await this.selectDataset(opened.result.id);
       return undefined;
@@ -221,7 +220,6 @@ export class DataState {
     const closed = await api.invoke('datasets:close', { datasetId: id });
     if (closed.error) return;
     this.datasets = this.datasets.filter((entry) => entry.id !== id);
-    this.csvOrigins.delete(id);
     this.imputation.forget(id);
     if (this.datasetId === id) {
       this.datasetId = undefined;
