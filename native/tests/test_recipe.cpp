@@ -251,6 +251,48 @@ void checkEma() {
   CHECK_NEAR(averaged.history[0].validationLoss, eval.loss, 1e-6);
 }
 
+// TTA: the average of the five views' probabilities, each view built here by hand.
+void checkTta() {
+  std::printf("test-time augmentation\n");
+  auto backend = createBackend(DeviceKind::CPU, 1);
+  const nnstudio_test::ControlData d = nnstudio_test::controlBars(30, 8);
+  const DatasetView view = d.view();
+  const ModelSpec spec = parseModelSpec(nnstudio_test::controlSpec("{\"kind\":\"adam\",\"lr\":0.01}"));
+  const std::vector<float> w = initialParameters(spec, 1);
+  const EvalResult tta = evaluateWithTta(*backend, spec, w, view, 7, true);
+  std::vector<double> sum(size_t(view.count) * 2, 0.0);
+  const int shifts[5][3] = {{0, 0, 0}, {0, 1, 0}, {0, -1, 0}, {1, 0, 0}, {-1, 0, 0}};
+  for (int v = 0; v < 6; ++v) {
+    const int dy = v < 5 ? shifts[v][0] : 0, dx = v < 5 ? shifts[v][1] : 0;
+    const bool flip = v == 5;
+    std::vector<float> x(d.x.size());
+    for (int64_t i = 0; i < view.count; ++i)
+      for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 8; ++c) {
+          const int sr = r - dy, sc0 = c - dx, sc = flip ? 7 - sc0 : sc0;
+          x[size_t(i * 64 + r * 8 + c)] = sr >= 0 && sr < 8 && sc >= 0 && sc < 8 ? d.x[size_t(i * 64 + sr * 8 + sc)] : 0.0f;
+        }
+    DatasetView shifted = view;
+    shifted.features = x.data();
+    const EvalResult r = backend->evaluate(spec, w, shifted, 7);
+    for (size_t k = 0; k < sum.size(); ++k) sum[k] += r.probabilities[k] / 6.0;
+  }
+  double worst = 0;
+  for (size_t k = 0; k < sum.size(); ++k) worst = std::max(worst, std::fabs(sum[k] - tta.probabilities[k]));
+  CHECK_MSG(worst < 1e-6, "the probabilities are the mean over the input, 4 shifts and the mirror (worst " +
+                              nnstudio_test::num(worst) + ")");
+  int64_t diagonal = 0, total = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) (a == b ? diagonal : total) += tta.confusion[size_t(a * 2 + b)];
+  total += diagonal;
+  CHECK_MSG(total == view.count && std::fabs(double(diagonal) / double(total) - tta.accuracy) < 1e-12,
+            "accuracy and confusion come from the averaged predictions");
+  const ModelSpec flat = parseModelSpec(
+      "{\"input\":[64],\"layers\":[{\"kind\":\"dense\",\"units\":2}],\"loss\":\"softmax_cross_entropy\","
+      "\"optimizer\":{\"kind\":\"adam\",\"lr\":0.01},\"seed\":0}");
+  CHECK_THROWS(evaluateWithTta(*backend, flat, initialParameters(flat, 1), view), EngineError, "needs image inputs");
+}
+
 }  // namespace
 
 int main() {
@@ -260,6 +302,7 @@ int main() {
     checkAugmentation();
     checkOptionErrors();
     checkEma();
+    checkTta();
   } catch (const std::exception& e) {
     std::printf("  FAIL  unexpected exception: %s\n", e.what());
     ++nnstudio_test::failed();

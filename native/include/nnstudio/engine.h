@@ -344,6 +344,13 @@ std::vector<DeviceInfo> listDevices();        // the CPU first, then each CUDA d
 // kind CUDA without CUDA throws EngineError("no CUDA device is available ...").
 std::unique_ptr<Backend> createBackend(DeviceKind kind, int threads = 0);
 
+// Test-time augmentation for a classifier of images: the class probabilities averaged over the input, its
+// four one-pixel shifts (zero padded) and, with `flip`, its mirror image; predictions, accuracy, confusion
+// and loss (the cross-entropy of the averaged probabilities) from the average. Throws EngineError for a
+// regression or a flat input.
+EvalResult evaluateWithTta(Backend& backend, const ModelSpec& spec, const std::vector<float>& parameters,
+                           const DatasetView& data, int batchSize = 256, bool flip = false);
+
 // ---- whole-network forward/backward, for tests and fixtures (CPU) ----
 // One batch through the network: returns the mean loss, fills `outputs` (batch, lastWidth) with the
 // head's outputs before the loss (logits for softmax/binary cross-entropy) and `gradients`
