@@ -52,6 +52,10 @@ export interface TrainOptions {
   /** Default constant. */
   lrSchedule?: LrSchedule;
   earlyStopping?: EarlyStopping;
+  /** Augmentation of image training batches on the device, seeded by (seed, global step). */
+  augment?: Augmentation;
+  /** Decay of the weight average (EMA) used for validation and returned as the weights. */
+  ema?: number;
   /** Continue this state exactly (same spec, data, batch size, shuffle and seed); `epochs` counts all epochs. */
   resume?: TrainState;
   /** Emit a 'checkpoint' event with the TrainState at every epoch end. */
@@ -67,7 +71,7 @@ export interface TrainOptions {
 }
 
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
-import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
+import type { Augmentation, EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 export type TrainState = NativeTrainState;
 export type CheckpointEvent = NativeCheckpointEvent;
 
@@ -176,6 +180,8 @@ export function train(
       progressIntervalSeconds: options.progressIntervalSeconds,
       lrSchedule: options.lrSchedule,
       earlyStopping: options.earlyStopping,
+      ...(options.augment ? { augment: options.augment } : {}),
+      ...(options.ema ? { ema: options.ema } : {}),
       resume: options.resume,
       checkpoints: options.checkpoints,
       classWeights: options.classWeights,

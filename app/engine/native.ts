@@ -31,7 +31,7 @@ export interface NativeDataset {
   targets?: Float32Array;
 }
 
-import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
+import type { Augmentation, EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 
 /** Everything to continue a run exactly, at an epoch boundary (engine.h TrainState). */
@@ -47,6 +47,10 @@ export interface NativeTrainOptions {
   progressIntervalSeconds?: number;
   lrSchedule?: LrSchedule;
   earlyStopping?: EarlyStopping;
+  /** Augmentation of image training batches on the device (engine.h Augmentation). */
+  augment?: Augmentation;
+  /** Decay of the weight average used for validation and returned as the weights; 0 or absent: none. */
+  ema?: number;
   /** Continue this state; `epochs` is the run's total. */
   resume?: NativeTrainState;
   /** Send a 'checkpoint' event with the TrainState after every epoch. */
@@ -97,6 +101,10 @@ export interface NativeEvaluateOptions {
   batchSize?: number;
   device?: 'cpu' | 'cuda';
   threads?: number;
+  /** Test-time augmentation: probabilities averaged over the input and its four one-pixel shifts (images only). */
+  tta?: boolean;
+  /** With tta, the mirror image too (only for data trained with flips). */
+  ttaFlip?: boolean;
 }
 
 export interface NativeEvalResult {

@@ -275,9 +275,12 @@ inline void checkLossDivergence() {
 
 inline OptimizerSpec optimizerNamed(const std::string& name) {
   OptimizerSpec opt;
-  opt.kind = name == "adam" ? OptimizerKind::Adam : OptimizerKind::SGD;
-  opt.lr = name == "adam" ? 0.01f : 0.1f;
-  opt.momentum = name == "sgd momentum" ? 0.9f : 0.0f;
+  const bool adam = name == "adam" || name == "adamw";
+  opt.kind = name == "adam" ? OptimizerKind::Adam : name == "adamw" ? OptimizerKind::AdamW : OptimizerKind::SGD;
+  opt.lr = adam ? 0.01f : 0.1f;
+  opt.momentum = name == "sgd momentum" || name == "sgd nesterov" || name == "sgdw" ? 0.9f : 0.0f;
+  opt.nesterov = name == "sgd nesterov";
+  opt.decoupledWeightDecay = name == "sgdw";
   opt.beta1 = 0.95f;
   opt.beta2 = 0.99f;
   opt.eps = 1e-8f;
@@ -287,11 +290,12 @@ inline OptimizerSpec optimizerNamed(const std::string& name) {
 inline void optimizerStep(const OptimizerSpec& opt, DeviceVector<float>& p, const DeviceVector<float>& g,
                           DeviceVector<float>& moments, DeviceVector<float>& backup, size_t n, cuda::StepState* state,
                           const cuda::BatchGather* next = nullptr, const cuda::WeightDecay& decay = {}) {
-  if (opt.kind == OptimizerKind::Adam)
+  if (opt.kind != OptimizerKind::SGD)
     cuda::adam_step(nullptr, p.ptr, g.ptr, moments.ptr, moments.ptr + n, backup.ptr, n, opt.lr, opt.beta1, opt.beta2,
                     opt.eps, state, next, decay);
   else
-    cuda::sgd_step(nullptr, p.ptr, g.ptr, moments.ptr, backup.ptr, n, opt.lr, opt.momentum, state, next, decay);
+    cuda::sgd_step(nullptr, p.ptr, g.ptr, moments.ptr, backup.ptr, n, opt.lr, opt.momentum, state, next, decay,
+                   opt.nesterov);
 }
 
 // Weight decay on a masked vector (every third parameter a "bias"): two steps equal optimizerStepCpu's
@@ -320,7 +324,7 @@ inline void checkOptimizerDecay(const std::string& name, size_t n) {
   DeviceVector<float> dP(p0), dG1(g1), dG2(g2), dBackup(n), moments(std::vector<float>(2 * n, 0.0f));
   DeviceVector<uint8_t> dMask(mask);
   DeviceVector<cuda::StepState> st(std::vector<cuda::StepState>{cuda::StepState{}});
-  const cuda::WeightDecay decay{opt.weightDecay, dMask.ptr};
+  const cuda::WeightDecay decay{opt.weightDecay, dMask.ptr, opt.decoupled()};
   optimizerStep(opt, dP, dG1, moments, dBackup, n, st.ptr, nullptr, decay);
   optimizerStep(opt, dP, dG2, moments, dBackup, n, st.ptr, nullptr, decay);
   line.compare("two steps", dP.download(), p, relative(1e-6));
@@ -350,6 +354,76 @@ inline void checkOptimizer(const std::string& name, size_t n) {
   const std::vector<float> before = dP.download();
   optimizerStep(opt, dP, dG1, moments, dBackup, n, st2.ptr);
   line.check(dP.download() == before && st2.download()[0].globalStep == 3, "no update after divergence");
+}
+
+// The weight average after two steps: avg = d (d p0 + (1 - d) p1) + (1 - d) p2, the CPU's ema_update twice.
+inline void checkEma(size_t n) {
+  Row line("weight average (ema 0.9)", std::to_string(n) + " parameters", kOneKernel);
+  const auto a0 = randomVector(n, 60), p1 = randomVector(n, 61), p2 = randomVector(n, 62);
+  std::vector<float> avg = a0;
+  cpu::ema_update(nullptr, avg.data(), p1.data(), n, 0.9f);
+  cpu::ema_update(nullptr, avg.data(), p2.data(), n, 0.9f);
+  DeviceVector<float> dAvg(a0), dP1(p1), dP2(p2);
+  DeviceVector<cuda::StepState> st(std::vector<cuda::StepState>{cuda::StepState{}});
+  cuda::ema_update(nullptr, dAvg.ptr, dP1.ptr, n, 0.9f, st.ptr);
+  cuda::ema_update(nullptr, dAvg.ptr, dP2.ptr, n, 0.9f, st.ptr);
+  line.compare("two updates", dAvg.download(), avg, relative(1e-6));
+  cuda::StepState flagged{};
+  flagged.diverged = 1;
+  DeviceVector<cuda::StepState> st2(std::vector<cuda::StepState>{flagged});
+  const std::vector<float> before = dAvg.download();
+  cuda::ema_update(nullptr, dAvg.ptr, dP1.ptr, n, 0.9f, st2.ptr);
+  line.check(dAvg.download() == before, "no update after divergence");
+}
+
+// Softmax cross-entropy with label smoothing 0.1: the batch loss and gradient against the CPU's.
+inline void checkLabelSmoothingLoss(int K, int N) {
+  Row line("loss softmax_cross_entropy, label smoothing 0.1", "N" + std::to_string(N) + " K=" + std::to_string(K),
+           kOneKernel);
+  const auto z = randomVector(size_t(N) * K, 70 + K, 3.0f);
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  Rng rng(80 + K);
+  for (int32_t& l : labels) l = int32_t(rng.below(uint32_t(K)));
+  NetworkPlan plan;
+  plan.loss = LossKind::SoftmaxCrossEntropy;
+  plan.labelSmoothing = 0.1f;
+  LossTargets targets;
+  targets.labels = labels.data();
+  std::vector<float> dz(z.size());
+  LossCounts counts;
+  const double cpuLoss = cpu::loss_forward_backward(plan, z.data(), targets, N, K, dz.data(), &counts);
+  DeviceVector<float> dZ(z), dDz(z.size());
+  DeviceVector<int32_t> dLabels(labels);
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
+  LossTargets deviceTargets;
+  deviceTargets.labels = dLabels.ptr;
+  cuda::LossConfig config;
+  config.labelSmoothing = 0.1f;
+  cuda::loss_forward_backward(nullptr, config, dZ.ptr, deviceTargets, N, K, dDz.ptr, state.ptr);
+  const cuda::StepState s = state.download()[0];
+  line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "batch loss",
+             nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));
+  line.compare("gradient", dDz.download(), dz, relative(1e-6));
+}
+
+// ---- augmentation ----
+
+// The batch of global step 17 augmented on the GPU against the CPU's: whole-pixel transforms (shift, flip,
+// erase) bit for bit; rotation and scale (bilinear) within float rounding.
+inline void checkAugment(const std::string& name, const Augmentation& a, int n, int C, int H, int W) {
+  Row line("augment " + name, std::to_string(n) + "x" + std::to_string(C) + "x" + std::to_string(H) + "x" +
+                                  std::to_string(W) + ", step 17",
+           kOneKernel);
+  const auto x = randomVector(size_t(n) * C * H * W, 90, 1.0f);
+  std::vector<float> ref(x.size());
+  cpu::augment_batch(nullptr, ref.data(), x.data(), n, C, H, W, a, 5, 17);
+  DeviceVector<float> dX(x), dOut(x.size());
+  cuda::StepState at{};
+  at.globalStep = 17;
+  DeviceVector<cuda::StepState> st(std::vector<cuda::StepState>{at});
+  cuda::augment_batch(nullptr, dOut.ptr, dX.ptr, n, C, H, W, a, 5, st.ptr);
+  const bool affine = a.rotate > 0 || a.scale > 0;
+  line.compare("the batch", dOut.download(), ref, affine ? relative(1e-5) : kExact);
 }
 
 // ---- the batch gathers ----

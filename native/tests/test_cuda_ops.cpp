@@ -257,8 +257,27 @@ void runTable(cpu::ThreadPool& pool) {
   for (LossKind loss : {LossKind::SoftmaxCrossEntropy, LossKind::BinaryCrossEntropy})
     for (int K : {1, 4}) checkWeightedLoss(loss, K, 600);
   checkLossDivergence();
-  for (const char* name : {"sgd", "sgd momentum", "adam"}) checkOptimizer(name, 100003);
-  for (const char* name : {"sgd", "sgd momentum", "adam"}) checkOptimizerDecay(name, 100003);
+  for (const char* name : {"sgd", "sgd momentum", "sgd nesterov", "adam", "adamw"}) checkOptimizer(name, 100003);
+  for (const char* name : {"sgd", "sgd momentum", "sgd nesterov", "sgdw", "adam", "adamw"})
+    checkOptimizerDecay(name, 100003);
+  checkEma(100003);
+  for (int K : {3, 10}) checkLabelSmoothingLoss(K, 600);
+  {
+    Augmentation shifts, flips, affine, all;
+    shifts.translate = 3;
+    flips.flip = true;
+    flips.erase = 0.5f;
+    affine.rotate = 15;
+    affine.scale = 0.1f;
+    all = affine;
+    all.translate = 2;
+    all.flip = true;
+    all.erase = 0.25f;
+    checkAugment("translate 3", shifts, 64, 1, 28, 28);
+    checkAugment("flip, erase 0.5", flips, 64, 3, 32, 32);
+    checkAugment("rotate 15, scale 0.1", affine, 64, 3, 32, 32);
+    checkAugment("everything", all, 33, 3, 17, 23);
+  }
   for (int64_t fs : {13, 16}) checkGather(fs);
   for (const char* name : {"sgd momentum", "adam"}) checkOptimizerGathersNext(name);
 }

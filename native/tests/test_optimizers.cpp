@@ -108,6 +108,100 @@ int main() {
     CHECK_NEAR(p[1], 0.03, 1e-6);
   }
 
+  // ---- SGD with Nesterov momentum (torch.optim.SGD(nesterov=True)) ----
+  std::printf("sgd nesterov\n");
+  {
+    // lr 0.1, momentum 0.9, p = [1, -2]; the step is g + 0.9 v with v already updated
+    // step 1, g = [0.5, -1]:   v = [0.5, -1];   step = [0.95, -1.9];  p = [0.905, -1.81]
+    // step 2, g = [0.25, 0.5]: v = [0.7, -0.4]; step = [0.88, 0.14];  p = [0.817, -1.824]
+    OptimizerSpec sgd;
+    sgd.kind = OptimizerKind::SGD;
+    sgd.lr = 0.1f;
+    sgd.momentum = 0.9f;
+    sgd.nesterov = true;
+    std::vector<float> p = {1.0f, -2.0f}, state;
+    optimizerStepCpu(sgd, p, {0.5f, -1.0f}, state, 1);
+    CHECK_NEAR(p[0], 0.905, 1e-6);
+    CHECK_NEAR(p[1], -1.81, 1e-6);
+    optimizerStepCpu(sgd, p, {0.25f, 0.5f}, state, 2);
+    CHECK_NEAR(state[0], 0.7, 1e-6);
+    CHECK_NEAR(p[0], 0.817, 1e-6);
+    CHECK_NEAR(p[1], -1.824, 1e-6);
+  }
+
+  // ---- weight decay: coupled (PyTorch's SGD weight_decay) against decoupled (SGDW) ----
+  std::printf("sgd weight decay\n");
+  {
+    // lr 0.1, momentum 0.9, weightDecay 0.5, p = [1, -2], g1 = [0.5, -1], g2 = [0.25, 0.5]
+    // coupled:   g' = g + 0.5 p
+    //   step 1: g' = [1, -2];     v = [1, -2];      p = [0.9, -1.8]
+    //   step 2: g' = [0.7, -0.4]; v = [1.6, -2.2];  p = [0.74, -1.58]
+    // decoupled: p *= 1 - 0.1 * 0.5 = 0.95, then the plain momentum step
+    //   step 1: p = [0.95, -1.9];   v = [0.5, -1];   p = [0.9, -1.8]
+    //   step 2: p = [0.855, -1.71]; v = [0.7, -0.4]; p = [0.785, -1.67]
+    OptimizerSpec sgd;
+    sgd.kind = OptimizerKind::SGD;
+    sgd.lr = 0.1f;
+    sgd.momentum = 0.9f;
+    sgd.weightDecay = 0.5f;
+    std::vector<float> p = {1.0f, -2.0f}, state;
+    optimizerStepCpu(sgd, p, {0.5f, -1.0f}, state, 1);
+    optimizerStepCpu(sgd, p, {0.25f, 0.5f}, state, 2);
+    CHECK_NEAR(p[0], 0.74, 1e-6);
+    CHECK_NEAR(p[1], -1.58, 1e-6);
+    sgd.decoupledWeightDecay = true;
+    p = {1.0f, -2.0f};
+    state.clear();
+    optimizerStepCpu(sgd, p, {0.5f, -1.0f}, state, 1);
+    CHECK_NEAR(p[0], 0.9, 1e-6);
+    optimizerStepCpu(sgd, p, {0.25f, 0.5f}, state, 2);
+    CHECK_NEAR(state[1], -0.4, 1e-6);
+    CHECK_NEAR(p[0], 0.785, 1e-6);
+    CHECK_NEAR(p[1], -1.67, 1e-6);
+    // the mask spares the second parameter (a bias): plain momentum SGD there, -2 + 0.1 + 0.04 = -1.86
+    const std::vector<uint8_t> mask = {1, 0};
+    p = {1.0f, -2.0f};
+    state.clear();
+    optimizerStepCpu(sgd, p, {0.5f, -1.0f}, state, 1, &mask);
+    optimizerStepCpu(sgd, p, {0.25f, 0.5f}, state, 2, &mask);
+    CHECK_NEAR(p[0], 0.785, 1e-6);
+    CHECK_NEAR(p[1], -1.86, 1e-6);
+  }
+
+  // ---- AdamW (torch.optim.AdamW: p *= 1 - lr * wd, then Adam's step) ----
+  std::printf("adamw\n");
+  {
+    // Adam's case above with weightDecay 0.5: the factor is 1 - 0.1 * 0.5 = 0.95 before each step
+    //   step 1: p = 0.95 [1, -0.5, 2] = [0.95, -0.475, 1.9];  p -= 0.1 sign(g) -> [0.85, -0.375, 1.9]
+    //   step 2: p = 0.95 p = [0.8075, -0.35625, 1.805];        p -= [0.0932179530, -0.00893249, -0.0744136813]
+    //           -> [0.714282, -0.347318, 1.879414]
+    OptimizerSpec adamw;
+    adamw.kind = OptimizerKind::AdamW;
+    adamw.lr = 0.1f;
+    adamw.beta1 = 0.9f;
+    adamw.beta2 = 0.999f;
+    adamw.eps = 1e-8f;
+    adamw.weightDecay = 0.5f;
+    std::vector<float> p = {1.0f, -0.5f, 2.0f}, state;
+    optimizerStepCpu(adamw, p, {0.2f, -0.4f, 0.0f}, state, 1);
+    CHECK_MSG(state.size() == 6, "adamw state holds m and v: 2 per parameter");
+    CHECK_NEAR(p[0], 0.85, 1e-6);
+    CHECK_NEAR(p[1], -0.375, 1e-6);
+    CHECK_NEAR(p[2], 1.9, 1e-6);
+    optimizerStepCpu(adamw, p, {0.1f, 0.3f, -1.0f}, state, 2);
+    CHECK_NEAR(p[0], 0.714282, 2e-6);
+    CHECK_NEAR(p[1], -0.347318, 2e-6);
+    CHECK_NEAR(p[2], 1.879414, 2e-6);
+    // without decay AdamW is Adam, bit for bit
+    OptimizerSpec adam = adamw;
+    adam.kind = OptimizerKind::Adam;
+    adam.weightDecay = adamw.weightDecay = 0.0f;
+    std::vector<float> a = {1.0f, -0.5f, 2.0f}, b = a, sa, sb;
+    optimizerStepCpu(adam, a, {0.2f, -0.4f, 0.3f}, sa, 1);
+    optimizerStepCpu(adamw, b, {0.2f, -0.4f, 0.3f}, sb, 1);
+    CHECK_MSG(a == b && sa == sb, "adamw without weight decay == adam");
+  }
+
   // ---- misuse ----
   std::printf("errors\n");
   {

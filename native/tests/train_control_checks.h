@@ -44,13 +44,15 @@ inline ControlData controlBars(int count, uint64_t seed) {
   return d;
 }
 
-inline std::string controlSpec(const char* optimizer) {
+inline std::string controlSpec(const char* optimizer, double labelSmoothing = 0) {
+  const std::string smoothing =
+      labelSmoothing > 0 ? ",\"labelSmoothing\":" + std::to_string(labelSmoothing) : std::string();
   return std::string(
              "{\"input\":[1,8,8],\"layers\":[{\"kind\":\"conv2d\",\"filters\":4,\"kernel\":[3,3],\"padding\":\"same\","
              "\"activation\":\"relu\"},{\"kind\":\"maxpool2d\",\"size\":2},{\"kind\":\"flatten\"},"
              "{\"kind\":\"dense\",\"units\":16,\"activation\":\"relu\"},{\"kind\":\"dropout\",\"rate\":0.2},"
              "{\"kind\":\"dense\",\"units\":2}],\"loss\":\"softmax_cross_entropy\",\"optimizer\":") +
-         optimizer + ",\"seed\":3}";
+         optimizer + smoothing + ",\"seed\":3}";
 }
 
 // Keeps every checkpoint handed out.
@@ -94,12 +96,22 @@ inline bool sameHistory(const std::vector<EpochStats>& a, const std::vector<Epoc
   return true;
 }
 
-inline void checkResumeExact(Backend& backend, const char* label, const std::string& specJson, LrSchedule schedule) {
+// The recipe options a resume must carry: augmentation (drawn from the seed and the global step) and the
+// weight average (kept in the TrainState).
+struct Recipe {
+  Augmentation augment;
+  double ema = 0;
+};
+
+inline void checkResumeExact(Backend& backend, const char* label, const std::string& specJson, LrSchedule schedule,
+                             Recipe recipe = {}) {
   const ModelSpec spec = parseModelSpec(specJson);
   const ControlData train = controlBars(500, 21), val = controlBars(120, 22);
   const DatasetView tv = train.view(), vv = val.view();
   TrainOptions four = controlOptions(4);
   four.lrSchedule = schedule;
+  four.augment = recipe.augment;
+  four.ema = recipe.ema;
   CheckpointRecorder whole;
   const TrainResult full = backend.train(spec, tv, &vv, four, &whole, nullptr);
   CHECK_MSG(full.status == TrainStatus::Completed && whole.states.size() == 4,
@@ -108,8 +120,11 @@ inline void checkResumeExact(Backend& backend, const char* label, const std::str
   CHECK_MSG(whole.states[1].epoch == 2 && whole.states[1].step == 2 * 21 && whole.states[1].history.size() == 2 &&
                 whole.states[1].seed == 11,
             std::string(label) + ": the epoch-2 checkpoint counts 2 epochs, 42 steps, the run's seed");
-  CHECK_MSG(sameBits(whole.states[3].parameters, full.parameters),
-            std::string(label) + ": the last checkpoint holds the final weights");
+  CHECK_MSG(sameBits(recipe.ema > 0 ? whole.states[3].emaParameters : whole.states[3].parameters, full.parameters),
+            std::string(label) + ": the last checkpoint holds the final weights (the average with ema)");
+  CHECK_MSG((recipe.ema > 0) == !whole.states[3].emaParameters.empty() &&
+                (recipe.ema == 0 || !sameBits(whole.states[3].emaParameters, whole.states[3].parameters)),
+            std::string(label) + ": a checkpoint holds a weight average exactly when the run keeps one, unlike the weights");
 
   // a stop after epoch 2 (a run of 2 epochs when the schedule does not depend on the total, else the
   // 4-epoch run's own epoch-2 checkpoint), then a resumed run to 4 epochs
@@ -117,11 +132,14 @@ inline void checkResumeExact(Backend& backend, const char* label, const std::str
   if (schedule.kind == LrScheduleKind::Constant || schedule.kind == LrScheduleKind::Step) {
     TrainOptions two = controlOptions(2);
     two.lrSchedule = schedule;
+    two.augment = recipe.augment;
+    two.ema = recipe.ema;
     CheckpointRecorder first;
     const TrainResult half = backend.train(spec, tv, &vv, two, &first, nullptr);
     CHECK_MSG(first.states.size() == 2 && sameBits(first.states[1].parameters, afterTwo.parameters) &&
                   sameBits(first.states[1].optimizerState, afterTwo.optimizerState) &&
-                  sameBits(half.parameters, afterTwo.parameters),
+                  sameBits(first.states[1].emaParameters, afterTwo.emaParameters) &&
+                  sameBits(half.parameters, recipe.ema > 0 ? afterTwo.emaParameters : afterTwo.parameters),
               std::string(label) + ": a 2-epoch run ends in the 4-epoch run's epoch-2 state");
     if (first.states.size() == 2) afterTwo = first.states[1];
   }
@@ -134,7 +152,8 @@ inline void checkResumeExact(Backend& backend, const char* label, const std::str
   CHECK_MSG(sameHistory(second.history, full.history),
             std::string(label) + ": and the same history (losses, accuracies, learning rates of all 4 epochs)");
   CHECK_MSG(rest.states.size() == 2 && rest.states.back().epoch == 4 && rest.states.back().step == 84 &&
-                sameBits(rest.states.back().optimizerState, whole.states[3].optimizerState),
+                sameBits(rest.states.back().optimizerState, whole.states[3].optimizerState) &&
+                sameBits(rest.states.back().emaParameters, whole.states[3].emaParameters),
             std::string(label) + ": the resumed run's checkpoints continue the count, optimizer state equal");
   CHECK_MSG(second.steps == full.steps, std::string(label) + ": the step count continues (" +
                                             std::to_string(second.steps) + ")");
@@ -261,6 +280,9 @@ inline void checkResumeErrors(Backend& backend) {
   cut.optimizerState.resize(cut.parameters.size());
   o.resume = &cut;
   CHECK_THROWS(backend.train(spec, tv, nullptr, o, nullptr, nullptr), EngineError, "Adam needs");
+  o.resume = &rec.states[1];
+  o.ema = 0.99;
+  CHECK_THROWS(backend.train(spec, tv, nullptr, o, nullptr, nullptr), EngineError, "written by a run without ema");
 }
 
 inline void checkTrainControl(Backend& backend, bool exactSteps) {
@@ -277,6 +299,22 @@ inline void checkTrainControl(Backend& backend, bool exactSteps) {
   step.everyEpochs = 1;
   step.gamma = 0.5;
   checkResumeExact(backend, "SGD, step decay", controlSpec("{\"kind\":\"sgd\",\"lr\":0.05,\"momentum\":0.9}"), step);
+  Recipe recipe;
+  recipe.augment.translate = 1;
+  recipe.augment.flip = true;
+  recipe.augment.rotate = 10;
+  recipe.augment.scale = 0.1f;
+  recipe.augment.erase = 0.25f;
+  recipe.ema = 0.9;
+  checkResumeExact(backend, "AdamW, label smoothing, augmentation, EMA",
+                   controlSpec("{\"kind\":\"adamw\",\"lr\":0.005,\"weightDecay\":0.05}", 0.1), LrSchedule{}, recipe);
+  Recipe shifts;
+  shifts.augment.translate = 2;
+  shifts.ema = 0.99;
+  checkResumeExact(backend, "SGD Nesterov, decoupled decay, shifts, EMA",
+                   controlSpec("{\"kind\":\"sgd\",\"lr\":0.05,\"momentum\":0.9,\"nesterov\":true,"
+                               "\"weightDecay\":0.01,\"decoupledWeightDecay\":true}"),
+                   step, shifts);
   checkResumeErrors(backend);
   std::printf("early stopping\n");
   checkEarlyStopping(backend);

@@ -47,8 +47,10 @@ const stateSchema = z.strictObject({
   step: z.number().int().nonnegative(),
   seed: z.string().regex(/^\d{1,20}$/, 'must be a decimal integer'),
   learningRate: z.number().positive(),
-  optimizer: z.enum(['sgd', 'adam']),
+  optimizer: z.enum(['sgd', 'adam', 'adamw']),
   hasBest: z.boolean(),
+  /** The run keeps a weight average (ema): tensors ema.<name>. Absent in files written before it. */
+  hasEma: z.boolean().optional(),
   history: z.array(epochSchema),
   run: z.record(z.string(), z.unknown()),
 });
@@ -58,8 +60,8 @@ const stateSchema = z.strictObject({
 const fromJsonLoss = (value: number | null): number => (value === null ? Number.MAX_VALUE : value);
 const toJsonLoss = (value: number): number | null => (Number.isFinite(value) ? value : null);
 
-function optimizerTensorNames(kind: 'sgd' | 'adam'): string[] {
-  return kind === 'adam' ? ['optimizer.m', 'optimizer.v'] : ['optimizer.velocity'];
+function optimizerTensorNames(kind: 'sgd' | 'adam' | 'adamw'): string[] {
+  return kind === 'sgd' ? ['optimizer.velocity'] : ['optimizer.m', 'optimizer.v'];
 }
 
 /** The checkpoint as safetensors bytes; throws naming the problem. */
@@ -87,6 +89,12 @@ export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
       extra.push({ name: `best.${tensor.name}`, shape: tensor.shape, data: state.bestParameters.subarray(tensor.offset, tensor.offset + tensor.size) });
     }
   }
+  if (state.emaParameters) {
+    if (state.emaParameters.length !== P) throw new Error(`averaged weights have ${state.emaParameters.length} values, the model has ${P}`);
+    for (const tensor of table) {
+      extra.push({ name: `ema.${tensor.name}`, shape: tensor.shape, data: state.emaParameters.subarray(tensor.offset, tensor.offset + tensor.size) });
+    }
+  }
   const block = {
     formatVersion: checkpointFormatVersion,
     epoch: state.epoch,
@@ -95,6 +103,7 @@ export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
     learningRate: state.learningRate,
     optimizer: spec.optimizer.kind,
     hasBest: state.bestParameters !== undefined,
+    ...(state.emaParameters ? { hasEma: true } : {}),
     history: state.history.map((epoch) => ({
       ...epoch,
       trainLoss: toJsonLoss(epoch.trainLoss),
@@ -139,7 +148,7 @@ export function decodeCheckpoint<Preprocessing = unknown>(
 
   const table = parameterTable(spec);
   const groups = optimizerTensorNames(block.optimizer);
-  const layout = [...groups, ...(block.hasBest ? ['best'] : [])].flatMap((group) =>
+  const layout = [...groups, ...(block.hasBest ? ['best'] : []), ...(block.hasEma ? ['ema'] : [])].flatMap((group) =>
     table.map((tensor) => ({ name: `${group}.${tensor.name}`, shape: tensor.shape })),
   );
   const decoded = decodeModelFile(bytes, fileName, options, { tensors: layout });
@@ -153,6 +162,11 @@ export function decodeCheckpoint<Preprocessing = unknown>(
   if (block.hasBest) {
     bestParameters = new Float32Array(P);
     gather('best', bestParameters, 0);
+  }
+  let emaParameters: Float32Array | undefined;
+  if (block.hasEma) {
+    emaParameters = new Float32Array(P);
+    gather('ema', emaParameters, 0);
   }
   const state: TrainingState = {
     epoch: block.epoch,
@@ -171,6 +185,7 @@ export function decodeCheckpoint<Preprocessing = unknown>(
       learningRate: epoch.learningRate,
     })),
     ...(bestParameters ? { bestParameters } : {}),
+    ...(emaParameters ? { emaParameters } : {}),
   };
   return { model: decoded.model, state, run: block.run };
 }

@@ -63,8 +63,12 @@ export const sgdSchema = z.strictObject({
   kind: z.literal('sgd'),
   lr: z.number().positive().finite(),
   momentum: z.number().min(0).lt(1).optional(),
+  /** Nesterov momentum (PyTorch's nesterov=True); needs momentum > 0. */
+  nesterov: z.boolean().optional(),
   /** Coupled L2 on the weights (not the biases): gradient += weightDecay * w. Default 0. */
   weightDecay: z.number().finite().nonnegative().optional(),
+  /** Decoupled decay instead (SGDW): w -= lr * weightDecay * w before the update. */
+  decoupledWeightDecay: z.boolean().optional(),
 });
 export const adamSchema = z.strictObject({
   kind: z.literal('adam'),
@@ -74,7 +78,9 @@ export const adamSchema = z.strictObject({
   eps: z.number().positive().optional(),
   weightDecay: z.number().finite().nonnegative().optional(),
 });
-export const optimizerSchema = z.discriminatedUnion('kind', [sgdSchema, adamSchema]);
+/** torch.optim.AdamW: decoupled weight decay (w -= lr * weightDecay * w, then Adam's step). */
+export const adamwSchema = adamSchema.extend({ kind: z.literal('adamw') });
+export const optimizerSchema = z.discriminatedUnion('kind', [sgdSchema, adamSchema, adamwSchema]);
 export type OptimizerSpec = z.infer<typeof optimizerSchema>;
 
 export const modelSpecSchema = z
@@ -86,6 +92,8 @@ export const modelSpecSchema = z
     loss: z.enum(lossNames),
     /** huber: quadratic below delta, linear above (PyTorch's HuberLoss). Default 1. */
     huberDelta: z.number().positive().finite().optional(),
+    /** softmax_cross_entropy: the target (1 - s) one-hot + s / K (PyTorch's label_smoothing), 0..0.5. */
+    labelSmoothing: z.number().min(0).max(0.5).optional(),
     optimizer: optimizerSchema,
     seed: z.number().int().nonnegative(),
   })
@@ -96,6 +104,12 @@ export const modelSpecSchema = z
         path: ['loss'],
         message: `a regression needs loss mse, mae or huber, got "${spec.loss}"`,
       });
+    }
+    if (spec.optimizer.kind === 'sgd' && spec.optimizer.nesterov === true && !((spec.optimizer.momentum ?? 0) > 0)) {
+      context.addIssue({ code: 'custom', path: ['optimizer', 'nesterov'], message: 'nesterov needs a momentum > 0 (as PyTorch)' });
+    }
+    if ((spec.labelSmoothing ?? 0) > 0 && spec.loss !== 'softmax_cross_entropy') {
+      context.addIssue({ code: 'custom', path: ['labelSmoothing'], message: `labelSmoothing needs loss softmax_cross_entropy, got "${spec.loss}"` });
     }
   });
 export type ModelSpec = z.infer<typeof modelSpecSchema>;

@@ -54,6 +54,8 @@ export interface TrainState {
   history: EpochStats[];
   /** Early stopping with restoreBest: the best epoch's weights. */
   bestParameters?: Float32Array;
+  /** The weight average of a run with ema (the engine's TrainState::emaParameters). */
+  emaParameters?: Float32Array;
 }
 
 /** The engine's step event (at most every progressIntervalSeconds, 20/s by default). */

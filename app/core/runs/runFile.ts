@@ -23,7 +23,7 @@ export interface RunOptions {
   /** Epochs asked for (the history says how many ran). */
   epochs: number;
   batchSize: number;
-  optimizer: 'sgd' | 'adam';
+  optimizer: 'sgd' | 'adam' | 'adamw';
   lr: number;
   seed: number;
   /** Where it trained ('cpu' or 'cuda') and the device's own name ("NVIDIA H100 80GB HBM3", "cpu (16 threads)"). */
@@ -99,7 +99,7 @@ const count = z.number().int().nonnegative();
 const optionsSchema = z.looseObject({
   epochs: z.number().int().positive(),
   batchSize: z.number().int().positive(),
-  optimizer: z.enum(['sgd', 'adam']),
+  optimizer: z.enum(['sgd', 'adam', 'adamw']),
   lr: z.number().positive(),
   seed: count,
   device: z.string(),

@@ -36,7 +36,7 @@ enum class LossKind { SoftmaxCrossEntropy, BinaryCrossEntropy, MSE, MAE, Huber }
 // Classification predicts a class per sample from labels; regression predicts the head's outputs as numbers
 // from float targets (DatasetView::targets), with loss mse, mae or huber.
 enum class TaskKind { Classification, Regression };
-enum class OptimizerKind { SGD, Adam };
+enum class OptimizerKind { SGD, Adam, AdamW };
 
 struct LayerSpec {
   LayerKind kind = LayerKind::Dense;
@@ -54,10 +54,15 @@ struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::Adam;
   float lr = 0.001f;
   float momentum = 0.0f;                                // sgd
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;       // adam
-  // L2, coupled (as PyTorch's weight_decay): gradient += weightDecay * w before the update, for the
-  // weights of dense and conv2d layers only (biases never decay); 0: none.
+  bool nesterov = false;                                // sgd: Nesterov momentum (PyTorch's nesterov=True)
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;       // adam, adamw
+  // For the weights of dense and conv2d layers only (biases never decay); 0: none. Coupled L2 (as
+  // PyTorch's SGD/Adam weight_decay): gradient += weightDecay * w before the update. Decoupled (adamw
+  // always, as torch.optim.AdamW; sgd with decoupledWeightDecay, Loshchilov & Hutter's SGDW):
+  // w -= lr * weightDecay * w before the update, lr the step's scheduled learning rate.
   float weightDecay = 0.0f;
+  bool decoupledWeightDecay = false;                    // sgd (adamw is always decoupled)
+  bool decoupled() const { return kind == OptimizerKind::AdamW || (kind == OptimizerKind::SGD && decoupledWeightDecay); }
 };
 
 struct ModelSpec {
@@ -66,6 +71,8 @@ struct ModelSpec {
   TaskKind task = TaskKind::Classification;
   LossKind loss = LossKind::SoftmaxCrossEntropy;
   float huberDelta = 1.0f;                // huber: quadratic below delta, linear above (> 0)
+  // softmax_cross_entropy: the target is (1 - s) one-hot + s / K (PyTorch's label_smoothing), in [0, 0.5]
+  float labelSmoothing = 0.0f;
   OptimizerSpec optimizer;
   uint64_t seed = 0;
 };
@@ -76,7 +83,9 @@ struct ModelSpec {
 //  "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":0}
 // Activation names: relu, leaky_relu (with "alpha"), sigmoid, tanh, softplus, softmax, linear.
 // Optional fields: "task" ("classification", the default, or "regression"), "huberDelta" (loss huber,
-// default 1), optimizer "weightDecay" (>= 0, default 0). A regression spec needs loss mse, mae or huber.
+// default 1), "labelSmoothing" (softmax_cross_entropy, 0..0.5, default 0), optimizer "weightDecay" (>= 0,
+// default 0); optimizer kinds sgd {lr, momentum?, nesterov?, weightDecay?, decoupledWeightDecay?}, adam and
+// adamw {lr, beta1?, beta2?, eps?, weightDecay?}. A regression spec needs loss mse, mae or huber.
 // Losses (all reduced by the mean over every element, as PyTorch's defaults):
 //   softmax_cross_entropy: the head outputs logits; a trailing softmax (layer or dense activation) is
 //     folded into the loss. binary_cross_entropy: logits, a trailing sigmoid is folded in; one output
@@ -196,6 +205,23 @@ struct TrainState {
   std::vector<float> optimizerState;  // SGD: velocity (P); Adam: m (P) then v (P)
   std::vector<EpochStats> history;    // epochs 1..epoch
   std::vector<float> bestParameters;  // early stopping with restoreBest: the best epoch's weights, else empty
+  std::vector<float> emaParameters;   // TrainOptions::ema > 0: the weight average (P), else empty
+};
+
+// Augmentation of image inputs ([C,H,W]) on the training batches, on the device that trains. Each sample
+// of global step t draws its transform from (TrainOptions::seed, t, its row in the batch) alone, so a
+// resumed run sees the same batches (spec/augment.h). The transform maps each output pixel back into the
+// input: flip (probability 1/2), rotation by up to +-rotate degrees and scaling by 1 +- scale about the
+// centre (bilinear), then a whole-pixel shift of up to +-translate in each axis; what falls outside the
+// input reads 0 (pad and crop). Erasing (probability `erase`) then zeroes one rectangle of 2 % to 33 %
+// of the image with an aspect ratio in [0.3, 3.3] (torchvision's RandomErasing defaults, one try).
+struct Augmentation {
+  int translate = 0;      // pixels, 0..H/2
+  bool flip = false;      // horizontal; off for digits and text
+  float rotate = 0;       // degrees, 0..180
+  float scale = 0;        // fraction, 0..0.5
+  float erase = 0;        // probability, 0..1
+  bool enabled() const { return translate > 0 || flip || rotate > 0 || scale > 0 || erase > 0; }
 };
 
 struct TrainOptions {
@@ -213,6 +239,11 @@ struct TrainOptions {
   // Regression: the targets the engine sees are (y - targetMean) / targetStd per column; these map the
   // outputs back for the validation metrics. Empty: identity. Else targetWidth values each (std > 0).
   std::vector<float> targetMean, targetStd;
+  Augmentation augment;               // the training batches' (none by default)
+  // > 0: an exponential moving average of the weights, avg = ema * avg + (1 - ema) * w after every
+  // step (from the starting weights), validates the epochs, is kept by early stopping and is the
+  // result's weights; in [0, 1).
+  double ema = 0;
   // Continue from this state (same spec, data, batch size, shuffle and seed); it replaces `start`.
   const TrainState* resume = nullptr;
 };
@@ -312,6 +343,13 @@ bool cudaAvailable();                         // built with CUDA and a device is
 std::vector<DeviceInfo> listDevices();        // the CPU first, then each CUDA device
 // kind CUDA without CUDA throws EngineError("no CUDA device is available ...").
 std::unique_ptr<Backend> createBackend(DeviceKind kind, int threads = 0);
+
+// Test-time augmentation for a classifier of images: the class probabilities averaged over the input, its
+// four one-pixel shifts (zero padded) and, with `flip`, its mirror image; predictions, accuracy, confusion
+// and loss (the cross-entropy of the averaged probabilities) from the average. Throws EngineError for a
+// regression or a flat input.
+EvalResult evaluateWithTta(Backend& backend, const ModelSpec& spec, const std::vector<float>& parameters,
+                           const DatasetView& data, int batchSize = 256, bool flip = false);
 
 // ---- whole-network forward/backward, for tests and fixtures (CPU) ----
 // One batch through the network: returns the mean loss, fills `outputs` (batch, lastWidth) with the

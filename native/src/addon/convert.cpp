@@ -158,6 +158,21 @@ std::vector<float> floatListOption(const Napi::Object& options, const char* key,
   return list;
 }
 
+// options.augment: { translate?, flip?, rotate?, scale?, erase? } (the engine checks them against the input)
+Augmentation augmentationValue(Napi::Env env, const Napi::Value& value) {
+  Augmentation a;
+  if (value.IsUndefined() || value.IsNull()) return a;
+  if (!value.IsObject() || value.IsArray()) throwType(env, "options.augment must be an object");
+  const Napi::Object object = value.As<Napi::Object>();
+  const char* where = "options.augment";
+  a.translate = intOption(object, "translate", 0, 0, 1 << 20, where);
+  a.flip = boolOption(object, "flip", false, where);
+  a.rotate = float(numberOption(object, "rotate", 0, 0, 180, where));
+  a.scale = float(numberOption(object, "scale", 0, 0, 0.5, where));
+  a.erase = float(numberOption(object, "erase", 0, 0, 1, where));
+  return a;
+}
+
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   TrainOptions result;
   const int intMax = std::numeric_limits<int>::max();
@@ -174,6 +189,8 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   result.targetMean = floatListOption(options, "targetMean", "options");
   result.targetStd = floatListOption(options, "targetStd", "options");
   result.earlyStopping = earlyStoppingValue(env, options.Get("earlyStopping"));
+  result.augment = augmentationValue(env, options.Get("augment"));
+  result.ema = numberOption(options, "ema", 0.0, 0.0, 0.999999, "options");
   return result;
 }
 

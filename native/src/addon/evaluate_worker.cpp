@@ -20,6 +20,7 @@ struct EvaluateJob {
   std::vector<float> parameters;  // copied: the engine API takes a vector
   DatasetArg data;                // the evaluation's own copy
   int batchSize = 256;
+  bool tta = false, ttaFlip = false;  // test-time augmentation (evaluateWithTta), with the mirror image
   int threads = 0;
   DeviceKind device = DeviceKind::CPU;
 };
@@ -35,7 +36,9 @@ class EvaluateRun final : public EngineThreadJob {
   void run() override {
     try {
       std::unique_ptr<Backend> backend = createBackend(job_.device, job_.threads);
-      result_ = backend->evaluate(job_.spec, job_.parameters, job_.data.view(), job_.batchSize);
+      result_ = job_.tta ? evaluateWithTta(*backend, job_.spec, job_.parameters, job_.data.view(), job_.batchSize,
+                                           job_.ttaFlip)
+                         : backend->evaluate(job_.spec, job_.parameters, job_.data.view(), job_.batchSize);
     } catch (const std::bad_alloc&) {
       fail(kInternalErrorCode, "out of memory while evaluating");
     } catch (const std::exception& error) {
@@ -100,6 +103,8 @@ Napi::Value Evaluate(const Napi::CallbackInfo& info) {
     const Napi::Object options = optionsArg(info, 3, "options");
     job.batchSize = intOption(options, "batchSize", job.batchSize, 1, 1 << 24, "options");
     job.threads = intOption(options, "threads", job.threads, 0, 4096, "options");
+    job.tta = boolOption(options, "tta", false, "options");
+    job.ttaFlip = boolOption(options, "ttaFlip", false, "options");
     const Napi::Value device = options.Get("device");
     job.device = device.IsUndefined() ? DeviceKind::CPU : deviceValue(env, device, "options.device");
 

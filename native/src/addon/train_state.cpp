@@ -137,11 +137,14 @@ TrainState trainStateValue(Napi::Env env, const Napi::Value& value, const ModelS
   state.learningRate = numberOption(object, "learningRate", 0, 1e-30, std::numeric_limits<double>::max(), where);
   if (state.learningRate <= 0) throwType(env, "options.resume.learningRate must be a positive number");
   state.parameters = parametersValue(env, object.Get("parameters"), P, "options.resume.parameters");
-  const size_t moments = spec.optimizer.kind == OptimizerKind::Adam ? 2 * P : P;
+  const size_t moments = spec.optimizer.kind == OptimizerKind::SGD ? P : 2 * P;  // Adam, AdamW: m and v
   state.optimizerState = parametersValue(env, object.Get("optimizerState"), moments, "options.resume.optimizerState");
   const Napi::Value best = object.Get("bestParameters");
   if (!best.IsUndefined() && !best.IsNull())
     state.bestParameters = parametersValue(env, best, P, "options.resume.bestParameters");
+  const Napi::Value ema = object.Get("emaParameters");
+  if (!ema.IsUndefined() && !ema.IsNull())
+    state.emaParameters = parametersValue(env, ema, P, "options.resume.emaParameters");
   const Napi::Value history = object.Get("history");
   if (!history.IsArray()) throwType(env, "options.resume.history must be an array");
   const Napi::Array epochs = history.As<Napi::Array>();
@@ -164,6 +167,7 @@ Napi::Object checkpointEventObject(Napi::Env env, const TrainState& state) {
     history.Set(static_cast<uint32_t>(i), epochStatsObject(env, state.history[i]));
   object.Set("history", history);
   if (!state.bestParameters.empty()) object.Set("bestParameters", float32Array(env, state.bestParameters));
+  if (!state.emaParameters.empty()) object.Set("emaParameters", float32Array(env, state.emaParameters));
   return object;
 }
 

@@ -151,16 +151,27 @@ double loss_forward_backward(LossKind loss, const float* outputs, const int32_t*
 void loss_predict(LossKind loss, const float* outputs, int N, int K, int32_t* predictions, float* probabilities);
 
 // ---- optimizers (optim.cpp) ----
-// Coupled L2: g += rate * p where mask[i] != 0 (every parameter without a mask); rate 0: none.
+// Where mask[i] != 0 (every parameter without a mask); rate 0: none. Coupled L2: g += rate * p;
+// decoupled (AdamW, SGDW): p *= 1 - lr * rate before the update.
 struct WeightDecay {
   float rate = 0.0f;
   const uint8_t* mask = nullptr;  // (n)
+  bool decoupled = false;
 };
-// PyTorch's SGD: v = momentum * v + g; p -= lr * v  (plain p -= lr * g when momentum == 0).
+// PyTorch's SGD: v = momentum * v + g; p -= lr * v  (plain p -= lr * g when momentum == 0); with
+// nesterov p -= lr * (g + momentum * v).
 void sgd_step(ThreadPool* pool, float* params, const float* grads, float* velocity, size_t n, float lr, float momentum,
-              const WeightDecay& decay = {});
-// PyTorch's Adam: m, v moments; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+              const WeightDecay& decay = {}, bool nesterov = false);
+// PyTorch's Adam: m, v moments; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); with a decoupled
+// decay, torch.optim.AdamW.
 void adam_step(ThreadPool* pool, float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1,
                float beta2, float eps, int64_t t, const WeightDecay& decay = {});
+// ---- augmentation (augment.cpp) ----
+// out (n, C, H, W) = the batch `in` (n, C, H, W) augmented as step `step` of the run seeded `seed` draws it.
+void augment_batch(ThreadPool* pool, float* out, const float* in, int n, int C, int H, int W, const Augmentation& a,
+                   uint64_t seed, int64_t step);
+
+// The weight average: avg = decay * avg + (1 - decay) * p.
+void ema_update(ThreadPool* pool, float* average, const float* params, size_t n, float decay);
 
 }  // namespace nnstudio::cpu

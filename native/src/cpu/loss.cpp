@@ -1,5 +1,7 @@
 // Losses, each reduced by the mean over every element as PyTorch's defaults, with their gradient:
-//   softmax_cross_entropy  on logits (N, K): log-sum-exp(z) - z_y; grad (softmax(z) - onehot) / N
+//   softmax_cross_entropy  on logits (N, K): log-sum-exp(z) - z_y; grad (softmax(z) - onehot) / N; with label
+//                          smoothing s the target q = (1 - s) onehot + s / K (PyTorch's label_smoothing):
+//                          lse - sum_k q_k z_k, grad (softmax(z) - q) / N
 //   binary_cross_entropy   on logits (N, K): target = label (K = 1) or one-hot; the stable form
 //                          max(z,0) - z t + log(1 + e^-|z|); grad (sigmoid(z) - t) / (N K)
 //   mse / mae / huber      on outputs (N, K): target = label (K = 1) or one-hot; in a regression the
@@ -27,6 +29,9 @@ inline int argmax(const float* row, int K) {
 // target of output k for a sample with this label
 inline double target(int32_t label, int K, int k) { return K == 1 ? double(label) : (k == label ? 1.0 : 0.0); }
 
+// label smoothing's target of output k: (1 - s) for the label, plus s / K for every output
+inline double smoothedTarget(double s, bool label, int K) { return (label ? 1.0 - s : 0.0) + s / K; }
+
 inline int32_t predict(LossKind loss, const float* row, int K) {
   if (K > 1) return argmax(row, K);
   // one output: the logit's sigmoid (or the output itself for mse/mae) against 0.5
@@ -43,6 +48,7 @@ double loss_forward_backward(const NetworkPlan& plan, const float* outputs, cons
   const LossKind loss = plan.loss;
   const bool regression = plan.regression();
   const double delta = plan.huberDelta;
+  const double smoothing = loss == LossKind::SoftmaxCrossEntropy ? double(plan.labelSmoothing) : 0.0;
   // the samples' weights: their class's (classification with class weights), else 1 each
   const float* classWeights = regression ? nullptr : targets.classWeights;
   double weightSum = N;
@@ -74,10 +80,19 @@ double loss_forward_backward(const NetworkPlan& plan, const float* outputs, cons
         double sum = 0;
         for (int k = 0; k < K; ++k) sum += std::exp(double(z[k]) - m);
         const double lse = m + std::log(sum);
-        acc += lse - z[y];
-        if (dz)
-          for (int k = 0; k < K; ++k)
-            dz[k] = float((std::exp(double(z[k]) - lse) - (k == y ? 1.0 : 0.0)) * w / denominator);
+        if (smoothing == 0) {
+          acc += lse - z[y];
+          if (dz)
+            for (int k = 0; k < K; ++k)
+              dz[k] = float((std::exp(double(z[k]) - lse) - (k == y ? 1.0 : 0.0)) * w / denominator);
+        } else {
+          double zSum = 0;
+          for (int k = 0; k < K; ++k) zSum += z[k];
+          acc += lse - ((1.0 - smoothing) * z[y] + smoothing * zSum / K);
+          if (dz)
+            for (int k = 0; k < K; ++k)
+              dz[k] = float((std::exp(double(z[k]) - lse) - smoothedTarget(smoothing, k == y, K)) * w / denominator);
+        }
       }
     } else {
       for (int k = 0; k < K; ++k) {

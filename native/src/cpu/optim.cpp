@@ -1,6 +1,7 @@
-// Optimizers over the flat parameter vector, exactly as PyTorch's torch.optim.SGD and Adam
-// (no dampening, no Nesterov, no AMSGrad). Weight decay is PyTorch's coupled L2 (g + weightDecay * p),
-// restricted to the parameters the decay mask marks (the weights; biases never decay).
+// Optimizers over the flat parameter vector, exactly as PyTorch's torch.optim.SGD (Nesterov included),
+// Adam and AdamW (no dampening, no AMSGrad). Weight decay is PyTorch's coupled L2 (g + weightDecay * p), or
+// decoupled (p *= 1 - lr * weightDecay first: AdamW, and SGDW for SGD), restricted to the parameters the
+// decay mask marks (the weights; biases never decay).
 #include <cmath>
 
 #include "cpu/layers.h"
@@ -20,6 +21,12 @@ void forChunks(ThreadPool* pool, size_t n, Fn&& fn) {
 inline float decayed(const float* grads, const float* params, size_t i, const WeightDecay& decay) {
   return !decay.mask || decay.mask[i] ? grads[i] + decay.rate * params[i] : grads[i];
 }
+
+// Decoupled decay: shrinks the masked parameters by `factor` (1 - lr * rate), as AdamW's p.mul_(1 - lr * wd).
+void shrink(float* params, size_t a, size_t b, float factor, const uint8_t* mask) {
+  for (size_t i = a; i < b; ++i)
+    if (!mask || mask[i]) params[i] *= factor;
+}
 }  // namespace
 
 // ---- sgd ----
@@ -28,14 +35,21 @@ namespace {
 // Decay is a template flag so the loop without it stays the plain (vectorised) one it always was.
 template <bool Decay>
 void sgdRange(float* params, const float* grads, float* velocity, size_t a, size_t b, float lr, float momentum,
-              const WeightDecay& decay) {
+              const WeightDecay& decay, bool nesterov) {
   if (momentum == 0.0f) {
     for (size_t i = a; i < b; ++i) params[i] -= lr * (Decay ? decayed(grads, params, i, decay) : grads[i]);
-  } else {
+  } else if (!nesterov) {
     // PyTorch starts the buffer at the first gradient; from zeros, m * 0 + g gives the same
     for (size_t i = a; i < b; ++i) {
       velocity[i] = momentum * velocity[i] + (Decay ? decayed(grads, params, i, decay) : grads[i]);
       params[i] -= lr * velocity[i];
+    }
+  } else {
+    // PyTorch's nesterov: g + momentum * buf, buf already updated
+    for (size_t i = a; i < b; ++i) {
+      const float g = Decay ? decayed(grads, params, i, decay) : grads[i];
+      velocity[i] = momentum * velocity[i] + g;
+      params[i] -= lr * (g + momentum * velocity[i]);
     }
   }
 }
@@ -55,10 +69,13 @@ void adamRange(float* params, const float* grads, float* m, float* v, size_t a, 
 }  // namespace
 
 void sgd_step(ThreadPool* pool, float* params, const float* grads, float* velocity, size_t n, float lr,
-              float momentum, const WeightDecay& decay) {
+              float momentum, const WeightDecay& decay, bool nesterov) {
+  const bool coupled = decay.rate != 0.0f && !decay.decoupled;
+  const bool decoupled = decay.rate != 0.0f && decay.decoupled;
   forChunks(pool, n, [&](size_t a, size_t b) {
-    if (decay.rate != 0.0f) sgdRange<true>(params, grads, velocity, a, b, lr, momentum, decay);
-    else sgdRange<false>(params, grads, velocity, a, b, lr, momentum, decay);
+    if (decoupled) shrink(params, a, b, 1.0f - lr * decay.rate, decay.mask);
+    if (coupled) sgdRange<true>(params, grads, velocity, a, b, lr, momentum, decay, nesterov);
+    else sgdRange<false>(params, grads, velocity, a, b, lr, momentum, decay, nesterov);
   });
 }
 
@@ -70,9 +87,21 @@ void adam_step(ThreadPool* pool, float* params, const float* grads, float* m, fl
   const double bias2 = 1.0 - std::pow(double(beta2), double(t));
   const float stepSize = float(double(lr) / bias1);
   const float bias2Sqrt = float(std::sqrt(bias2));
+  const bool coupled = decay.rate != 0.0f && !decay.decoupled;
+  const bool decoupled = decay.rate != 0.0f && decay.decoupled;
   forChunks(pool, n, [&](size_t a, size_t b) {
-    if (decay.rate != 0.0f) adamRange<true>(params, grads, m, v, a, b, stepSize, bias2Sqrt, beta1, beta2, eps, decay);
+    if (decoupled) shrink(params, a, b, 1.0f - lr * decay.rate, decay.mask);
+    if (coupled) adamRange<true>(params, grads, m, v, a, b, stepSize, bias2Sqrt, beta1, beta2, eps, decay);
     else adamRange<false>(params, grads, m, v, a, b, stepSize, bias2Sqrt, beta1, beta2, eps, decay);
+  });
+}
+
+// ---- weight average ----
+
+void ema_update(ThreadPool* pool, float* average, const float* params, size_t n, float decay) {
+  const float keep = decay, take = 1.0f - decay;
+  forChunks(pool, n, [&](size_t a, size_t b) {
+    for (size_t i = a; i < b; ++i) average[i] = keep * average[i] + take * params[i];
   });
 }
 
@@ -89,11 +118,11 @@ void optimizerStepCpu(const OptimizerSpec& optimizer, std::vector<float>& parame
   if (decayMask && decayMask->size() != n)
     throw EngineError("optimizer step: a decay mask of " + std::to_string(decayMask->size()) + " values for " +
                       std::to_string(n) + " parameters");
-  const cpu::WeightDecay decay{optimizer.weightDecay, decayMask ? decayMask->data() : nullptr};
+  const cpu::WeightDecay decay{optimizer.weightDecay, decayMask ? decayMask->data() : nullptr, optimizer.decoupled()};
   if (optimizer.kind == OptimizerKind::SGD) {
     if (state.size() != n) state.assign(n, 0.0f);
     cpu::sgd_step(nullptr, parameters.data(), gradients.data(), state.data(), n, optimizer.lr, optimizer.momentum,
-                  decay);
+                  decay, optimizer.nesterov);
   } else {
     if (t < 1) throw EngineError("optimizer step: Adam's step count t starts at 1");
     if (state.size() != 2 * n) state.assign(2 * n, 0.0f);

@@ -2,7 +2,9 @@
 // batch from the epoch's order (or points into the data when it is not shuffled), runs forward and the
 // loss; a non-finite loss flags divergence and the session runs no more steps (the GPU's rule); else it
 // keeps the weights as the last finite ones, runs backward and the optimizer at the scheduled learning
-// rate. Totals are always current, so a requested read is ready at once.
+// rate. Totals are always current, so a requested read is ready at once. With options.augment the batch is
+// augmented (spec/augment.h) as its global step draws it; with options.ema the weight average follows every
+// update and is the one validated.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -40,13 +42,16 @@ class CpuSession final : public TrainingSession {
   void synchronize() override {}
   void setBaseLearningRate(double lr) override { baseLr_ = lr; }
   ValidationTotals validate() override;
-  void keepBest() override { best_ = params_; }
+  void keepBest() override { best_ = evaluated(); }
   std::vector<float> weights(WeightsKind which) override;
   std::vector<float> optimizerState() override { return state_; }
 
  private:
   // the batch's features (n, featureSize); its labels and targets in targets_ (batchLabels_, batchTargets_)
   const float* gatherBatch(int64_t first, int n);
+  void optimizerStep(float lr);
+  // the weights validate() and keepBest() use: the average with ema, else the current ones
+  const std::vector<float>& evaluated() const { return ema_.empty() ? params_ : ema_; }
 
   const ModelSpec& spec_;
   const DatasetView data_;
@@ -63,6 +68,8 @@ class CpuSession final : public TrainingSession {
   std::vector<float> lastFinite_;  // weights whose loss was finite, for divergence
   std::vector<float> state_;       // the optimizer's
   std::vector<float> best_;        // early stopping's best epoch (keepBest)
+  std::vector<float> ema_;         // the weight average (options.ema > 0), else empty
+  std::vector<float> augmented_;   // the augmented batch (options.augment), else empty
   std::vector<float> batchFeatures_;
   std::vector<int32_t> batchLabels_;
   std::vector<float> batchTargets_;  // regression (batch, K)
@@ -91,6 +98,7 @@ CpuSession::CpuSession(const SessionSetup& setup, int threads)
       batchTargets_(setup.plan.regression() ? size_t(setup.batch) * size_t(setup.plan.outputWidth) : 0),
       K_(int(setup.plan.outputWidth)) {
   if (setup.spec.optimizer.weightDecay > 0) decayMask_ = weightDecayMask(setup.spec);
+  if (setup.options.augment.enabled()) augmented_.resize(batchFeatures_.size());
   if (!options_.classWeights.empty()) targets_.classWeights = options_.classWeights.data();
 }
 
@@ -101,6 +109,7 @@ void CpuSession::start(StartState state) {
   state_ = state.optimizerState.empty() ? std::vector<float>(optimizerStateSize(spec_, P_), 0.0f)
                                         : std::move(state.optimizerState);
   best_ = std::move(state.bestParameters);
+  if (options_.ema > 0) ema_ = state.emaParameters.empty() ? params_ : std::move(state.emaParameters);
   totals_ = RunTotals{};
   totals_.globalStep = state.globalStep;
   baseLr_ = state.baseLearningRate;
@@ -141,6 +150,12 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
   const int64_t first = totals_.epochStep * batch_;
   const int n = int(std::min<int64_t>(batch_, data_.count - first));
   const float* x = gatherBatch(first, n);
+  if (!augmented_.empty()) {
+    const std::vector<int>& in = spec_.input;  // [C, H, W]: the driver checked
+    augment_batch(&pool_, augmented_.data(), x, n, in[0], in[1], in[2], options_.augment, options_.seed,
+                  totals_.globalStep);
+    x = augmented_.data();
+  }
   // ---- forward, loss ----
   net_.forward(params_.data(), x, n, true, mixSeed(options_.seed, uint64_t(totals_.globalStep), 0xD0));
   LossCounts counts;
@@ -156,13 +171,8 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
   net_.backward(params_.data(), grads_.data(), n);
   const float lr = stepLearningRate(lrPlan_, baseLr_, totals_.globalStep);
   ++totals_.globalStep;
-  const OptimizerSpec& opt = spec_.optimizer;
-  const WeightDecay decay{decayMask_.empty() ? 0.0f : opt.weightDecay, decayMask_.data()};
-  if (opt.kind == OptimizerKind::Adam)
-    adam_step(&pool_, params_.data(), grads_.data(), state_.data(), state_.data() + P_, P_, lr, opt.beta1, opt.beta2,
-              opt.eps, totals_.globalStep, decay);
-  else
-    sgd_step(&pool_, params_.data(), grads_.data(), state_.data(), P_, lr, opt.momentum, decay);
+  optimizerStep(lr);
+  if (!ema_.empty()) ema_update(&pool_, ema_.data(), params_.data(), P_, float(options_.ema));
   // ---- totals ----
   ++totals_.epochStep;
   // the batch's share rounded before the sum: a fused multiply-add (which the compiler may or may not
@@ -175,6 +185,16 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
   totals_.batchLossSum += loss;
   ++totals_.lossSteps;
   return 1;
+}
+
+void CpuSession::optimizerStep(float lr) {
+  const OptimizerSpec& opt = spec_.optimizer;
+  const WeightDecay decay{decayMask_.empty() ? 0.0f : opt.weightDecay, decayMask_.data(), opt.decoupled()};
+  if (opt.kind == OptimizerKind::SGD)
+    sgd_step(&pool_, params_.data(), grads_.data(), state_.data(), P_, lr, opt.momentum, decay, opt.nesterov);
+  else
+    adam_step(&pool_, params_.data(), grads_.data(), state_.data(), state_.data() + P_, P_, lr, opt.beta1, opt.beta2,
+              opt.eps, totals_.globalStep, decay);
 }
 
 bool CpuSession::takeTotals(RunTotals& totals) {
@@ -191,7 +211,7 @@ ValidationTotals CpuSession::validate() {
   if (regression) v.outputs.resize(size_t(val.count) * size_t(K_));
   for (int64_t s = 0; s < val.count; s += batch_) {
     const int n = int(std::min<int64_t>(batch_, val.count - s));
-    const float* out = net_.forward(params_.data(), val.features + s * val.featureSize, n, false, 0);
+    const float* out = net_.forward(evaluated().data(), val.features + s * val.featureSize, n, false, 0);
     LossTargets batch;
     batch.classWeights = targets_.classWeights;
     if (regression) batch.targets = val.targets + s * K_;
@@ -210,6 +230,7 @@ std::vector<float> CpuSession::weights(WeightsKind which) {
   switch (which) {
     case WeightsKind::Best: return best_;
     case WeightsKind::LastFinite: return lastFinite_;
+    case WeightsKind::Average: return evaluated();
     case WeightsKind::Current: break;
   }
   return params_;

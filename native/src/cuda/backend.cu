@@ -89,7 +89,9 @@ EvalResult CudaBackend::evaluate(const ModelSpec& spec, const std::vector<float>
     const int n = int(std::min<int64_t>(batch, data.count - first));
     const float* outputs =
         net.forward(stream, params.get(), resident.features.get() + first * data.featureSize, n, false, 0, state.get());
-    loss_predict(stream, spec.loss, outputs, data.labels ? resident.labels.get() + first : nullptr, n, K,
+    LossTargets targets;
+    targets.labels = data.labels ? resident.labels.get() + first : nullptr;
+    loss_predict(stream, LossConfig{spec.loss, spec.huberDelta, false, spec.labelSmoothing}, outputs, targets, n, K,
                  predictions.get() + first, probabilities.get() + first * classes, state.get(), confusion.get());
   }
   EvalResult result;

@@ -149,6 +149,7 @@ struct LossConfig {
   LossKind kind = LossKind::SoftmaxCrossEntropy;
   float huberDelta = 1.0f;
   bool regression = false;
+  float labelSmoothing = 0.0f;  // softmax cross-entropy: the target (1 - s) one-hot + s / K
 };
 // One block: per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward (labels, class
 // weights or a regression's targets, device pointers in `targets`), then the batch mean loss into
@@ -204,17 +205,26 @@ void gather_batch(cudaStream_t stream, const BatchGather& g, int n, const StepSt
 using WeightDecay = cpu::WeightDecay;
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next = nullptr,
-              const WeightDecay& decay = {});
-// Adam with t = state->globalStep + 1 (bias corrections computed on the device).
+              const WeightDecay& decay = {}, bool nesterov = false);
+// Adam (AdamW with a decoupled decay) with t = state->globalStep + 1 (bias corrections computed on the device).
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state,
                const BatchGather* next = nullptr, const WeightDecay& decay = {});
 // A constant learning rate `lr` (for tests).
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               float lr, float momentum, StepState* state, const BatchGather* next = nullptr,
-              const WeightDecay& decay = {});
+              const WeightDecay& decay = {}, bool nesterov = false);
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr,
                const WeightDecay& decay = {});
+// The weight average after a step: average = decay * average + (1 - decay) * params (skipped once diverged).
+void ema_update(cudaStream_t stream, float* average, const float* params, size_t n, float decay,
+                const StepState* state);
+
+// ---- augment.cu ----
+// out (n, C, H, W) = the batch `in` (n, C, H, W) augmented as global step state->globalStep of the run
+// seeded `seed` draws it (spec/augment.h): the CPU's batch, pixel for pixel up to float rounding.
+void augment_batch(cudaStream_t stream, float* out, const float* in, int n, int C, int H, int W,
+                   const Augmentation& augment, uint64_t seed, const StepState* state);
 
 }  // namespace nnstudio::cuda

@@ -60,9 +60,9 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossConfig config, const 
     if (predictRow(loss, z, K) == y) ++right;
     if (weights) {
       const double w = weights[y];
-      total += w * rowLoss(loss, z, y, K, dz, w * scale, nullptr, config.huberDelta);
+      total += w * rowLoss(loss, z, y, K, dz, w * scale, nullptr, config.huberDelta, config.labelSmoothing);
     } else {
-      total += rowLoss(loss, z, y, K, dz, scale, nullptr, config.huberDelta);
+      total += rowLoss(loss, z, y, K, dz, scale, nullptr, config.huberDelta, config.labelSmoothing);
     }
   }
   blockSum<kThreads>(total, right);
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) predictKernel(LossConfig config, con
       const int32_t y = targets.labels[n];
       if (predicted == y) ++right;
       const double w = weights ? double(weights[y]) : 1.0;
-      if (state) total += w * rowLoss(loss, z, y, K, nullptr, 0.0, nullptr, config.huberDelta);
+      if (state) total += w * rowLoss(loss, z, y, K, nullptr, 0.0, nullptr, config.huberDelta, config.labelSmoothing);
       weightTotal += w;
       if (confusion) atomicAdd(confusion + int64_t(y) * classes + predicted, 1ull);
     }

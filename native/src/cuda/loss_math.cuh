@@ -76,8 +76,9 @@ __device__ __forceinline__ double elementSlope(LossKind loss, double zk, double 
 
 // the loss of one sample (summed over its K outputs) and, when dz, its gradient scaled by `scale`; the
 // target is the label y, or the row `targets` (K floats, a regression's) when given
+// (label smoothing s: cpu/loss.cpp's smoothed target (1 - s) one-hot + s / K)
 __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K, float* dz, double scale,
-                                 const float* targets = nullptr, double delta = 1.0) {
+                                 const float* targets = nullptr, double delta = 1.0, double smoothing = 0.0) {
   double total = 0;
   if (loss == LossKind::SoftmaxCrossEntropy) {
     if (K == 1) {
@@ -88,9 +89,18 @@ __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K
     double sum = 0;
     for (int k = 0; k < K; ++k) sum += softmaxTerm(z[k], m);
     const double lse = m + log(sum);
-    total = lse - z[y];
+    if (smoothing == 0.0) {
+      total = lse - z[y];
+      if (dz)
+        for (int k = 0; k < K; ++k) dz[k] = softmaxGradient(z[k], lse, k == y, scale);
+      return total;
+    }
+    double zSum = 0;
+    for (int k = 0; k < K; ++k) zSum += z[k];
+    total = lse - ((1.0 - smoothing) * z[y] + smoothing * zSum / K);
     if (dz)
-      for (int k = 0; k < K; ++k) dz[k] = softmaxGradient(z[k], lse, k == y, scale);
+      for (int k = 0; k < K; ++k)
+        dz[k] = float((exp(double(z[k]) - lse) - ((k == y ? 1.0 - smoothing : 0.0) + smoothing / K)) * scale);
     return total;
   }
   for (int k = 0; k < K; ++k) {

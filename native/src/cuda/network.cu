@@ -110,7 +110,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   // the head: a dense layer with an elementwise activation (Linear when folded into the loss)
   const LayerPlan& head = plan_.layers.back();
   // (its loss math is the classifier's: labels, unweighted, no huber)
-  const bool headLoss = !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss;
+  // (label smoothing: the plain loss kernel; the fused head's math has no smoothing yet)
+  const bool headLoss =
+      !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss && plan_.labelSmoothing == 0.0f;
   headFused_ = trainable && head.kind == LayerKind::Dense && headLoss &&
                chooseDenseHeadFusion(caps, overrides, maxBatch_, head.inSize, head.outSize, head.activation);
 
@@ -200,7 +202,7 @@ void Network::loss(cudaStream_t stream, const LossTargets& targets, int n, StepS
     headState_ = state;
     return;
   }
-  const LossConfig config{plan_.loss, plan_.huberDelta, plan_.regression()};
+  const LossConfig config{plan_.loss, plan_.huberDelta, plan_.regression(), plan_.labelSmoothing};
   loss_forward_backward(stream, config, out_.back(), targets, n, int(plan_.outputWidth), grad_.back(), state);
 }
 

@@ -1,5 +1,6 @@
-// SGD with momentum and Adam over the whole flat parameter vector in one kernel each, exactly as
-// cpu/optim.cpp (PyTorch's update rules, coupled L2 weight decay on the masked parameters included). Adam's step count and the base learning rate live on the
+// SGD with momentum (Nesterov's too) and Adam/AdamW over the whole flat parameter vector in one kernel each,
+// exactly as cpu/optim.cpp (PyTorch's update rules, coupled or decoupled weight decay on the masked
+// parameters included), and the weight average (EMA) after them. Adam's step count and the base learning rate live on the
 // device (state->globalStep, state->baseLr) and the schedule is a kernel argument, so the launch
 // replays from a CUDA graph with the learning rate of each step. Each update first saves the old value to `backup` (the
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
@@ -35,7 +36,12 @@ __device__ __forceinline__ void finishStep(StepState* state) {
 
 // The gradient with coupled L2 decay where the mask allows (cpu/optim.cpp's rule); g itself without decay.
 __device__ __forceinline__ float decayedGradient(float g, float p, size_t i, const WeightDecay& decay) {
-  return decay.rate != 0.0f && (!decay.mask || decay.mask[i]) ? g + decay.rate * p : g;
+  return decay.rate != 0.0f && !decay.decoupled && (!decay.mask || decay.mask[i]) ? g + decay.rate * p : g;
+}
+
+// Decoupled decay (AdamW, SGDW): p * (1 - lr * rate) where the mask allows, before the update.
+__device__ __forceinline__ float shrunk(float p, size_t i, float lr, const WeightDecay& decay) {
+  return decay.rate != 0.0f && decay.decoupled && (!decay.mask || decay.mask[i]) ? p * (1.0f - lr * decay.rate) : p;
 }
 
 __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepState* state) {
@@ -44,20 +50,21 @@ __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepSt
 }
 
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
-                          float momentum, StepState* state, BatchGather next, WeightDecay decay) {
+                          float momentum, StepState* state, BatchGather next, WeightDecay decay, bool nesterov) {
   startAfterPreviousKernel();
   if (!state->diverged) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-      const float p = params[i];
-      backup[i] = p;
-      const float g = decayedGradient(grads[i], p, i, decay);
+      const float old = params[i];
+      backup[i] = old;
+      const float g = decayedGradient(grads[i], old, i, decay);
+      const float p = shrunk(old, i, lr, decay);
       if (momentum == 0.0f) {
         params[i] = p - lr * g;
       } else {
         const float v = momentum * velocity[i] + g;
         velocity[i] = v;
-        params[i] = p - lr * v;
+        params[i] = p - lr * (nesterov ? g + momentum * v : v);
       }
     }
   }
@@ -76,9 +83,10 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
     const float bias2Sqrt = float(sqrt(1.0 - pow(double(beta2), t)));
     const float oneMinusB1 = 1.0f - beta1, oneMinusB2 = 1.0f - beta2;
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-      const float p = params[i];
-      const float g = decayedGradient(grads[i], p, i, decay);
-      backup[i] = p;
+      const float old = params[i];
+      const float g = decayedGradient(grads[i], old, i, decay);
+      backup[i] = old;
+      const float p = shrunk(old, i, lr, decay);
       const float mi = beta1 * m[i] + oneMinusB1 * g;
       const float vi = beta2 * v[i] + oneMinusB2 * g * g;
       m[i] = mi;
@@ -90,6 +98,14 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
   finishStep(state);
 }
 
+__global__ void emaKernel(float* average, const float* params, size_t n, float decay, const StepState* state) {
+  startAfterPreviousKernel();
+  if (state->diverged) return;
+  const float keep = decay, take = 1.0f - decay;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    average[i] = keep * average[i] + take * params[i];
+}
+
 // the chooser's grid (kernel_choice.h) for the current device's SMs
 unsigned gridFor(size_t n) { return optimizerBlocks(currentDeviceCaps(), n, kThreads); }
 
@@ -97,10 +113,17 @@ unsigned gridFor(size_t n) { return optimizerBlocks(currentDeviceCaps(), n, kThr
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next,
-              const WeightDecay& decay) {
+              const WeightDecay& decay, bool nesterov) {
   launchKernel("sgdKernel", sgdKernel, gridFor(n), kThreads, 0, stream,
-               params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather(), decay);
+               params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather(), decay,
+               nesterov);
   checkLaunch("sgd step");
+}
+
+void ema_update(cudaStream_t stream, float* average, const float* params, size_t n, float decay,
+                const StepState* state) {
+  launchKernel("emaKernel", emaKernel, gridFor(n), kThreads, 0, stream, average, params, n, decay, state);
+  checkLaunch("weight average");
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
@@ -120,8 +143,9 @@ LrPlan constantPlan(float lr) {
 }  // namespace
 
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
-              float lr, float momentum, StepState* state, const BatchGather* next, const WeightDecay& decay) {
-  sgd_step(stream, params, grads, velocity, backup, n, constantPlan(lr), momentum, state, next, decay);
+              float lr, float momentum, StepState* state, const BatchGather* next, const WeightDecay& decay,
+              bool nesterov) {
+  sgd_step(stream, params, grads, velocity, backup, n, constantPlan(lr), momentum, state, next, decay, nesterov);
 }
 
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,

@@ -154,17 +154,23 @@ class CudaSession final : public TrainingSession {
   const DatasetView* validation_;
   const LrPlan lrPlan_;
   const uint64_t seed_;
+  const Augmentation augment_;
+  const float ema_;  // the weight average's decay; 0: none
   const int batch_;
   const size_t P_, momentCount_;
   // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
   Stream stream_;
   Network net_;
   DeviceBuffer<float> params_, grads_, backup_, moments_, best_;
+  DeviceBuffer<float> average_;  // the weight average (ema > 0), else empty
+  // the weights validate() and keepBest() use: the average with ema, else the current ones
+  float* evaluated() const { return ema_ > 0 ? average_.get() : params_.get(); }
   DeviceBuffer<StepState> state_;
   // ---- the data, resident for the whole run, and the epoch's order and batch ----
   ResidentData trainData_;
   std::unique_ptr<ResidentData> validData_;
   DeviceBuffer<float> batchFeatures_;
+  DeviceBuffer<float> augmented_;       // the augmented batch (options.augment), else empty
   DeviceBuffer<int32_t> batchLabels_;
   DeviceBuffer<float> batchTargets_;     // regression (batch, K)
   DeviceBuffer<float> classWeights_;     // classification with class weights (classes)
@@ -199,6 +205,8 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
       validation_(setup.validation),
       lrPlan_(setup.lrPlan),
       seed_(setup.options.seed),
+      augment_(setup.options.augment),
+      ema_(float(setup.options.ema)),
       batch_(setup.batch),
       P_(setup.plan.parameterCount),
       momentCount_(optimizerStateSize(setup.spec, setup.plan.parameterCount)),
@@ -208,12 +216,15 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
       backup_(std::max<size_t>(P_, 1), "allocating the weights' backup"),
       moments_(std::max<size_t>(momentCount_, 1), "allocating the optimizer state"),
       best_(setup.keepBest ? std::max<size_t>(P_, 1) : 0, "allocating the best epoch's weights"),
+      average_(setup.options.ema > 0 ? std::max<size_t>(P_, 1) : 0, "allocating the weight average"),
       state_(1),
       trainData_(setup.data, stream_, "uploading the training data"),
       validData_(setup.validation ? std::make_unique<ResidentData>(*setup.validation, stream_,
                                                                     "uploading the validation data")
                                   : nullptr),
       batchFeatures_(size_t(setup.batch) * size_t(setup.data.featureSize), "allocating the batch"),
+      augmented_(setup.options.augment.enabled() ? size_t(setup.batch) * size_t(setup.data.featureSize) : 0,
+                 "allocating the augmented batch"),
       batchLabels_(regression_ ? 0 : size_t(setup.batch)),
       batchTargets_(regression_ ? size_t(setup.batch) * size_t(K_) : 0, "allocating the batch's targets"),
       classWeights_(setup.options.classWeights.size(), "allocating the class weights"),
@@ -266,16 +277,23 @@ LossTargets CudaSession::lossTargets(const int32_t* labels, const float* targets
 
 void CudaSession::enqueueStep(int n) {
   const OptimizerSpec& opt = spec_.optimizer;
-  const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get()};
-  net_.forward(stream_, params_.get(), batchFeatures_.get(), n, true, seed_, state_.get());
+  const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get(), opt.decoupled()};
+  const float* input = batchFeatures_.get();
+  if (augmented_.size()) {
+    const std::vector<int>& in = spec_.input;  // [C, H, W]: the driver checked
+    augment_batch(stream_, augmented_.get(), input, n, in[0], in[1], in[2], augment_, seed_, state_.get());
+    input = augmented_.get();
+  }
+  net_.forward(stream_, params_.get(), input, n, true, seed_, state_.get());
   net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
-  if (opt.kind == OptimizerKind::Adam)
+  if (opt.kind == OptimizerKind::SGD)
+    sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
+             state_.get(), &nextBatch_, decay, opt.nesterov);
+  else
     adam_step(stream_, params_.get(), grads_.get(), moments_.get(), moments_.get() + P_, backup_.get(), P_, lrPlan_,
               opt.beta1, opt.beta2, opt.eps, state_.get(), &nextBatch_, decay);
-  else
-    sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
-             state_.get(), &nextBatch_, decay);
+  if (ema_ > 0) ema_update(stream_, average_.get(), params_.get(), P_, ema_, state_.get());
 }
 
 void CudaSession::captureSteps() {
@@ -308,6 +326,15 @@ void CudaSession::start(StartState state) {
   if (!state.bestParameters.empty())
     check(cudaMemcpyAsync(best_.get(), state.bestParameters.data(), paramBytes, cudaMemcpyHostToDevice, stream_),
           "uploading the best weights");
+  if (ema_ > 0) {
+    if (state.emaParameters.empty())
+      check(cudaMemcpyAsync(average_.get(), params_.get(), paramBytes, cudaMemcpyDeviceToDevice, stream_),
+            "starting the weight average");
+    else
+      check(cudaMemcpyAsync(average_.get(), state.emaParameters.data(), paramBytes, cudaMemcpyHostToDevice, stream_),
+            "uploading the weight average");
+  }
+  // the pageable sources above are read when the copies return; `state` dies with this call
 }
 
 void CudaSession::beginEpoch(const std::vector<uint32_t>& order) {
@@ -376,10 +403,10 @@ void CudaSession::setBaseLearningRate(double lr) {
 ValidationTotals CudaSession::validate() {
   const DatasetView& val = *validation_;
   check(cudaMemsetAsync(validState_.get(), 0, sizeof(StepState), stream_), "validation");
-  const LossConfig config{spec_.loss, spec_.huberDelta, regression_};
+  const LossConfig config{spec_.loss, spec_.huberDelta, regression_, spec_.labelSmoothing};
   for (int64_t first = 0; first < val.count; first += batch_) {
     const int n = int(std::min<int64_t>(batch_, val.count - first));
-    const float* outputs = net_.forward(stream_, params_.get(), validData_->features.get() + first * val.featureSize,
+    const float* outputs = net_.forward(stream_, evaluated(), validData_->features.get() + first * val.featureSize,
                                         n, false, 0, state_.get());
     const LossTargets targets =
         lossTargets(regression_ ? nullptr : validData_->labels.get() + first,
@@ -402,7 +429,7 @@ ValidationTotals CudaSession::validate() {
 }
 
 void CudaSession::keepBest() {
-  check(cudaMemcpyAsync(best_.get(), params_.get(), sizeof(float) * P_, cudaMemcpyDeviceToDevice, stream_),
+  check(cudaMemcpyAsync(best_.get(), evaluated(), sizeof(float) * P_, cudaMemcpyDeviceToDevice, stream_),
         "keeping the best weights");
 }
 
@@ -410,6 +437,9 @@ std::vector<float> CudaSession::weights(WeightsKind which) {
   switch (which) {
     case WeightsKind::Best: return download(best_, P_, stream_, "downloading the best weights");
     case WeightsKind::LastFinite: return download(backup_, P_, stream_, "downloading the weights");
+    case WeightsKind::Average:
+      if (ema_ > 0) return download(average_, P_, stream_, "downloading the weight average");
+      break;
     case WeightsKind::Current: break;
   }
   return download(params_, P_, stream_, "downloading the weights");
@@ -420,7 +450,10 @@ std::vector<float> CudaSession::weights(WeightsKind which) {
 // The GPU memory check and every allocation, before the host builds the initial weights.
 std::unique_ptr<TrainingSession> CudaBackend::openSession(const SessionSetup& setup) {
   check(cudaSetDevice(deviceIndex_), "selecting the GPU");
-  checkFitsOnGpu(setup.plan, optimizerStateSize(setup.spec, setup.plan.parameterCount), setup.keepBest, setup.batch,
+  // the weight average takes as much as the optimizer state's share per parameter
+  const size_t stateFloats = optimizerStateSize(setup.spec, setup.plan.parameterCount) +
+                             (setup.options.ema > 0 ? setup.plan.parameterCount : 0);
+  checkFitsOnGpu(setup.plan, stateFloats, setup.keepBest, setup.batch,
                  setup.data, setup.validation, info_.name);
   return std::make_unique<CudaSession>(setup, info_.name);
 }

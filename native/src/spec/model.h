@@ -38,6 +38,7 @@ struct NetworkPlan {
   LossKind loss = LossKind::SoftmaxCrossEntropy;
   TaskKind task = TaskKind::Classification;
   float huberDelta = 1.0f;
+  float labelSmoothing = 0.0f;        // softmax cross-entropy: (1 - s) one-hot + s / K
   bool regression() const { return task == TaskKind::Regression; }
   // a trailing softmax (softmax cross-entropy) or sigmoid (binary cross-entropy) folded into the loss
   bool foldedHeadActivation = false;

@@ -122,6 +122,12 @@ struct Fields {
     return float(d);
   }
 
+  bool boolean(const std::string& key) {
+    const Value& v = required(key);
+    if (v.type != Value::Type::Bool) fail(quoted(key) + " must be true or false, got " + json::typeName(v.type));
+    return v.boolean;
+  }
+
   bool has(const std::string& key) {
     known.insert(key);
     return object.find(key) != nullptr;
@@ -245,6 +251,11 @@ ModelSpec parseModelSpec(const std::string& text) {
   else top.fail("unknown loss " + quoted(loss) + " (expected softmax_cross_entropy, binary_cross_entropy, mse, mae or huber)");
   if (top.has("huberDelta"))
     spec.huberDelta = top.ranged("huberDelta", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+  if (top.has("labelSmoothing")) {
+    spec.labelSmoothing = top.ranged("labelSmoothing", 0, 0.5, false, false, "in [0, 0.5]");
+    if (spec.labelSmoothing > 0 && spec.loss != LossKind::SoftmaxCrossEntropy)
+      top.fail("labelSmoothing needs loss softmax_cross_entropy, got " + quoted(loss));
+  }
 
   if (const Value* task = top.get("task")) {
     const std::string name = top.string("task", *task);
@@ -264,14 +275,17 @@ ModelSpec parseModelSpec(const std::string& text) {
     spec.optimizer.lr = opt.ranged("lr", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
     spec.optimizer.momentum = 0;
     if (opt.has("momentum")) spec.optimizer.momentum = opt.ranged("momentum", 0, 1, false, true, "in [0, 1)");
-  } else if (kind == "adam") {
-    spec.optimizer.kind = OptimizerKind::Adam;
+    if (opt.has("nesterov")) spec.optimizer.nesterov = opt.boolean("nesterov");
+    if (spec.optimizer.nesterov && spec.optimizer.momentum <= 0) opt.fail("nesterov needs a momentum > 0 (as PyTorch)");
+    if (opt.has("decoupledWeightDecay")) spec.optimizer.decoupledWeightDecay = opt.boolean("decoupledWeightDecay");
+  } else if (kind == "adam" || kind == "adamw") {
+    spec.optimizer.kind = kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
     spec.optimizer.lr = opt.ranged("lr", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
     if (opt.has("beta1")) spec.optimizer.beta1 = opt.ranged("beta1", 0, 1, false, true, "in [0, 1)");
     if (opt.has("beta2")) spec.optimizer.beta2 = opt.ranged("beta2", 0, 1, false, true, "in [0, 1)");
     if (opt.has("eps")) spec.optimizer.eps = opt.ranged("eps", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
   } else {
-    opt.fail("unknown kind " + quoted(kind) + " (expected sgd or adam)");
+    opt.fail("unknown kind " + quoted(kind) + " (expected sgd, adam or adamw)");
   }
   if (opt.has("weightDecay"))
     spec.optimizer.weightDecay =
@@ -332,6 +346,11 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
     throw SpecError("spec: huberDelta must be a finite number > 0");
   if (!(spec.optimizer.weightDecay >= 0 && std::isfinite(spec.optimizer.weightDecay)))
     throw SpecError("optimizer: weightDecay must be a finite number >= 0");
+  if (!(spec.labelSmoothing >= 0 && spec.labelSmoothing <= 0.5f))
+    throw SpecError("spec: labelSmoothing must be in [0, 0.5]");
+  if (spec.labelSmoothing > 0 && spec.loss != LossKind::SoftmaxCrossEntropy)
+    throw SpecError("spec: labelSmoothing needs loss softmax_cross_entropy");
+  plan.labelSmoothing = spec.labelSmoothing;
   if (spec.input.size() != 1 && spec.input.size() != 3)
     throw SpecError("input: expected [features] or [channels, height, width], got [" + shapeText(spec.input) + "]");
   for (int d : spec.input)

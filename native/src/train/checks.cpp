@@ -1,6 +1,7 @@
 // Input checks (see checks.h).
 #include "train/checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -81,6 +82,24 @@ void checkTaskOptions(const NetworkPlan& plan, const TrainOptions& options) {
   checkColumns(options.targetStd, "target std", true);
   if (options.targetMean.empty() != options.targetStd.empty())
     throw EngineError("target mean and std: give both or neither");
+}
+
+void checkRecipeOptions(const ModelSpec& spec, const TrainOptions& options) {
+  if (!(std::isfinite(options.ema) && options.ema >= 0 && options.ema < 1))
+    throw EngineError("ema must be a decay in [0, 1), e.g. 0.999");
+  const Augmentation& a = options.augment;
+  if (!a.enabled()) return;
+  if (spec.input.size() != 3)
+    throw EngineError("augmentation needs image inputs [channels, height, width]; this model's input is [" +
+                      std::to_string(spec.input.empty() ? 0 : spec.input[0]) + "] features");
+  const int H = spec.input[1], W = spec.input[2];
+  if (a.translate < 0 || a.translate > std::min(H, W) / 2)
+    throw EngineError("augment: translate must be 0.." + std::to_string(std::min(H, W) / 2) +
+                      " pixels (half the image), got " + std::to_string(a.translate));
+  auto inRange = [](float v, float hi) { return std::isfinite(v) && v >= 0 && v <= hi; };
+  if (!inRange(a.rotate, 180)) throw EngineError("augment: rotate must be 0..180 degrees");
+  if (!inRange(a.scale, 0.5f)) throw EngineError("augment: scale must be a fraction in 0..0.5");
+  if (!inRange(a.erase, 1)) throw EngineError("augment: erase must be a probability in 0..1");
 }
 
 void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what) {

@@ -18,6 +18,8 @@ void checkDataset(const NetworkPlan& plan, int classes, const DatasetView& data,
 // TrainOptions' task fields: classWeights (classification, one per class, > 0), targetMean/targetStd
 // (regression, one per target column, std > 0).
 void checkTaskOptions(const NetworkPlan& plan, const TrainOptions& options);
+// The recipe's options: augment (image inputs [C,H,W] only, each field in its range) and ema in [0, 1).
+void checkRecipeOptions(const ModelSpec& spec, const TrainOptions& options);
 void checkParameters(const NetworkPlan& plan, const std::vector<float>& parameters, const char* what);
 
 }  // namespace nnstudio

@@ -60,6 +60,7 @@ RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetV
   checkDataset(plan, classes, data, "training data", true);
   if (validation) checkDataset(plan, classes, *validation, "validation data", true);
   checkTaskOptions(plan, options);
+  checkRecipeOptions(spec, options);
   if (start) checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
   shape.batch = int(std::min<int64_t>(options.batchSize, data.count));
@@ -167,6 +168,7 @@ StartState Driver::startState() const {
   if (resume_) {
     state.optimizerState = resume_->optimizerState;
     if (keepBest_) state.bestParameters = resume_->bestParameters;
+    state.emaParameters = resume_->emaParameters;
   }
   state.globalStep = firstStep_;
   state.baseLearningRate = baseLr_;
@@ -246,7 +248,7 @@ std::optional<TrainResult> Driver::obeyControl(int epoch) {
     return finish(TrainStatus::Cancelled,
                   "training cancelled at epoch " + std::to_string(epoch) + ", step " + std::to_string(done + 1) +
                       " of " + std::to_string(stepsPerEpoch_) + "; kept the weights of the last completed step",
-                  s.globalStep, WeightsKind::Current);
+                  s.globalStep, WeightsKind::Average);
   }
   const float newLr = control_->newLearningRate.exchange(0.0f);
   if (newLr > 0) {
@@ -324,6 +326,7 @@ TrainState Driver::checkpoint(int epoch, const RunTotals& s) {
   state.optimizerState = session_->optimizerState();
   state.history = result_.history;
   if (haveBest_) state.bestParameters = session_->weights(WeightsKind::Best);
+  if (options_.ema > 0) state.emaParameters = session_->weights(WeightsKind::Average);
   return state;
 }
 
@@ -353,7 +356,7 @@ TrainResult Driver::finishCompleted() {
   const RunTotals s = session_->totals();
   result_.bestEpoch = stopper_.bestEpoch();
   std::string message = result_.stoppedEarly ? stopper_.message() : "";
-  if (!haveBest_) return finish(TrainStatus::Completed, message, s.globalStep, WeightsKind::Current);
+  if (!haveBest_) return finish(TrainStatus::Completed, message, s.globalStep, WeightsKind::Average);
   result_.restoredBest = true;
   message += std::string(message.empty() ? "" : "; ") + "kept the weights of epoch " + std::to_string(result_.bestEpoch);
   return finish(TrainStatus::Completed, message, s.globalStep, WeightsKind::Best);

@@ -18,7 +18,7 @@ const char* monitorName(MonitorKind kind, bool regression) {
 }  // namespace
 
 size_t optimizerStateSize(const ModelSpec& spec, size_t parameterCount) {
-  return spec.optimizer.kind == OptimizerKind::Adam ? 2 * parameterCount : parameterCount;
+  return spec.optimizer.kind == OptimizerKind::SGD ? parameterCount : 2 * parameterCount;
 }
 
 void checkResumeState(const TrainState& state, const ModelSpec& spec, const TrainOptions& options,
@@ -30,9 +30,14 @@ void checkResumeState(const TrainState& state, const ModelSpec& spec, const Trai
   const size_t moments = optimizerStateSize(spec, parameterCount);
   if (state.optimizerState.size() != moments)
     fail(std::to_string(state.optimizerState.size()) + " optimizer values but " +
-         (spec.optimizer.kind == OptimizerKind::Adam ? "Adam" : "SGD") + " needs " + std::to_string(moments));
+         (spec.optimizer.kind == OptimizerKind::SGD ? "SGD" : spec.optimizer.kind == OptimizerKind::Adam ? "Adam" : "AdamW") + " needs " + std::to_string(moments));
   if (!state.bestParameters.empty() && state.bestParameters.size() != parameterCount)
     fail(std::to_string(state.bestParameters.size()) + " best-epoch parameters but the model has " + P);
+  if (options.ema > 0 && state.emaParameters.size() != parameterCount)
+    fail(std::to_string(state.emaParameters.size()) + " averaged (EMA) parameters but the model has " + P +
+         (state.emaParameters.empty() ? " (was it written by a run without ema?)" : ""));
+  if (options.ema <= 0 && !state.emaParameters.empty())
+    fail("it holds a weight average (EMA) but this run has no ema: resume with the same ema");
   if (state.epoch < 0) fail("negative epoch count");
   if (int64_t(state.history.size()) != state.epoch)
     fail(std::to_string(state.history.size()) + " epochs of history for " + std::to_string(state.epoch) + " epochs");

@@ -34,6 +34,7 @@ struct StartState {
   std::vector<float> parameters;      // (P)
   std::vector<float> optimizerState;  // optimizerStateSize floats; empty: zeros
   std::vector<float> bestParameters;  // (P) when keepBest and a resumed state has them; else empty
+  std::vector<float> emaParameters;   // (P) a resumed weight average (options.ema > 0); empty: the parameters
   int64_t globalStep = 0;             // optimizer steps already done
   double baseLearningRate = 0;
 };
@@ -65,6 +66,7 @@ enum class WeightsKind {
   Current,     // as of the last step run
   Best,        // the best epoch's (keepBest)
   LastFinite,  // the last weights whose loss was finite (after divergence)
+  Average,     // the weight average (options.ema > 0), else Current
 };
 
 // One run on one device. Every call comes from the training thread, in the driver's order: start, then
@@ -94,9 +96,10 @@ class TrainingSession {
 
   // The base learning rate from the next step queued on (the schedule multiplies it).
   virtual void setBaseLearningRate(double lr) = 0;
-  // Loss and right predictions over the validation set with the current weights (training off).
+  // Loss and right predictions over the validation set with the weights the run evaluates (training off):
+  // the weight average with options.ema > 0, else the current weights.
   virtual ValidationTotals validate() = 0;
-  virtual void keepBest() = 0;  // the current weights become the best epoch's
+  virtual void keepBest() = 0;  // the evaluated weights (as validate) become the best epoch's
   virtual std::vector<float> weights(WeightsKind which) = 0;  // (P)
   virtual std::vector<float> optimizerState() = 0;            // SGD: velocity (P); Adam: m (P) then v (P)
 };
