@@ -93,7 +93,7 @@ export function checkClassFolders(scan: FolderScan): void {
 /** The plain-language notes about what was left out of the folder. */
 export function scanNotes(scan: FolderScan, unlabeled: boolean): string[] {
   const notes: string[] = [];
-  if (scan.otherFiles.length > 0) notes.push(`${plural(scan.otherFiles.length, 'file')} that are not images left out (${listed(scan.otherFiles)})`);
+  if (scan.otherFiles.length > 0) notes.push(`${plural(scan.otherFiles.length, 'file')} left out, not images by name (${listed(scan.otherFiles)})`);
   if (scan.emptyFolders.length > 0) notes.push(`${plural(scan.emptyFolders.length, 'folder')} without images left out (${listed(scan.emptyFolders)})`);
   if (!unlabeled && scan.looseImages.length > 0) {
     notes.push(`${plural(scan.looseImages.length, 'image')} outside the class folders left out (${listed(scan.looseImages)})`);
