@@ -50,6 +50,23 @@ describe('the BMP reader', () => {
   });
 });
 
+test('mutated BMPs decode or fail with the reader\'s own message, never a RangeError', () => {
+  let seed = 12345;
+  const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const valid = encodeBmp24(Uint8Array.from({ length: 7 * 5 * 3 }, (_, i) => i % 251), 7, 5);
+  for (let round = 0; round < 2000; round++) {
+    const bytes = Buffer.from(valid.subarray(0, next() < 0.2 ? Math.floor(next() * valid.length) : valid.length));
+    for (let k = 0; k < 1 + Math.floor(next() * 4); k++) if (bytes.length > 2) bytes[2 + Math.floor(next() * (bytes.length - 2))] = Math.floor(next() * 256);
+    try {
+      const image = decodeBmp(bytes);
+      assert.equal(image.data.length, image.width * image.height * 3);
+    } catch (error) {
+      assert.ok(!(error instanceof RangeError), `round ${round}: ${String(error)}`);
+      assert.match((error as Error).message, /BMP|bit fields/, `round ${round}: ${(error as Error).message}`);
+    }
+  }
+});
+
 describe('the folder rules', () => {
   test('the default size is the median size, longer side capped at 64', () => {
     assert.deepEqual(defaultImageSize([{ width: 20, height: 20 }, { width: 30, height: 30 }, { width: 40, height: 40 }]), [30, 30]);
