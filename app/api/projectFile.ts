@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../core/files/atomic';
 import { runIdPattern } from '../core/runs/runFile';
-import { csvOptionsSchema } from './schemas';
+import { csvOptionsSchema, imageReadingSchema } from './schemas';
 import { workspaceSchema } from './workspace';
 import { dataDirectory } from '../services/runs';
 
@@ -29,6 +29,8 @@ const dataSourceSchema = z.union([
     test: z.strictObject({ imagesPath: filePath, labelsPath: filePath.optional() }).optional(),
   }),
   z.strictObject({ kind: z.literal('csv'), path: filePath, options: csvOptionsSchema.optional() }),
+  /** An image folder as it was read (its size, channels and fit pinned when opened). */
+  z.strictObject({ kind: z.literal('folder'), path: filePath, limit, classNames, ...imageReadingSchema.shape }),
 ]);
 
 const projectSchema = z.strictObject({

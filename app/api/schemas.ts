@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { imputationStrategies } from '../core/data/imputation';
 import { maxClassNameLength } from '../core/data/classNames';
+import { maxImageSide } from '../core/data/imageFolder';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
 import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
@@ -53,6 +54,37 @@ const base64 = z
   .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
 const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileName, base64 });
+
+/** How an image folder is read (docs/DATA.md "Image folders"): [height, width], 1 or 3 channels, crop or letterbox. */
+export const imageReadingSchema = z.strictObject({
+  size: z.tuple([z.number().int().min(1).max(maxImageSide), z.number().int().min(1).max(maxImageSide)]).optional(),
+  channels: z.union([z.literal(1), z.literal(3)]).optional(),
+  fit: z.enum(['crop', 'letterbox']).optional(),
+});
+
+/** A file's place in an uploaded folder: "cats/001.jpg" ("/"-separated names, none "." or "..", at most 8 deep). */
+const relativeFilePath = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((file) => {
+    const parts = file.split('/');
+    return parts.length <= 8 && parts.every((part) => part !== '' && part !== '.' && part !== '..' && !/[\\\0:]/.test(part));
+  }, 'must be a relative path of names separated by "/" (no "..", no drive, at most 8 deep)');
+
+/** The files of a dropped folder with their paths in it (the browser cannot send a folder's path). */
+const uploadedFolder = z
+  .strictObject({
+    kind: z.literal('folder'),
+    /** The folder's name, shown as the dataset's. */
+    name: uploadFileName,
+    files: z.array(z.strictObject({ path: relativeFilePath, base64 })).min(1).max(100_000),
+    image: imageReadingSchema.optional(),
+  })
+  .refine((folder) => folder.files.reduce((sum, file) => sum + file.base64.length, 0) <= maxUploadBase64Chars, {
+    message: `too large: a folder upload may be at most ${maxUploadBase64Chars / 1024 / 1024} MiB of base64 in all`,
+    path: ['files'],
+  });
 /** An IDX labels file sent with its images file (`fileName`/`base64`), written beside it. */
 const uploadedLabels = z.strictObject({ fileName: uploadFileName, base64 });
 
@@ -66,12 +98,17 @@ export const classNamesSchema = z
   .max(10_000);
 
 export const datasetSourceSchema = z.discriminatedUnion('kind', [
-  /** A CSV or IDX file on the machine that runs the engine. */
-  z.strictObject({ kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptionsSchema.optional() }),
+  /** A CSV or IDX file, or an image folder (one subfolder per class), on the machine that runs the engine. */
+  z.strictObject({
+    kind: z.literal('path'), path: z.string().min(1), labelsPath: z.string().min(1).optional(), csv: csvOptionsSchema.optional(),
+    image: imageReadingSchema.optional(),
+  }),
   /** A file sent by the client (browser upload, drag and drop); an IDX images file may bring its labels and a test pair. */
   upload.extend({ labels: uploadedLabels.optional(), csv: csvOptionsSchema.optional(), test: uploadedTestPair.optional() }),
   /** The built-in MNIST; `limit` keeps the first examples (quick runs). */
   z.strictObject({ kind: z.literal('mnist'), split: z.enum(['train', 'test']).optional(), limit: positiveInt.optional() }),
+  /** An image folder sent by the client: its files with their paths (cats/001.jpg), one subfolder per class. */
+  uploadedFolder,
 ]);
 
 export const modelChoiceSchema = z.strictObject({
@@ -104,7 +141,8 @@ export const payloadSchemas = {
 
   'datasets:open': z.strictObject({ source: datasetSourceSchema }),
   'datasets:list': none,
-  'datasets:preview': z.strictObject({ datasetId: id, rows: z.number().int().min(0).max(200).optional() }),
+  /** `perClass`: images only, the first this many of each class (the Data screen's thumbnails per class). */
+  'datasets:preview': z.strictObject({ datasetId: id, rows: z.number().int().min(0).max(200).optional(), perClass: z.number().int().min(1).max(20).optional() }),
   'datasets:close': z.strictObject({ datasetId: id }),
   /** A CSV table read again from its file with changed options (the task, the dates), replacing the open one. */
   'datasets:reopen': z.strictObject({ datasetId: id, csv: z.strictObject({ task: z.enum(['classification', 'regression']).optional(), dates: z.enum(['parts', 'ignore']).optional() }) }),
@@ -203,11 +241,15 @@ export const payloadSchemas = {
     offset: z.number().int().nonnegative().optional(),
   }),
   /** Class probabilities for rows of raw input values (pixels 0-255 for image models), at most 64 rows. */
-  'models:predict': z.strictObject({
-    modelId: id,
-    inputs: z.array(z.array(z.number().finite()).min(1).max(1_000_000)).min(1).max(64),
-    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
-  }),
+  /** Or `image`: an image file (PNG, JPEG, WebP, GIF, BMP) decoded as the model's training images were. */
+  'models:predict': z
+    .strictObject({
+      modelId: id,
+      inputs: z.array(z.array(z.number().finite()).min(1).max(1_000_000)).min(1).max(64).optional(),
+      image: z.strictObject({ fileName: uploadFileName, base64 }).optional(),
+      device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+    })
+    .refine((payload) => (payload.inputs === undefined) !== (payload.image === undefined), { message: 'give inputs or image (one of them)', path: ['inputs'] }),
 
   /** Every row of an open dataset predicted: the CSV `nnstudio predict` writes, with a preview. */
   'models:predictFile': z.strictObject({

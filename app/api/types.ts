@@ -189,6 +189,8 @@ export interface PredictionResult {
   /** The most probable class per row. */
   predictions: number[];
   classLabels: string[];
+  /** models:predict with an image: the image as the model saw it ([C,H,W], values 0-255 in CHW order). */
+  input?: { shape: number[]; pixels: number[] };
 }
 
 /** models:predictFile: a whole file's predictions (`nnstudio predict`'s CSV) and its first rows. */

@@ -3,6 +3,8 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CsvOptions } from '../core/data/csv';
 import { splitClassNames } from '../core/data/classNames';
 import { parseImageShape } from '../core/data/dataset';
+import { parseImageSize } from '../core/data/imageFolder';
+import type { ImageReading } from '../services/dataSources';
 import { listPresets, presetNames } from '../core/model/presets';
 import { countLimits, countRange, isCountWithin, type CountLimit } from '../core/model/countLimits';
 import { services, type DataSource } from '../services';
@@ -82,6 +84,9 @@ export interface DataOptions {
   targetColumns?: Array<string | number>;
   missingValues?: string[];
   dates?: 'parts' | 'ignore';
+  imageSize?: [number, number];
+  channels?: string;
+  fit?: 'crop' | 'letterbox';
 }
 
 /** Adds the options that describe how to read a data file. */
@@ -102,6 +107,9 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
     .addOption(new Option('--task <task>', 'CSV: classification or regression (default: inferred from the label column)').choices(['classification', 'regression']))
     .option('--target-columns <columns>', 'CSV: several columns to predict (regression), comma-separated names or indices', columnList)
     .option('--missing-values <markers>', 'CSV: cell texts that mean missing, comma-separated (default: empty, NA, N/A, NaN, null, ?, -)', markerList)
+    .option('--image-size <HxW>', 'image folder: resize every image to HEIGHTxWIDTH, or N for NxN (default: the median size, longer side capped at 64)', imageSizeArgument)
+    .addOption(new Option('--channels <n>', 'image folder: 1 (grayscale) or 3 (RGB) (default: 3 when any image has colour)').choices(['1', '3']))
+    .addOption(new Option('--fit <how>', 'image folder: centre crop to the size, or letterbox (fit inside, black bars) (default crop)').choices(['crop', 'letterbox']))
     .addOption(new Option('--dates <how>', 'CSV date columns: numeric parts (year, month, day, weekday) or left out (default ignore)').choices(['parts', 'ignore']));
 }
 
@@ -127,10 +135,30 @@ export function csvOptionsFrom(options: DataOptions): CsvOptions {
   return csv;
 }
 
+function imageSizeArgument(text: string): [number, number] {
+  try {
+    return parseImageSize(text);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** The image folder flags, or undefined when none is given. */
+function imageReadingFrom(options: DataOptions): ImageReading | undefined {
+  const reading: ImageReading = {
+    ...(options.imageSize ? { size: options.imageSize } : {}),
+    ...(options.channels ? { channels: options.channels === '3' ? 3 : 1 } : {}),
+    ...(options.fit ? { fit: options.fit } : {}),
+  };
+  return Object.keys(reading).length > 0 ? reading : undefined;
+}
+
 export async function dataSourceFrom(argument: string, split: 'train' | 'test', options: DataOptions): Promise<DataSource> {
-  const source = await services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options) });
+  const image = imageReadingFrom(options);
+  const source = await services.datasets.fromArgument(argument, split, { labelsPath: options.labels, csv: csvOptionsFrom(options), image });
+  if (image && source.kind !== 'folder') throw new Error(`--image-size, --channels and --fit apply to image folders; ${argument} is not a folder`);
   if (source.kind === 'csv') {
-    if (options.classNames !== undefined) throw new Error(`--class-names applies to IDX files and mnist; a CSV's classes are the values of its label column (${argument})`);
+    if (options.classNames !== undefined) throw new Error(`--class-names applies to IDX files, mnist and image folders; a CSV's classes are the values of its label column (${argument})`);
     return source;
   }
   return {

@@ -1,4 +1,4 @@
-// Where data comes from: the built-in MNIST, an IDX pair or a CSV file. Every face describes data with a
+// Where data comes from: the built-in MNIST, an IDX pair, a CSV file or an image folder. Every face describes data with a
 // DataSource and loads it here, so a CSV, an IDX pair or `mnist` behave the same in the CLI, `serve` and
 // the desktop window.
 import * as fs from 'node:fs';
@@ -10,6 +10,8 @@ import { DataError } from '../core/data/errors';
 import { loadIdx, looksLikeIdx } from '../core/data/idx';
 import { nameClassesLike, renameClasses } from '../core/data/classNames';
 import { loadBuiltinMnist } from '../core/data/mnist';
+import type { ImageFit } from '../core/data/imageFolder';
+import { loadImageFolder } from './imageFolders';
 
 /** An IDX images file and its labels file (found beside the images when absent). */
 export interface IdxPair {
@@ -24,7 +26,26 @@ export interface IdxPair {
 export type DataSource =
   | { kind: 'mnist'; split: 'train' | 'test'; limit?: number; classNames?: string[] }
   | ({ kind: 'idx'; limit?: number; classNames?: string[]; test?: IdxPair } & IdxPair)
-  | { kind: 'csv'; path: string; options?: CsvOptions };
+  | { kind: 'csv'; path: string; options?: CsvOptions }
+  | FolderSource;
+
+/**
+ * An image folder, one subfolder per class (docs/DATA.md "Image folders"). `size` is [height, width] (default:
+ * the median size, longer side capped at 64), `channels` 1 or 3 (default: 3 when any image has colour), `fit`
+ * a centre crop (default) or a letterbox; `classNames` rename the folders' classes in their order.
+ */
+export interface FolderSource {
+  kind: 'folder';
+  path: string;
+  size?: [number, number];
+  channels?: 1 | 3;
+  fit?: ImageFit;
+  classNames?: string[];
+  limit?: number;
+}
+
+/** How a folder is read (size, channels, fit), as CLI flags and API payloads give them. */
+export type ImageReading = Pick<FolderSource, 'size' | 'channels' | 'fit'>;
 
 /** What a trained model knows about its data, used to read evaluation and prediction files alike. */
 export interface KnownData {
@@ -35,6 +56,8 @@ export interface KnownData {
   imageShape?: [number, number, number];
   /** Pixels were divided by this at training time (255 for IDX and MNIST). */
   pixelScale?: number;
+  /** Image folders: how images were brought to imageShape. */
+  imageFit?: ImageFit;
   /** Classes given names: each class's label as the files write it (IDX label values), like classLabels. */
   labelValues?: string[];
 }
@@ -47,6 +70,7 @@ export function knownData(dataset: Dataset): KnownData {
     encoding: dataset.encoding,
     imageShape: shape.length === 3 ? [shape[0], shape[1], shape[2]] : undefined,
     pixelScale: dataset.pixelScale,
+    ...(dataset.imageFit ? { imageFit: dataset.imageFit } : {}),
     ...(dataset.labelValues ? { labelValues: dataset.labelValues } : {}),
   };
 }
@@ -60,11 +84,11 @@ const idxNamePattern = /idx\d|ubyte/i;
 export async function dataSourceFromArgument(
   argument: string,
   split: 'train' | 'test',
-  extra: { labelsPath?: string; csv?: CsvOptions } = {},
+  extra: { labelsPath?: string; csv?: CsvOptions; image?: ImageReading } = {},
 ): Promise<DataSource> {
   if (argument.toLowerCase() === 'mnist') return { kind: 'mnist', split };
   if (!fs.existsSync(argument)) throw new DataError(argument, 'no such file');
-  if (fs.statSync(argument).isDirectory()) throw new DataError(argument, 'is a folder, expected a CSV or IDX file');
+  if (fs.statSync(argument).isDirectory()) return { kind: 'folder', path: argument, ...definedOf(extra.image ?? {}) };
   if (idxNamePattern.test(argument) || (await looksLikeIdx(argument))) {
     return { kind: 'idx', imagesPath: argument, labelsPath: extra.labelsPath };
   }
@@ -79,8 +103,20 @@ export function describeDataSource(source: DataSource): string {
     case 'idx':
       return source.test ? `${source.imagesPath} (test: ${source.test.imagesPath})` : source.imagesPath;
     case 'csv':
+    case 'folder':
       return source.path;
   }
+}
+
+function definedOf<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as Partial<T>;
+}
+
+/** A folder source with the size, channels and fit its loading chose, so a later read gives the same shape. */
+export function pinnedSource(source: DataSource, dataset: Dataset): DataSource {
+  if (source.kind !== 'folder' || dataset.featureShape.length !== 3) return source;
+  const [channels, height, width] = dataset.featureShape;
+  return { ...source, size: [height, width], channels: channels === 3 ? 3 : 1, fit: dataset.imageFit ?? 'crop' };
 }
 
 /** Loads a source as-is (training data: its classes and encoding are discovered, then named as the source says). */
@@ -92,10 +128,12 @@ export async function loadDataSource(source: DataSource): Promise<Dataset> {
       return named(await loadIdx(source.imagesPath, { labelsPath: source.labelsPath, limit: source.limit }), source);
     case 'csv':
       return loadCsv(source.path, source.options ?? {});
+    case 'folder':
+      return named(await loadImageFolder(source.path, { size: source.size, channels: source.channels, fit: source.fit, limit: source.limit }), source);
   }
 }
 
-function named(dataset: Dataset, source: DataSource & { kind: 'mnist' | 'idx' }): Dataset {
+function named(dataset: Dataset, source: DataSource & { kind: 'mnist' | 'idx' | 'folder' }): Dataset {
   return source.classNames ? renameClasses(dataset, source.classNames, describeDataSource(source)) : dataset;
 }
 
@@ -127,10 +165,26 @@ export async function loadDataSourceFor(
         };
     return loadCsv(source.path, csvOptions);
   }
-  const read = await loadDataSource(source);
+  const read = source.kind === 'folder' ? await loadFolderFor(source, known, options.unlabeled ?? false) : await loadDataSource(source);
+  if (options.unlabeled && source.kind === 'folder') return read;
   // A model whose classes were named reads the files' own labels ("0".."9") as those names.
   const dataset = known.labelValues && !source.classNames ? nameClassesLike(read, known.labelValues, known.classLabels) : read;
   return matchClasses(dataset, known.classLabels, describeDataSource(source));
+}
+
+/** A folder read at a model's image shape and fit (its class folders named like the model's, or unlabeled). */
+async function loadFolderFor(source: FolderSource, known: KnownData, unlabeled: boolean): Promise<Dataset> {
+  const shape = known.imageShape;
+  if (shape && shape[0] !== 1 && shape[0] !== 3) throw new DataError(source.path, `the model takes ${shape.join('x')} inputs, not images of 1 or 3 channels`);
+  const dataset = await loadImageFolder(source.path, {
+    size: shape ? [shape[1], shape[2]] : source.size,
+    channels: shape ? (shape[0] as 1 | 3) : source.channels,
+    fit: known.imageFit ?? source.fit,
+    limit: source.limit,
+    unlabeled,
+    classLabels: known.classLabels,
+  });
+  return unlabeled ? dataset : named(dataset, source);
 }
 
 /**

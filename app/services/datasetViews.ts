@@ -37,21 +37,38 @@ function isUnlabeled(dataset: Dataset): boolean {
   return dataset.count > 0 && dataset.targets === undefined && dataset.classLabels.length === 0 && dataset.labels.every((label) => label < 0);
 }
 
-/** The first `count` examples: a CSV's rows as written in the file, images as pixels. */
-export async function previewDataset(source: DataSource, dataset: Dataset, count: number): Promise<DatasetPreview> {
+/** The first `count` examples: a CSV's rows as written in the file, images as pixels (`perClass`: of each class). */
+export async function previewDataset(source: DataSource, dataset: Dataset, count: number, perClass?: number): Promise<DatasetPreview> {
   const rows = Math.max(0, Math.min(Math.floor(count), maxPreviewRows));
   const classes = { classLabels: [...dataset.classLabels], classCounts: classCounts(dataset) };
-  if (dataset.featureShape.length === 3) return { kind: 'images', images: firstImages(dataset, rows), ...classes };
+  if (dataset.featureShape.length === 3) {
+    const picked = perClass !== undefined ? firstOfEachClass(dataset, perClass) : firstIndices(dataset, rows);
+    return { kind: 'images', images: imagesAt(dataset, picked), ...classes };
+  }
   if (source.kind === 'csv') return { kind: 'table', ...(await firstCsvRows(source.path, rows, dataset)), ...classes };
   return { kind: 'table', ...firstFeatureRows(dataset, rows), ...classes };
 }
 
-function firstImages(dataset: Dataset, count: number): ImagePreview[] {
+function firstIndices(dataset: Dataset, count: number): number[] {
+  return Array.from({ length: Math.min(count, dataset.count) }, (_, i) => i);
+}
+
+/** The first `perClass` examples of each class in class order (then unlabeled ones), at most maxPreviewRows. */
+function firstOfEachClass(dataset: Dataset, perClass: number): number[] {
+  const byClass = Array.from({ length: dataset.classLabels.length + 1 }, () => [] as number[]);
+  for (let i = 0; i < dataset.count; i++) {
+    const slot = dataset.labels[i] >= 0 ? dataset.labels[i] : dataset.classLabels.length;
+    if (byClass[slot].length < perClass) byClass[slot].push(i);
+  }
+  return byClass.flat().slice(0, maxPreviewRows);
+}
+
+function imagesAt(dataset: Dataset, indices: readonly number[]): ImagePreview[] {
   const size = featureSize(dataset.featureShape);
   // Features were divided by pixelScale on load; pixel CSVs without one are shown as they are, clamped.
   const scale = dataset.pixelScale ?? 1;
   const images: ImagePreview[] = [];
-  for (let i = 0; i < Math.min(count, dataset.count); i++) {
+  for (const i of indices) {
     const pixels = new Array<number>(size);
     for (let j = 0; j < size; j++) pixels[j] = Math.max(0, Math.min(255, Math.round(dataset.features[i * size + j] * scale)));
     const label = dataset.labels[i];

@@ -5,6 +5,7 @@ import * as engine from '../engine';
 import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
 import { previewDataset, summarizeDataset } from './datasetViews';
+import { imageForModel, loadImageFolder } from './imageFolders';
 import { evaluateModel, predictRows, predictWithModel } from './evaluation';
 import { formatInspection, inspectData } from './inspect';
 import { predictionsCsv, predictionTable, tableCsv } from './predictionCsv';
@@ -24,6 +25,9 @@ export const services = {
     load: loadDataSource,
     summarize: summarizeDataset,
     preview: previewDataset,
+    /** An image folder read directly (app/services/imageFolders.ts); one image decoded for a model. */
+    loadImageFolder,
+    imageForModel,
     /** The column report and inferred task of a CSV (issue 13). */
     inspect: inspectData,
     formatInspection,

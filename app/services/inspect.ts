@@ -20,7 +20,7 @@ export interface DataInspection {
 
 /** The column report of a CSV source (the whole file is read; nothing is kept but the report). */
 export async function inspectData(source: DataSource): Promise<DataInspection> {
-  if (source.kind !== 'csv') throw new DataError(source.kind === 'idx' ? source.imagesPath : 'mnist', 'the column report is for CSV files');
+  if (source.kind !== 'csv') throw new DataError(source.kind === 'idx' ? source.imagesPath : source.kind === 'folder' ? source.path : 'mnist', 'the column report is for CSV files');
   const dataset = await loadCsv(source.path, { ...(source.options ?? {}), report: true });
   return {
     source: source.path,

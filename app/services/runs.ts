@@ -234,6 +234,8 @@ function dataName(source: DataSource): string {
       return path.basename(source.imagesPath) + (source.limit ? ` (${source.limit})` : '');
     case 'csv':
       return path.basename(source.path) + (source.options?.limit ? ` (${source.options.limit})` : '');
+    case 'folder':
+      return `${path.basename(source.path)}/` + (source.limit ? ` (${source.limit})` : '');
   }
 }
 

@@ -241,14 +241,19 @@ function runSettings(request: TrainRequest, data: LoadedData, seed: number, resu
 }
 
 /** What a small regression table's defaults changed, said aloud (only what the user did not choose). */
-function smallTableNotes(all: Dataset, given: TrainRequest, spec: ModelSpec): { notes?: string[] } {
-  if (!isSmallRegressionTable(all.task, all.count, all.featureShape)) return {};
+function smallTableNotes(all: Dataset, given: TrainRequest, spec: ModelSpec): string[] {
+  if (!isSmallRegressionTable(all.task, all.count, all.featureShape)) return [];
   const chosen = [
     ...(given.model.weightDecay === undefined && spec.optimizer.weightDecay === smallRegressionWeightDecay ? [`weight decay ${smallRegressionWeightDecay}`] : []),
     ...(given.valSplit === undefined ? ['no validation share'] : []),
   ];
-  if (chosen.length === 0) return {};
-  return { notes: [`a small regression table (${all.count} rows): ${chosen.join(' and ')} by default, against over-fitting (--weight-decay, --val-split to change)`] };
+  if (chosen.length === 0) return [];
+  return [`a small regression table (${all.count} rows): ${chosen.join(' and ')} by default, against over-fitting (--weight-decay, --val-split to change)`];
+}
+
+/** The plan's notes: the small-table defaults, and what an image folder's reading chose and skipped. */
+function planNotes(notes: string[]): { notes?: string[] } {
+  return notes.length > 0 ? { notes } : {};
 }
 
 // ---- the prepared run ----
@@ -304,7 +309,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     ...(data.all.task === 'regression' ? { task: 'regression' as const, targetNames: data.all.targetNames ?? ['target'] } : {}),
     dataDescription: describeDataSource(request.data),
     ...(resumption ? { resumedFrom: { epoch: resumption.checkpoint.state.epoch } } : {}),
-    ...(resumption ? {} : smallTableNotes(data.all, given, spec)),
+    ...planNotes([...(resumption ? [] : smallTableNotes(data.all, given, spec)), ...(request.data.kind === 'folder' ? data.all.notes ?? [] : [])]),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
   };

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { renameClasses } from '../../core/data/classNames';
 import type { Dataset } from '../../core/data/dataset';
 import { services } from '../../services';
-import { idxTestSource, knownData, loadDataSourceFor, type DataSource } from '../../services/dataSources';
+import { idxTestSource, knownData, loadDataSourceFor, pinnedSource, type DataSource } from '../../services/dataSources';
 import { showUploadNames } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
 import type { DatasetInfo, DatasetPreview, SplitPlan } from '../types';
@@ -21,8 +21,8 @@ export interface DatasetRecord {
 }
 
 /** The source kinds whose classes the user may name (their files only number them). */
-function namesClasses(source: DataSource): source is DataSource & { kind: 'idx' | 'mnist' } {
-  return source.kind === 'idx' || source.kind === 'mnist';
+function namesClasses(source: DataSource): source is DataSource & { kind: 'idx' | 'mnist' | 'folder' } {
+  return source.kind === 'idx' || source.kind === 'mnist' || source.kind === 'folder';
 }
 
 type SourcePayload = ParsedPayloadOf<'datasets:open'>['source'];
@@ -123,13 +123,15 @@ export class DatasetRegistry {
     const dataset = await services.datasets.load(withReport);
     const testPair = await this.readTestPair(dataSource, dataset, uploads);
     const id = this.ids.next('dataset');
+    // a folder keeps the size, channels and fit chosen now, so runs read it the same way
+    const source = pinnedSource(dataSource, dataset);
     const info: DatasetInfo = {
       id, name, description, ...services.datasets.summarize(dataset),
       ...(testPair ? { testPair } : {}),
       ...(namesClasses(dataSource) ? { namesClasses: true as const } : {}),
       ...(dataSource.kind === 'csv' && dataset.featureShape.length === 1 ? { csv: { dates: dataSource.options?.dates ?? 'ignore' } } : {}),
     };
-    this.records.set(id, { info, source: dataSource, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
+    this.records.set(id, { info, source, dataset, uploadedFiles: uploads.map((upload) => upload.file) });
     return info;
   }
 
@@ -147,7 +149,14 @@ export class DatasetRegistry {
     if (source.kind === 'path') {
       const file = path.resolve(source.path);
       const labelsPath = source.labelsPath && path.resolve(source.labelsPath);
-      return { dataSource: await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv }), name: path.basename(file) };
+      const dataSource = await services.datasets.fromArgument(file, 'train', { labelsPath, csv: source.csv, image: source.image });
+      if (source.image && dataSource.kind !== 'folder') throw new Error(`${path.basename(file)} is not a folder, so image options do not apply`);
+      return { dataSource, name: path.basename(file) };
+    }
+    if (source.kind === 'folder') {
+      const root = await this.folder.writeUploadFolder(source.name, source.files);
+      uploads.push({ file: root, name: source.name });
+      return { dataSource: { kind: 'folder', path: root, ...source.image }, name: source.name };
     }
     const name = source.fileName;
     const write = async (file: { fileName: string; base64: string }): Promise<string> => {
@@ -188,9 +197,9 @@ export class DatasetRegistry {
     return info;
   }
 
-  preview({ datasetId, rows }: ParsedPayloadOf<'datasets:preview'>): Promise<DatasetPreview> {
+  preview({ datasetId, rows, perClass }: ParsedPayloadOf<'datasets:preview'>): Promise<DatasetPreview> {
     const record = this.get(datasetId);
-    return services.datasets.preview(record.source, record.dataset, rows ?? 20);
+    return services.datasets.preview(record.source, record.dataset, rows ?? 20, perClass);
   }
 
   async close(datasetId: string): Promise<{ closed: true }> {
@@ -235,7 +244,7 @@ function withTestPair(source: DataSource, test: { imagesPath: string; labelsPath
   return { ...source, test };
 }
 
-function withoutClassNames(source: DataSource & { kind: 'idx' | 'mnist' }): DataSource {
+function withoutClassNames(source: DataSource & { kind: 'idx' | 'mnist' | 'folder' }): DataSource {
   const { classNames: _names, ...rest } = source;
   return rest;
 }

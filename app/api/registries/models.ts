@@ -44,6 +44,18 @@ export function predictionsFileName(modelName: string, dataName: string): string
   return downloadFileName(`${model} on ${data} predictions`, '.csv');
 }
 
+/** An uploaded image decoded as the model's training images were (its [C,H,W], and crop unless it was letterboxed). */
+async function imageInput(model: TrainedModel, image: { fileName: string; base64: string }): Promise<{ shape: number[]; pixels: number[] }> {
+  const shape = model.preprocessing.imageShape ?? model.spec.input;
+  if (shape.length !== 3) throw new Error(`${image.fileName}: the model takes ${shape.join('x')} values, not an image`);
+  try {
+    const pixels = await services.datasets.imageForModel(Buffer.from(image.base64, 'base64'), shape, model.preprocessing.imageFit ?? 'crop');
+    return { shape: [...shape], pixels };
+  } catch (error) {
+    throw Object.assign(new Error(`${image.fileName} cannot be read as an image: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`), { field: 'image' });
+  }
+}
+
 /** The rows of models:predictFile's preview. */
 export const predictionPreviewRows = 20;
 
@@ -139,8 +151,10 @@ export class ModelRegistry {
     }
   }
 
-  async predict({ modelId, inputs, device }: ParsedPayloadOf<'models:predict'>): Promise<PredictionResult> {
+  async predict({ modelId, inputs: given, image, device }: ParsedPayloadOf<'models:predict'>): Promise<PredictionResult> {
     const { model } = this.get(modelId);
+    const seen = image ? await imageInput(model, image) : undefined;
+    const inputs = seen ? [seen.pixels] : given ?? [];
     const width = rawInputWidth(model);
     const values = new Float32Array(inputs.length * width);
     inputs.forEach((row, index) => {
@@ -161,6 +175,7 @@ export class ModelRegistry {
       probabilities: inputs.map((_, row) => Array.from(predicted.probabilities.subarray(row * classes, (row + 1) * classes))),
       predictions: Array.from(predicted.predictions),
       classLabels: [...model.labels],
+      ...(seen ? { input: seen } : {}),
     };
   }
 

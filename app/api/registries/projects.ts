@@ -150,12 +150,15 @@ async function keptSource(record: DatasetRecord, dataFolder: string, used: Set<s
     // the images file (or the CSV) under the name the user knows; a labels file under its upload's name
     const copy = path.join(dataFolder, freeName(index === 0 ? record.info.name : path.basename(upload), used));
     // an upload never changes: a copy of its size from an earlier save is that copy (the last session saves often)
-    if (!(await sameSize(upload, copy))) await fsp.copyFile(upload, copy);
+    if ((await fsp.stat(upload)).isDirectory()) {
+      // an uploaded image folder: copied whole once (it never changes either)
+      if (!(await exists(copy))) await fsp.cp(upload, copy, { recursive: true });
+    } else if (!(await sameSize(upload, copy))) await fsp.copyFile(upload, copy);
     copies.set(upload, copy);
   }
   const moved = (file: string) => copies.get(file) ?? file;
   const source = record.source as ProjectDataSource;
-  if (source.kind === 'csv') return { ...source, path: moved(source.path) };
+  if (source.kind === 'csv' || source.kind === 'folder') return { ...source, path: moved(source.path) };
   if (source.kind === 'idx') {
     const test = source.test && { imagesPath: moved(source.test.imagesPath), ...(source.test.labelsPath ? { labelsPath: moved(source.test.labelsPath) } : {}) };
     return { ...source, imagesPath: moved(source.imagesPath), ...(source.labelsPath ? { labelsPath: moved(source.labelsPath) } : {}), ...(test ? { test } : {}) };

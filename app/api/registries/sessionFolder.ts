@@ -5,7 +5,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-export const removeFile = (file: string | undefined): Promise<void> => (file ? fs.promises.rm(file, { force: true }) : Promise.resolve());
+// recursive: an uploaded image folder is one of the session's "files"
+export const removeFile = (file: string | undefined): Promise<void> => (file ? fs.promises.rm(file, { force: true, recursive: true }) : Promise.resolve());
 export const removeFiles = async (files: readonly string[]): Promise<void> => void (await Promise.all(files.map(removeFile)));
 
 export class SessionFolder {
@@ -41,6 +42,25 @@ export class SessionFolder {
     await fs.promises.writeFile(file, Buffer.from(base64, 'base64'), { flag: 'wx' });
     this.shownNames.set(file, path.basename(fileName));
     return file;
+  }
+
+  /**
+   * Writes an uploaded folder's files at their paths (checked by the schema: relative, no "..") under a fresh
+   * folder named like `name`; returns that folder.
+   */
+  async writeUploadFolder(name: string, files: readonly { path: string; base64: string }[]): Promise<string> {
+    const folder = await this.ensure();
+    const root = path.join(folder, `${randomBytes(6).toString('hex')}-${path.basename(name).replace(/[^A-Za-z0-9._-]/g, '_')}`);
+    await fs.promises.mkdir(root);
+    this.shownNames.set(root, path.basename(name));
+    for (const file of files) {
+      const target = path.join(root, ...file.path.split('/'));
+      // the schema allows no "..": this is a second lock on the same door
+      if (!target.startsWith(root + path.sep)) throw new Error(`${file.path}: not inside the uploaded folder`);
+      await fs.promises.mkdir(path.dirname(target), { recursive: true });
+      await fs.promises.writeFile(target, Buffer.from(file.base64, 'base64'), { flag: 'wx' });
+    }
+    return root;
   }
 
   /** Where a run writes its checkpoint every epoch. */

@@ -1,5 +1,6 @@
 // The in-memory dataset every face and the engine share: contiguous Float32 features, Int32 labels.
 import type { CsvEncoding } from './encoding';
+import type { ImageFit } from './imageFolder';
 
 export interface Dataset {
   /** count * featureSize values, row-major; for images each row is C*H*W in CHW order. */
@@ -21,6 +22,8 @@ export interface Dataset {
   source: string;
   /** Raw values were divided by this on load (255 for IDX and built-in MNIST pixels). */
   pixelScale?: number;
+  /** How an image folder's images were brought to featureShape (image folders only). */
+  imageFit?: ImageFit;
   /** How CSV columns became features (CSV datasets only). */
   encoding?: CsvEncoding;
   /** Absent: classification. */

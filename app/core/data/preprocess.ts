@@ -31,6 +31,8 @@ export const preprocessingSchema = z
     max: statistics.optional(),
     /** [C,H,W] for image data. */
     imageShape: z.tuple([positiveInt, positiveInt, positiveInt]).optional(),
+    /** An image folder's images were resized to imageShape by this (a centre crop or a letterbox). */
+    imageFit: z.enum(['crop', 'letterbox']).optional(),
     /** Raw values were divided by this before normalisation (255 for pixels). */
     pixelScale: z.number().positive().finite().optional(),
     /** How a CSV's columns became features (label column, categorical maps, feature names). */
@@ -99,6 +101,7 @@ export function fitNormalization(kind: NormalizationKind, dataset: Dataset, opti
     featureCount: width,
     ...(isImageShape(dataset.featureShape) ? { imageShape: [...dataset.featureShape] as [number, number, number] } : {}),
     ...(dataset.pixelScale !== undefined ? { pixelScale: dataset.pixelScale } : {}),
+    ...(dataset.imageFit !== undefined ? { imageFit: dataset.imageFit } : {}),
     ...(dataset.encoding !== undefined ? { encoding: dataset.encoding } : {}),
   };
   if (kind === 'none') return preprocessing;

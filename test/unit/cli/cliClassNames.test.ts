@@ -49,7 +49,7 @@ test('--class-names is refused for a CSV and when the count is wrong', async () 
   const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
   const csv = await runCli(['train', '--data', iris, '--class-names', 'a,b,c', '--device', 'cpu', '--no-history'], dir);
   assert.notEqual(csv.code, 0);
-  assert.match(errorLine(csv), /--class-names applies to IDX files and mnist; a CSV's classes are the values of its label column/);
+  assert.match(errorLine(csv), /--class-names applies to IDX files, mnist and image folders; a CSV's classes are the values of its label column/);
   const wrong = await runCli(['train', '--data', 'train-images-idx3-ubyte', '--class-names', 'a,b', '--device', 'cpu', '--no-history'], dir);
   assert.notEqual(wrong.code, 0);
   assert.match(errorLine(wrong), /3 class names needed \(one per class\), got 2/);

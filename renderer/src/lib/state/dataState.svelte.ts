@@ -7,10 +7,12 @@ import { fileToBase64 } from '../files';
 import type { Task } from '../datasetFacts';
 import { browserFile, fileSource, pickFile } from '../platform';
 import { CsvSetup } from './csvSetup.svelte';
+import type { PickedFolder } from '../folderFiles';
 import { ImputationState } from './imputationState.svelte';
 import { SplitState } from './splitState.svelte';
 
 type DatasetSource = PayloadOf<'datasets:open'>['source'];
+type ImageReading = NonNullable<Extract<DatasetSource, { kind: 'folder' }>['image']>;
 
 /** The MNIST opener's choices, kept while the user moves between screens. */
 export interface MnistDraft {
@@ -39,6 +41,7 @@ export class DataState {
   pendingCsv = $state<CsvSetup | undefined>();
   csvError = $state<ApiError | undefined>();
   idxError = $state<ApiError | undefined>();
+  folderError = $state<ApiError | undefined>();
 
   /** Reopening a CSV with another task or dates choice: under way for this dataset id, and the last failure. */
   retasking = $state<string | undefined>();
@@ -164,7 +167,7 @@ export class DataState {
     this.datasets = this.datasets.map((entry) => (entry.id === datasetId ? named.result : entry));
     // The preview's labels are the class names.
     if (this.datasetId === datasetId) {
-      const preview = await api.invoke('datasets:preview', { datasetId, rows: this.dataset?.kind === 'images' ? 32 : 20 });
+      const preview = await api.invoke('datasets:preview', previewRequest(datasetId, this.dataset));
       if (preview.result && this.datasetId === datasetId) this.preview = preview.result;
     }
     return true;
@@ -186,6 +189,14 @@ export class DataState {
     const testPair = test && { images: await upload(test.images), labels: await upload(test.labels) };
     this.idxError = await this.open({ kind: 'upload', ...imagesFile, labels: labelsFile, ...(testPair ? { test: testPair } : {}) });
     return this.idxError === undefined;
+  }
+
+  /** An image folder's files uploaded with their paths (one subfolder per class); true when opened. */
+  async openFolder(folder: PickedFolder, image: ImageReading): Promise<boolean> {
+    this.folderError = undefined;
+    const files = await Promise.all(folder.files.map(async (entry) => ({ path: entry.path, base64: await fileToBase64(entry.file) })));
+    this.folderError = await this.open({ kind: 'folder', name: folder.name, files, image });
+    return this.folderError === undefined;
   }
 
   private async open(source: DatasetSource): Promise<ApiError | undefined> {
@@ -211,7 +222,7 @@ export class DataState {
     if (changed && this.dataset) this.split.followDefault(previous, this.dataset);
     this.preview = undefined;
     if (this.dataset) this.imputation.prepare(this.dataset);
-    const preview = await api.invoke('datasets:preview', { datasetId: id, rows: this.dataset?.kind === 'images' ? 32 : 20 });
+    const preview = await api.invoke('datasets:preview', previewRequest(id, this.dataset));
     if (preview.result && this.datasetId === id) this.preview = preview.result;
     await this.deps.selected(changed);
   }
@@ -229,4 +240,11 @@ export class DataState {
       if (next) await this.selectDataset(next.id);
     }
   }
+}
+
+/** Images: the first few of each class (thumbnails per class); tables: the first rows. */
+function previewRequest(datasetId: string, dataset: DatasetInfo | undefined): PayloadOf<'datasets:preview'> {
+  if (dataset?.kind !== 'images') return { datasetId, rows: 20 };
+  // a handful per class, about 40 in all
+  return { datasetId, perClass: Math.max(1, Math.min(8, Math.floor(40 / Math.max(1, dataset.classLabels.length)))) };
 }

@@ -1,0 +1,114 @@
+// An image folder end to end (issue 15): MNIST digits written as coloured PNG/JPEG/BMP images of mixed sizes,
+// one subfolder per class, chosen as a folder in the Data screen; thumbnails per class in colour; a small CNN
+// preset trained one epoch on the CPU; a confusion cell's examples; an uploaded image predicted.
+import { after, before, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { writeDigitFolder } from '../support/imageFolder';
+import { skipWithoutBrowser } from './support/browser';
+import { sequentialSteps } from './support/steps';
+import { openStudio, type Studio } from './support/studio';
+import { eventually, goTo, readTable, section } from './support/ui';
+import { readDatasetSummary } from './flows/data';
+import { choosePreset, setTrainingSettings, waitModelFits } from './flows/model';
+import { startTraining, waitCompleted } from './flows/train';
+import { openCell, readConfusion } from './flows/evaluate';
+
+const classes = ['one', 'two', 'zero'];
+type Canvas = { width: number; height: number; getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null };
+
+describe('image folder flow: a folder of coloured digits, a CNN preset, one epoch, examples, an uploaded image', { skip: skipWithoutBrowser() }, () => {
+  let studio: Studio | undefined;
+  const step = sequentialSteps(() => studio);
+  const page = () => studio!.page;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-e2e-folder-'));
+  const folder = path.join(dir, 'digits');
+
+  before(async () => {
+    await writeDigitFolder(folder, { perClass: 40, formats: ['png', 'jpeg', 'bmp'] });
+    fs.writeFileSync(path.join(folder, 'zero', 'damaged.png'), 'not an image');
+    studio = await openStudio();
+  }, { timeout: 60_000 });
+
+  after(async () => {
+    await studio?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  step('choose the folder: classes from its subfolders, RGB, thumbnails per class, the damaged file named', 60_000, async () => {
+    await goTo(page(), 'Data');
+    const card = section(page(), 'Image folder');
+    const chooser = page().waitForEvent('filechooser');
+    await card.getByRole('button', { name: 'Choose a folder…' }).click();
+    await (await chooser).setFiles(folder);
+    await card.getByRole('status').filter({ hasText: 'digits: 121 files' }).waitFor();
+    await card.getByRole('spinbutton', { name: 'Size (pixels a side)' }).fill('28');
+    await card.getByRole('button', { name: 'Open image folder' }).click();
+    await page().getByRole('heading', { level: 2, name: 'digits' }).waitFor({ timeout: 30_000 });
+    const summary = await eventually(async () => {
+      const shown = await readDatasetSummary(page());
+      assert.equal(shown['Examples'], '120');
+      return shown;
+    });
+    assert.equal(summary['Image shape'], '3 × 28 × 28');
+    assert.equal(summary['Classes'], '3');
+    await page().getByText(/1 of 121 images could not be decoded and were skipped: zero\/damaged\.png/).waitFor();
+    const preview = section(page(), 'Preview');
+    for (const name of classes) {
+      await eventually(async () => assert.ok((await preview.getByRole('region', { name: `Class ${name}` }).getByLabel(`an image labelled ${name}`).count()) >= 3));
+    }
+    // the thumbnails are drawn in colour: some pixel's channels differ
+    const coloured = await preview.locator('canvas').first().evaluate((element) => {
+      const canvas = element as unknown as Canvas;
+      const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      for (let at = 0; at < data.length; at += 4) if (Math.abs(data[at] - data[at + 1]) > 40 || Math.abs(data[at + 1] - data[at + 2]) > 40) return true;
+      return false;
+    });
+    assert.ok(coloured, 'a colour thumbnail');
+  });
+
+  step('build the Tiny CNN preset for 3 × 28 × 28 inputs and train one epoch on the CPU', 120_000, async () => {
+    await goTo(page(), 'Model');
+    await choosePreset(page(), 'Tiny CNN');
+    await waitModelFits(page());
+    const layers = await readTable(section(page(), 'Layers').getByRole('table'));
+    assert.equal(layers.rows[0][3], '3 × 28 × 28', 'the input row: three 28 × 28 channels');
+    assert.equal(layers.rows[layers.rows.length - 1][3], '3', 'three class scores');
+    await setTrainingSettings(page(), { epochs: 1, batchSize: 16, device: 'cpu' });
+    await startTraining(page());
+    const outcome = await waitCompleted(page(), 100_000);
+    assert.match(outcome, /after 1 epoch · /);
+  });
+
+  step('the confusion matrix names the folders; a cell shows its colour images', 30_000, async () => {
+    await page().getByRole('button', { name: 'See the evaluation →' }).click();
+    const confusion = await readConfusion(page());
+    assert.deepEqual(confusion.labels, classes);
+    const cell = (() => {
+      for (const [actual, row] of confusion.counts.entries()) for (const [predicted, count] of row.entries()) if (count > 0) return { actual, predicted };
+      throw new Error('an empty confusion matrix');
+    })();
+    await openCell(page(), classes[cell.actual], classes[cell.predicted]);
+    const images = page().getByRole('list', { name: 'Examples, most confident first' }).getByLabel(/^an image/);
+    await eventually(async () => assert.ok((await images.count()) >= 1));
+    const size = await images.first().evaluate((element) => [(element as unknown as Canvas).width, (element as unknown as Canvas).height]);
+    assert.deepEqual(size, [28, 28]);
+    await page().getByRole('button', { name: 'Close examples' }).click();
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
+  });
+
+  step('an uploaded image is predicted, shown as the model sees it', 30_000, async () => {
+    await goTo(page(), 'Models');
+    const card = section(page(), 'Try an image');
+    const image = path.join(folder, 'one', fs.readdirSync(path.join(folder, 'one'))[0]);
+    const chooser = page().waitForEvent('filechooser');
+    await card.getByRole('button', { name: 'Choose an image…' }).click();
+    await (await chooser).setFiles(image);
+    await card.getByText(/^Prediction: (one|two|zero) \([\d.]+%\)$/).waitFor();
+    await card.getByText(`${path.basename(image)}, as the model sees it`).waitFor();
+    const bars = await card.getByRole('list', { name: 'Class probabilities' }).getByRole('listitem').count();
+    assert.equal(bars, 3);
+  });
+});
