@@ -6,7 +6,7 @@ import { maxClassNameLength } from '../core/data/classNames';
 import { maxImageSide } from '../core/data/imageFolder';
 import { lossNames } from '../core/model/spec';
 import { runIdPattern } from '../core/runs/runFile';
-import { earlyStoppingSchema, lrScheduleSchema } from '../core/model/trainingControl';
+import { augmentationSchema, earlyStoppingSchema, emaSchema, lrScheduleSchema } from '../core/model/trainingControl';
 import { countLimits, countSchema } from '../core/model/countLimits';
 import { workspaceSchema } from './workspace';
 
@@ -116,10 +116,13 @@ export const modelChoiceSchema = z.strictObject({
   layers: z.string().min(1).max(10_000).optional(),
   preset: z.string().min(1).max(100).optional(),
   loss: z.enum(lossNames).optional(),
-  optimizer: z.enum(['sgd', 'adam']).optional(),
+  optimizer: z.enum(['sgd', 'adam', 'adamw']).optional(),
   lr: z.number().positive().finite().optional(),
   momentum: fraction.optional(),
+  nesterov: z.boolean().optional(),
   weightDecay: z.number().nonnegative().max(10).optional(),
+  decoupledWeightDecay: z.boolean().optional(),
+  labelSmoothing: z.number().min(0).max(0.5).optional(),
   seed: countSchema(countLimits.seed).optional(),
 });
 
@@ -193,6 +196,10 @@ export const payloadSchemas = {
     earlyStopping: earlyStoppingSchema.optional(),
     imputation: imputationSettingsSchema.optional(),
     classWeights: z.union([z.literal('balanced'), z.array(z.number().positive().finite()).min(1).max(1000)]).optional(),
+    /** Images: random shifts, flips, rotations, scaling and erasing of the training batches. */
+    augment: augmentationSchema.optional(),
+    /** A weight average (EMA) with this decay, used for validation and kept as the model. */
+    ema: emaSchema.optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),
   /** A new base learning rate (the schedule scales with it) from the next step; only while running or paused. */
@@ -227,6 +234,8 @@ export const payloadSchemas = {
     modelId: id,
     datasetId: id,
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+    /** Test-time augmentation (images): the input and its shifts averaged. */
+    tta: z.boolean().optional(),
   }),
 
   // ---- browsing an evaluation's examples, predicting rows a face sends (the digit canvas) ----

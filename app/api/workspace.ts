@@ -19,9 +19,11 @@ const modelDraft = z.strictObject({
   layers: z.array(layerDraft).max(200),
   settings: z.strictObject({
     loss: z.string().max(40),
-    optimizer: z.enum(['sgd', 'adam']),
+    optimizer: z.enum(['sgd', 'adam', 'adamw']),
     lr: draftNumber,
     momentum: draftNumber,
+    nesterov: z.boolean().optional(),
+    labelSmoothing: draftNumber.optional(),
     weightDecay: draftNumber,
     seed: draftNumber,
   }),
@@ -50,6 +52,8 @@ const trainingDraft = z.strictObject({
     minDelta: draftNumber,
     restoreBest: z.boolean(),
   }),
+  augment: z.strictObject({ translate: draftNumber, flip: z.boolean(), rotate: draftNumber, scale: draftNumber, erase: draftNumber }).optional(),
+  ema: draftNumber.optional(),
 });
 
 const fillDraft = z.strictObject({

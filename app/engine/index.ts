@@ -70,7 +70,7 @@ export interface TrainOptions {
   targetStd?: number[];
 }
 
-export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
+export type { Augmentation, EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 import type { Augmentation, EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 export type TrainState = NativeTrainState;
 export type CheckpointEvent = NativeCheckpointEvent;
@@ -100,6 +100,10 @@ export interface EvaluateOptions {
   batchSize?: number;
   device?: DeviceChoice;
   threads?: number;
+  /** Test-time augmentation: probabilities averaged over the input and its shifted views (images). */
+  tta?: boolean;
+  /** With tta, the mirror image too (for data trained with flips). */
+  ttaFlip?: boolean;
 }
 
 export type EvaluateResult = NativeEvalResult;
@@ -216,6 +220,7 @@ export function evaluate(
     batchSize: options.batchSize,
     device,
     threads: options.threads,
+    ...(options.tta ? { tta: true, ...(options.ttaFlip ? { ttaFlip: true } : {}) } : {}),
   });
 }
 

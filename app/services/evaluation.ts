@@ -16,6 +16,15 @@ export interface EvaluateOptions {
   device?: engine.DeviceChoice;
   batchSize?: number;
   threads?: number;
+  /** Test-time augmentation (images): the input and its shifts averaged; with the flip when the run flipped. */
+  tta?: boolean;
+  ttaFlip?: boolean;
+}
+
+/** Test-time augmentation for a model: the shifted views always, the mirror image only when its run flipped. */
+export function ttaFor(model: { training?: { options?: Record<string, unknown> } }): { tta: true; ttaFlip?: true } {
+  const augment = model.training?.options?.augment as { flip?: boolean } | undefined;
+  return { tta: true, ...(augment?.flip ? { ttaFlip: true } : {}) };
 }
 
 /** A regression model's evaluation, in the targets' original units. */

@@ -6,7 +6,7 @@ import { benchPresets, loadBenchData, runBenchmark } from './bench';
 import { dataSourceFromArgument, describeDataSource, loadDataSource } from './dataSources';
 import { previewDataset, summarizeDataset } from './datasetViews';
 import { imageForModel, loadImageFolder } from './imageFolders';
-import { evaluateModel, predictRows, predictWithModel } from './evaluation';
+import { evaluateModel, predictRows, predictWithModel, ttaFor } from './evaluation';
 import { formatInspection, inspectData } from './inspect';
 import { predictionsCsv, predictionTable, tableCsv } from './predictionCsv';
 import { cellExamples } from './examples';
@@ -61,7 +61,7 @@ export const services = {
     store: () => defaultRunStore,
   },
   evaluation: {
-    evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples,
+    evaluate: evaluateModel, predict: predictWithModel, predictRows, cellExamples, ttaFor,
     /** A file's predictions as a table and as the CSV `nnstudio predict` writes (models:predictFile too). */
     predictionTable, predictionsCsv, tableCsv,
   },

@@ -16,11 +16,17 @@ export interface ModelChoice {
   layers?: string;
   preset?: string;
   loss?: LossName;
-  optimizer?: 'sgd' | 'adam';
+  optimizer?: 'sgd' | 'adam' | 'adamw';
   lr?: number;
   momentum?: number;
-  /** L2 penalty on the weights (not biases); default: the preset's, else 0. */
+  /** SGD: Nesterov momentum (needs momentum > 0). */
+  nesterov?: boolean;
+  /** L2 penalty on the weights (not biases); default: the preset's, else 0. AdamW's is decoupled. */
   weightDecay?: number;
+  /** SGD: the weight decay decoupled from the gradient (SGDW) instead of added to it. */
+  decoupledWeightDecay?: boolean;
+  /** Softmax cross-entropy: the targets smoothed by this much (0..0.5). */
+  labelSmoothing?: number;
   seed?: number;
 }
 
@@ -38,19 +44,24 @@ function flatInput(inputShape: readonly number[]): ModelSpec['input'] {
 
 function chooseOptimizer(base: OptimizerSpec, choice: ModelChoice, courseForm: boolean): OptimizerSpec {
   const kind = choice.optimizer ?? (courseForm ? 'sgd' : base.kind);
+  if (kind !== 'sgd' && (choice.nesterov || choice.decoupledWeightDecay)) throw new Error('--nesterov and --decoupled-decay apply to --optimizer sgd only');
   if (kind === 'sgd') {
     const inherited = base.kind === 'sgd' ? base : undefined;
+    const nesterov = choice.nesterov ?? inherited?.nesterov;
+    const decoupled = choice.decoupledWeightDecay ?? inherited?.decoupledWeightDecay;
     return {
       kind: 'sgd',
       lr: choice.lr ?? inherited?.lr ?? (courseForm ? 0.01 : 0.01),
       momentum: choice.momentum ?? inherited?.momentum ?? 0,
+      ...(nesterov ? { nesterov: true } : {}),
       ...weightDecayOf(base, choice),
+      ...(decoupled ? { decoupledWeightDecay: true } : {}),
     };
   }
   if (choice.momentum !== undefined) throw new Error('--momentum applies to --optimizer sgd only');
-  const inherited = base.kind === 'adam' ? base : undefined;
+  const inherited = base.kind !== 'sgd' ? base : undefined;
   return {
-    kind: 'adam',
+    kind,
     lr: choice.lr ?? inherited?.lr ?? 0.001,
     beta1: inherited?.beta1 ?? adamDefaults.beta1,
     beta2: inherited?.beta2 ?? adamDefaults.beta2,
@@ -109,10 +120,12 @@ export function composeModelSpec(choice: ModelChoice, inputShape: readonly numbe
   } else {
     base = defaultSpec(inputShape, classCount, seed);
   }
+  const labelSmoothing = choice.labelSmoothing ?? base.labelSmoothing;
   const spec = parseModelSpec({
     ...base,
     loss: choice.loss ?? base.loss,
     optimizer: chooseOptimizer(base.optimizer, choice, courseForm),
+    ...(labelSmoothing ? { labelSmoothing } : {}),
     seed,
   });
   return { spec, presetTraining, courseForm };

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Dataset } from '../core/data/dataset';
 import { normalizationKinds } from '../core/data/preprocess';
 import { countLimits, countSchema } from '../core/model/countLimits';
-import { earlyStoppingSchema, lrScheduleSchema, type EarlyStopping, type LrSchedule } from '../core/model/trainingControl';
+import { augmentationSchema, earlyStoppingSchema, emaSchema, lrScheduleSchema, type Augmentation, type EarlyStopping, type LrSchedule } from '../core/model/trainingControl';
 import type { DataSource } from './dataSources';
 
 export interface RunRecord {
@@ -25,6 +25,9 @@ export interface RunRecord {
   earlyStopping?: EarlyStopping;
   /** Classification loss weights as asked ('balanced' or one per class). */
   classWeights?: 'balanced' | number[];
+  /** Augmentation of the training batches and the weight average's decay: a resume needs the same. */
+  augment?: Augmentation;
+  ema?: number;
   /** sha256 of the training split's features and labels (before normalisation). */
   trainDigest: string;
   counts: { train: number; validation: number; test: number };
@@ -57,6 +60,8 @@ const runRecordSchema = z.strictObject({
   lrSchedule: lrScheduleSchema.optional(),
   earlyStopping: earlyStoppingSchema.optional(),
   classWeights: z.union([z.literal('balanced'), z.array(z.number().positive().finite()).min(1)]).optional(),
+  augment: augmentationSchema.optional(),
+  ema: emaSchema.optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
   counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
 });

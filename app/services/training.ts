@@ -162,6 +162,7 @@ function checkpointOf(run: PreparedRun, state: engine.CheckpointEvent): Checkpoi
       epoch: state.epoch, step: state.step, seed: state.seed, learningRate: state.learningRate,
       parameters: state.parameters, optimizerState: state.optimizerState, history: state.history,
       ...(state.bestParameters ? { bestParameters: state.bestParameters } : {}),
+      ...(state.emaParameters ? { emaParameters: state.emaParameters } : {}),
     },
     run: { ...run.record },
   };

@@ -43,6 +43,10 @@ export interface TrainRequest {
   imputation?: ImputationSettings;
   /** Classification: weigh each class's examples in the loss ('balanced': n / (classes * n_class), like scikit-learn). */
   classWeights?: ClassWeights;
+  /** Images: random shifts, flips, rotations, scaling and erasing of each training batch, on the training device. */
+  augment?: engine.Augmentation;
+  /** A weight average (EMA) with this decay, used for validation and kept as the model. */
+  ema?: number;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
 }
@@ -189,6 +193,8 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     lrSchedule: record.lrSchedule,
     earlyStopping: record.earlyStopping,
     classWeights: record.classWeights,
+    ...(record.augment ? { augment: record.augment } : {}),
+    ...(record.ema !== undefined ? { ema: record.ema } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
   return { request: trainRequest, resumption: { checkpoint, record, path: request.resumeFrom } };
@@ -321,10 +327,14 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
   const schedules = {
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
+    ...(request.augment ? { augment: request.augment } : {}),
+    ...(request.ema !== undefined ? { ema: request.ema } : {}),
   };
+  if (request.augment && data.all.featureShape.length !== 3) throw Object.assign(new Error('augmentation applies to images; this data has flat rows'), { field: 'augment' });
+  const recipe = { ...(request.augment ? { augment: request.augment } : {}), ...(request.ema !== undefined ? { ema: request.ema } : {}) };
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
-    engineOptions: { ...engineOptions, ...targetScaling, ...weights, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
+    engineOptions: { ...engineOptions, ...targetScaling, ...weights, ...recipe, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
     record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts }),
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
@@ -363,7 +373,7 @@ function engineSet(preprocessing: Preprocessing, dataset: Dataset): Dataset {
 }
 
 /** A request as the run record a checkpoint keeps. */
-function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | 'testData' | 'threads' | 'lrSchedule' | 'earlyStopping' | 'classWeights' | 'trainDigest'> & { digest: string }): RunRecord {
+function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | 'testData' | 'threads' | 'lrSchedule' | 'earlyStopping' | 'classWeights' | 'augment' | 'ema' | 'trainDigest'> & { digest: string }): RunRecord {
   return {
     data: request.data,
     ...(request.testData ? { testData: request.testData } : {}),
@@ -378,6 +388,8 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
     ...(request.classWeights ? { classWeights: request.classWeights } : {}),
+    ...(request.augment ? { augment: request.augment } : {}),
+    ...(request.ema !== undefined ? { ema: request.ema } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };

@@ -65,10 +65,10 @@ export class EvaluationRegistry {
     return result;
   }
 
-  private async evaluated({ modelId, datasetId, device }: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
+  private async evaluated({ modelId, datasetId, device, tta }: ParsedPayloadOf<'evaluation:evaluate'>): Promise<EvaluationResult> {
     const { model } = this.models.get(modelId);
     const data = this.datasets.get(datasetId);
-    const evaluation = await services.evaluation.evaluate(model, data.source, { device });
+    const evaluation = await services.evaluation.evaluate(model, data.source, { device, ...(tta ? services.evaluation.ttaFor(model) : {}) });
     if (evaluation.regression) return this.regressionResult(evaluation, evaluation.regression, { modelId, datasetId });
     const classes = model.labels.length;
     const confidences = Array.from(evaluation.predictions, (predicted, row) => evaluation.probabilities[row * classes + predicted]);

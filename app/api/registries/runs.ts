@@ -263,6 +263,8 @@ function trainRequestOf(payload: ParsedPayloadOf<'training:start'>, data: Datase
     earlyStopping: payload.earlyStopping,
     ...(payload.imputation ? { imputation: payload.imputation } : {}),
     ...(payload.classWeights ? { classWeights: payload.classWeights } : {}),
+    ...(payload.augment ? { augment: payload.augment } : {}),
+    ...(payload.ema !== undefined ? { ema: payload.ema } : {}),
     checkpointPath,
   };
 }

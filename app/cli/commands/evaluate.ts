@@ -11,6 +11,7 @@ interface EvalCommandOptions extends DataOptions {
   device: 'auto' | 'cpu' | 'cuda';
   batchSize?: number;
   threads?: number;
+  tta?: boolean;
 }
 
 export function evalCommand(): Command {
@@ -21,6 +22,7 @@ export function evalCommand(): Command {
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .option('--batch-size <n>', 'evaluation batch size', countWithin('--batch-size', countLimits.evaluationBatchSize))
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
+    .option('--tta', 'images: test-time augmentation (the image and its one-pixel shifts averaged; the mirror image too when the model trained with flips)')
     .option('--json', 'print one JSON object (docs/TABLES.md, "eval --json"): {task, accuracy, macro, weighted, perClass, confusion, labels, loss, count} or {task: "regression", r2, mae, rmse, mape, perTarget, loss, count}')
     .action(async (options: EvalCommandOptions) => {
       const modelFile = requireOption(options.model, '--model', 'the model file to evaluate');
@@ -29,6 +31,7 @@ export function evalCommand(): Command {
       const source = await dataSourceFrom(dataArgument, 'test', options);
       const evaluation = await services.evaluation.evaluate(model, source, {
         device: options.device, batchSize: options.batchSize, threads: options.threads,
+        ...(options.tta ? services.evaluation.ttaFor(model) : {}),
       });
       const regression = evaluation.regression;
       const count = evaluation.dataset.count;

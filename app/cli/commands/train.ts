@@ -3,7 +3,7 @@
 // the services' one training path, which also records the run in the run history (unless --no-history).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
 import { lossNames } from '../../core/model/spec';
 import type { ModelChoice } from '../../services/modelSpecs';
@@ -17,6 +17,7 @@ import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
 import { defaultImputation, imputationStrategies, type ImputationSetting, type ImputationSettings, type ImputationStrategy } from '../../core/data/imputation';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
+import { emaSchema, parseAugmentation, type Augmentation } from '../../core/model/trainingControl';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   testData?: string;
@@ -37,6 +38,9 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   earlyStop?: EarlyStopping;
   restoreBest?: boolean;
   classWeight?: ClassWeights;
+  decoupledDecay?: boolean;
+  augment?: Augmentation;
+  ema?: number;
   impute?: ImputationStrategy;
   imputeColumn: Record<string, ImputationSetting>;
   missingIndicator?: boolean;
@@ -52,10 +56,15 @@ export function trainCommand(): Command {
     .option('--layers <spec>', 'layers in the compact syntax of docs/LAYERS.md, e.g. conv:16x3:relu,maxpool:2,dense:10')
     .option('--preset <name>', `a built-in model by name, or by its older name in brackets: ${presetHelp()}`)
     .addOption(new Option('--loss <loss>', 'loss function').choices(lossNames))
-    .addOption(new Option('--optimizer <kind>', 'optimizer').choices(['sgd', 'adam']))
+    .addOption(new Option('--optimizer <kind>', 'optimizer (adamw: Adam with decoupled weight decay)').choices(['sgd', 'adam', 'adamw']))
     .option('--lr <rate>', 'learning rate', positiveNumber('--lr'))
     .option('--momentum <m>', 'SGD momentum', fraction('--momentum'))
-    .option('--weight-decay <lambda>', 'L2 penalty on the weights (not biases), added to the gradient as lambda * w', nonNegativeNumber('--weight-decay'))
+    .option('--nesterov', 'SGD: Nesterov momentum (needs --momentum above 0)')
+    .option('--weight-decay <lambda>', 'weight decay on the weights (not biases): added to the gradient as lambda * w (sgd, adam), decoupled for adamw', nonNegativeNumber('--weight-decay'))
+    .option('--decoupled-decay', 'SGD: decouple the weight decay from the gradient (w -= lr * lambda * w, SGDW)')
+    .option('--label-smoothing <s>', 'softmax cross-entropy: smooth the one-hot targets by s (0 to 0.5)', fractionAtMost('--label-smoothing', 0.5))
+    .option('--augment <items>', 'images: augment each training batch on the device, e.g. translate=2,rotate=10,scale=0.1,erase=0.25,flip (flip is off unless named)', parseAugmentationOption)
+    .option('--ema <decay>', 'keep a weight average with this decay (e.g. 0.999) for validation and as the saved model', emaOption)
     .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default iterative: estimated from the row\'s other columns)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
     .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')
@@ -143,8 +152,31 @@ const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
   ['optimizer', '--optimizer'], ['lr', '--lr'], ['momentum', '--momentum'], ['batchSize', '--batch-size'],
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
   ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
+  ['nesterov', '--nesterov'], ['decoupledDecay', '--decoupled-decay'], ['labelSmoothing', '--label-smoothing'], ['augment', '--augment'], ['ema', '--ema'],
   ['impute', '--impute'], ['missingIndicator', '--missing-indicator'],
 ];
+
+function parseAugmentationOption(text: string): Augmentation {
+  try {
+    return parseAugmentation(text);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message.replace(/^--augment: /, ''));
+  }
+}
+
+function emaOption(text: string): number {
+  const value = Number(text);
+  if (!emaSchema.safeParse(value).success) throw new InvalidArgumentError(`--ema takes a decay between 0 and 1 (e.g. 0.999), got "${text}"`);
+  return value;
+}
+
+function fractionAtMost(flag: string, most: number): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (!(value >= 0 && value <= most)) throw new InvalidArgumentError(`${flag} takes a number from 0 to ${most}, got "${text}"`);
+    return value;
+  };
+}
 
 /** `age=median`, `code=constant:-1`: one column's imputation, gathered over repeated flags. */
 function collectImputeColumn(text: string, gathered: Record<string, ImputationSetting>): Record<string, ImputationSetting> {
@@ -243,6 +275,9 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     model: {
       layers: options.layers, preset: options.preset, loss: options.loss, optimizer: options.optimizer,
       lr: options.lr, momentum: options.momentum, weightDecay: options.weightDecay,
+      ...(options.nesterov ? { nesterov: true } : {}),
+      ...(options.decoupledDecay ? { decoupledWeightDecay: true } : {}),
+      ...(options.labelSmoothing !== undefined ? { labelSmoothing: options.labelSmoothing } : {}),
     },
     normalize: options.normalize,
     epochs: options.epochs,
@@ -254,6 +289,8 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     threads: options.threads,
     lrSchedule: options.lrSchedule,
     ...(options.classWeight !== undefined ? { classWeights: options.classWeight } : {}),
+    ...(options.augment ? { augment: options.augment } : {}),
+    ...(options.ema !== undefined ? { ema: options.ema } : {}),
     imputation: imputationSettings(options),
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,

@@ -10,9 +10,13 @@ export type ModelChoice = PayloadOf<'models:check'>['model'];
 /** The settings as the inputs hold them (null: empty, the server's default). */
 export interface ModelSettingsDraft {
   loss: LossName;
-  optimizer: 'sgd' | 'adam';
+  optimizer: 'sgd' | 'adam' | 'adamw';
   lr: number | null;
   momentum: number | null;
+  /** SGD: Nesterov momentum. */
+  nesterov: boolean;
+  /** Softmax cross-entropy: how much the one-hot targets are smoothed; null or 0: none. */
+  labelSmoothing: number | null;
   /** L2 penalty on the weights; null: the model's default (1e-2 for the default table model, else 0). */
   weightDecay: number | null;
   seed: number | null;
@@ -35,7 +39,7 @@ const checkDelayMs = 150;
 export class ModelState {
   /** The layer list as edited; the Model screen's rows bind to these layer objects. */
   layers = $state<LayerSpec[]>([]);
-  readonly settings = $state<ModelSettingsDraft>({ loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.001, momentum: 0.9, weightDecay: null, seed: 0 });
+  readonly settings = $state<ModelSettingsDraft>({ loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.001, momentum: 0.9, nesterov: false, labelSmoothing: null, weightDecay: null, seed: 0 });
   /** The preset the model came from; any edit clears it. */
   presetName = $state<string | undefined>();
   check = $state.raw<ModelCheck | undefined>();
@@ -91,7 +95,11 @@ export class ModelState {
     settings.loss = spec.loss;
     settings.optimizer = spec.optimizer.kind;
     settings.lr = spec.optimizer.lr;
-    if (spec.optimizer.kind === 'sgd') settings.momentum = spec.optimizer.momentum ?? 0;
+    if (spec.optimizer.kind === 'sgd') {
+      settings.momentum = spec.optimizer.momentum ?? 0;
+      settings.nesterov = spec.optimizer.nesterov ?? false;
+    }
+    settings.labelSmoothing = spec.labelSmoothing ?? null;
     settings.weightDecay = spec.optimizer.weightDecay ?? 0;
     settings.seed = spec.seed;
   }
@@ -166,13 +174,15 @@ export class ModelState {
 
   /** models:check's and training:start's model: the layers and the settings that are set. */
   choice(): ModelChoice {
-    const { loss, optimizer, lr, momentum, weightDecay, seed } = this.settings;
+    const { loss, optimizer, lr, momentum, nesterov, labelSmoothing, weightDecay, seed } = this.settings;
     return {
       ...(this.layers.length ? { layers: this.modelText } : {}),
       loss,
       optimizer,
       ...(lr !== null ? { lr } : {}),
       ...(optimizer === 'sgd' && momentum !== null ? { momentum } : {}),
+      ...(optimizer === 'sgd' && nesterov ? { nesterov: true } : {}),
+      ...(loss === 'softmax_cross_entropy' && labelSmoothing ? { labelSmoothing } : {}),
       ...(weightDecay !== null ? { weightDecay } : {}),
       ...(seed !== null ? { seed } : {}),
     };

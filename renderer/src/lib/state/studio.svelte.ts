@@ -58,6 +58,7 @@ class Studio {
     modelChoice: () => this.model.choice(),
     seed: () => this.model.settings.seed,
     modelReady: () => this.model.ready,
+    imageData: () => this.data.dataset?.kind === 'images',
     ended: (run, done) => {
       this.evaluate.showTestResult(run.runId, done);
       void this.models.refresh();

@@ -50,6 +50,8 @@ export interface TrainDeps {
   seed(): number | null;
   /** The model fits the selected data. */
   modelReady(): boolean;
+  /** The selected data are images (augmentation applies). */
+  imageData(): boolean;
   /** The watched run ended (its test evaluation and its model are ready to show). */
   ended(run: RunView, done: TrainingDone): void;
 }
@@ -91,7 +93,7 @@ export class TrainState {
     if (!datasetId || this.running || this.starting) return;
     this.trainError = undefined;
     this.controlError = undefined;
-    const options = trainingOptions(this.settings);
+    const options = trainingOptions(this.settings, this.deps.imageData());
     if (options.problem) {
       this.trainError = options.problem;
       return;
@@ -237,6 +239,8 @@ export class TrainState {
   restoreSettings(saved: NonNullable<Workspace['training']>): void {
     Object.assign(this.settings.schedule, saved.schedule);
     Object.assign(this.settings.earlyStopping, saved.earlyStopping);
+    if (saved.augment) Object.assign(this.settings.augment, saved.augment);
+    this.settings.ema = saved.ema ?? null;
     this.settings.batchSize = saved.batchSize;
     this.settings.epochs = saved.epochs;
     this.settings.device = saved.device;

@@ -29,17 +29,29 @@ export interface EarlyStoppingDraft {
   restoreBest: boolean;
 }
 
+/** Augmentation of image batches as the inputs hold it (null or 0: that kind off). */
+export interface AugmentDraft {
+  translate: number | null;
+  flip: boolean;
+  rotate: number | null;
+  scale: number | null;
+  erase: number | null;
+}
+
 export interface TrainingDraft {
   batchSize: number | null;
   epochs: number | null;
   device: Device;
   schedule: LrScheduleDraft;
   earlyStopping: EarlyStoppingDraft;
+  augment: AugmentDraft;
+  /** The weight average's decay; null: none. */
+  ema: number | null;
 }
 
 type StartPayload = PayloadOf<'training:start'>;
 /** The part of training:start these settings decide. */
-export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping'>;
+export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping' | 'augment' | 'ema'>;
 
 export function newTrainingDraft(): TrainingDraft {
   return {
@@ -48,6 +60,8 @@ export function newTrainingDraft(): TrainingDraft {
     device: 'auto',
     schedule: { kind: 'constant', everyEpochs: 10, gamma: 0.5, minLr: 0, maxLr: null, pctStart: 0.3, divFactor: 25, finalDivFactor: 1e4 },
     earlyStopping: { monitor: 'off', patience: 3, minDelta: 0, restoreBest: false },
+    augment: { translate: null, flip: false, rotate: null, scale: null, erase: null },
+    ema: null,
   };
 }
 
@@ -80,13 +94,18 @@ interface Bound {
   needs: string;
 }
 
-const bounds = {
+const bounds: Record<'wholeFromOne' | 'aboveZeroToMillion' | 'zeroOrMore' | 'aboveZero' | 'share', Bound> & {
+  zeroTo(most: number): Bound;
+  wholeFromZeroTo(most: number): Bound;
+} = {
   wholeFromOne: { ok: (value) => Number.isInteger(value) && value >= 1 && value <= 1_000_000, needs: 'a whole number from 1 to 1,000,000' },
   aboveZeroToMillion: { ok: (value) => value > 0 && value <= 1e6, needs: 'more than 0 and at most 1,000,000' },
   zeroOrMore: { ok: (value) => Number.isFinite(value) && value >= 0, needs: '0 or more' },
   aboveZero: { ok: (value) => Number.isFinite(value) && value > 0, needs: 'more than 0' },
   share: { ok: (value) => value > 0 && value < 1, needs: 'between 0 and 1' },
-} satisfies Record<string, Bound>;
+  zeroTo: (most: number): Bound => ({ ok: (value) => value >= 0 && value <= most, needs: `from 0 to ${most}` }),
+  wholeFromZeroTo: (most: number): Bound => ({ ok: (value) => Number.isInteger(value) && value >= 0 && value <= most, needs: `a whole number from 0 to ${most}` }),
+};
 
 /** A problem with one typed value, or undefined (an empty input is always fine: the server's default). */
 function checkValue(value: number | null, bound: Bound, control: string, field: string): ApiError | undefined {
@@ -153,18 +172,38 @@ export function earlyStoppingFromDraft(draft: EarlyStoppingDraft): Checked<Early
   return { value: { monitor: draft.monitor, ...setFields({ patience: draft.patience, minDelta: draft.minDelta }), restoreBest: draft.restoreBest } };
 }
 
-/** Everything the settings give training:start, or the first bad schedule or early-stopping value. */
-export function trainingOptions(draft: TrainingDraft): Checked<TrainingOptions> {
+/** training:start's augment: undefined when every kind is off, else the kinds set, or the first bad value. */
+export function augmentFromDraft(draft: AugmentDraft): Checked<StartPayload['augment']> {
+  const problem = firstProblem(
+    checkValue(draft.translate, bounds.wholeFromZeroTo(64), 'Shift (pixels)', 'augment.translate'),
+    checkValue(draft.rotate, bounds.zeroTo(180), 'Rotation (degrees)', 'augment.rotate'),
+    checkValue(draft.scale, bounds.zeroTo(0.5), 'Scaling', 'augment.scale'),
+    checkValue(draft.erase, bounds.zeroTo(1), 'Erasing probability', 'augment.erase'),
+  );
+  if (problem) return { problem };
+  const set = Object.fromEntries(Object.entries(setFields({ translate: draft.translate, rotate: draft.rotate, scale: draft.scale, erase: draft.erase })).filter(([, value]) => value !== 0));
+  const augment = { ...set, ...(draft.flip ? { flip: true } : {}) };
+  return { value: Object.keys(augment).length > 0 ? augment : undefined };
+}
+
+/** Everything the settings give training:start, or the first bad value. `images`: augmentation applies. */
+export function trainingOptions(draft: TrainingDraft, images = false): Checked<TrainingOptions> {
   const schedule = scheduleFromDraft(draft.schedule);
   if (schedule.problem) return schedule;
   const earlyStopping = earlyStoppingFromDraft(draft.earlyStopping);
   if (earlyStopping.problem) return earlyStopping;
+  const augment = images ? augmentFromDraft(draft.augment) : { value: undefined };
+  if (augment.problem) return augment;
+  const emaProblem = checkValue(draft.ema, bounds.share, 'Weight average decay', 'ema');
+  if (emaProblem) return { problem: emaProblem };
   return {
     value: {
       ...setFields({ epochs: draft.epochs, batchSize: draft.batchSize }),
       device: draft.device,
       lrSchedule: schedule.value,
       ...(earlyStopping.value ? { earlyStopping: earlyStopping.value } : {}),
+      ...(augment.value ? { augment: augment.value } : {}),
+      ...(draft.ema !== null ? { ema: draft.ema } : {}),
     },
   };
 }
