@@ -267,7 +267,8 @@ LossTargets CudaSession::lossTargets(const int32_t* labels, const float* targets
 void CudaSession::enqueueStep(int n) {
   const OptimizerSpec& opt = spec_.optimizer;
   const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get()};
-  net_.forward(stream_, params_.get(), batchFeatures_.get(), n, true, seed_, state_.get());
+  // (batchnorm's running statistics live in params_ and move with this forward pass)
+  net_.forward(stream_, params_.get(), batchFeatures_.get(), n, true, seed_, state_.get(), params_.get());
   net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
   if (opt.kind == OptimizerKind::Adam)
