@@ -16,8 +16,9 @@
 #include "cpu/thread_pool.h"
 #include "cuda/kernels.h"
 #include "cuda/network.h"
-#include "ops_dense.h"
 #include "op_table.h"
+#include "ops_dense.h"
+#include "ops_small.h"  // kOneKernel
 #include "spec/model.h"
 
 namespace nnstudio::test {
