@@ -8,6 +8,7 @@ import { courseNetworkToModel, formatCourseModel, parseCourseModel, type CourseI
 import { encodeOnnxModel } from '../core/interop/onnxExport';
 import { encodeModel, loadModel, ModelFileError, saveModel, type Model } from '../core/model/modelFile';
 import { formatShape, inferShapes, parameterCount, type LayerInfo } from '../core/model/shapes';
+import { batchnormDefaults } from '../core/model/spec';
 import type { ModelSpec } from '../core/model/spec';
 
 export type TrainedModel = Model<Preprocessing>;
@@ -150,7 +151,11 @@ function describeLayer(spec: ModelSpec, index: number): string {
     case 'activation':
       return layer.fn + (layer.fn === 'leaky_relu' ? ` (alpha ${layer.alpha ?? 0.01})` : '');
     case 'flatten':
+    case 'global_avgpool':
       return '';
+    case 'batchnorm':
+      return `momentum ${layer.momentum ?? batchnormDefaults.momentum}, eps ${layer.eps ?? batchnormDefaults.eps}` +
+        (layer.affine === false ? ', not affine' : '');
   }
 }
 

@@ -11,6 +11,7 @@
 //   dense head                  fused at every cluster size against the four separate launches (which run
 //                               against the CPU), divergence, a graph, and inside networks
 //   maxpool, avgpool, activation, dropout, loss, optimizer, gather (ops_small.h)
+//   batchnorm, global_avgpool, gelu, and networks of them against cpu::Network (ops_norm.h)
 // Tolerances: the CUDA parity tolerance max |gpu - cpu| <= 1e-4 (1 + max |cpu|) unless a row says otherwise.
 // A machine without a GPU prints "skipped: no CUDA device" and passes. `--bench` times every variant on the
 // presets' full shapes instead (ops_bench.h).
@@ -27,6 +28,7 @@
 #include "ops_bench.h"
 #include "ops_conv.h"
 #include "ops_dense.h"
+#include "ops_norm.h"
 #include "ops_small.h"
 
 using namespace nnstudio;
@@ -280,6 +282,7 @@ void runTable(cpu::ThreadPool& pool) {
   }
   for (int64_t fs : {13, 16}) checkGather(fs);
   for (const char* name : {"sgd momentum", "adam"}) checkOptimizerGathersNext(name);
+  runNormRows(pool);
 }
 
 }  // namespace

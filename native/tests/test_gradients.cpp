@@ -12,6 +12,7 @@
 // the tolerance; the negative control at the end shows that a 5 % error on one element is caught.
 // Data and weights come from a fixed seed, so the run is deterministic (GRADCHECK_SEED=n draws other
 // data; every n in 0..60 passes).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -139,6 +140,18 @@ void check(const std::string& name, const std::string& json, Options opt = {}) {
   if (!plan.regression())
     for (auto& y : labels) y = int32_t(rng.below(uint32_t(classes)));
   // a regression's targets: continuous values around the outputs' scale
+  // batchnorm: gamma near 1, beta random (as a bias), running statistics away from 0 and 1 so that an
+  // evaluation-mode check sees them
+  for (const auto& t : parameterTable(s)) {
+    const auto ends = [&](const std::string& suffix) {
+      return t.name.size() > suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    for (size_t i = 0; i < t.size; ++i) {
+      if (ends(".gamma")) params[t.offset + i] = 1.0f + 0.3f * (2 * rng.uniform() - 1);
+      if (ends(".beta") || ends(".running_mean")) params[t.offset + i] = 0.2f * (2 * rng.uniform() - 1);
+      if (ends(".running_var")) params[t.offset + i] = 0.5f + rng.uniform();
+    }
+  }
   std::vector<float> targets(plan.regression() ? size_t(B) * size_t(plan.outputWidth) : 0);
   for (auto& t : targets) t = 2 * rng.uniform() - 1 + opt.targetOffset;
   const float* targetData = targets.empty() ? nullptr : targets.data();
@@ -159,10 +172,22 @@ void check(const std::string& name, const std::string& json, Options opt = {}) {
   std::vector<double> analytic(grads.begin(), grads.end()), numeric(grads.size());
   std::vector<Numeric> info(grads.size());
   std::vector<float> p = params;
+  // batchnorm's running statistics are buffers: their gradient is 0 by definition. In training the loss
+  // does not depend on them (the difference quotient checks that); in evaluation it does, and they are
+  // left out of the comparison (their analytic 0 is checked exactly instead).
+  std::vector<bool> buffer(p.size(), false);
+  for (const auto& t : parameterTable(s))
+    if (t.name.find(".running_") != std::string::npos)
+      for (size_t i = 0; i < t.size; ++i) buffer[t.offset + i] = true;
+  bool buffersZero = true;
   for (size_t i = 0; i < p.size(); ++i) {
+    if (buffer[i]) buffersZero = buffersZero && grads[i] == 0.0f;
+    if (buffer[i] && !opt.training) continue;  // numeric 0 = analytic 0
     info[i] = differentiate(p[i], [&] { return lossAt(p); });
     numeric[i] = info[i].central;
   }
+  if (std::find(buffer.begin(), buffer.end(), true) != buffer.end())
+    CHECK_MSG(buffersZero, name + ": the running statistics' gradients are 0");
   Comparison c = compare(analytic, numeric, &info);
   c.kinkBudget = opt.kinkBudget;
   CHECK_MSG(c.ok(), name + ": d/dparameters (" + std::to_string(p.size()) + "): " + c.text());
@@ -202,6 +227,13 @@ std::string conv(int filters, int kh, int kw, int stride, const std::string& pad
          std::to_string(kw) + "],\"stride\":" + std::to_string(stride) + ",\"padding\":\"" + padding +
          "\",\"activation\":\"" + act + "\"}";
 }
+Options afterConvKinks() {
+  Options o;
+  o.kinkBudget = 0.25;
+  return o;
+}
+std::string batchnorm(const std::string& fields = "") { return "{\"kind\":\"batchnorm\"" + fields + "}"; }
+const std::string gap = "{\"kind\":\"global_avgpool\"}";
 std::string pool(const std::string& kind, int size, int stride) {
   return "{\"kind\":\"" + kind + "\",\"size\":" + std::to_string(size) + ",\"stride\":" + std::to_string(stride) + "}";
 }
@@ -212,7 +244,7 @@ const std::string flatten = "{\"kind\":\"flatten\"}";
 int main() {
   if (const char* h = std::getenv("GRADCHECK_STEP")) kStep = std::atof(h);
   if (const char* d = std::getenv("GRADCHECK_SEED")) dataSeed = std::strtoull(d, nullptr, 10);
-  const char* activations[] = {"linear", "relu", "leaky_relu", "sigmoid", "tanh", "softplus", "softmax"};
+  const char* activations[] = {"linear", "relu", "leaky_relu", "sigmoid", "tanh", "softplus", "softmax", "gelu"};
 
   std::printf("dense, each activation (hidden, then as the head under mse)\n");
   for (const char* act : activations) {
@@ -244,6 +276,11 @@ int main() {
   check("conv2d relu, leaky_relu",
         spec("[2,6,6]", conv(3, 3, 3, 1, "same", "relu") + "," + conv(2, 3, 3, 1, "valid", "leaky_relu") + "," + flatten + "," + dense(3)),
         kinky);
+  check("conv2d gelu -> conv2d gelu (pre-activations kept)",
+        spec("[2,5,5]", conv(3, 3, 3, 1, "same", "gelu") + "," + conv(2, 2, 2, 1, "valid", "gelu") + "," + flatten + "," + dense(3)));
+  check("conv2d gelu -> maxpool (no conv+pool fusion)",
+        spec("[1,6,6]", conv(2, 3, 3, 1, "same", "gelu") + "," + pool("maxpool2d", 2, 2) + "," + flatten + "," + dense(3)),
+        afterConvKinks());
   check("conv2d kernel as large as the input", spec("[2,3,4]", conv(3, 3, 4, 1, "valid") + "," + flatten + "," + dense(2)));
 
   std::printf("pools\n");
@@ -304,6 +341,71 @@ int main() {
         }
     CHECK_MSG(same, "max-pool values and argmax match the naive scan in " + std::to_string(cases) + " geometries");
   }
+
+  std::printf("batchnorm (training: through the batch statistics; evaluation: running statistics)\n");
+  {
+    Options train;
+    train.training = true;
+    train.batch = 5;
+    Options eval = train;
+    eval.training = false;
+    const std::string flat = spec("[4]", dense(6) + "," + batchnorm() + ",{\"kind\":\"activation\",\"fn\":\"tanh\"}," + dense(3));
+    check("batchnorm flat, training", flat, train);
+    check("batchnorm flat, evaluation", flat, eval);
+    check("batchnorm flat, not affine, training",
+          spec("[4]", dense(6) + "," + batchnorm(",\"affine\":false") + ",{\"kind\":\"activation\",\"fn\":\"tanh\"}," + dense(3)),
+          train);
+    check("batchnorm first (input gradient through the batch statistics), eps 0.1",
+          spec("[5]", batchnorm(",\"eps\":0.1") + "," + dense(3, "tanh") + "," + dense(3)), train);
+    Options image = train;
+    image.batch = 3;
+    const std::string conv2 = spec("[2,5,4]", conv(3, 3, 3, 1, "same", "linear") + "," + batchnorm() + "," +
+                                                  "{\"kind\":\"activation\",\"fn\":\"gelu\"}," + flatten + "," + dense(3));
+    check("conv2d -> batchnorm over channels -> gelu, training", conv2, image);
+    Options imageEval = image;
+    imageEval.training = false;
+    check("conv2d -> batchnorm over channels -> gelu, evaluation", conv2, imageEval);
+    check("batchnorm over channels, not affine, training",
+          spec("[3,4,4]", batchnorm(",\"affine\":false,\"momentum\":0.5") + "," + conv(2, 3, 3, 1, "valid", "tanh") + "," +
+                              flatten + "," + dense(3)),
+          image);
+  }
+  {
+    // the running statistics: training moves them by momentum (the unbiased variance, as PyTorch);
+    // evaluation normalises with them and leaves them be
+    ModelSpec s = parseModelSpec(spec("[2]", batchnorm(",\"momentum\":0.25") + "," + dense(2)));
+    cpu::ThreadPool pool1(1);
+    cpu::Network net(s, 4, pool1);
+    std::vector<float> params = initialParameters(s, 0);
+    const auto table = parameterTable(s);
+    CHECK_MSG(table.size() == 6 && table[0].name == "layers.0.gamma" && table[1].name == "layers.0.beta" &&
+                  table[2].name == "layers.0.running_mean" && table[3].name == "layers.0.running_var",
+              "batchnorm's tensors: gamma, beta, running_mean, running_var");
+    CHECK_MSG(params[0] == 1 && params[1] == 1 && params[2] == 0 && params[3] == 0 && params[4] == 0 && params[5] == 0 &&
+                  params[6] == 1 && params[7] == 1,
+              "batchnorm starts at gamma 1, beta 0, running mean 0, running variance 1");
+    const std::vector<float> x = {1, 10, 2, 20, 3, 30, 6, 40};  // feature 0: mean 3, var 3.5 (unbiased 14/3)
+    net.forward(params.data(), x.data(), 4, true, 0, params.data());
+    CHECK_NEAR(params[4], 0.25 * 3, 1e-6);
+    CHECK_NEAR(params[5], 0.25 * 25, 1e-6);
+    CHECK_NEAR(params[6], 0.75 + 0.25 * (14.0 / 3), 1e-5);
+    CHECK_NEAR(params[7], 0.75 + 0.25 * (500.0 / 3), 1e-4);
+    const std::vector<float> before = params;
+    net.forward(params.data(), x.data(), 4, false, 0, params.data());
+    CHECK_MSG(params == before, "an evaluation forward leaves the running statistics as they are");
+    // the head's input in evaluation is (x - running mean) / sqrt(running var + eps): check through a
+    // dense layer set to pick feature 0
+    std::fill(params.begin() + 8, params.end(), 0.0f);
+    params[8] = 1.0f;  // output 0 = feature 0
+    const float* out = net.forward(params.data(), x.data(), 4, false, 0);
+    CHECK_NEAR(out[0], (1 - params[4]) / std::sqrt(params[6] + 1e-5), 1e-5);
+    const float* outTrain = net.forward(params.data(), x.data(), 4, true, 0);
+    CHECK_NEAR(outTrain[0], (1 - 3) / std::sqrt(3.5 + 1e-5), 1e-5);
+  }
+
+  std::printf("global average pool\n");
+  check("global_avgpool first", spec("[3,4,5]", gap + "," + dense(3)), distinct);
+  check("conv2d -> global_avgpool -> dense", spec("[2,5,5]", conv(4, 3, 3, 1, "same") + "," + gap + "," + dense(3)));
 
   std::printf("flatten, dropout\n");
   check("flatten first", spec("[2,3,3]", flatten + "," + dense(4, "tanh") + "," + dense(3)));

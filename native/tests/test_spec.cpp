@@ -102,8 +102,20 @@ int main() {
                  "dense #1: \"units\" must be a positive integer, got 0");
     CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"dense\",\"units\":2.5}")), SpecError,
                  "must be a positive integer, got 2.5");
-    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"dense\",\"units\":3,\"activation\":\"gelu\"}")), SpecError,
-                 "dense #1: unknown activation \"gelu\"");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"dense\",\"units\":3,\"activation\":\"swish\"}")), SpecError,
+                 "dense #1: unknown activation \"swish\"");
+    CHECK(parseModelSpec(specWith("[4]", "{\"kind\":\"dense\",\"units\":3,\"activation\":\"gelu\"}")).layers[0].activation ==
+          ActivationFn::GELU);
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"batchnorm\",\"momentum\":1.5}")), SpecError,
+                 "batchnorm #1: \"momentum\" must be in [0, 1], got 1.5");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"batchnorm\",\"eps\":0}")), SpecError,
+                 "batchnorm #1: \"eps\" must be a finite number > 0, got 0");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"batchnorm\",\"affine\":1}")), SpecError,
+                 "batchnorm #1: \"affine\" must be true or false, got a number");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"batchnorm\",\"channels\":4}")), SpecError,
+                 "batchnorm #1: unknown field \"channels\"");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[4]", "{\"kind\":\"global_avgpool\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "global_avgpool #1: needs an image input [C,H,W], got 4");
     CHECK_THROWS(parseModelSpec(specWith("[1,8,8]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[3,3],\"padding\":\"half\"}")),
                  SpecError, "conv2d #1: unknown padding \"half\"");
     CHECK_THROWS(parseModelSpec(specWith("[1,8,8]", "{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":3}")), SpecError,
@@ -126,6 +138,32 @@ int main() {
                                 "\"optimizer\":{\"kind\":\"sgd\",\"lr\":0.1}}"),
                  SpecError, "spec: missing \"seed\"");
     CHECK_THROWS(parseModelSpec("[1,2]"), SpecError, "spec: expected an object");
+  }
+
+  // ---- batchnorm, global_avgpool: shapes, counts, tensors ----
+  std::printf("batchnorm, global_avgpool\n");
+  {
+    ModelSpec s = parseModelSpec(specWith(
+        "[3,8,6]", "{\"kind\":\"conv2d\",\"filters\":4,\"kernel\":[3,3],\"padding\":\"same\"},"
+                   "{\"kind\":\"batchnorm\",\"momentum\":0.01,\"eps\":0.001},{\"kind\":\"activation\",\"fn\":\"gelu\"},"
+                   "{\"kind\":\"global_avgpool\"},{\"kind\":\"batchnorm\",\"affine\":false},{\"kind\":\"dense\",\"units\":2}"));
+    CHECK(s.layers[1].kind == LayerKind::BatchNorm && s.layers[1].momentum == 0.01f && s.layers[1].eps == 0.001f &&
+          s.layers[1].affine);
+    CHECK(!s.layers[4].affine && s.layers[4].momentum == 0.1f && s.layers[4].eps == 1e-5f);
+    const auto infos = inferShapes(s);
+    CHECK(infos[1].label == "batchnorm #1" && infos[1].outputShape == std::vector<int>({4, 8, 6}) && infos[1].parameters == 16);
+    CHECK(infos[3].label == "global_avgpool #1" && infos[3].outputShape == std::vector<int>({4}) && infos[3].parameters == 0);
+    CHECK(infos[4].label == "batchnorm #2" && infos[4].parameters == 8);  // running statistics only
+    const auto table = parameterTable(s);
+    std::string names;
+    for (const auto& t : table) names += t.name + "@" + std::to_string(t.offset) + " ";
+    CHECK_MSG(names == "layers.0.weight@0 layers.0.bias@108 layers.1.gamma@112 layers.1.beta@116 layers.1.running_mean@120 "
+                       "layers.1.running_var@124 layers.4.running_mean@128 layers.4.running_var@132 layers.5.weight@136 "
+                       "layers.5.bias@144 ",
+              "the tensors in order: " + names);
+    CHECK(parameterCount(s) == 146);
+    const auto mask = weightDecayMask(s);
+    CHECK_MSG(mask[0] == 1 && mask[112] == 0 && mask[120] == 0 && mask[136] == 1, "batchnorm's tensors never decay");
   }
 
   // ---- parseModelSpec values and defaults ----

@@ -285,6 +285,42 @@ inline void checkResumeErrors(Backend& backend) {
   CHECK_THROWS(backend.train(spec, tv, nullptr, o, nullptr, nullptr), EngineError, "written by a run without ema");
 }
 
+// batchnorm over channels and over features: the running statistics move during training and resume
+// exactly (they are part of the weights); validation and evaluation use them, so an evaluation does not
+// depend on its batch size and gives the history's last validation loss.
+inline std::string batchnormSpec(const char* optimizer) {
+  return std::string(
+             "{\"input\":[1,8,8],\"layers\":[{\"kind\":\"conv2d\",\"filters\":4,\"kernel\":[3,3],\"padding\":\"same\"},"
+             "{\"kind\":\"batchnorm\",\"momentum\":0.2},{\"kind\":\"activation\",\"fn\":\"relu\"},{\"kind\":\"maxpool2d\",\"size\":2},"
+             "{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":16,\"activation\":\"gelu\"},{\"kind\":\"batchnorm\"},"
+             "{\"kind\":\"dense\",\"units\":2}],\"loss\":\"softmax_cross_entropy\",\"optimizer\":") +
+         optimizer + ",\"seed\":3}";
+}
+
+inline void checkBatchNormRun(Backend& backend) {
+  const ModelSpec spec = parseModelSpec(batchnormSpec("{\"kind\":\"adam\",\"lr\":0.01}"));
+  const ControlData train = controlBars(500, 21), val = controlBars(120, 22);
+  const DatasetView tv = train.view(), vv = val.view();
+  const TrainResult r = backend.train(spec, tv, &vv, controlOptions(2), nullptr, nullptr);
+  CHECK_MSG(r.status == TrainStatus::Completed && r.history.size() == 2, "batchnorm: a 2-epoch run completes");
+  bool moved = true;
+  for (const ParamTensor& t : parameterTable(spec)) {
+    const bool isMean = t.name.find("running_mean") != std::string::npos;
+    const bool isVar = t.name.find("running_var") != std::string::npos;
+    if (!isMean && !isVar) continue;
+    for (size_t i = 0; i < t.size; ++i) moved = moved && r.parameters[t.offset + i] != (isVar ? 1.0f : 0.0f);
+  }
+  CHECK_MSG(moved, "batchnorm: training moved every running mean and variance");
+  const EvalResult whole = backend.evaluate(spec, r.parameters, vv, 120);
+  const EvalResult single = backend.evaluate(spec, r.parameters, vv, 1);
+  CHECK_MSG(std::fabs(whole.loss - single.loss) <= 1e-5 * (1 + std::fabs(whole.loss)) && whole.accuracy == single.accuracy,
+            "batchnorm: evaluation uses the running statistics (batch size 120 == batch size 1: " +
+                std::to_string(whole.loss) + " vs " + std::to_string(single.loss) + ")");
+  CHECK_MSG(std::fabs(whole.loss - r.history.back().validationLoss) <= 1e-5 * (1 + std::fabs(whole.loss)),
+            "batchnorm: the last epoch's validation loss is the evaluation's");
+  CHECK_MSG(whole.accuracy > 0.9, "batchnorm: the bars are learnt (validation accuracy " + std::to_string(whole.accuracy) + ")");
+}
+
 inline void checkTrainControl(Backend& backend, bool exactSteps) {
   std::printf("resume\n");
   checkResumeExact(backend, "Adam, shuffle, dropout", controlSpec("{\"kind\":\"adam\",\"lr\":0.005}"), LrSchedule{});
@@ -315,6 +351,12 @@ inline void checkTrainControl(Backend& backend, bool exactSteps) {
                    controlSpec("{\"kind\":\"sgd\",\"lr\":0.05,\"momentum\":0.9,\"nesterov\":true,"
                                "\"weightDecay\":0.01,\"decoupledWeightDecay\":true}"),
                    step, shifts);
+  checkResumeExact(backend, "batchnorm (running statistics), gelu, Adam", batchnormSpec("{\"kind\":\"adam\",\"lr\":0.005}"),
+                   LrSchedule{});
+  checkResumeExact(backend, "batchnorm, SGD with momentum", batchnormSpec("{\"kind\":\"sgd\",\"lr\":0.05,\"momentum\":0.9}"),
+                   LrSchedule{});
+  std::printf("batchnorm\n");
+  checkBatchNormRun(backend);
   checkResumeErrors(backend);
   std::printf("early stopping\n");
   checkEarlyStopping(backend);

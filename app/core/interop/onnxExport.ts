@@ -5,12 +5,16 @@
 //
 // Layouts need no transposes: our tensors are NCHW, dense weights (units, inputs) = Gemm's B with
 // transB=1, conv weights (filters, C, kh, kw) = Conv's W, and flatten keeps C,H,W order as ONNX's does.
+// batchnorm is BatchNormalization in inference mode (its running statistics; (N, C) or (N, C, H, W)
+// alike), global_avgpool is GlobalAveragePool then Flatten, and gelu is its erf form built from Div, Erf,
+// Add and Mul (opset 13 has no Gelu).
 import { onnx } from 'onnx-proto';
 import type { Preprocessing } from '../data/preprocess';
 import type { TargetScaling } from '../data/targetScaling';
 import type { Imputation } from '../data/imputation';
 import type { Model } from '../model/modelFile';
 import { classCount, inferShapes, layerLabels, parameterTable } from '../model/shapes';
+import { batchnormDefaults } from '../model/spec';
 import type { ActivationName, LayerSpec, ModelSpec } from '../model/spec';
 import { floatTensor, floatValueInfo, GraphBuilder } from './onnxGraph';
 
@@ -57,7 +61,31 @@ function addActivation(graph: GraphBuilder, input: string, fn: ActivationName | 
     case 'softmax':
       // the engine allows softmax on flat tensors only, (N, F): the last axis
       return graph.node('Softmax', [input], `${label}_softmax`, { axis: -1 });
+    case 'gelu':
+      return addGelu(graph, input, label);
   }
+}
+
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), exact as the engine's
+function addGelu(graph: GraphBuilder, input: string, label: string): string {
+  const sqrt2 = graph.constant(`${label}_gelu_sqrt2`, [], [Math.SQRT2]);
+  const one = graph.constant(`${label}_gelu_one`, [], [1]);
+  const half = graph.constant(`${label}_gelu_half`, [], [0.5]);
+  const erf = graph.node('Erf', [graph.node('Div', [input, sqrt2], `${label}_gelu_scaled`)], `${label}_gelu_erf`);
+  const cdf = graph.node('Mul', [graph.node('Add', [erf, one], `${label}_gelu_erf1`), half], `${label}_gelu_cdf`);
+  return graph.node('Mul', [input, cdf], `${label}_gelu`, {}, 'gelu: x * (1 + erf(x / sqrt 2)) / 2');
+}
+
+// BatchNormalization with the running statistics; without affine, gamma 1 and beta 0 as constants
+function addBatchnorm(graph: GraphBuilder, layer: LayerSpec & { kind: 'batchnorm' }, index: number, input: string, channels: number, name: string, label: string): string {
+  const tensor = (kind: string) => `layers.${index}.${kind}`;
+  const affine = layer.affine !== false;
+  const scale = affine ? tensor('gamma') : graph.constant(`${name}_gamma`, [channels], new Array<number>(channels).fill(1));
+  const bias = affine ? tensor('beta') : graph.constant(`${name}_beta`, [channels], new Array<number>(channels).fill(0));
+  const eps = layer.eps ?? batchnormDefaults.eps;
+  return graph.node('BatchNormalization', [input, scale, bias, tensor('running_mean'), tensor('running_var')], name,
+    { epsilon: { float: eps }, momentum: { float: 1 - (layer.momentum ?? batchnormDefaults.momentum) } },
+    `${label}: the running statistics (evaluation)`);
 }
 
 /** Padding of one axis as the engine computes it (native/src/spec/spec.cpp convAxis): [before, after]. */
@@ -111,6 +139,12 @@ function addLayer(graph: GraphBuilder, model: Model<Preprocessing>, index: numbe
     case 'activation':
       if (skipActivation) return input;
       return addActivation(graph, input, layer.fn, layer.alpha, name);
+    case 'batchnorm':
+      return addBatchnorm(graph, layer, index, input, inputShape[0], name, label);
+    case 'global_avgpool': {
+      const pooled = graph.node('GlobalAveragePool', [input], `${name}_pool`, {}, `${label}: the mean of each channel`);
+      return graph.node('Flatten', [pooled], name, { axis: 1 }, `${label}: (N, C, 1, 1) -> (N, C)`);
+    }
   }
 }
 

@@ -11,6 +11,8 @@ export const layerKindTitles: Record<LayerSpec['kind'], string> = {
   flatten: 'flatten',
   dropout: 'dropout',
   activation: 'activation',
+  batchnorm: 'batch normalisation',
+  global_avgpool: 'global average pooling',
 };
 
 /** A parser's reason in plain words: `units "0" is not a positive integer` → "units must be at least 1". */

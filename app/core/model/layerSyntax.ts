@@ -1,8 +1,9 @@
-// The compact `--layers` syntax (docs/LAYERS.md): "conv:8x3:same:relu,maxpool:2,dense:10".
+// The compact `--layers` syntax (docs/LAYERS.md): "conv:8x3:same:relu,maxpool:2,dense:10";
+// "conv:16x3:same,batchnorm,relu,gap,dense:10" (batchnorm's options: m0.01 momentum, eps0.001, noaffine).
 // parseLayers and formatLayers round-trip: parseLayers(formatLayers(layers)) gives the same layers
 // once defaults are made explicit (conv stride 1 and padding valid, pool stride = size), which is what
 // parseLayers always produces.
-import { activationNames, paddingNames } from './spec';
+import { activationNames, batchnormDefaults, paddingNames } from './spec';
 import type { ActivationName, LayerSpec, LossName } from './spec';
 
 /** Where in the text a layer could not be read, for a face that shows it beside the layer (models:check). */
@@ -33,7 +34,10 @@ function itemKind(item: string): LayerSpec['kind'] | undefined {
 
 type Activation = { activation?: ActivationName; alpha?: number };
 
-const kindAliases: Record<string, 'dense' | 'conv2d' | 'maxpool2d' | 'avgpool2d' | 'flatten' | 'dropout'> = {
+const kindAliases: Record<
+  string,
+  'dense' | 'conv2d' | 'maxpool2d' | 'avgpool2d' | 'flatten' | 'dropout' | 'batchnorm' | 'global_avgpool'
+> = {
   dense: 'dense',
   conv: 'conv2d',
   conv2d: 'conv2d',
@@ -43,6 +47,10 @@ const kindAliases: Record<string, 'dense' | 'conv2d' | 'maxpool2d' | 'avgpool2d'
   avgpool2d: 'avgpool2d',
   flatten: 'flatten',
   dropout: 'dropout',
+  batchnorm: 'batchnorm',
+  bn: 'batchnorm',
+  gap: 'global_avgpool',
+  global_avgpool: 'global_avgpool',
 };
 
 const integerPattern = /^[0-9]+$/;
@@ -116,11 +124,46 @@ function parseItem(item: string): LayerSpec {
       if (rate >= 1) throw new Error(`rate ${args[0]} must be below 1`);
       return { kind: 'dropout', rate };
     }
+    case 'batchnorm':
+      return parseBatchnorm(args);
+    case 'global_avgpool':
+      if (args.length > 0) throw new Error('takes no arguments');
+      return { kind: 'global_avgpool' };
     default:
       throw new Error(
-        `unknown layer kind "${head}"; known: dense, conv, maxpool, avgpool, flatten, dropout, ${activationNames.join(', ')}`,
+        `unknown layer kind "${head}"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, ${activationNames.join(', ')}`,
       );
   }
+}
+
+// batchnorm[:m<momentum>][:eps<eps>][:noaffine], each at most once, in any order. Defaults are left out
+// of the layer (as formatLayer leaves them out of the text), so the two round-trip.
+function parseBatchnorm(args: string[]): LayerSpec {
+  let momentum: number | undefined;
+  let eps: number | undefined;
+  let affine = true;
+  for (const arg of args) {
+    const token = arg.toLowerCase();
+    if (token === 'noaffine') {
+      if (!affine) throw new Error('noaffine given twice');
+      affine = false;
+    } else if (token.startsWith('eps')) {
+      if (eps !== undefined) throw new Error('eps given twice');
+      eps = decimal(token.slice(3), 'eps');
+      if (eps <= 0) throw new Error(`eps "${token.slice(3)}" must be above 0`);
+    } else if (token.startsWith('m')) {
+      if (momentum !== undefined) throw new Error('momentum given twice');
+      momentum = decimal(token.slice(1), 'momentum');
+      if (momentum > 1) throw new Error(`momentum "${token.slice(1)}" must be in [0, 1]`);
+    } else {
+      throw new Error(`unexpected "${arg}" (expected a momentum like m0.01, an eps like eps0.001, or noaffine)`);
+    }
+  }
+  const layer: LayerSpec & { kind: 'batchnorm' } = { kind: 'batchnorm' };
+  if (momentum !== undefined && momentum !== batchnormDefaults.momentum) layer.momentum = momentum;
+  if (eps !== undefined && eps !== batchnormDefaults.eps) layer.eps = eps;
+  if (!affine) layer.affine = false;
+  return layer;
 }
 
 function positiveInteger(token: string, what: string): number {
@@ -231,7 +274,7 @@ export function parseLayerItems(text: string, inputShape: readonly number[], sou
       layers.push({ kind: 'flatten' });
       items.push(undefined);
     }
-    if (layer.kind === 'dense' || layer.kind === 'flatten') image = false;
+    if (layer.kind === 'dense' || layer.kind === 'flatten' || layer.kind === 'global_avgpool') image = false;
     layers.push(layer);
     items.push(index);
   });
@@ -273,6 +316,14 @@ export function formatLayer(layer: LayerSpec): string {
       const alpha = layer.fn === 'leaky_relu' && layer.alpha !== undefined ? `:${formatNumber(layer.alpha)}` : '';
       return `${layer.fn}${alpha}`;
     }
+    case 'batchnorm': {
+      const momentum =
+        layer.momentum !== undefined && layer.momentum !== batchnormDefaults.momentum ? `:m${formatNumber(layer.momentum)}` : '';
+      const eps = layer.eps !== undefined && layer.eps !== batchnormDefaults.eps ? `:eps${formatNumber(layer.eps)}` : '';
+      return `batchnorm${momentum}${eps}${layer.affine === false ? ':noaffine' : ''}`;
+    }
+    case 'global_avgpool':
+      return 'gap';
   }
 }
 

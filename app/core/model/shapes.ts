@@ -7,6 +7,9 @@
 //     full: pads k-1 on each side: out = floor((in + k - 2) / s) + 1.
 //   maxpool2d / avgpool2d: floor mode, no padding, stride defaults to size: out = floor((in - size) / s) + 1.
 //   flatten keeps C,H,W order; on a flat input it is a no-op. dropout and activation keep the shape.
+//   batchnorm keeps the shape; its channels are an image's C or a flat input's features, and its parameters
+//   count gamma and beta (when affine) and the running mean and variance (4C or 2C, as Keras counts them:
+//   every float of the model's vector). global_avgpool: [C,H,W] -> [C].
 //   softmax (a layer, or a dense/conv2d activation) needs a flat tensor; no layer may output 2^31
 //   elements or more per sample.
 //   multiplyAdds per sample, forward: dense inputs*units, conv2d outH*outW*filters*C*kh*kw (padding
@@ -150,6 +153,14 @@ function computeLayer(layer: LayerSpec, input: number[], fail: (reason: string) 
     case 'dropout':
     case 'activation':
       return info([...input]);
+    case 'batchnorm': {
+      const channels = input[0];
+      return info([...input], (layer.affine === false ? 2 : 4) * channels);
+    }
+    case 'global_avgpool': {
+      const [channels] = needsImage();
+      return info([channels]);
+    }
   }
 }
 
@@ -225,7 +236,11 @@ export function classCount(spec: ModelSpec): number {
   return width === 1 ? 2 : width;
 }
 
-/** All trainable tensors in spec order, weight before bias, with offsets into one flat vector. */
+/**
+ * All tensors of the model in spec order, weight before bias, with offsets into one flat vector. batchnorm:
+ * layers.<i>.gamma and layers.<i>.beta (when affine, trained), layers.<i>.running_mean and
+ * layers.<i>.running_var (buffers that training forward passes update; never trained).
+ */
 export function parameterTable(spec: ModelSpec): ParamTensor[] {
   const layers = inferShapes(spec);
   const table: ParamTensor[] = [];
@@ -243,13 +258,21 @@ export function parameterTable(spec: ModelSpec): ParamTensor[] {
     } else if (layer.kind === 'conv2d') {
       add(`layers.${index}.weight`, [layer.filters, inputShape[0], layer.kernel[0], layer.kernel[1]]);
       add(`layers.${index}.bias`, [layer.filters]);
+    } else if (layer.kind === 'batchnorm') {
+      const channels = inputShape[0];
+      if (layer.affine !== false) {
+        add(`layers.${index}.gamma`, [channels]);
+        add(`layers.${index}.beta`, [channels]);
+      }
+      add(`layers.${index}.running_mean`, [channels]);
+      add(`layers.${index}.running_var`, [channels]);
     }
     inputShape = layers[index].outputShape;
   });
   return table;
 }
 
-/** Total number of trainable floats. */
+/** Total number of floats in the model's vector (batchnorm's running statistics included). */
 export function parameterCount(spec: ModelSpec): number {
   return inferShapes(spec).reduce((total, layer) => total + layer.parameters, 0);
 }

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { issueText } from '../files/messages';
 
-export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
+/** gelu is the exact erf form, x·Φ(x) (PyTorch's default). */
+export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax', 'gelu'] as const;
 export type ActivationName = (typeof activationNames)[number];
 export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
 export type LossName = (typeof lossNames)[number];
@@ -48,6 +49,23 @@ export const activationLayerSchema = z.strictObject({
   alpha,
 });
 
+/**
+ * Normalises each channel of an image [C,H,W] over the batch and its pixels (each feature of a flat input
+ * over the batch): the batch's statistics in training, the running statistics in evaluation.
+ * running = (1 - momentum)·running + momentum·batch (PyTorch's convention); eps under the square root;
+ * affine: learnable gamma and beta. Its tensors: gamma, beta (when affine), running_mean, running_var.
+ */
+export const batchnormLayerSchema = z.strictObject({
+  kind: z.literal('batchnorm'),
+  momentum: z.number().min(0).max(1).optional(),
+  eps: z.number().positive().finite().optional(),
+  affine: z.boolean().optional(),
+});
+/** The mean of each channel of an image: [C,H,W] -> [C]. */
+export const globalAvgPoolLayerSchema = z.strictObject({ kind: z.literal('global_avgpool') });
+/** batchnorm's defaults (PyTorch's). */
+export const batchnormDefaults = { momentum: 0.1, eps: 1e-5, affine: true } as const;
+
 export const layerSchema = z.discriminatedUnion('kind', [
   denseLayerSchema,
   conv2dLayerSchema,
@@ -55,6 +73,8 @@ export const layerSchema = z.discriminatedUnion('kind', [
   flattenLayerSchema,
   dropoutLayerSchema,
   activationLayerSchema,
+  batchnormLayerSchema,
+  globalAvgPoolLayerSchema,
 ]);
 export type LayerSpec = z.infer<typeof layerSchema>;
 export type LayerKind = LayerSpec['kind'];

@@ -29,8 +29,12 @@ struct SpecError : EngineError {
 };
 
 // ---- model spec (the JSON of DESIGN §2) ----
-enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation };
-enum class ActivationFn { Linear, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus, Softmax };
+// (new kinds go last: the values index per-kind counters)
+enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation, BatchNorm, GlobalAvgPool };
+constexpr int kLayerKindCount = 9;
+// GELU is the exact erf form (PyTorch's default). Its derivative needs the input, not the output, unlike
+// the others'; the backends keep its input (the pre-activation) for the backward pass.
+enum class ActivationFn { Linear, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus, Softmax, GELU };
 enum class Padding { Valid, Same, Full };
 enum class LossKind { SoftmaxCrossEntropy, BinaryCrossEntropy, MSE, MAE, Huber };
 // Classification predicts a class per sample from labels; regression predicts the head's outputs as numbers
@@ -48,6 +52,10 @@ struct LayerSpec {
   float rate = 0.0f;                              // dropout
   ActivationFn activation = ActivationFn::Linear; // dense, conv2d, activation
   float alpha = 0.01f;                            // leaky_relu slope
+  // batchnorm: running = (1 - momentum) running + momentum batch (PyTorch's convention); eps under the
+  // square root; affine: learnable gamma and beta (else gamma 1, beta 0)
+  float momentum = 0.1f, eps = 1e-5f;
+  bool affine = true;
 };
 
 struct OptimizerSpec {
@@ -81,7 +89,12 @@ struct ModelSpec {
 // {"input":[1,28,28],"layers":[{"kind":"conv2d","filters":4,"kernel":[2,2],"stride":1,"padding":"same",
 //   "activation":"relu"},{"kind":"maxpool2d","size":4},{"kind":"flatten"},{"kind":"dense","units":10}],
 //  "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":0}
-// Activation names: relu, leaky_relu (with "alpha"), sigmoid, tanh, softplus, softmax, linear.
+// Activation names: relu, leaky_relu (with "alpha"), sigmoid, tanh, softplus, softmax, gelu, linear.
+// Layer kinds beyond those: "batchnorm" (optional "momentum" in [0, 1], default 0.1; "eps" > 0, default
+// 1e-5; "affine", default true) normalises each channel of an image [C,H,W] over the batch and the pixels,
+// or each feature of a flat input over the batch: batch statistics in training (and the running
+// statistics' update), the running statistics in evaluation; "global_avgpool" averages each channel of
+// an image: [C,H,W] -> [C].
 // Optional fields: "task" ("classification", the default, or "regression"), "huberDelta" (loss huber,
 // default 1), "labelSmoothing" (softmax_cross_entropy, 0..0.5, default 0), optimizer "weightDecay" (>= 0,
 // default 0); optimizer kinds sgd {lr, momentum?, nesterov?, weightDecay?, decoupledWeightDecay?}, adam and
@@ -120,10 +133,13 @@ struct ParamTensor {
   size_t offset = 0;               // in floats, into the flat parameter vector
   size_t size = 0;
 };
-// All trainable tensors in spec order, weight before bias; offsets into one flat vector.
+// All tensors of the model in spec order, weight before bias; offsets into one flat vector. A batchnorm
+// layer has layers.<i>.gamma and layers.<i>.beta (when affine, trained) and layers.<i>.running_mean and
+// layers.<i>.running_var (buffers: updated by training forward passes, their gradient is always 0).
 std::vector<ParamTensor> parameterTable(const ModelSpec& spec);
 size_t parameterCount(const ModelSpec& spec);
-// Seeded init: He-uniform... for the ReLU family, Glorot-uniform otherwise; biases zero.
+// Seeded init: He-uniform... for the ReLU family, Glorot-uniform otherwise; biases zero; batchnorm's
+// gamma 1, beta 0, running mean 0, running variance 1.
 std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed);
 
 // ---- data: views over caller-owned buffers, never copied by the CPU backend ----

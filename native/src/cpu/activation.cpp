@@ -1,5 +1,6 @@
 // Activations: forward y = f(x), backward dx = dy * f'(x) computed from y alone, so layers keep only
-// their outputs. softmax works along each row.
+// their outputs; GELU is the exception (not invertible from y): gelu_backward reads its input. softmax
+// works along each row.
 #include <algorithm>
 #include <cmath>
 
@@ -19,6 +20,15 @@ inline float sigmoid(float x) {
 inline float softplus(float x) {
   // PyTorch's threshold: x above 20 is returned as is
   return x > 20.0f ? x : std::log1p(std::exp(x));
+}
+
+// GELU, the exact form: x * Phi(x), Phi the standard normal CDF (PyTorch's approximate='none')
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+inline float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
+// d/dx x Phi(x) = Phi(x) + x phi(x)
+inline float geluSlope(float x) {
+  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
 }
 
 }  // namespace
@@ -45,6 +55,9 @@ void activation_forward(float* y, const float* x, int64_t rows, int64_t width, A
       break;
     case ActivationFn::Softplus:
       for (int64_t i = 0; i < n; ++i) y[i] = softplus(x[i]);
+      break;
+    case ActivationFn::GELU:
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
       break;
     case ActivationFn::Softmax:
       for (int64_t r = 0; r < rows; ++r) {
@@ -90,6 +103,9 @@ void activation_backward(float* dx, const float* dy, const float* y, int64_t row
       // softplus'(x) = sigmoid(x) = 1 - exp(-y)
       for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * -std::expm1(-y[i]);
       break;
+    case ActivationFn::GELU:
+      // the networks call gelu_backward with the input instead; reaching this is a bug
+      throw EngineError("internal error: gelu's backward needs its input (gelu_backward)");
     case ActivationFn::Softmax:
       // dx = y * (dy - <dy, y>)
       for (int64_t r = 0; r < rows; ++r) {
@@ -102,6 +118,10 @@ void activation_backward(float* dx, const float* dy, const float* y, int64_t row
       }
       break;
   }
+}
+
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * geluSlope(x[i]);
 }
 
 }  // namespace nnstudio::cpu

@@ -1,5 +1,5 @@
 // The CPU backend's layers: one file per layer (dense.cpp, conv2d.cpp, pool.cpp, activation.cpp,
-// dropout.cpp, loss.cpp, optim.cpp), forward and backward side by side. Internal API, also used by the
+// dropout.cpp, batchnorm.cpp, loss.cpp, optim.cpp), forward and backward side by side. Internal API, also used by the
 // C++ tests. Tensors are row-major; shapes are given beside each pointer. "N" is the batch.
 // Backward functions overwrite (never accumulate into) their outputs.
 #pragma once
@@ -16,9 +16,39 @@ namespace nnstudio::cpu {
 // ---- activation (activation.cpp) ----
 // y = f(x); y may alias x. Softmax works along rows of `width`; the others elementwise.
 void activation_forward(float* y, const float* x, int64_t rows, int64_t width, ActivationFn fn, float alpha);
-// dx = dy * f'(x), computed from the outputs y (every supported f allows that); dx may alias dy.
+// dx = dy * f'(x), computed from the outputs y (every f but GELU allows that: gelu_backward); dx may alias dy.
 void activation_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t width, ActivationFn fn,
                          float alpha);
+
+// GELU's derivative needs its input: dx = dy * gelu'(x); dx may alias dy.
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
+
+// ---- batchnorm (batchnorm.cpp) ----
+// Over channels: x (N, C, S) with S = H*W for an image, S = 1 for a flat input (C features). gamma and
+// beta (C) or null (not affine: 1 and 0). Accumulates in double.
+struct BatchNormArgs {
+  int N = 0, C = 0, S = 1;
+  float eps = 1e-5f, momentum = 0.1f;
+  const float* gamma = nullptr;  // (C) or null
+  const float* beta = nullptr;   // (C) or null
+};
+// Training: normalises with the batch's mean and biased variance, keeps mean and 1/sqrt(var + eps) in
+// saved (2C: mean then inverse std) for backward, and when runMean/runVar are given updates them:
+// running = (1 - momentum) running + momentum batch, the variance unbiased (times M/(M-1), M = N*S; as
+// is for M == 1), as PyTorch.
+void batchnorm_forward_train(ThreadPool& pool, float* y, const float* x, float* saved, float* runMean, float* runVar,
+                             const BatchNormArgs& a);
+// Evaluation: normalises with the running statistics; saved gets them (mean, inverse std) for backward.
+void batchnorm_forward_eval(ThreadPool& pool, float* y, const float* x, float* saved, const float* runMean,
+                            const float* runVar, const BatchNormArgs& a);
+// dGamma, dBeta (C, written when not null), dx (N, C, S; when not null). training: through the batch
+// statistics (they depend on x); else the statistics are constants (an affine map per channel).
+void batchnorm_backward(ThreadPool& pool, float* dx, float* dGamma, float* dBeta, const float* dy, const float* x,
+                        const float* saved, const BatchNormArgs& a, bool training);
+
+// ---- global average pool (pool.cpp): (N, C, S) -> (N, C) ----
+void global_avgpool_forward(ThreadPool& pool, float* out, const float* in, int N, int C, int S);
+void global_avgpool_backward(ThreadPool& pool, float* dIn, const float* dOut, int N, int C, int S);
 
 // ---- dense (dense.cpp) ----
 void dense_forward(ThreadPool& pool,

@@ -17,6 +17,8 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
   poolFused_.assign(L, false);
   argmax_.resize(L);
   mask_.resize(L);
+  pre_.resize(L);
+  bnSaved_.resize(L);
   convScratch_.resize(L);
   convGeom_.resize(L);
   poolGeom_.resize(L);
@@ -58,19 +60,45 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
       case LayerKind::Dropout:
         mask_[i].assign(size, 1.0f);
         break;
+      case LayerKind::BatchNorm:
+        bnSaved_[i].assign(2 * size_t(lp.inC), 0.0f);
+        break;
       default:
         break;
     }
+    if ((lp.kind == LayerKind::Dense || lp.kind == LayerKind::Conv2D) && lp.activation == ActivationFn::GELU)
+      pre_[i].assign(size, 0.0f);
   }
+  // (a gelu conv keeps its pre-activation, which the fused pool would never see: no fusion then)
   for (size_t i = 0; i + 1 < L; ++i)
-    poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && (plan_.layers[i + 1].kind == LayerKind::MaxPool2D ||
-                                                                   plan_.layers[i + 1].kind == LayerKind::AvgPool2D);
+    poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && plan_.layers[i].activation != ActivationFn::GELU &&
+                    (plan_.layers[i + 1].kind == LayerKind::MaxPool2D || plan_.layers[i + 1].kind == LayerKind::AvgPool2D);
 }
 
 // ---- forward ----
 
-const float* Network::forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed) {
+namespace {
+
+BatchNormArgs batchNormArgs(const LayerPlan& lp, const float* params, int n) {
+  BatchNormArgs a;
+  a.N = n;
+  a.C = lp.inC;
+  a.S = lp.spatial;
+  a.eps = lp.eps;
+  a.momentum = lp.momentum;
+  if (lp.affine) {
+    a.gamma = params + lp.weightOffset;
+    a.beta = params + lp.biasOffset;
+  }
+  return a;
+}
+
+}  // namespace
+
+const float* Network::forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed,
+                              float* stats) {
   input_ = input;
+  lastTraining_ = training;
   const float* x = input;
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
     const LayerPlan& lp = plan_.layers[i];
@@ -79,11 +107,14 @@ const float* Network::forward(const float* params, const float* input, int n, bo
       continue;
     }
     float* y = out_[i];
+    const bool gelu = !pre_[i].empty();  // dense/conv2d with gelu: the linear part into pre_, then gelu
     switch (lp.kind) {
-      case LayerKind::Dense:
-        dense_forward(pool_, y, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize), int(lp.outSize));
-        activation_forward(y, y, n, lp.outSize, lp.activation, lp.alpha);
+      case LayerKind::Dense: {
+        float* z = gelu ? pre_[i].data() : y;
+        dense_forward(pool_, z, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize), int(lp.outSize));
+        activation_forward(y, z, n, lp.outSize, lp.activation, lp.alpha);
         break;
+      }
       case LayerKind::Conv2D:
         if (poolFused_[i]) {
           // conv + activation + pool per sample; the pool layer i+1 is done with it
@@ -96,6 +127,10 @@ const float* Network::forward(const float* params, const float* input, int n, bo
                          convGeom_[i], lp.activation, lp.alpha, &fused);
           ++i;
           y = out_[i];
+        } else if (gelu) {
+          conv2d_forward(pool_, convScratch_[i], pre_[i].data(), x, params + lp.weightOffset, params + lp.biasOffset, n,
+                         convGeom_[i], ActivationFn::Linear, lp.alpha);
+          activation_forward(y, pre_[i].data(), n, lp.outSize, ActivationFn::GELU, lp.alpha);
         } else {
           conv2d_forward(pool_, convScratch_[i], y, x, params + lp.weightOffset, params + lp.biasOffset, n,
                          convGeom_[i], lp.activation, lp.alpha);
@@ -118,6 +153,19 @@ const float* Network::forward(const float* params, const float* input, int n, bo
       case LayerKind::Activation:
         activation_forward(y, x, n, lp.outSize, lp.activation, lp.alpha);
         break;
+      case LayerKind::BatchNorm: {
+        const BatchNormArgs a = batchNormArgs(lp, params, n);
+        const float* running = params + lp.statsOffset;
+        if (training)
+          batchnorm_forward_train(pool_, y, x, bnSaved_[i].data(), stats ? stats + lp.statsOffset : nullptr,
+                                  stats ? stats + lp.statsOffset + lp.inC : nullptr, a);
+        else
+          batchnorm_forward_eval(pool_, y, x, bnSaved_[i].data(), running, running + lp.inC, a);
+        break;
+      }
+      case LayerKind::GlobalAvgPool:
+        global_avgpool_forward(pool_, y, x, n, lp.inC, lp.spatial);
+        break;
       case LayerKind::Flatten:
         break;
     }
@@ -137,6 +185,9 @@ double Network::loss(const LossTargets& targets, int n, bool gradient, LossCount
 
 void Network::backward(const float* params, float* grads, int n) {
   float* dParams = grads;
+  // batchnorm's running statistics are not trained: their gradient is 0 (the optimizers leave them be)
+  for (const LayerPlan& lp : plan_.layers)
+    if (lp.statsSize) std::fill_n(dParams + lp.statsOffset, lp.statsSize, 0.0f);
   for (size_t li = plan_.layers.size(); li-- > 0;) {
     const LayerPlan& lp = plan_.layers[li];
     if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
@@ -145,9 +196,12 @@ void Network::backward(const float* params, float* grads, int n) {
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.data() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
     const float* y = out_[li];
+    const bool gelu = !pre_[li].empty();
+    if (gelu) gelu_backward(dOut, dOut, pre_[li].data(), int64_t(n) * lp.outSize);  // now d(pre-activation)
+    const ActivationFn act = gelu ? ActivationFn::Linear : lp.activation;
     switch (lp.kind) {
       case LayerKind::Dense:
-        activation_backward(dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        activation_backward(dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         dense_backward_weights(pool_, dParams + lp.weightOffset, dParams + lp.biasOffset, dOut, x, n, int(lp.inSize),
                                int(lp.outSize));
         if (dIn) dense_backward_input(pool_, dIn, dOut, params + lp.weightOffset, n, int(lp.inSize), int(lp.outSize));
@@ -161,7 +215,7 @@ void Network::backward(const float* params, float* grads, int n) {
           fused.dOut = grad_[li + 1];
         }
         conv2d_backward(pool_, convScratch_[li], dIn, dParams + lp.weightOffset, dParams + lp.biasOffset, dOut, y, x,
-                        params + lp.weightOffset, n, convGeom_[li], lp.activation, lp.alpha,
+                        params + lp.weightOffset, n, convGeom_[li], act, lp.alpha,
                         poolFused_[li] ? &fused : nullptr);
         break;
       }
@@ -175,7 +229,16 @@ void Network::backward(const float* params, float* grads, int n) {
         dropout_backward(pool_, dIn, dOut, mask_[li].data(), n, lp.outSize);
         break;
       case LayerKind::Activation:
-        activation_backward(dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        if (lp.activation == ActivationFn::GELU) gelu_backward(dIn, dOut, x, int64_t(n) * lp.outSize);
+        else activation_backward(dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::BatchNorm:
+        batchnorm_backward(pool_, dIn, lp.affine ? dParams + lp.weightOffset : nullptr,
+                           lp.affine ? dParams + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].data(),
+                           batchNormArgs(lp, params, n), lastTraining_);
+        break;
+      case LayerKind::GlobalAvgPool:
+        global_avgpool_backward(pool_, dIn, dOut, n, lp.inC, lp.spatial);
         break;
       case LayerKind::Flatten:
         break;  // dIn and dOut are the same memory

@@ -21,12 +21,17 @@ class Network {
   int outputWidth() const { return int(plan_.outputWidth); }
 
   // Runs every layer on input (n, inputSize), which must stay alive until backward(); returns the
-  // head's outputs (n, outputWidth) (logits when the loss folds the head's activation).
-  const float* forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed);
+  // head's outputs (n, outputWidth) (logits when the loss folds the head's activation). training:
+  // dropout on, batchnorm on the batch's statistics; then, when `stats` is given (the same flat vector
+  // as params, writable), batchnorm's running statistics in it move toward the batch's. Evaluation
+  // (training false) uses the running statistics and writes nothing.
+  const float* forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed,
+                       float* stats = nullptr);
   // Mean loss of the last forward against the batch's labels or targets; with `gradient`, seeds backward
   // with dLoss/dOutputs. Adds to `counts` when given (loss_forward_backward).
   double loss(const LossTargets& targets, int n, bool gradient, LossCounts* counts);
-  // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
+  // Writes dLoss/dParameters (parameterCount floats, overwritten; 0 for batchnorm's running statistics)
+  // for the last forward + loss, through batchnorm's batch statistics when that forward was training.
   void backward(const float* params, float* grads, int n);
 
   const float* outputs() const { return out_.back(); }
@@ -45,6 +50,9 @@ class Network {
   std::vector<float> inputGrad_;
   std::vector<std::vector<int32_t>> argmax_;     // maxpool layers
   std::vector<std::vector<float>> mask_;         // dropout layers
+  std::vector<std::vector<float>> pre_;          // dense/conv2d with gelu: the pre-activation (gelu' needs it)
+  std::vector<std::vector<float>> bnSaved_;      // batchnorm: the forward's mean and inverse std (2C)
+  bool lastTraining_ = false;                    // the last forward's mode (batchnorm's backward)
   std::vector<ConvScratch> convScratch_;
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;

@@ -196,3 +196,31 @@ void avgpool_backward(ThreadPool& pool, float* dIn, const float* dOut, int N, co
 }
 
 }  // namespace nnstudio::cpu
+
+namespace nnstudio::cpu {
+
+// ---- global average pool: the mean of each channel's S values ----
+
+void global_avgpool_forward(ThreadPool& pool, float* out, const float* in, int N, int C, int S) {
+  pool.parallelFor(N, [&](int64_t n0, int64_t n1, int, int) {
+    for (int64_t r = n0 * C; r < n1 * C; ++r) {
+      const float* x = in + r * S;
+      double sum = 0;
+      for (int s = 0; s < S; ++s) sum += x[s];
+      out[r] = float(sum / S);
+    }
+  });
+}
+
+void global_avgpool_backward(ThreadPool& pool, float* dIn, const float* dOut, int N, int C, int S) {
+  const float scale = 1.0f / float(S);
+  pool.parallelFor(N, [&](int64_t n0, int64_t n1, int, int) {
+    for (int64_t r = n0 * C; r < n1 * C; ++r) {
+      const float v = dOut[r] * scale;
+      float* d = dIn + r * S;
+      for (int s = 0; s < S; ++s) d[s] = v;
+    }
+  });
+}
+
+}  // namespace nnstudio::cpu

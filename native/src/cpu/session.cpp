@@ -157,7 +157,8 @@ int64_t CpuSession::runSteps(int64_t maxSteps) {
     x = augmented_.data();
   }
   // ---- forward, loss ----
-  net_.forward(params_.data(), x, n, true, mixSeed(options_.seed, uint64_t(totals_.globalStep), 0xD0));
+  // (batchnorm's running statistics live in params_ and move with this forward pass)
+  net_.forward(params_.data(), x, n, true, mixSeed(options_.seed, uint64_t(totals_.globalStep), 0xD0), params_.data());
   LossCounts counts;
   const double loss = net_.loss(targets_, n, true, &counts);
   if (!std::isfinite(loss)) {

@@ -24,6 +24,12 @@ __global__ void elementwiseBackward(float* dx, const float* dy, const float* y, 
     dx[i] = gateGradient(dy[i], y[i], fn, alpha);
 }
 
+__global__ void geluBackward(float* dx, const float* dy, const float* x, int64_t n) {
+  startAfterPreviousKernel();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] = dy[i] * geluSlope(x[i]);
+}
+
 __device__ __forceinline__ float warpMax(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -100,10 +106,18 @@ void activation_backward(cudaStream_t stream, float* dx, const float* dy, const 
     checkLaunch("softmax backward");
   } else if (fn == ActivationFn::Linear && dx == dy) {
     return;
+  } else if (fn == ActivationFn::GELU) {
+    throw EngineError("internal error: gelu's backward needs its input (gelu_backward)");
   } else {
     launchKernel("elementwiseBackward", elementwiseBackward, gridFor(n), kThreads, 0, stream, dx, dy, y, n, fn, alpha);
     checkLaunch("activation backward");
   }
+}
+
+void gelu_backward(cudaStream_t stream, float* dx, const float* dy, const float* x, int64_t n) {
+  if (n == 0) return;
+  launchKernel("geluBackward", geluBackward, gridFor(n), kThreads, 0, stream, dx, dy, x, n);
+  checkLaunch("gelu backward");
 }
 
 }  // namespace nnstudio::cuda

@@ -1,5 +1,6 @@
 // Elementwise activations on the device, the same formulas as cpu/activation.cpp: forward from x,
-// derivative from the output y (every elementwise activation allows that). Shared by every kernel
+// derivative from the output y (every elementwise activation but GELU allows that: the networks keep
+// GELU's input and never fuse its backward). Shared by every kernel
 // that fuses an activation (dense and conv2d epilogues, input-gradient gates, pool backward).
 #pragma once
 
@@ -16,11 +17,16 @@ __device__ __forceinline__ float activate(float x, ActivationFn fn, float alpha)
       else { const float e = expf(x); return e / (1.0f + e); }
     case ActivationFn::Tanh: return tanhf(x);
     case ActivationFn::Softplus: return x > 20.0f ? x : log1pf(expf(x));
+    case ActivationFn::GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     default: return x;  // Linear; Softmax is a row operation, never applied here
   }
 }
 
-// f'(x) expressed through y = f(x)
+// f'(x) expressed through y = f(x); GELU cannot be (geluSlope takes its input)
+__device__ __forceinline__ float geluSlope(float x) {
+  return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+
 __device__ __forceinline__ float activationSlope(float y, ActivationFn fn, float alpha) {
   switch (fn) {
     case ActivationFn::ReLU: return y > 0.0f ? 1.0f : 0.0f;

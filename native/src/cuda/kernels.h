@@ -1,5 +1,5 @@
 // The CUDA backend's kernels: one file per layer (gemm.cu, dense.cu, dense_head.cu, conv2d.cu, pool.cu, activation.cu,
-// dropout.cu, loss.cu, optim.cu, data.cu), forward and backward side by side. Each launcher only
+// batchnorm.cu, dropout.cu, loss.cu, optim.cu, data.cu), forward and backward side by side. Each launcher only
 // enqueues work on `stream` (no synchronisation, no allocation), so a whole training step can be
 // captured in one CUDA graph. Pointers are device memory; shapes and layouts are those of
 // cpu/layers.h, whose functions are the reference every kernel is tested against
@@ -8,7 +8,8 @@
 // Fusions: layers take their activation (bias + activation in the producing kernel's epilogue), and
 // the input-gradient launchers take the activation that produced their input (`inAct`), so that they
 // write dLoss/d(pre-activation of the layer before) directly: the elementwise activation backward of
-// that layer costs no pass of its own. inAct must be elementwise (not Softmax); Linear means none.
+// that layer costs no pass of its own. inAct must be elementwise and known from the output (not Softmax,
+// not GELU); Linear means none.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -134,6 +135,26 @@ void activation_forward(cudaStream_t stream, float* y, const float* x, int64_t r
 // dx = dy * f'(from y); dx may alias dy. Softmax uses the row's full Jacobian.
 void activation_backward(cudaStream_t stream, float* dx, const float* dy, const float* y, int64_t rows, int64_t width,
                          ActivationFn fn, float alpha);
+
+// GELU's derivative needs its input: dx = dy * gelu'(x) (dx may alias dy).
+void gelu_backward(cudaStream_t stream, float* dx, const float* dy, const float* x, int64_t n);
+
+// ---- batchnorm.cu: as cpu/layers.h (x (N, C, S); gamma, beta device pointers or null) ----
+// The statistics reduce in slices fixed by the largest batch maxN (so graphs and workspaces agree):
+// `workspace` holds batchnorm_workspace(maxN, C, S) floats; saved (2C) gets the mean and inverse std.
+using BatchNormArgs = cpu::BatchNormArgs;
+size_t batchnorm_workspace(int maxN, int C, int S);
+// runMean/runVar (device) move toward the batch's statistics when not null.
+void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,
+                             const BatchNormArgs& a, int maxN, float* workspace);
+void batchnorm_forward_eval(cudaStream_t stream, float* y, const float* x, float* saved, const float* runMean,
+                            const float* runVar, const BatchNormArgs& a);
+// dGamma, dBeta (written when not null), dx (when not null); training: through the batch statistics.
+void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy, const float* x,
+                        const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace);
+// ---- global average pool: (N, C, S) -> (N, C) ----
+void global_avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, int C, int S);
+void global_avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, int N, int C, int S);
 
 // ---- dropout.cu ----
 // Inverted dropout with the CPU's masks bit for bit: sample n of the batch draws from

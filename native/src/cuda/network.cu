@@ -12,6 +12,24 @@ namespace {
 
 bool elementwise(ActivationFn fn) { return fn != ActivationFn::Softmax; }
 
+// gelu's derivative needs its input: a layer with gelu keeps its pre-activation and never fuses its
+// backward into a neighbour (gates, conv + pool, the dense head)
+bool gelu(ActivationFn fn) { return fn == ActivationFn::GELU; }
+
+BatchNormArgs batchNormArgs(const LayerPlan& lp, const float* params, int n) {
+  BatchNormArgs a;
+  a.N = n;
+  a.C = lp.inC;
+  a.S = lp.spatial;
+  a.eps = lp.eps;
+  a.momentum = lp.momentum;
+  if (lp.affine) {
+    a.gamma = params + lp.weightOffset;
+    a.beta = params + lp.biasOffset;
+  }
+  return a;
+}
+
 // can this layer's input-gradient kernel apply the previous layer's activation backward?
 bool takesGate(LayerKind kind) {
   return kind == LayerKind::Dense || kind == LayerKind::Conv2D || kind == LayerKind::MaxPool2D ||
@@ -31,6 +49,8 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   inAlpha_.assign(L, 0.0f);
   argmax_.resize(L);
   mask_.resize(L);
+  pre_.resize(L);
+  bnSaved_.resize(L);
   convGeom_.resize(L);
   poolGeom_.resize(L);
   auto track = [&](size_t bytes) { bytes_ += bytes; };
@@ -63,6 +83,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   const KernelOverrides& overrides = kernelOverrides();
   for (size_t i = 0; i + 1 < L; ++i)
     poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && plan_.layers[i + 1].kind == LayerKind::MaxPool2D &&
+                    !gelu(plan_.layers[i].activation) &&
                     chooseConvPoolFusion(overrides, convGeom_[i], poolGeom_[i + 1], plan_.layers[i].activation);
 
   size_t workspace = 0;
@@ -83,6 +104,15 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     } else {
       out_[i] = allocate(size);
       if (trainable) grad_[i] = allocate(size);
+    }
+    if ((lp.kind == LayerKind::Dense || lp.kind == LayerKind::Conv2D) && gelu(lp.activation)) {
+      pre_[i].allocate(size, "allocating the layers' activations");
+      track(pre_[i].bytes());
+    }
+    if (lp.kind == LayerKind::BatchNorm) {
+      bnSaved_[i].allocate(2 * size_t(lp.inC), "allocating batchnorm's statistics");
+      track(bnSaved_[i].bytes());
+      workspace = std::max(workspace, batchnorm_workspace(maxBatch_, lp.inC, lp.spatial));
     }
     if (!trainable) continue;
     switch (lp.kind) {
@@ -113,7 +143,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   // (label smoothing: the plain loss kernel; the fused head's math has no smoothing yet)
   const bool headLoss =
       !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss && plan_.labelSmoothing == 0.0f;
-  headFused_ = trainable && head.kind == LayerKind::Dense && headLoss &&
+  headFused_ = trainable && head.kind == LayerKind::Dense && headLoss && !gelu(head.activation) &&
                chooseDenseHeadFusion(caps, overrides, maxBatch_, head.inSize, head.outSize, head.activation);
 
   workspace_.allocate(workspace);
@@ -124,7 +154,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   for (size_t i = 0; i < L; ++i) {
     const LayerPlan& lp = plan_.layers[i];
     if (lp.kind != LayerKind::Dense && lp.kind != LayerKind::Conv2D) continue;
-    if (lp.activation == ActivationFn::Linear || !elementwise(lp.activation)) continue;
+    if (lp.activation == ActivationFn::Linear || !elementwise(lp.activation) || gelu(lp.activation)) continue;
     size_t next = i + 1;
     while (next < L && plan_.layers[next].kind == LayerKind::Flatten) ++next;
     if (next >= L || !takesGate(plan_.layers[next].kind) || !needInputGrad_[next]) continue;
@@ -137,8 +167,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 // ---- forward ----
 
 const float* Network::forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
-                              uint64_t runSeed, const StepState* state) {
+                              uint64_t runSeed, const StepState* state, float* stats) {
   input_ = input;
+  lastTraining_ = training;
   headPending_ = training && headFused_;
   const float* x = input;
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
@@ -149,8 +180,15 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
     }
     if (headPending_ && i + 1 == plan_.layers.size()) return out_[i];  // backward() runs the fused head
     float* y = out_[i];
+    float* pre = pre_[i].get();  // dense/conv2d with gelu: the linear part goes here, then gelu into y
     switch (lp.kind) {
       case LayerKind::Dense:
+        if (pre) {
+          dense_forward(stream, pre, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize),
+                        int(lp.outSize), ActivationFn::Linear, lp.alpha);
+          activation_forward(stream, y, pre, n, lp.outSize, lp.activation, lp.alpha);
+          break;
+        }
         dense_forward(stream, y, x, params + lp.weightOffset, params + lp.biasOffset, n, int(lp.inSize),
                       int(lp.outSize), elementwise(lp.activation) ? lp.activation : ActivationFn::Linear, lp.alpha);
         if (!elementwise(lp.activation)) activation_forward(stream, y, y, n, lp.outSize, lp.activation, lp.alpha);
@@ -162,6 +200,12 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
           y = out_[i];
           conv2d_maxpool_forward(stream, y, argmax_[i].get(), x, params + lp.weightOffset, params + lp.biasOffset, n,
                                  convGeom_[i - 1], poolGeom_[i], lp.activation, lp.alpha);
+          break;
+        }
+        if (pre) {
+          conv2d_forward(stream, pre, x, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
+                         ActivationFn::Linear, lp.alpha);
+          activation_forward(stream, y, pre, n, lp.outSize, lp.activation, lp.alpha);
           break;
         }
         conv2d_forward(stream, y, x, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
@@ -185,6 +229,19 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         break;
       case LayerKind::Activation:
         activation_forward(stream, y, x, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::BatchNorm: {
+        const BatchNormArgs a = batchNormArgs(lp, params, n);
+        if (training)
+          batchnorm_forward_train(stream, y, x, bnSaved_[i].get(), stats ? stats + lp.statsOffset : nullptr,
+                                  stats ? stats + lp.statsOffset + lp.inC : nullptr, a, maxBatch_, workspace_.get());
+        else
+          batchnorm_forward_eval(stream, y, x, bnSaved_[i].get(), params + lp.statsOffset,
+                                 params + lp.statsOffset + lp.inC, a);
+        break;
+      }
+      case LayerKind::GlobalAvgPool:
+        global_avgpool_forward(stream, y, x, n, lp.inC, lp.spatial);
         break;
       case LayerKind::Flatten:
         break;
@@ -215,6 +272,11 @@ void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState*
 // ---- backward ----
 
 void Network::backward(cudaStream_t stream, const float* params, float* grads, int n) {
+  // batchnorm's running statistics are not trained: their gradient is 0 (the optimizers leave them be)
+  for (const LayerPlan& lp : plan_.layers)
+    if (lp.statsSize)
+      check(cudaMemsetAsync(grads + lp.statsOffset, 0, sizeof(float) * lp.statsSize, stream),
+            "zeroing batchnorm's statistics' gradients");
   for (size_t li = plan_.layers.size(); li-- > 0;) {
     const LayerPlan& lp = plan_.layers[li];
     if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
@@ -229,9 +291,11 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
                        int(lp.outSize), lp.activation, lp.alpha, inAct_[li], inAlpha_[li], headState_);
       continue;
     }
+    if (pre_[li].get()) gelu_backward(stream, dOut, dOut, pre_[li].get(), int64_t(n) * lp.outSize);  // d(pre-act.)
+    const ActivationFn act = pre_[li].get() ? ActivationFn::Linear : lp.activation;
     switch (lp.kind) {
       case LayerKind::Dense:
-        if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         dense_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, int(lp.inSize),
                                int(lp.outSize), workspace_.get());
         if (dIn)
@@ -252,7 +316,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
           maxpool_backward_from_output(stream, dOut, grad_[li + 1], argmax, pooled, n, poolGeom_[li + 1],
                                        lp.activation, lp.alpha);
         } else if (!gatedByNext_[li]) {
-          activation_backward(stream, dOut, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+          activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         }
         conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, convGeom_[li],
                                 workspace_.get());
@@ -273,7 +337,16 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
         dropout_backward(stream, dIn, dOut, mask_[li].get(), n, lp.outSize);
         break;
       case LayerKind::Activation:
-        activation_backward(stream, dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        if (gelu(lp.activation)) gelu_backward(stream, dIn, dOut, x, int64_t(n) * lp.outSize);
+        else activation_backward(stream, dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
+        break;
+      case LayerKind::BatchNorm:
+        batchnorm_backward(stream, dIn, lp.affine ? grads + lp.weightOffset : nullptr,
+                           lp.affine ? grads + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].get(),
+                           batchNormArgs(lp, params, n), lastTraining_, maxBatch_, workspace_.get());
+        break;
+      case LayerKind::GlobalAvgPool:
+        global_avgpool_backward(stream, dIn, dOut, n, lp.inC, lp.spatial);
         break;
       case LayerKind::Flatten:
         break;  // dIn and dOut are the same memory

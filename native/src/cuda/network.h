@@ -33,9 +33,11 @@ class Network {
 
   // Enqueues every layer on input (n, inputSize), which must stay valid until backward(); returns the
   // head's outputs (n, outputWidth) (logits when the loss folds the head's activation). Dropout draws
-  // its masks from runSeed and the step counter in `state` (training only).
+  // its masks from runSeed and the step counter in `state` (training only). Batchnorm normalises with the
+  // batch's statistics in training and then, when `stats` is given (the flat parameter vector, writable),
+  // moves its running statistics there; in evaluation it uses the running statistics and writes nothing.
   const float* forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
-                       uint64_t runSeed, const StepState* state);
+                       uint64_t runSeed, const StepState* state, float* stats = nullptr);
   // The loss of the last forward against labels (n): seeds backward with dLoss/dOutputs and adds the
   // batch's loss to `state` (see loss_forward_backward).
   // With the fused head (headFused()), a training forward stops before the head and this only records
@@ -45,7 +47,8 @@ class Network {
   // regression, huber or class weights take the separate launches (loss.cu).
   void loss(cudaStream_t stream, const LossTargets& targets, int n, StepState* state);
   void loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state);  // classification, unweighted
-  // Writes dLoss/dParameters (parameterCount floats, overwritten) for the last forward + loss.
+  // Writes dLoss/dParameters (parameterCount floats, overwritten; 0 for batchnorm's running statistics)
+  // for the last forward + loss.
   void backward(cudaStream_t stream, const float* params, float* grads, int n);
   bool headFused() const { return headFused_; }
 
@@ -72,6 +75,9 @@ class Network {
   DeviceBuffer<float> inputGrad_;
   std::vector<DeviceBuffer<int32_t>> argmax_;   // maxpool layers
   std::vector<DeviceBuffer<float>> mask_;       // dropout layers
+  std::vector<DeviceBuffer<float>> pre_;        // dense/conv2d with gelu: the pre-activation (gelu' needs it)
+  std::vector<DeviceBuffer<float>> bnSaved_;    // batchnorm: the forward's mean and inverse std (2C)
+  bool lastTraining_ = false;                   // the last forward's mode (batchnorm's backward)
   DeviceBuffer<float> workspace_;               // weight-gradient partial sums, shared (launches are serial)
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;

@@ -284,7 +284,8 @@ void CudaSession::enqueueStep(int n) {
     augment_batch(stream_, augmented_.get(), input, n, in[0], in[1], in[2], augment_, seed_, state_.get());
     input = augmented_.get();
   }
-  net_.forward(stream_, params_.get(), input, n, true, seed_, state_.get());
+  // (batchnorm's running statistics live in params_ and move with this forward pass)
+  net_.forward(stream_, params_.get(), input, n, true, seed_, state_.get(), params_.get());
   net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
   if (opt.kind == OptimizerKind::SGD)

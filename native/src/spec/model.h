@@ -23,6 +23,13 @@ struct LayerPlan {
   int inC = 0, inH = 0, inW = 0, outC = 0, outH = 0, outW = 0;
   int kh = 0, kw = 0, stride = 1, padTop = 0, padLeft = 0;
   float rate = 0;                     // dropout
+  // batchnorm: channels = inC (an image's channels, or a flat input's features), each normalised over
+  // the batch and `spatial` = inH * inW values (1 for a flat input). Its gamma is the weight, its beta the
+  // bias (hasParams when affine); running mean then running variance (C each) start at statsOffset.
+  float momentum = 0.1f, eps = 1e-5f;
+  bool affine = true;
+  int spatial = 1;
+  size_t statsOffset = 0, statsSize = 0;
   // parameters (dense, conv2d), offsets in floats into the flat vector
   bool hasParams = false;
   size_t weightOffset = 0, weightSize = 0, biasOffset = 0, biasSize = 0;
@@ -34,7 +41,7 @@ struct NetworkPlan {
   std::vector<LayerPlan> layers;
   int64_t inputSize = 0;
   int64_t outputWidth = 0;            // the head's width (last layer's per-sample size)
-  size_t parameterCount = 0;
+  size_t parameterCount = 0;          // every float of the flat vector, batchnorm's running statistics included
   LossKind loss = LossKind::SoftmaxCrossEntropy;
   TaskKind task = TaskKind::Classification;
   float huberDelta = 1.0f;

@@ -23,6 +23,8 @@ const char* layerKindName(LayerKind kind) {
     case LayerKind::Flatten: return "flatten";
     case LayerKind::Dropout: return "dropout";
     case LayerKind::Activation: return "activation";
+    case LayerKind::BatchNorm: return "batchnorm";
+    case LayerKind::GlobalAvgPool: return "global_avgpool";
   }
   return "layer";
 }
@@ -36,6 +38,7 @@ const char* activationName(ActivationFn fn) {
     case ActivationFn::Tanh: return "tanh";
     case ActivationFn::Softplus: return "softplus";
     case ActivationFn::Softmax: return "softmax";
+    case ActivationFn::GELU: return "gelu";
   }
   return "linear";
 }
@@ -149,10 +152,10 @@ ActivationFn parseActivation(Fields& f, const std::string& key, const Value& v) 
   static const std::pair<const char*, ActivationFn> names[] = {
       {"linear", ActivationFn::Linear},   {"relu", ActivationFn::ReLU},         {"leaky_relu", ActivationFn::LeakyReLU},
       {"sigmoid", ActivationFn::Sigmoid}, {"tanh", ActivationFn::Tanh},         {"softplus", ActivationFn::Softplus},
-      {"softmax", ActivationFn::Softmax}};
+      {"softmax", ActivationFn::Softmax}, {"gelu", ActivationFn::GELU}};
   for (const auto& n : names)
     if (name == n.first) return n.second;
-  f.fail("unknown activation " + quoted(name) + " (expected linear, relu, leaky_relu, sigmoid, tanh, softplus or softmax)");
+  f.fail("unknown activation " + quoted(name) + " (expected linear, relu, leaky_relu, sigmoid, tanh, softplus, softmax or gelu)");
 }
 
 void parseActivationFields(Fields& f, LayerSpec& layer, const char* key, bool required) {
@@ -161,7 +164,7 @@ void parseActivationFields(Fields& f, LayerSpec& layer, const char* key, bool re
   if (f.has("alpha")) layer.alpha = f.ranged("alpha", 0, std::numeric_limits<double>::max(), false, false, "a finite number >= 0");
 }
 
-LayerSpec parseLayer(const Value& v, int position, int kindCounts[7]) {
+LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCount]) {
   LayerSpec layer;
   std::string where = "layer " + std::to_string(position + 1);
   if (!v.isObject()) throw SpecError(where + ": expected an object, got " + json::typeName(v.type));
@@ -172,13 +175,14 @@ LayerSpec parseLayer(const Value& v, int position, int kindCounts[7]) {
   static const std::pair<const char*, LayerKind> kinds[] = {
       {"dense", LayerKind::Dense},         {"conv2d", LayerKind::Conv2D},   {"maxpool2d", LayerKind::MaxPool2D},
       {"avgpool2d", LayerKind::AvgPool2D}, {"flatten", LayerKind::Flatten}, {"dropout", LayerKind::Dropout},
-      {"activation", LayerKind::Activation}};
+      {"activation", LayerKind::Activation}, {"batchnorm", LayerKind::BatchNorm},
+      {"global_avgpool", LayerKind::GlobalAvgPool}};
   bool found = false;
   for (const auto& k : kinds)
     if (kind == k.first) { layer.kind = k.second; found = true; }
   if (!found)
     throw SpecError(where + ": unknown kind " + quoted(kind) +
-                    " (expected dense, conv2d, maxpool2d, avgpool2d, flatten, dropout or activation)");
+                    " (expected dense, conv2d, maxpool2d, avgpool2d, flatten, dropout, activation, batchnorm or global_avgpool)");
   int& count = kindCounts[int(layer.kind)];
   ++count;
   Fields f(v, std::string(layerKindName(layer.kind)) + " #" + std::to_string(count));
@@ -219,6 +223,17 @@ LayerSpec parseLayer(const Value& v, int position, int kindCounts[7]) {
     case LayerKind::Activation:
       parseActivationFields(f, layer, "fn", true);
       break;
+    case LayerKind::BatchNorm:
+      if (f.has("momentum")) layer.momentum = f.ranged("momentum", 0, 1, false, false, "in [0, 1]");
+      if (f.has("eps"))
+        layer.eps = f.ranged("eps", 0, std::numeric_limits<double>::max(), true, false, "a finite number > 0");
+      if (const Value* a = f.get("affine")) {
+        if (a->type != json::Value::Type::Bool) f.fail("\"affine\" must be true or false, got " + std::string(json::typeName(a->type)));
+        layer.affine = a->boolean;
+      }
+      break;
+    case LayerKind::GlobalAvgPool:
+      break;
   }
   f.rejectUnknown();
   return layer;
@@ -239,7 +254,7 @@ ModelSpec parseModelSpec(const std::string& text) {
   const Value& layers = top.required("layers");
   if (!layers.isArray()) top.fail("\"layers\" must be an array");
   if (layers.array.empty()) top.fail("\"layers\" is empty: add at least one layer");
-  int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
+  int kindCounts[kLayerKindCount] = {};
   for (size_t i = 0; i < layers.array.size(); ++i) spec.layers.push_back(parseLayer(layers.array[i], int(i), kindCounts));
 
   std::string loss = top.string("loss", top.required("loss"));
@@ -362,7 +377,7 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
   plan.inputSize = product(shape);
   if (plan.inputSize >= kMaxElements)
     throw SpecError("input: " + shapeText(spec.input) + " is too large (2^31 values or more per sample)");
-  int kindCounts[7] = {0, 0, 0, 0, 0, 0, 0};
+  int kindCounts[kLayerKindCount] = {};
   size_t offset = 0;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& ls = spec.layers[i];
@@ -455,6 +470,35 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
       case LayerKind::Activation:
         softmaxAllowed = shape.size() == 1;
         break;
+      case LayerKind::BatchNorm: {
+        if (!(ls.momentum >= 0 && ls.momentum <= 1)) fail("momentum must be in [0, 1]");
+        if (!(ls.eps > 0 && std::isfinite(ls.eps))) fail("eps must be a finite number > 0");
+        // channels of an image, or the features of a flat input (each its own channel)
+        lp.inC = shape[0];
+        lp.inH = shape.size() == 3 ? shape[1] : 1;
+        lp.inW = shape.size() == 3 ? shape[2] : 1;
+        lp.outC = lp.inC;
+        lp.outH = lp.inH;
+        lp.outW = lp.inW;
+        lp.spatial = lp.inH * lp.inW;
+        lp.momentum = ls.momentum;
+        lp.eps = ls.eps;
+        lp.affine = ls.affine;
+        lp.activation = ActivationFn::Linear;
+        lp.hasParams = ls.affine;
+        lp.weightSize = ls.affine ? size_t(lp.inC) : 0;
+        lp.biasSize = lp.weightSize;
+        lp.statsSize = 2 * size_t(lp.inC);
+        break;
+      }
+      case LayerKind::GlobalAvgPool:
+        needImage();
+        lp.outC = lp.inC;
+        lp.outH = lp.outW = 1;
+        lp.spatial = lp.inH * lp.inW;
+        lp.activation = ActivationFn::Linear;
+        shape = {lp.inC};
+        break;
     }
     if (lp.activation == ActivationFn::Softmax && !softmaxAllowed)
       fail("softmax needs a flat input, got " + shapeText(shape) + " (add a flatten layer first)");
@@ -469,6 +513,10 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
       offset += lp.weightSize;
       lp.biasOffset = offset;
       offset += lp.biasSize;
+    }
+    if (lp.statsSize) {
+      lp.statsOffset = offset;
+      offset += lp.statsSize;
     }
     plan.layers.push_back(std::move(lp));
   }
@@ -501,7 +549,7 @@ std::vector<LayerInfo> inferShapes(const ModelSpec& spec) {
     LayerInfo info;
     info.label = lp.label;
     info.outputShape = lp.outShape;
-    info.parameters = int64_t(lp.weightSize + lp.biasSize);
+    info.parameters = int64_t(lp.weightSize + lp.biasSize + lp.statsSize);  // as Keras counts batchnorm's
     info.multiplyAdds = lp.multiplyAdds;
     infos.push_back(std::move(info));
   }
@@ -517,8 +565,9 @@ int classCount(const ModelSpec& spec) {
 std::vector<uint8_t> weightDecayMask(const ModelSpec& spec) {
   NetworkPlan plan = planNetwork(spec);
   std::vector<uint8_t> mask(plan.parameterCount, 0);
+  // dense and conv2d weights only: biases, batchnorm's gamma and beta and its running statistics never decay
   for (const LayerPlan& lp : plan.layers)
-    if (lp.hasParams) std::fill(mask.begin() + int64_t(lp.weightOffset), mask.begin() + int64_t(lp.weightOffset + lp.weightSize), 1);
+    if (lp.kind == LayerKind::Dense || lp.kind == LayerKind::Conv2D) std::fill(mask.begin() + int64_t(lp.weightOffset), mask.begin() + int64_t(lp.weightOffset + lp.weightSize), 1);
   return mask;
 }
 
@@ -526,8 +575,25 @@ std::vector<ParamTensor> parameterTable(const ModelSpec& spec) {
   NetworkPlan plan = planNetwork(spec);
   std::vector<ParamTensor> table;
   for (const LayerPlan& lp : plan.layers) {
-    if (!lp.hasParams) continue;
     std::string prefix = "layers." + std::to_string(lp.index) + ".";
+    if (lp.kind == LayerKind::BatchNorm) {
+      auto add = [&](const char* name, size_t offset) {
+        ParamTensor t;
+        t.name = prefix + name;
+        t.shape = {lp.inC};
+        t.offset = offset;
+        t.size = size_t(lp.inC);
+        table.push_back(std::move(t));
+      };
+      if (lp.affine) {
+        add("gamma", lp.weightOffset);
+        add("beta", lp.biasOffset);
+      }
+      add("running_mean", lp.statsOffset);
+      add("running_var", lp.statsOffset + size_t(lp.inC));
+      continue;
+    }
+    if (!lp.hasParams) continue;
     ParamTensor w, b;
     w.name = prefix + "weight";
     b.name = prefix + "bias";
@@ -553,6 +619,12 @@ std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed) {
   std::vector<float> params(plan.parameterCount, 0.0f);
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& lp = plan.layers[i];
+    if (lp.kind == LayerKind::BatchNorm) {
+      // gamma 1, beta 0; running mean 0, running variance 1 (PyTorch's)
+      std::fill_n(params.begin() + int64_t(lp.weightOffset), lp.weightSize, 1.0f);
+      std::fill_n(params.begin() + int64_t(lp.statsOffset + size_t(lp.inC)), size_t(lp.inC), 1.0f);
+      continue;
+    }
     if (!lp.hasParams) continue;
     // He for layers feeding a ReLU (their own activation or an activation layer right after), else Glorot
     bool relu = isReluFamily(spec.layers[i].activation);

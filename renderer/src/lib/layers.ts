@@ -13,9 +13,14 @@ export const layerKinds: { kind: LayerKind; title: string }[] = [
   { kind: 'flatten', title: 'Flatten' },
   { kind: 'dropout', title: 'Dropout' },
   { kind: 'activation', title: 'Activation' },
+  { kind: 'batchnorm', title: 'Batch normalisation' },
+  { kind: 'global_avgpool', title: 'Global average pooling' },
 ];
 
-export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
+/** batchnorm's defaults (PyTorch's), as app/core/model/spec.ts has them. */
+export const batchnormDefaults = { momentum: 0.1, eps: 1e-5 } as const;
+
+export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax', 'gelu'] as const;
 export type ActivationName = (typeof activationNames)[number];
 export const paddingNames = ['valid', 'same', 'full'] as const;
 export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
@@ -46,6 +51,9 @@ export function newLayer(kind: LayerKind): LayerSpec {
       return { kind, rate: 0.25 };
     case 'activation':
       return { kind, fn: 'relu' };
+    case 'batchnorm':
+    case 'global_avgpool':
+      return { kind };
   }
 }
 
@@ -77,6 +85,14 @@ export function layerText(layer: LayerSpec): string {
       return `dropout:${layer.rate}`;
     case 'activation':
       return layer.fn === 'leaky_relu' && layer.alpha !== undefined ? `${layer.fn}:${layer.alpha}` : layer.fn;
+    case 'batchnorm': {
+      const momentum =
+        layer.momentum !== undefined && layer.momentum !== batchnormDefaults.momentum ? `:m${layer.momentum}` : '';
+      const eps = layer.eps !== undefined && layer.eps !== batchnormDefaults.eps ? `:eps${layer.eps}` : '';
+      return `batchnorm${momentum}${eps}${layer.affine === false ? ':noaffine' : ''}`;
+    }
+    case 'global_avgpool':
+      return 'gap';
   }
 }
 

@@ -133,7 +133,9 @@ describe('every channel the window can name is validated', () => {
       if (schema.items && typeof schema.items === 'object') walk(schema.items as Record<string, unknown>, `${prefix}[].`, channel);
     };
     for (const channel of channels) walk(z.toJSONSchema(payloadSchemas[channel], { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>, '', channel);
-    assert.deepEqual(found.sort(), ['datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:predictFile path', 'models:save path', 'projects:open path', 'projects:save path']);
+    // (an uploaded folder's files[].path is a name inside the upload, written under the session folder,
+    // never a file on disk: its schema refuses "..", drives and absolute paths; test/unit/api/imageFolders)
+    assert.deepEqual(found.sort(), ['datasets:open source.files.[].path', 'datasets:open source.labelsPath', 'datasets:open source.path', 'models:import source.path', 'models:predictFile path', 'models:save path', 'projects:open path', 'projects:save path']);
   });
 });
 

@@ -53,7 +53,7 @@ function randomSpec(random: () => number): ModelSpec {
   const layers: LayerSpec[] = [];
   const count = int(1, 5);
   for (let i = 0; i < count; i++) {
-    const kind = pick(['conv2d', 'maxpool2d', 'avgpool2d', 'flatten', 'dense', 'dropout', 'activation'] as const);
+    const kind = pick(['conv2d', 'maxpool2d', 'avgpool2d', 'flatten', 'dense', 'dropout', 'activation', 'batchnorm', 'global_avgpool'] as const);
     switch (kind) {
       case 'conv2d':
         layers.push({ kind, filters: int(1, 6), kernel: [int(1, 6), int(1, 6)], stride: int(1, 3), padding: pick(['valid', 'same', 'full'] as const), activation: pick(['relu', 'tanh', 'linear'] as const) });
@@ -69,7 +69,13 @@ function randomSpec(random: () => number): ModelSpec {
         layers.push({ kind, rate: 0.25 });
         break;
       case 'activation':
-        layers.push({ kind, fn: pick(['relu', 'leaky_relu', 'softplus', 'softmax'] as const) });
+        layers.push({ kind, fn: pick(['relu', 'leaky_relu', 'softplus', 'softmax', 'gelu'] as const) });
+        break;
+      case 'batchnorm':
+        layers.push(random() < 0.5 ? { kind } : { kind, affine: false, momentum: 0.01 });
+        break;
+      case 'global_avgpool':
+        layers.push({ kind });
         break;
       default:
         layers.push({ kind: 'flatten' });

@@ -21,12 +21,19 @@ function spec(input: ModelSpec['input'], layers: LayerSpec[], loss: LossName = '
   return { input, layers, loss, optimizer: { kind: 'sgd', lr: 0.1 }, seed: 7 };
 }
 
-/** The engine's seeded initial weights, with biases made non-zero so that they are tested too. */
+/**
+ * The engine's seeded initial weights, with biases made non-zero so that they are tested too, and batchnorm's
+ * gamma, beta and running statistics away from 1, 0, 0 and 1 (as after training).
+ */
 function model(modelSpec: ModelSpec, preprocessing: Preprocessing = { kind: 'none' }): TrainedModel {
   const parameters = engine.initialParameters(modelSpec);
   const next = mulberry32(11);
   for (const tensor of engine.parameterTable(modelSpec)) {
-    if (tensor.name.endsWith('.bias')) for (let i = 0; i < tensor.size; i++) parameters[tensor.offset + i] = next() - 0.5;
+    const draw = tensor.name.endsWith('.gamma') ? () => 1 + (next() - 0.5) * 0.6
+      : tensor.name.endsWith('.running_var') ? () => 0.5 + next()
+      : /\.(bias|beta|running_mean)$/.test(tensor.name) ? () => next() - 0.5
+      : undefined;
+    if (draw) for (let i = 0; i < tensor.size; i++) parameters[tensor.offset + i] = draw();
   }
   const classes = classCount(modelSpec);
   return {
@@ -108,7 +115,7 @@ after(() => {
 });
 
 describe('ONNX export matches the engine in onnxruntime', () => {
-  const activations = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax'] as const;
+  const activations = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax', 'gelu'] as const;
   for (const activation of activations) {
     test(`MLP with ${activation}`, async () => {
       const hidden: LayerSpec = activation === 'leaky_relu'
@@ -130,6 +137,20 @@ describe('ONNX export matches the engine in onnxruntime', () => {
       { kind: 'activation', fn: 'softmax' },
     ]));
     await compare('activation layers + dropout + trailing softmax (folded)', trained, rawInputs(5, false));
+  });
+
+  test('batchnorm over channels and over features (running statistics), global average pool, gelu', async () => {
+    const trained = model(spec([3, 8, 7], [
+      { kind: 'conv2d', filters: 4, kernel: [3, 3], padding: 'same' },
+      { kind: 'batchnorm' },
+      { kind: 'activation', fn: 'gelu' },
+      { kind: 'conv2d', filters: 5, kernel: [3, 3], stride: 2, padding: 'same', activation: 'gelu' },
+      { kind: 'batchnorm', affine: false, eps: 0.01 },
+      { kind: 'global_avgpool' },
+      { kind: 'batchnorm', momentum: 0.01 },
+      { kind: 'dense', units: 3 },
+    ]));
+    await compare('conv, batchnorm, gelu, batchnorm not affine, gap, batchnorm flat', trained, rawInputs(3 * 8 * 7, false, 0.5, 1));
   });
 
   test('a dense head with a softmax activation (folded into the loss, not applied twice)', async () => {
@@ -305,6 +326,24 @@ describe('the ONNX file', () => {
     assert.equal(input.name, onnxInputName);
     assert.deepEqual((input.type as onnx.TypeProto).tensorType!.shape!.dim!.map((dim) => dim.dimParam || Number(dim.dimValue)), ['N', 1, 6, 6]);
     assert.equal(graph.output[0].name, onnxOutputName);
+  });
+
+  test('batchnorm exports its running statistics under the model file\'s names; gap and gelu their nodes', () => {
+    const bn = model(spec([2, 4, 4], [
+      { kind: 'conv2d', filters: 3, kernel: [3, 3], padding: 'same' },
+      { kind: 'batchnorm', eps: 0.001 },
+      { kind: 'activation', fn: 'gelu' },
+      { kind: 'global_avgpool' },
+      { kind: 'dense', units: 2 },
+    ]));
+    const bnGraph = onnx.ModelProto.decode(services.models.exportOnnx(bn)).graph as onnx.GraphProto;
+    const names = bnGraph.initializer.map((tensor) => tensor.name);
+    for (const name of ['layers.1.gamma', 'layers.1.beta', 'layers.1.running_mean', 'layers.1.running_var']) assert.ok(names.includes(name), name);
+    const node = bnGraph.node.find((n) => n.opType === 'BatchNormalization') as onnx.NodeProto;
+    assert.deepEqual(node.input.slice(1), ['layers.1.gamma', 'layers.1.beta', 'layers.1.running_mean', 'layers.1.running_var']);
+    assert.ok(Math.abs((node.attribute.find((a) => a.name === 'epsilon')!.f ?? 0) - 0.001) < 1e-9);
+    const ops = bnGraph.node.map((n) => n.opType);
+    assert.deepEqual(ops, ['Conv', 'BatchNormalization', 'Div', 'Erf', 'Add', 'Mul', 'Mul', 'GlobalAveragePool', 'Flatten', 'Gemm', 'Softmax']);
   });
 
   test('TensorFlow-style same padding puts the odd pixel at the bottom / right', () => {

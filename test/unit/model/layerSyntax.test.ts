@@ -75,6 +75,21 @@ describe('parseLayers', () => {
     ]);
   });
 
+  test('batchnorm with its options, gap (no flatten after it), gelu', () => {
+    assert.deepEqual(parseLayers('conv:8x3:same,batchnorm,gelu,bn:m0.01:eps0.001:noaffine,gap,batchnorm:m0.1,dense:10', [3, 8, 8]), [
+      { kind: 'conv2d', filters: 8, kernel: [3, 3], stride: 1, padding: 'same' },
+      { kind: 'batchnorm' },
+      { kind: 'activation', fn: 'gelu' },
+      { kind: 'batchnorm', momentum: 0.01, eps: 0.001, affine: false },
+      { kind: 'global_avgpool' },
+      { kind: 'batchnorm' },
+      { kind: 'dense', units: 10 },
+    ]);
+    assert.equal(formatLayers([{ kind: 'batchnorm', momentum: 0.1, eps: 1e-5, affine: true }, { kind: 'global_avgpool' }]), 'batchnorm,gap');
+    const text = 'conv:8x3:same,batchnorm:m0.01:eps0.001:noaffine,gelu,gap,dense:10:gelu';
+    assert.equal(formatLayers(parseLayers(text, [1, 8, 8])), text);
+  });
+
   test('errors name the item, its text and what is wrong', () => {
     const cases: [string, string][] = [
       ['dense:10,relu,conv:3x', '--layers: item 3 "conv:3x": "3x" is not FILTERSxK or FILTERSxKHxKW, e.g. 32x3 or 32x3x5'],
@@ -101,7 +116,12 @@ describe('parseLayers', () => {
       ['flatten:2', '--layers: item 1 "flatten:2": takes no arguments'],
       ['dense:4,,dense:2', '--layers: item 2 "": empty layer'],
       ['conv:8x3,128', '--layers: item 2 "128": a bare number is a layer only when every item is a number (the course tool\'s form "30,60,10,1")'],
-      ['gru:8', '--layers: item 1 "gru:8": unknown layer kind "gru"; known: dense, conv, maxpool, avgpool, flatten, dropout, linear, relu, leaky_relu, sigmoid, tanh, softplus, softmax'],
+      ['gru:8', '--layers: item 1 "gru:8": unknown layer kind "gru"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, linear, relu, leaky_relu, sigmoid, tanh, softplus, softmax, gelu'],
+      ['batchnorm:m2', '--layers: item 1 "batchnorm:m2": momentum "2" must be in [0, 1]'],
+      ['batchnorm:eps0', '--layers: item 1 "batchnorm:eps0": eps "0" must be above 0'],
+      ['batchnorm:noaffine:noaffine', '--layers: item 1 "batchnorm:noaffine:noaffine": noaffine given twice'],
+      ['batchnorm:relu', '--layers: item 1 "batchnorm:relu": unexpected "relu" (expected a momentum like m0.01, an eps like eps0.001, or noaffine)'],
+      ['gap:2', '--layers: item 1 "gap:2": takes no arguments'],
       ['  ', '--layers: no layers given'],
     ];
     for (const [text, message] of cases) {

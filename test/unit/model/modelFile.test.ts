@@ -152,6 +152,39 @@ describe('encode and decode', () => {
     assert.deepEqual(decoded.metrics, model.metrics);
   });
 
+  test('batchnorm: gamma, beta, running_mean and running_var are tensors of the file, and load back bit for bit', () => {
+    const spec = parseModelSpec({
+      input: [2, 4, 4],
+      layers: [
+        { kind: 'conv2d', filters: 3, kernel: [3, 3], padding: 'same' },
+        { kind: 'batchnorm', momentum: 0.01 },
+        { kind: 'activation', fn: 'gelu' },
+        { kind: 'global_avgpool' },
+        { kind: 'batchnorm', affine: false },
+        { kind: 'dense', units: 2 },
+      ],
+      loss: 'softmax_cross_entropy',
+      optimizer: { kind: 'sgd', lr: 0.1 },
+      seed: 1,
+    });
+    const count = parameterCount(spec);
+    assert.equal(count, 3 * 2 * 9 + 3 + 4 * 3 + 2 * 3 + 2 * 3 + 2);
+    const model: Model = { ...smallModel(), spec, parameters: parameters(count, 5), featureNames: [], inputShape: [2, 4, 4], labels: ['a', 'b'] };
+    const bytes = encodeModel(model);
+    const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8')) as Record<string, { shape: number[]; data_offsets: number[] }>;
+    const names = Object.keys(header).filter((name) => name !== '__metadata__');
+    assert.deepEqual(names, [
+      'layers.0.weight', 'layers.0.bias', 'layers.1.gamma', 'layers.1.beta', 'layers.1.running_mean', 'layers.1.running_var',
+      'layers.4.running_mean', 'layers.4.running_var', 'layers.5.weight', 'layers.5.bias',
+    ]);
+    assert.deepEqual(header['layers.1.running_var'].shape, [3]);
+    assert.deepEqual(header['layers.1.running_var'].data_offsets, [(57 + 9) * 4, (57 + 12) * 4]);
+    const decoded = decodeModel(bytes, 'bn.safetensors');
+    assert.deepEqual(bits(decoded.parameters), bits(model.parameters));
+    assert.deepEqual(decoded.spec, spec);
+    assert.deepEqual(parameterTable(spec).map((tensor) => tensor.name), names);
+  });
+
   test('optional fields stay absent; undefined preprocessing is stored as null', () => {
     const model: Model = { ...smallModel(), preprocessing: undefined, training: undefined, metrics: undefined };
     delete model.training;

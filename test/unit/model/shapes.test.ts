@@ -350,3 +350,46 @@ describe('parameterTable', () => {
     assert.throws(() => parameterTable(spec([20], [{ kind: 'maxpool2d', size: 2 }, { kind: 'dense', units: 2 }])), SpecError);
   });
 });
+
+describe('batchnorm, global_avgpool, gelu', () => {
+  test('batchnorm keeps the shape and counts 4C (2C not affine); gap gives [C]; gelu is an activation', () => {
+    const model = spec([3, 8, 6], [
+      { kind: 'conv2d', filters: 4, kernel: [3, 3], padding: 'same', activation: 'gelu' },
+      { kind: 'batchnorm' },
+      { kind: 'global_avgpool' },
+      { kind: 'batchnorm', affine: false, momentum: 0.5, eps: 0.01 },
+      { kind: 'dense', units: 5, activation: 'gelu' },
+      { kind: 'dense', units: 2 },
+    ]);
+    assert.deepEqual(rows(model), [
+      ['conv2d #1', [4, 8, 6], 112, 48 * 108],
+      ['batchnorm #1', [4, 8, 6], 16, 0],
+      ['global_avgpool #1', [4], 0, 0],
+      ['batchnorm #2', [4], 8, 0],
+      ['dense #1', [5], 25, 20],
+      ['dense #2', [2], 12, 10],
+    ]);
+    assert.deepEqual(parameterTable(model).map((t) => [t.name, t.shape, t.offset]), [
+      ['layers.0.weight', [4, 3, 3, 3], 0],
+      ['layers.0.bias', [4], 108],
+      ['layers.1.gamma', [4], 112],
+      ['layers.1.beta', [4], 116],
+      ['layers.1.running_mean', [4], 120],
+      ['layers.1.running_var', [4], 124],
+      ['layers.3.running_mean', [4], 128],
+      ['layers.3.running_var', [4], 132],
+      ['layers.4.weight', [5, 4], 136],
+      ['layers.4.bias', [5], 156],
+      ['layers.5.weight', [2, 5], 161],
+      ['layers.5.bias', [2], 171],
+    ]);
+    assert.equal(parameterCount(model), 173);
+  });
+
+  test('global_avgpool needs an image; batchnorm options are checked by the schema', () => {
+    const report = inferShapesPartial(spec([6], [{ kind: 'global_avgpool' }, { kind: 'dense', units: 2 }]));
+    assert.equal(report.error?.message, 'global_avgpool #1: needs an image input [C,H,W], got 6 (use it before flatten/dense)');
+    assert.throws(() => spec([6], [{ kind: 'batchnorm', momentum: 1.5 }, { kind: 'dense', units: 2 }]), /momentum/);
+    assert.throws(() => spec([6], [{ kind: 'batchnorm', eps: 0 }, { kind: 'dense', units: 2 }]), /eps/);
+  });
+});

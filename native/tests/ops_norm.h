@@ -1,0 +1,219 @@
+// The op table's normalisation rows (test_cuda_ops.cpp): batchnorm forward (training: output, saved
+// statistics and the running statistics' update; evaluation), backward (training and evaluation: input,
+// gamma and beta gradients), the global average pool, gelu, and whole networks of these layers (one
+// training step and an evaluation pass of cuda::Network against cpu::Network). The GPU reduces in fp32
+// (Welford per slice, slices combined in double), the CPU in double: 1e-5 of the values' scale forward,
+// 1e-4 for the gradients' sums over up to 25k values.
+#pragma once
+
+#ifdef NNSTUDIO_WITH_CUDA
+
+#include <string>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/network.h"
+#include "cpu/thread_pool.h"
+#include "cuda/kernels.h"
+#include "cuda/network.h"
+#include "op_table.h"
+#include "ops_dense.h"
+#include "ops_small.h"  // kOneKernel
+#include "spec/model.h"
+
+namespace nnstudio::test {
+
+struct BatchNormRow {
+  int N, C, S;
+  bool affine;
+  int maxN;        // the network's largest batch (the slices follow it); >= N
+  float offset;    // added to the inputs: a mean large against the spread
+};
+
+inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_t seed) {
+  const std::string shape = "N" + std::to_string(r.N) + " (max " + std::to_string(r.maxN) + ") C" + std::to_string(r.C) +
+                            " S" + std::to_string(r.S) + (r.affine ? "" : " not affine") + " offset " +
+                            nnstudio_test::num(r.offset);
+  const size_t n = size_t(r.N) * r.C * r.S, C = size_t(r.C);
+  auto x = randomVector(n, seed, 2.0f);
+  for (float& v : x) v += r.offset;
+  const auto dy = randomVector(n, seed + 1);
+  const auto gamma = randomVector(C, seed + 2, 0.5f), beta = randomVector(C, seed + 3);
+  std::vector<float> g = gamma, b = beta;
+  for (float& v : g) v += 1.0f;
+  auto runMean = randomVector(C, seed + 4, 0.3f), runVar = randomVector(C, seed + 5, 0.4f);
+  for (float& v : runVar) v += 1.0f;
+  cpu::BatchNormArgs a;
+  a.N = r.N, a.C = r.C, a.S = r.S, a.eps = 1e-5f, a.momentum = 0.1f;
+  if (r.affine) a.gamma = g.data(), a.beta = b.data();
+  // the CPU
+  std::vector<float> y(n), saved(2 * C), rm = runMean, rv = runVar, dx(n), dg(C), db(C);
+  std::vector<float> yEval(n), savedEval(2 * C), dxEval(n), dgEval(C), dbEval(C);
+  cpu::batchnorm_forward_train(pool, y.data(), x.data(), saved.data(), rm.data(), rv.data(), a);
+  cpu::batchnorm_backward(pool, dx.data(), dg.data(), db.data(), dy.data(), x.data(), saved.data(), a, true);
+  cpu::batchnorm_forward_eval(pool, yEval.data(), x.data(), savedEval.data(), runMean.data(), runVar.data(), a);
+  cpu::batchnorm_backward(pool, dxEval.data(), dgEval.data(), dbEval.data(), dy.data(), x.data(), savedEval.data(), a,
+                          false);
+  // the GPU
+  DeviceVector<float> dX(x), dDy(dy), dGamma(g), dBeta(b), dRm(runMean), dRv(runVar), dY(n), dSaved(2 * C), dDx(n),
+      dDg(C), dDb(C), work(cuda::batchnorm_workspace(r.maxN, r.C, r.S));
+  for (auto* v : {&dY, &dSaved, &dDx, &dDg, &dDb}) poison(*v);
+  cuda::BatchNormArgs ga = a;
+  ga.gamma = r.affine ? dGamma.ptr : nullptr;
+  ga.beta = r.affine ? dBeta.ptr : nullptr;
+  {
+    Row line("batchnorm training", shape, kOneKernel);
+    cuda::batchnorm_forward_train(nullptr, dY.ptr, dX.ptr, dSaved.ptr, dRm.ptr, dRv.ptr, ga, r.maxN, work.ptr);
+    line.compare("forward", dY.download(), y, relative(1e-5));
+    line.compare("batch mean, inverse std", dSaved.download(), saved, relative(1e-5, 1e-20));
+    line.compare("running mean", dRm.download(), rm, relative(1e-5));
+    line.compare("running variance (unbiased)", dRv.download(), rv, relative(1e-5));
+    cuda::batchnorm_backward(nullptr, dDx.ptr, r.affine ? dDg.ptr : nullptr, r.affine ? dDb.ptr : nullptr, dDy.ptr,
+                             dX.ptr, dSaved.ptr, ga, true, r.maxN, work.ptr);
+    line.compare("input gradient", dDx.download(), dx, relative(1e-4));
+    if (r.affine) {
+      line.compare("gamma gradient", dDg.download(), dg, relative(1e-4));
+      line.compare("beta gradient", dDb.download(), db, relative(1e-4));
+    }
+  }
+  {
+    Row line("batchnorm evaluation", shape, kOneKernel);
+    for (auto* v : {&dY, &dSaved, &dDx, &dDg, &dDb}) poison(*v);
+    DeviceVector<float> dRm0(runMean), dRv0(runVar);
+    cuda::batchnorm_forward_eval(nullptr, dY.ptr, dX.ptr, dSaved.ptr, dRm0.ptr, dRv0.ptr, ga);
+    line.compare("forward", dY.download(), yEval, relative(1e-5));
+    line.check(dRm0.download() == runMean && dRv0.download() == runVar, "running statistics unchanged");
+    cuda::batchnorm_backward(nullptr, dDx.ptr, r.affine ? dDg.ptr : nullptr, r.affine ? dDb.ptr : nullptr, dDy.ptr,
+                             dX.ptr, dSaved.ptr, ga, false, r.maxN, work.ptr);
+    line.compare("input gradient", dDx.download(), dxEval, relative(1e-5));
+    if (r.affine) line.compare("gamma gradient", dDg.download(), dgEval, relative(1e-4));
+  }
+}
+
+inline void checkGlobalAvgPool(cpu::ThreadPool& pool, int N, int C, int S) {
+  Row line("global_avgpool", "N" + std::to_string(N) + " C" + std::to_string(C) + " S" + std::to_string(S), kOneKernel);
+  const size_t in = size_t(N) * C * S, out = size_t(N) * C;
+  const auto x = randomVector(in, 71), dy = randomVector(out, 72);
+  std::vector<float> y(out), dx(in);
+  cpu::global_avgpool_forward(pool, y.data(), x.data(), N, C, S);
+  cpu::global_avgpool_backward(pool, dx.data(), dy.data(), N, C, S);
+  DeviceVector<float> dX(x), dDy(dy), dY(out), dDx(in);
+  poison(dY);
+  poison(dDx);
+  cuda::global_avgpool_forward(nullptr, dY.ptr, dX.ptr, N, C, S);
+  cuda::global_avgpool_backward(nullptr, dDx.ptr, dDy.ptr, N, C, S);
+  line.compare("forward", dY.download(), y, relative(1e-5));
+  line.compare("backward", dDx.download(), dx, relative(1e-6));
+}
+
+inline void checkGelu(int rows, int width) {
+  Row line("activation gelu", std::to_string(rows) + "x" + std::to_string(width), kOneKernel);
+  const size_t n = size_t(rows) * width;
+  const auto x = randomVector(n, 81, 6.0f), dy = randomVector(n, 82);
+  std::vector<float> y(n), dx(n);
+  cpu::activation_forward(y.data(), x.data(), rows, width, ActivationFn::GELU, 0);
+  cpu::gelu_backward(dx.data(), dy.data(), x.data(), int64_t(n));
+  DeviceVector<float> dX(x), dY(n), dDy(dy), dDx(n);
+  poison(dY);
+  poison(dDx);
+  cuda::activation_forward(nullptr, dY.ptr, dX.ptr, rows, width, ActivationFn::GELU, 0);
+  cuda::gelu_backward(nullptr, dDx.ptr, dDy.ptr, dX.ptr, int64_t(n));
+  line.compare("forward", dY.download(), y, relative(1e-5));
+  line.compare("backward (from the input)", dDx.download(), dx, relative(1e-5));
+}
+
+// ---- whole networks: one training step, then evaluation, GPU against CPU ----
+
+struct NormNetworkRow {
+  const char* name;
+  const char* spec;
+  int N;
+};
+
+inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c) {
+  Row line("network", c.name, "the chooser's kernels");
+  const ModelSpec spec = parseModelSpec(c.spec);
+  const NetworkPlan plan = planNetwork(spec);
+  const int N = c.N, classes = int(plan.outputWidth);
+  auto params = initialParameters(spec, 7);
+  const auto x = randomVector(size_t(N) * plan.inputSize, 91, 2.0f);
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  for (int i = 0; i < N; ++i) labels[size_t(i)] = (i * 7 + 3) % classes;
+  // the CPU: a training step (running statistics move in cpuParams), then evaluation with them
+  std::vector<float> cpuParams = params, cpuGrads(plan.parameterCount);
+  cpu::Network net(spec, N, pool, true);
+  const float* out = net.forward(cpuParams.data(), x.data(), N, true, 5, cpuParams.data());
+  const std::vector<float> cpuOut(out, out + size_t(N) * classes);
+  LossTargets targets;
+  targets.labels = labels.data();
+  net.loss(targets, N, true, nullptr);
+  net.backward(cpuParams.data(), cpuGrads.data(), N);
+  const std::vector<float> cpuInGrad(net.inputGradient(), net.inputGradient() + size_t(N) * plan.inputSize);
+  const float* evalOut = net.forward(cpuParams.data(), x.data(), N, false, 5);
+  const std::vector<float> cpuEval(evalOut, evalOut + size_t(N) * classes);
+  // the GPU
+  cuda::Network gnet(spec, N, true);
+  DeviceVector<float> dParams(params), dX(x), dGrad(plan.parameterCount);
+  poison(dGrad);
+  DeviceVector<int32_t> dLabels(labels);
+  DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{someState()});
+  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, true, 5, dState.ptr, dParams.ptr);
+  gnet.loss(nullptr, dLabels.ptr, N, dState.ptr);
+  gnet.backward(nullptr, dParams.ptr, dGrad.ptr, N);
+  cudaOk(cudaDeviceSynchronize(), "network step");
+  auto copy = [](const float* from, size_t count) {
+    std::vector<float> host(count);
+    cudaOk(cudaMemcpy(host.data(), from, sizeof(float) * count, cudaMemcpyDeviceToHost), "download");
+    return host;
+  };
+  line.compare("training outputs", copy(gnet.outputs(), cpuOut.size()), cpuOut, kParity);
+  line.compare("every parameter gradient", dGrad.download(), cpuGrads, relative(1e-3));
+  line.compare("input gradient", copy(gnet.inputGradient(), cpuInGrad.size()), cpuInGrad, relative(1e-3));
+  line.compare("parameters with the running statistics moved", dParams.download(), cpuParams, relative(1e-5));
+  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, false, 5, dState.ptr);
+  cudaOk(cudaDeviceSynchronize(), "network evaluation");
+  line.compare("evaluation outputs (running statistics)", copy(gnet.outputs(), cpuEval.size()), cpuEval, kParity);
+}
+
+inline const std::vector<NormNetworkRow>& normNetworks() {
+  static const std::vector<NormNetworkRow> rows = {
+      {"conv -> batchnorm -> relu -> gap -> dense",
+       R"({"input":[3,12,12],"layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},
+          {"kind":"activation","fn":"relu"},{"kind":"conv2d","filters":6,"kernel":[3,3],"stride":2,"padding":"same","activation":"gelu"},
+          {"kind":"batchnorm","affine":false,"momentum":0.3},{"kind":"global_avgpool"},{"kind":"dense","units":5}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})",
+       24},
+      {"dense gelu -> batchnorm -> dense gelu head (mse)",
+       R"({"input":[20],"layers":[{"kind":"dense","units":32,"activation":"gelu"},{"kind":"batchnorm"},
+          {"kind":"dropout","rate":0},{"kind":"dense","units":4,"activation":"gelu"}],
+          "loss":"mse","optimizer":{"kind":"sgd","lr":0.1},"seed":1})",
+       33},
+      {"conv gelu -> maxpool (not fused) -> flatten -> batchnorm -> dense",
+       R"({"input":[1,10,10],"layers":[{"kind":"conv2d","filters":4,"kernel":[3,3],"padding":"same","activation":"gelu"},
+          {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"batchnorm"},{"kind":"dense","units":3}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})",
+       16},
+  };
+  return rows;
+}
+
+inline void runNormRows(cpu::ThreadPool& pool) {
+  const BatchNormRow rows[] = {
+      {32, 16, 28 * 28, true, 32, 0.0f},   // a conv's channels, MNIST-sized
+      {256, 64, 1, true, 256, 0.0f},       // a dense layer's features
+      {3, 5, 7, false, 3, 0.0f},           // odd sizes, not affine
+      {17, 8, 5 * 5, true, 128, 0.0f},     // the last, smaller batch of an epoch: slices follow maxN
+      {64, 4, 14 * 14, true, 64, 100.0f},  // a large mean against the spread (std ~1)
+      {1, 6, 1, true, 1, 0.0f},            // one value per channel: variance 0, the output beta
+  };
+  uint64_t seed = 300;
+  for (const BatchNormRow& r : rows) checkBatchNorm(pool, r, seed += 10);
+  checkGlobalAvgPool(pool, 7, 16, 7 * 7);
+  checkGlobalAvgPool(pool, 3, 5, 1);
+  checkGelu(37, 45);
+  for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r);
+}
+
+}  // namespace nnstudio::test
+
+#endif
