@@ -13,11 +13,12 @@ namespace {
 inline float gammaOf(const BatchNormArgs& a, int c) { return a.gamma ? a.gamma[c] : 1.0f; }
 inline float betaOf(const BatchNormArgs& a, int c) { return a.beta ? a.beta[c] : 0.0f; }
 
-// y = x * scale + shift over channel c
-void applyChannel(float* y, const float* x, const BatchNormArgs& a, int c, float scale, float shift) {
+// y = (x - mean) * scale + beta over channel c: the difference first, so a value at the mean gives beta
+// exactly (x * scale - mean * scale cancels badly when 1/std is large, as the CUDA kernel's order avoids too)
+void applyChannel(float* y, const float* x, const BatchNormArgs& a, int c, float mean, float scale, float beta) {
   for (int n = 0; n < a.N; ++n) {
     const int64_t base = (int64_t(n) * a.C + c) * a.S;
-    for (int s = 0; s < a.S; ++s) y[base + s] = x[base + s] * scale + shift;
+    for (int s = 0; s < a.S; ++s) y[base + s] = (x[base + s] - mean) * scale + beta;
   }
 }
 
@@ -47,7 +48,7 @@ void batchnorm_forward_train(ThreadPool& pool, float* y, const float* x, float* 
       saved[c] = float(mean);
       saved[a.C + c] = invStd;
       const float scale = gammaOf(a, c) * invStd;
-      applyChannel(y, x, a, c, scale, betaOf(a, c) - float(mean) * scale);
+      applyChannel(y, x, a, c, float(mean), scale, betaOf(a, c));
       if (runMean && runVar) {
         const double unbiased = M > 1 ? squares / double(M - 1) : var;
         const float m = a.momentum;
@@ -66,7 +67,7 @@ void batchnorm_forward_eval(ThreadPool& pool, float* y, const float* x, float* s
       saved[c] = runMean[c];
       saved[a.C + c] = invStd;
       const float scale = gammaOf(a, c) * invStd;
-      applyChannel(y, x, a, c, scale, betaOf(a, c) - runMean[c] * scale);
+      applyChannel(y, x, a, c, runMean[c], scale, betaOf(a, c));
     }
   });
 }
