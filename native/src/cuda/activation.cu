@@ -17,6 +17,12 @@ __global__ void elementwiseForward(float* y, const float* x, int64_t n, Activati
     y[i] = activate(x[i], fn, alpha);
 }
 
+__global__ void geluForward(float* y, const float* x, int64_t n) {
+  startAfterPreviousKernel();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = geluValue(x[i]);
+}
+
 __global__ void elementwiseBackward(float* dx, const float* dy, const float* y, int64_t n, ActivationFn fn,
                                     float alpha) {
   startAfterPreviousKernel();
@@ -90,6 +96,9 @@ void activation_forward(cudaStream_t stream, float* y, const float* x, int64_t r
     checkLaunch("softmax forward");
   } else if (fn == ActivationFn::Linear && y == x) {
     return;
+  } else if (fn == ActivationFn::GELU) {
+    launchKernel("geluForward", geluForward, gridFor(n), kThreads, 0, stream, y, x, n);
+    checkLaunch("gelu");
   } else {
     launchKernel("elementwiseForward", elementwiseForward, gridFor(n), kThreads, 0, stream, y, x, n, fn, alpha);
     checkLaunch("activation forward");
