@@ -14,7 +14,7 @@ import { eventually, goTo, readTable, section } from './support/ui';
 import { readDatasetSummary } from './flows/data';
 import { choosePreset, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted } from './flows/train';
-import { openCell, readConfusion } from './flows/evaluate';
+import { openCell, readConfusion, readHeadline } from './flows/evaluate';
 
 const classes = ['one', 'two', 'zero'];
 type Canvas = { width: number; height: number; getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null };
@@ -110,5 +110,18 @@ describe('image folder flow: a folder of coloured digits, a CNN preset, one epoc
     await card.getByText(`${path.basename(image)}, as the model sees it`).waitFor();
     const bars = await card.getByRole('list', { name: 'Class probabilities' }).getByRole('listitem').count();
     assert.equal(bars, 3);
+  });
+
+  step('evaluate again with test-time augmentation: the title says so, every image counted', 60_000, async () => {
+    await goTo(page(), 'Evaluate');
+    const tta = page().getByRole('checkbox', { name: 'Test-time augmentation' });
+    await tta.check();
+    await page().getByRole('button', { name: 'Evaluate', exact: true }).click();
+    const headline = await eventually(async () => {
+      const shown = await readHeadline(page());
+      assert.match(shown.title, /\(test-time augmentation\)$/);
+      return shown;
+    }, 30_000);
+    assert.ok(headline.examples > 0 && headline.accuracy >= 0 && headline.accuracy <= 1);
   });
 });

@@ -50,16 +50,19 @@ export class EvaluateState {
     this.deps = deps;
   }
 
-  async evaluate(modelId: string, datasetId: string): Promise<void> {
+  /** `tta`: test-time augmentation (image models). */
+  async evaluate(modelId: string, datasetId: string, tta = false): Promise<void> {
     this.error = undefined;
     this.evaluating = true;
-    const answer = await api.invoke('evaluation:evaluate', { modelId, datasetId, device: this.deps.device() });
+    const answer = await api.invoke('evaluation:evaluate', { modelId, datasetId, device: this.deps.device(), ...(tta ? { tta: true } : {}) });
     this.evaluating = false;
     if (answer.error) {
       this.error = answer.error;
       return;
     }
-    this.show(describeEvaluation(answer.result, this.deps.models(), this.deps.datasets()));
+    const described = describeEvaluation(answer.result, this.deps.models(), this.deps.datasets());
+    const title = tta ? `${described.title} (test-time augmentation)` : described.title;
+    this.show({ ...described, title, origin: { evaluationId: answer.result.evaluationId, title } });
     this.deps.evaluated();
   }
 
