@@ -32,6 +32,20 @@ struct BatchNormArgs {
   const float* gamma = nullptr;  // (C) or null
   const float* beta = nullptr;   // (C) or null
 };
+// A batchnorm layer's arguments for a batch of n, its gamma and beta read from `params` (both backends).
+inline BatchNormArgs batchNormArgs(const LayerPlan& lp, const float* params, int n) {
+  BatchNormArgs a;
+  a.N = n;
+  a.C = lp.inC;
+  a.S = lp.spatial;
+  a.eps = lp.eps;
+  a.momentum = lp.momentum;
+  if (lp.affine) {
+    a.gamma = params + lp.weightOffset;
+    a.beta = params + lp.biasOffset;
+  }
+  return a;
+}
 // Training: normalises with the batch's mean and biased variance, keeps mean and 1/sqrt(var + eps) in
 // saved (2C: mean then inverse std) for backward, and when runMean/runVar are given updates them:
 // running = (1 - momentum) running + momentum batch, the variance unbiased (times M/(M-1), M = N*S; as

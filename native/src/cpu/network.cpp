@@ -77,24 +77,6 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
 
 // ---- forward ----
 
-namespace {
-
-BatchNormArgs batchNormArgs(const LayerPlan& lp, const float* params, int n) {
-  BatchNormArgs a;
-  a.N = n;
-  a.C = lp.inC;
-  a.S = lp.spatial;
-  a.eps = lp.eps;
-  a.momentum = lp.momentum;
-  if (lp.affine) {
-    a.gamma = params + lp.weightOffset;
-    a.beta = params + lp.biasOffset;
-  }
-  return a;
-}
-
-}  // namespace
-
 const float* Network::forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed,
                               float* stats) {
   input_ = input;

@@ -143,6 +143,7 @@ void gelu_backward(cudaStream_t stream, float* dx, const float* dy, const float*
 // The statistics reduce in slices fixed by the largest batch maxN (so graphs and workspaces agree):
 // `workspace` holds batchnorm_workspace(maxN, C, S) floats; saved (2C) gets the mean and inverse std.
 using BatchNormArgs = cpu::BatchNormArgs;
+using cpu::batchNormArgs;
 size_t batchnorm_workspace(int maxN, int C, int S);
 // runMean/runVar (device) move toward the batch's statistics when not null.
 void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,

@@ -16,20 +16,6 @@ bool elementwise(ActivationFn fn) { return fn != ActivationFn::Softmax; }
 // backward into a neighbour (gates, conv + pool, the dense head)
 bool gelu(ActivationFn fn) { return fn == ActivationFn::GELU; }
 
-BatchNormArgs batchNormArgs(const LayerPlan& lp, const float* params, int n) {
-  BatchNormArgs a;
-  a.N = n;
-  a.C = lp.inC;
-  a.S = lp.spatial;
-  a.eps = lp.eps;
-  a.momentum = lp.momentum;
-  if (lp.affine) {
-    a.gamma = params + lp.weightOffset;
-    a.beta = params + lp.biasOffset;
-  }
-  return a;
-}
-
 // can this layer's input-gradient kernel apply the previous layer's activation backward?
 bool takesGate(LayerKind kind) {
   return kind == LayerKind::Dense || kind == LayerKind::Conv2D || kind == LayerKind::MaxPool2D ||
