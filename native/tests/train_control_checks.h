@@ -82,8 +82,9 @@ inline TrainOptions controlOptions(int epochs) {
   return o;
 }
 
+// (two empty vectors are equal: memcmp may not be given their null data, UBSan says)
 inline bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 inline bool sameHistory(const std::vector<EpochStats>& a, const std::vector<EpochStats>& b) {
