@@ -126,7 +126,7 @@ inline void checkGelu(int rows, int width) {
 inline void checkResidualAdd(int64_t n, int offset) {
   Row line("residual add", std::to_string(n) + (offset ? " values, misaligned" : " values"), kOneKernel);
   const auto a = randomVector(size_t(n) + 1, 85), b = randomVector(size_t(n) + 1, 86);
-  std::vector<float> y(size_t(n));
+  std::vector<float> y(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) y[size_t(k)] = a[size_t(k + offset)] + b[size_t(k + offset)];
   DeviceVector<float> dA(a), dB(b), dY(size_t(n) + 1);
   poison(dY);
