@@ -171,8 +171,12 @@ export function checkModelChoice(choice: ModelChoice, inputShape: readonly numbe
   const labels = layerLabels(spec.layers);
   const layers: LayerCheck[] = spec.layers.map((layer, index) => {
     const info = report.layers[index];
+    const block = info?.block && {
+      layers: info.block.layers.map((inner) => ({ kind: inner.kind, outputShape: inner.outputShape, parameters: inner.parameters, multiplyAdds: inner.multiplyAdds })),
+      shortcut: info.block.shortcut,
+    };
     return info
-      ? { label: info.label, kind: info.kind, outputShape: info.outputShape, parameters: info.parameters, multiplyAdds: info.multiplyAdds }
+      ? { label: info.label, kind: info.kind, outputShape: info.outputShape, parameters: info.parameters, multiplyAdds: info.multiplyAdds, ...(block ? { block } : {}) }
       : { label: labels[index], kind: layer.kind };
   });
   let error: ModelCheck['error'];
@@ -203,7 +207,8 @@ function layerError(spec: ModelSpec, choice: ModelChoice, inputShape: readonly n
   if (layerIndex === undefined) return { message };
   const items = choice.layers !== undefined ? parseLayerItems(choice.layers, inputShape).items : spec.layers.map((_, i) => i);
   const item = items[layerIndex];
-  const reason = message.replace(/^[a-z_0-9]+ #\d+: /, '');
+  // (a block's layer: "layer 3 (residual), its layer 2 (conv2d): ..." keeps "its layer 2 (conv2d): ...")
+  const reason = message.replace(/^[a-z_0-9]+ #\d+: /, '').replace(/^layer \d+ \(residual\), /, '');
   const nextItem = items.slice(layerIndex).find((entry) => entry !== undefined);
   return { message: layerProblem(item, spec.layers[layerIndex].kind, reason, nextItem), layerIndex, ...(item !== undefined ? { itemIndex: item } : {}) };
 }

@@ -9,7 +9,7 @@ import { encodeOnnxModel } from '../core/interop/onnxExport';
 import { encodeModel, loadModel, ModelFileError, saveModel, type Model } from '../core/model/modelFile';
 import { formatShape, inferShapes, parameterCount, type LayerInfo } from '../core/model/shapes';
 import { batchnormDefaults } from '../core/model/spec';
-import type { ModelSpec } from '../core/model/spec';
+import type { LayerSpec, ModelSpec } from '../core/model/spec';
 
 export type TrainedModel = Model<Preprocessing>;
 
@@ -135,8 +135,7 @@ export function layerTable(spec: ModelSpec): LayerTable {
   };
 }
 
-function describeLayer(spec: ModelSpec, index: number): string {
-  const layer = spec.layers[index];
+function describeLayer(layer: LayerSpec, info: LayerInfo): string {
   switch (layer.kind) {
     case 'dense':
       return `${layer.units} units${layer.activation && layer.activation !== 'linear' ? `, ${layer.activation}` : ''}`;
@@ -156,6 +155,11 @@ function describeLayer(spec: ModelSpec, index: number): string {
     case 'batchnorm':
       return `momentum ${layer.momentum ?? batchnormDefaults.momentum}, eps ${layer.eps ?? batchnormDefaults.eps}` +
         (layer.affine === false ? ', not affine' : '');
+    case 'residual': {
+      const shortcut = info.block?.shortcut;
+      return `${layer.layers.length} layers, ` +
+        (shortcut?.kind === 'projection' ? `1x1 projection shortcut, stride ${shortcut.stride}` : 'identity shortcut');
+    }
   }
 }
 
@@ -167,10 +171,21 @@ export function formatLayerTable(spec: ModelSpec): string {
   const rows = [
     ['#', 'layer', 'settings', 'output', 'parameters', 'mult-adds'],
     ['', 'input', '', formatShape(table.input), '', ''],
-    ...table.layers.map((layer, index) => [
-      String(index + 1), layer.label, describeLayer(spec, index), formatShape(layer.outputShape),
-      thousands(layer.parameters), thousands(layer.multiplyAdds),
-    ]),
+    ...table.layers.flatMap((layer, index) => {
+      const specLayer = spec.layers[index];
+      const row = [
+        String(index + 1), layer.label, describeLayer(specLayer, layer), formatShape(layer.outputShape),
+        thousands(layer.parameters), thousands(layer.multiplyAdds),
+      ];
+      // a residual block's layers follow it, numbered 3.1, 3.2, ... (its row counts them all)
+      const inner = specLayer.kind === 'residual' && layer.block
+        ? layer.block.layers.map((innerInfo, j) => [
+          `${index + 1}.${j + 1}`, `  ${specLayer.layers[j].kind}`, describeLayer(specLayer.layers[j], innerInfo),
+          formatShape(innerInfo.outputShape), thousands(innerInfo.parameters), thousands(innerInfo.multiplyAdds),
+        ])
+        : [];
+      return [row, ...inner];
+    }),
   ];
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
   const numeric = new Set([0, 4, 5]);

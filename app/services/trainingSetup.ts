@@ -240,10 +240,15 @@ function runSettings(request: TrainRequest, data: LoadedData, seed: number, resu
   const defaults = defaultTraining(all.featureShape, train.count);
   const epochs = request.epochs ?? built.presetTraining?.epochs ?? defaults.epochs;
   const batchSize = request.batchSize ?? built.presetTraining?.batchSize ?? defaults.batchSize;
-  // A preset's recipe (fast_mnist's one-cycle) applies unless the request chose a schedule.
+  // A preset's recipe (fast_mnist's one-cycle, the ResNets' augmentation) applies unless the request chose
+  // its own schedule or augmentation.
   const presetSchedule = built.presetTraining?.lrSchedule;
+  const presetAugment = built.presetTraining?.augment;
   const withSchedule = request.lrSchedule === undefined && presetSchedule ? { ...request, lrSchedule: presetSchedule } : request;
-  return { spec: built.spec, epochs, batchSize, request: withSchedule };
+  const withRecipe = withSchedule.augment === undefined && presetAugment && all.featureShape.length === 3
+    ? { ...withSchedule, augment: presetAugment }
+    : withSchedule;
+  return { spec: built.spec, epochs, batchSize, request: withRecipe };
 }
 
 /** What a small regression table's defaults changed, said aloud (only what the user did not choose). */

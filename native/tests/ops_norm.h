@@ -122,6 +122,20 @@ inline void checkGelu(int rows, int width) {
   line.compare("backward (from the input)", dDx.download(), dx, relative(1e-5));
 }
 
+// residual blocks' sum: y = a + b (aligned: 4 per thread; misaligned by one float: one per thread)
+inline void checkResidualAdd(int64_t n, int offset) {
+  Row line("residual add", std::to_string(n) + (offset ? " values, misaligned" : " values"), kOneKernel);
+  const auto a = randomVector(size_t(n) + 1, 85), b = randomVector(size_t(n) + 1, 86);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) y[size_t(k)] = a[size_t(k + offset)] + b[size_t(k + offset)];
+  DeviceVector<float> dA(a), dB(b), dY(size_t(n) + 1);
+  poison(dY);
+  cuda::residual_add(nullptr, dY.ptr + offset, dA.ptr + offset, dB.ptr + offset, n);
+  cudaOk(cudaDeviceSynchronize(), "residual add");
+  const auto got = dY.download();
+  line.compare("sum", std::vector<float>(got.begin() + offset, got.begin() + offset + n), y, relative(0));
+}
+
 // ---- whole networks: one training step, then evaluation, GPU against CPU ----
 
 struct NormNetworkRow {
@@ -193,6 +207,28 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
           {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"batchnorm"},{"kind":"dense","units":3}],
           "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})",
        16},
+      // residual blocks: identity (conv + batchnorm inside), then a stride-2 projection to more channels
+      // (the 1x1 convolution through the chooser's conv kernels), then a flat identity block
+      {"conv -> residual (identity, batchnorm) -> residual (projection, stride 2) -> gap -> residual (flat) -> dense",
+       R"({"input":[3,12,12],"layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same","activation":"relu"},
+          {"kind":"residual","layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},
+            {"kind":"activation","fn":"relu"},{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"}]},
+          {"kind":"activation","fn":"relu"},
+          {"kind":"residual","layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"stride":2,"padding":"same","activation":"relu"},
+            {"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"}]},
+          {"kind":"activation","fn":"relu"},{"kind":"global_avgpool"},
+          {"kind":"residual","layers":[{"kind":"dense","units":16,"activation":"tanh"},{"kind":"dense","units":16}]},
+          {"kind":"dense","units":5}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})",
+       20},
+      {"residual first (input gradient through both branches), projection by channels, conv + maxpool inside",
+       R"({"input":[2,8,8],"layers":[
+          {"kind":"residual","layers":[{"kind":"conv2d","filters":6,"kernel":[3,3],"padding":"same","activation":"relu"},
+            {"kind":"maxpool2d","size":2,"stride":2}]},
+          {"kind":"residual","layers":[{"kind":"conv2d","filters":6,"kernel":[3,3],"padding":"same","activation":"relu"}]},
+          {"kind":"flatten"},{"kind":"dense","units":3}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})",
+       12},
   };
   return rows;
 }
@@ -211,6 +247,8 @@ inline void runNormRows(cpu::ThreadPool& pool) {
   checkGlobalAvgPool(pool, 7, 16, 7 * 7);
   checkGlobalAvgPool(pool, 3, 5, 1);
   checkGelu(37, 45);
+  checkResidualAdd(4 * 1000 + 3, 0);
+  checkResidualAdd(777, 1);
   for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r);
 }
 

@@ -238,6 +238,7 @@ std::string pool(const std::string& kind, int size, int stride) {
   return "{\"kind\":\"" + kind + "\",\"size\":" + std::to_string(size) + ",\"stride\":" + std::to_string(stride) + "}";
 }
 const std::string flatten = "{\"kind\":\"flatten\"}";
+std::string residual(const std::string& layers) { return "{\"kind\":\"residual\",\"layers\":[" + layers + "]}"; }
 
 }  // namespace
 
@@ -406,6 +407,48 @@ int main() {
   std::printf("global average pool\n");
   check("global_avgpool first", spec("[3,4,5]", gap + "," + dense(3)), distinct);
   check("conv2d -> global_avgpool -> dense", spec("[2,5,5]", conv(4, 3, 3, 1, "same") + "," + gap + "," + dense(3)));
+
+  std::printf("residual blocks (identity and 1x1 projection shortcuts)\n");
+  {
+    check("residual identity, flat, first (input gradient through both branches)",
+          spec("[4]", residual(dense(4, "tanh") + "," + dense(4)) + "," + dense(3)));
+    check("residual identity, conv -> conv",
+          spec("[2,4,4]", conv(2, 3, 3, 1, "same") + "," + residual(conv(2, 3, 3, 1, "same") + "," + conv(2, 3, 3, 1, "same", "linear")) +
+                              ",{\"kind\":\"activation\",\"fn\":\"tanh\"}," + flatten + "," + dense(3)));
+    check("residual projection: channels 2 -> 3, stride 2 (5x5 -> 3x3)",
+          spec("[2,5,5]", residual(conv(3, 3, 3, 2, "same") + "," + conv(3, 3, 3, 1, "same", "linear")) + "," + flatten + "," + dense(3)));
+    check("residual projection: channels only (stride 1), after a conv",
+          spec("[1,4,4]", conv(2, 2, 2, 1, "same") + "," + residual(conv(3, 3, 3, 1, "same")) + "," + gap + "," + dense(3)));
+    Options train;
+    train.training = true;
+    train.batch = 4;
+    check("residual with batchnorm inside, projection, training",
+          spec("[2,4,4]", residual(conv(3, 3, 3, 2, "same", "linear") + "," + batchnorm() + ",{\"kind\":\"activation\",\"fn\":\"tanh\"}," +
+                                   conv(3, 3, 3, 1, "same", "linear") + "," + batchnorm()) +
+                              "," + gap + "," + dense(3)),
+          train);
+    check("two blocks, batchnorm inside, identity then projection, training",
+          spec("[2,4,4]", residual(conv(2, 3, 3, 1, "same", "linear") + "," + batchnorm()) + "," +
+                              residual(conv(4, 3, 3, 2, "same") + "," + conv(4, 3, 3, 1, "same", "linear")) + "," + gap + "," +
+                              dense(3)),
+          train);
+    Options eval = train;
+    eval.training = false;
+    check("residual with batchnorm inside, evaluation",
+          spec("[2,4,4]", residual(conv(2, 3, 3, 1, "same", "linear") + "," + batchnorm()) + "," + gap + "," + dense(3)), eval);
+    check("residual holding only a flatten-free dropout (x + x at evaluation)",
+          spec("[4]", dense(4, "tanh") + "," + residual("{\"kind\":\"dropout\",\"rate\":0.5}") + "," + dense(3)));
+    // the tensors' names and order: the block's layers, then its projection
+    ModelSpec s = parseModelSpec(spec("[2,4,4]", residual(conv(3, 3, 3, 2, "same") + "," + batchnorm()) + "," + gap + "," + dense(3)));
+    const auto table = parameterTable(s);
+    std::string names;
+    for (const auto& t : table) names += t.name + " ";
+    CHECK_MSG(names == "layers.0.layers.0.weight layers.0.layers.0.bias layers.0.layers.1.gamma layers.0.layers.1.beta "
+                       "layers.0.layers.1.running_mean layers.0.layers.1.running_var layers.0.shortcut.weight "
+                       "layers.0.shortcut.bias layers.2.weight layers.2.bias ",
+              "a block's tensors: its layers', then the shortcut's; got " + names);
+    CHECK_MSG(table[6].shape == std::vector<int>({3, 2, 1, 1}), "the projection's weight is (out, in, 1, 1)");
+  }
 
   std::printf("flatten, dropout\n");
   check("flatten first", spec("[2,3,3]", flatten + "," + dense(4, "tanh") + "," + dense(3)));

@@ -166,6 +166,53 @@ int main() {
     CHECK_MSG(mask[0] == 1 && mask[112] == 0 && mask[120] == 0 && mask[136] == 1, "batchnorm's tensors never decay");
   }
 
+  // ---- residual blocks: parsing, errors named through the block, shapes, counts, tensors ----
+  std::printf("residual\n");
+  {
+    const std::string conv = "{\"kind\":\"conv2d\",\"filters\":8,\"kernel\":[3,3],\"padding\":\"same\"";
+    ModelSpec s = parseModelSpec(specWith(
+        "[4,9,9]", "{\"kind\":\"residual\",\"layers\":[" + conv + ",\"activation\":\"relu\"}," + conv + "}]},"
+                   "{\"kind\":\"residual\",\"shortcut\":\"auto\",\"layers\":[" + conv + ",\"stride\":2},{\"kind\":\"batchnorm\"}]},"
+                   "{\"kind\":\"global_avgpool\"},{\"kind\":\"dense\",\"units\":2}"));
+    CHECK(s.layers[0].kind == LayerKind::Residual && s.layers[0].layers.size() == 2 &&
+          s.layers[0].layers[0].activation == ActivationFn::ReLU);
+    const auto infos = inferShapes(s);
+    CHECK_MSG(infos.size() == 4, "one shape entry per spec layer (a block is one)");
+    // block 1: 4 -> 8 channels, 9x9 kept: projection 8x4 + 8; convs 8*4*9+8 and 8*8*9+8
+    CHECK(infos[0].label == "residual #1" && infos[0].outputShape == std::vector<int>({8, 9, 9}));
+    CHECK(infos[0].parameters == (8 * 4 * 9 + 8) + (8 * 8 * 9 + 8) + (8 * 4 + 8));
+    CHECK(infos[0].multiplyAdds == int64_t(81) * (8 * 4 * 9 + 8 * 8 * 9 + 8 * 4));
+    // block 2: stride 2 (9x9 -> 5x5), 8 channels kept: still a projection (the shape changes)
+    CHECK(infos[1].label == "residual #2" && infos[1].outputShape == std::vector<int>({8, 5, 5}));
+    CHECK(infos[1].parameters == (8 * 8 * 9 + 8) + 4 * 8 + (8 * 8 + 8));
+    const NetworkPlan plan = planNetwork(s);
+    const LayerPlan& end2 = plan.layers[7];
+    CHECK_MSG(end2.blockEnd && end2.projection && end2.stride == 2 && end2.blockBegin == 4, "the second block's end: stride-2 projection");
+    const auto mask = weightDecayMask(s);
+    CHECK_MSG(mask[end2.weightOffset] == 1 && mask[end2.biasOffset] == 0, "the projection's weight decays, not its bias");
+    // identity: no tensors of its own
+    ModelSpec id = parseModelSpec(specWith("[6]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"dense\",\"units\":6}]},{\"kind\":\"dense\",\"units\":2}"));
+    CHECK(parameterTable(id).size() == 4 && parameterTable(id)[0].name == "layers.0.layers.0.weight" && inferShapes(id)[0].parameters == 42);
+
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"dense\",\"units\":4},{\"kind\":\"dense\"}]}")),
+                 SpecError, "layer 1 (residual), its layer 2 (dense): missing \"units\"");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"dense\",\"units\":4},{\"kind\":\"residual\",\"layers\":[{\"kind\":\"pool\"}]}")),
+                 SpecError, "layer 2 (residual), its layer 1: unknown kind \"pool\"");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"residual\",\"layers\":[]}]}")),
+                 SpecError, "layer 1 (residual), its layer 1: a residual block cannot hold another residual block");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[]}")), SpecError,
+                 "residual #1: \"layers\" is empty");
+    CHECK_THROWS(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"dense\",\"units\":4}],\"shortcut\":\"conv\"}")),
+                 SpecError, "residual #1: unknown shortcut \"conv\" (expected auto)");
+    // shape errors through the block
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"dense\",\"units\":4},{\"kind\":\"maxpool2d\",\"size\":2}]}"))),
+                 SpecError, "layer 1 (residual), its layer 2 (maxpool2d): needs an image input");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"dense\",\"units\":3}]},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "residual #1: its layers turn 4 into 3: a shortcut that changes the shape needs an image on both sides");
+    CHECK_THROWS(inferShapes(parseModelSpec(specWith("[2,4,4]", "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"conv2d\",\"filters\":2,\"kernel\":[2,2]}]},{\"kind\":\"flatten\"},{\"kind\":\"dense\",\"units\":2}"))),
+                 SpecError, "residual #1: its layers turn 2x4x4 into 2x3x3: no stride of a 1x1 convolution maps 4x4 to 3x3");
+  }
+
   // ---- parseModelSpec values and defaults ----
   std::printf("parseModelSpec values\n");
   {

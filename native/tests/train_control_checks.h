@@ -298,6 +298,32 @@ inline std::string batchnormSpec(const char* optimizer) {
          optimizer + ",\"seed\":3}";
 }
 
+// residual blocks: an identity block and a stride-2 projection block, batchnorm inside, global pooling
+inline std::string residualSpec(const char* optimizer) {
+  return std::string(
+             "{\"input\":[1,8,8],\"layers\":[{\"kind\":\"conv2d\",\"filters\":4,\"kernel\":[3,3],\"padding\":\"same\",\"activation\":\"relu\"},"
+             "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"conv2d\",\"filters\":4,\"kernel\":[3,3],\"padding\":\"same\"},"
+             "{\"kind\":\"batchnorm\"},{\"kind\":\"activation\",\"fn\":\"relu\"}]},"
+             "{\"kind\":\"residual\",\"layers\":[{\"kind\":\"conv2d\",\"filters\":6,\"kernel\":[3,3],\"stride\":2,\"padding\":\"same\",\"activation\":\"relu\"},"
+             "{\"kind\":\"conv2d\",\"filters\":6,\"kernel\":[3,3],\"padding\":\"same\"},{\"kind\":\"batchnorm\"}]},"
+             "{\"kind\":\"activation\",\"fn\":\"relu\"},{\"kind\":\"global_avgpool\"},{\"kind\":\"dense\",\"units\":2}],"
+             "\"loss\":\"softmax_cross_entropy\",\"optimizer\":") +
+         optimizer + ",\"seed\":3}";
+}
+
+inline void checkResidualRun(Backend& backend) {
+  const ModelSpec spec = parseModelSpec(residualSpec("{\"kind\":\"adam\",\"lr\":0.01}"));
+  const ControlData train = controlBars(500, 23), val = controlBars(120, 24);
+  const DatasetView tv = train.view(), vv = val.view();
+  const TrainResult r = backend.train(spec, tv, &vv, controlOptions(3), nullptr, nullptr);
+  CHECK_MSG(r.status == TrainStatus::Completed && r.history.size() == 3, "residual: a 3-epoch run completes");
+  const EvalResult whole = backend.evaluate(spec, r.parameters, vv, 120);
+  const EvalResult single = backend.evaluate(spec, r.parameters, vv, 1);
+  CHECK_MSG(std::fabs(whole.loss - single.loss) <= 1e-5 * (1 + std::fabs(whole.loss)),
+            "residual: evaluation does not depend on the batch size");
+  CHECK_MSG(whole.accuracy > 0.9, "residual: the bars are learnt (validation accuracy " + std::to_string(whole.accuracy) + ")");
+}
+
 inline void checkBatchNormRun(Backend& backend) {
   const ModelSpec spec = parseModelSpec(batchnormSpec("{\"kind\":\"adam\",\"lr\":0.01}"));
   const ControlData train = controlBars(500, 21), val = controlBars(120, 22);
@@ -356,8 +382,12 @@ inline void checkTrainControl(Backend& backend, bool exactSteps) {
                    LrSchedule{});
   checkResumeExact(backend, "batchnorm, SGD with momentum", batchnormSpec("{\"kind\":\"sgd\",\"lr\":0.05,\"momentum\":0.9}"),
                    LrSchedule{});
+  checkResumeExact(backend, "residual blocks (identity, projection), batchnorm inside, AdamW",
+                   residualSpec("{\"kind\":\"adamw\",\"lr\":0.005,\"weightDecay\":0.05}"), oneCycle);
   std::printf("batchnorm\n");
   checkBatchNormRun(backend);
+  std::printf("residual\n");
+  checkResidualRun(backend);
   checkResumeErrors(backend);
   std::printf("early stopping\n");
   checkEarlyStopping(backend);

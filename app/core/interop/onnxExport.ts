@@ -7,7 +7,8 @@
 // transB=1, conv weights (filters, C, kh, kw) = Conv's W, and flatten keeps C,H,W order as ONNX's does.
 // batchnorm is BatchNormalization in inference mode (its running statistics; (N, C) or (N, C, H, W)
 // alike), global_avgpool is GlobalAveragePool then Flatten, and gelu is its erf form built from Div, Erf,
-// Add and Mul (opset 13 has no Gelu).
+// Add and Mul (opset 13 has no Gelu). A residual block is its layers' nodes, then Add of their output and
+// the shortcut: the block's input itself, or a 1x1 Conv (the projection, layers.<i>.shortcut.*).
 import { onnx } from 'onnx-proto';
 import type { Preprocessing } from '../data/preprocess';
 import type { TargetScaling } from '../data/targetScaling';
@@ -15,7 +16,8 @@ import type { Imputation } from '../data/imputation';
 import type { Model } from '../model/modelFile';
 import { classCount, inferShapes, layerLabels, parameterTable } from '../model/shapes';
 import { batchnormDefaults } from '../model/spec';
-import type { ActivationName, LayerSpec, ModelSpec } from '../model/spec';
+import type { ActivationName, LayerSpec, ModelSpec, PlainLayerSpec, ResidualLayerSpec } from '../model/spec';
+import type { LayerInfo } from '../model/shapes';
 import { floatTensor, floatValueInfo, GraphBuilder } from './onnxGraph';
 
 export const onnxOpsetVersion = 13;
@@ -77,8 +79,8 @@ function addGelu(graph: GraphBuilder, input: string, label: string): string {
 }
 
 // BatchNormalization with the running statistics; without affine, gamma 1 and beta 0 as constants
-function addBatchnorm(graph: GraphBuilder, layer: LayerSpec & { kind: 'batchnorm' }, index: number, input: string, channels: number, name: string, label: string): string {
-  const tensor = (kind: string) => `layers.${index}.${kind}`;
+function addBatchnorm(graph: GraphBuilder, layer: LayerSpec & { kind: 'batchnorm' }, prefix: string, input: string, channels: number, name: string, label: string): string {
+  const tensor = (kind: string) => `${prefix}${kind}`;
   const affine = layer.affine !== false;
   const scale = affine ? tensor('gamma') : graph.constant(`${name}_gamma`, [channels], new Array<number>(channels).fill(1));
   const bias = affine ? tensor('beta') : graph.constant(`${name}_beta`, [channels], new Array<number>(channels).fill(0));
@@ -102,10 +104,34 @@ function layerName(label: string): string {
   return label.replace(' #', '_');
 }
 
-function addLayer(graph: GraphBuilder, model: Model<Preprocessing>, index: number, input: string, inputShape: number[], label: string, skipActivation: boolean): string {
-  const layer: LayerSpec = model.spec.layers[index];
+// A residual block: its layers, then Add(their output, the shortcut); the projection is a 1x1 Conv with
+// the block's stride and no padding.
+function addBlock(graph: GraphBuilder, block: ResidualLayerSpec, index: number, input: string, inputShape: number[], info: LayerInfo, label: string): string {
   const name = layerName(label);
-  const tensor = (kind: 'weight' | 'bias') => `layers.${index}.${kind}`;
+  let value = input;
+  let shape = inputShape;
+  block.layers.forEach((layer, j) => {
+    value = addLayer(graph, layer, `layers.${index}.layers.${j}.`, value, shape, `${label} layer ${j + 1}`, `${name}_${j + 1}_${layer.kind}`, false);
+    shape = info.block!.layers[j].outputShape;
+  });
+  const shortcutInfo = info.block!.shortcut;
+  let shortcut = input;
+  if (shortcutInfo.kind === 'projection') {
+    const stride = shortcutInfo.stride;
+    shortcut = graph.node('Conv', [input, `layers.${index}.shortcut.weight`, `layers.${index}.shortcut.bias`], `${name}_shortcut`, {
+      kernel_shape: [1, 1],
+      strides: [stride, stride],
+      pads: [0, 0, 0, 0],
+      dilations: [1, 1],
+      group: 1,
+    }, `${label}: the shortcut's 1x1 projection, stride ${stride}`);
+  }
+  return graph.node('Add', [value, shortcut], name, {}, `${label}: its layers' output + the ${shortcutInfo.kind === 'projection' ? 'projected' : 'identity'} shortcut`);
+}
+
+// One layer (a block's layers too) whose tensors are named `${prefix}weight` and so on.
+function addLayer(graph: GraphBuilder, layer: PlainLayerSpec, prefix: string, input: string, inputShape: number[], label: string, name: string, skipActivation: boolean): string {
+  const tensor = (kind: 'weight' | 'bias') => `${prefix}${kind}`;
   switch (layer.kind) {
     case 'dense': {
       const output = graph.node('Gemm', [input, tensor('weight'), tensor('bias')], name, { transB: 1 }, label);
@@ -140,7 +166,7 @@ function addLayer(graph: GraphBuilder, model: Model<Preprocessing>, index: numbe
       if (skipActivation) return input;
       return addActivation(graph, input, layer.fn, layer.alpha, name);
     case 'batchnorm':
-      return addBatchnorm(graph, layer, index, input, inputShape[0], name, label);
+      return addBatchnorm(graph, layer, prefix, input, inputShape[0], name, label);
     case 'global_avgpool': {
       const pooled = graph.node('GlobalAveragePool', [input], `${name}_pool`, {}, `${label}: the mean of each channel`);
       return graph.node('Flatten', [pooled], name, { axis: 1 }, `${label}: (N, C, 1, 1) -> (N, C)`);
@@ -311,9 +337,11 @@ export function buildOnnxModel(model: Model<Preprocessing>, options: OnnxExportO
   let value = addPreprocessing(graph, input, model.preprocessing, spec.input);
   let shape: number[] = [...spec.input];
   const folded = foldedHeadActivation(spec);
-  spec.layers.forEach((_, index) => {
+  spec.layers.forEach((layer, index) => {
     const isLast = index === spec.layers.length - 1;
-    value = addLayer(graph, model, index, value, shape, labels[index], folded && isLast);
+    value = layer.kind === 'residual'
+      ? addBlock(graph, layer, index, value, shape, shapes[index], labels[index])
+      : addLayer(graph, layer, `layers.${index}.`, value, shape, labels[index], layerName(labels[index]), folded && isLast);
     shape = shapes[index].outputShape;
   });
   const width = shape[0];

@@ -13,6 +13,7 @@ export const layerKindTitles: Record<LayerSpec['kind'], string> = {
   activation: 'activation',
   batchnorm: 'batch normalisation',
   global_avgpool: 'global average pooling',
+  residual: 'residual block',
 };
 
 /** A parser's reason in plain words: `units "0" is not a positive integer` → "units must be at least 1". */

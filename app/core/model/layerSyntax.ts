@@ -1,10 +1,12 @@
 // The compact `--layers` syntax (docs/LAYERS.md): "conv:8x3:same:relu,maxpool:2,dense:10";
-// "conv:16x3:same,batchnorm,relu,gap,dense:10" (batchnorm's options: m0.01 momentum, eps0.001, noaffine).
+// "conv:16x3:same,batchnorm,relu,gap,dense:10" (batchnorm's options: m0.01 momentum, eps0.001, noaffine);
+// a residual block holds its layers in parentheses: "residual(conv:16x3:same:relu,conv:16x3:same)" (or
+// "res(...)"); blocks do not nest.
 // parseLayers and formatLayers round-trip: parseLayers(formatLayers(layers)) gives the same layers
 // once defaults are made explicit (conv stride 1 and padding valid, pool stride = size), which is what
 // parseLayers always produces.
 import { activationNames, batchnormDefaults, paddingNames } from './spec';
-import type { ActivationName, LayerSpec, LossName } from './spec';
+import type { ActivationName, LayerSpec, LossName, PlainLayerSpec } from './spec';
 
 /** Where in the text a layer could not be read, for a face that shows it beside the layer (models:check). */
 export interface LayerSyntaxPlace {
@@ -28,6 +30,7 @@ export class LayerSyntaxError extends Error {
 
 /** The kind an item names ("conv:8x3" → conv2d), when its head is a known one. */
 function itemKind(item: string): LayerSpec['kind'] | undefined {
+  if (blockPattern.test(item.trim())) return 'residual';
   const head = item.split(':')[0].trim().toLowerCase();
   return isActivationName(head) ? 'activation' : kindAliases[head];
 }
@@ -54,6 +57,8 @@ const kindAliases: Record<
 };
 
 const integerPattern = /^[0-9]+$/;
+/** "residual(...)" or "res(...)": a block, its items inside the parentheses. */
+const blockPattern = /^(residual|res)\s*\(([\s\S]*)\)$/i;
 const decimalPattern = /^([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?$/i;
 
 function isActivationName(token: string): token is ActivationName {
@@ -64,6 +69,27 @@ function isActivationName(token: string): token is ActivationName {
 
 // Throws a plain message; parseLayers prefixes it with the item's position and text.
 function parseItem(item: string): LayerSpec {
+  const block = blockPattern.exec(item.trim());
+  if (block) return parseBlock(block[2]);
+  if (/[()]/.test(item)) throw new Error('parentheses belong to a residual block, e.g. residual(conv:16x3:same:relu,conv:16x3:same)');
+  return parsePlainItem(item);
+}
+
+// The items of a residual block, each a plain layer: "its item 2 "conv:3x": ..." names the one at fault.
+function parseBlock(inside: string): LayerSpec {
+  if (inside.trim() === '') throw new Error('a residual block needs at least one layer, e.g. residual(conv:16x3:same)');
+  const layers = splitItems(inside).map((inner, index) => {
+    try {
+      if (blockPattern.test(inner.trim())) throw new Error('a residual block cannot hold another residual block');
+      return parseItem(inner) as PlainLayerSpec;
+    } catch (error) {
+      throw new Error(`its item ${index + 1} "${inner}": ${(error as Error).message}`);
+    }
+  });
+  return { kind: 'residual', layers };
+}
+
+function parsePlainItem(item: string): LayerSpec {
   const tokens = item.split(':').map((token) => token.trim());
   const [head, ...args] = tokens;
   const name = head.toLowerCase();
@@ -131,7 +157,7 @@ function parseItem(item: string): LayerSpec {
       return { kind: 'global_avgpool' };
     default:
       throw new Error(
-        `unknown layer kind "${head}"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, ${activationNames.join(', ')}`,
+        `unknown layer kind "${head}"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, residual(...), ${activationNames.join(', ')}`,
       );
   }
 }
@@ -227,8 +253,21 @@ function parseOptions(
 
 // ---- the whole list ----
 
+// Commas split items outside parentheses only (a block's items stay in their block's item).
 function splitItems(text: string): string[] {
-  return text.split(',').map((item) => item.trim());
+  const items: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')') depth--;
+    else if (text[i] === ',' && depth === 0) {
+      items.push(text.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  items.push(text.slice(start).trim());
+  return items;
 }
 
 /** True when the text is the C course tool's form: integers only, "30,60,10,1". */
@@ -262,6 +301,11 @@ export function parseLayerItems(text: string, inputShape: readonly number[], sou
   const layers: LayerSpec[] = [];
   const items: Array<number | undefined> = [];
   let image = inputShape.length === 3;
+  const opens = (text.match(/\(/g) ?? []).length;
+  const closes = (text.match(/\)/g) ?? []).length;
+  if (opens !== closes) {
+    throw new LayerSyntaxError(`${source}: ${opens > closes ? 'a "(" is never closed' : 'a ")" closes nothing'}`);
+  }
   splitItems(text).forEach((item, index) => {
     let layer: LayerSpec;
     try {
@@ -324,6 +368,8 @@ export function formatLayer(layer: LayerSpec): string {
     }
     case 'global_avgpool':
       return 'gap';
+    case 'residual':
+      return `residual(${layer.layers.map(formatLayer).join(',')})`;
   }
 }
 

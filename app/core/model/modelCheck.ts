@@ -11,6 +11,11 @@ export interface LayerCheck {
   parameters?: number;
   multiplyAdds?: number;
   error?: string;
+  /** A residual block: its layers' rows (as far as inference got) and its shortcut. */
+  block?: {
+    layers: Array<{ kind: LayerSpec['kind']; outputShape: number[]; parameters: number; multiplyAdds: number }>;
+    shortcut: { kind: 'identity' } | { kind: 'projection'; stride: number; parameters: number };
+  };
 }
 
 export interface ModelCheck {

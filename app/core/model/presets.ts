@@ -4,7 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseModelSpec } from './spec';
 import { countLimits, countSchema } from './countLimits';
-import { lrScheduleSchema, type LrSchedule } from './trainingControl';
+import { augmentationSchema, lrScheduleSchema, type Augmentation, type LrSchedule } from './trainingControl';
 import type { ModelSpec } from './spec';
 import { SpecError, formatShape, inferShapes } from './shapes';
 
@@ -20,8 +20,12 @@ export interface Preset {
   /** The layers and recipe in short (conv 2x2x4 same, ...; Adam 1e-3, batch 32). */
   description: string;
   spec: ModelSpec;
-  /** The preset's recipe: batch size, epochs and (fast_mnist) a learning-rate schedule. */
-  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
+  /**
+   * The preset's recipe: batch size, epochs, a learning-rate schedule (fast_mnist, the ResNets) and the
+   * augmentation of its training images (the ResNets; a request's own augment replaces it). The rest of a
+   * recipe lives in the spec: optimizer, weight decay, label smoothing.
+   */
+  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule; augment?: Augmentation };
   /** Too slow on a CPU: the bench runs it on CUDA only. */
   gpuOnly?: boolean;
 }
@@ -37,6 +41,7 @@ const presetFileSchema = z.strictObject({
     batchSize: countSchema(countLimits.batchSize),
     epochs: countSchema(countLimits.epochs),
     lrSchedule: lrScheduleSchema.optional(),
+    augment: augmentationSchema.optional(),
   }),
   gpuOnly: z.boolean().optional(),
 });

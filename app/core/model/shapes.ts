@@ -10,20 +10,28 @@
 //   batchnorm keeps the shape; its channels are an image's C or a flat input's features, and its parameters
 //   count gamma and beta (when affine) and the running mean and variance (4C or 2C, as Keras counts them:
 //   every float of the model's vector). global_avgpool: [C,H,W] -> [C].
+//   residual: its layers in turn, plus the shortcut: the identity when they keep the shape, else a 1x1
+//   convolution with bias (image to image only) with the smallest stride s where ceil(in / s) = out on
+//   both axes; it counts the block's layers' parameters and multiply-adds and the projection's
+//   (C_in*C_out + C_out; C_in*C_out*outH*outW). Its layers' errors read
+//   "layer 3 (residual), its layer 2 (conv2d): ...".
 //   softmax (a layer, or a dense/conv2d activation) needs a flat tensor; no layer may output 2^31
 //   elements or more per sample.
 //   multiplyAdds per sample, forward: dense inputs*units, conv2d outH*outW*filters*C*kh*kw (padding
 //   positions included), every other layer 0 (pools, activations and the bias add are not counted).
-import type { LayerKind, LayerSpec, ModelSpec } from './spec';
+import type { LayerKind, LayerSpec, ModelSpec, PlainLayerSpec, ResidualLayerSpec } from './spec';
 
 /** An invalid model spec; the message names the layer at fault, e.g. "conv2d #2: kernel 5x5 larger than input 4x4 (padding valid)". */
 export class SpecError extends Error {
   /** Index into spec.layers of the layer at fault; undefined for problems of the whole spec (the loss). */
   readonly layerIndex: number | undefined;
-  constructor(message: string, layerIndex?: number) {
+  /** Inside a residual block: the index of its layer at fault (undefined: the block itself, or no block). */
+  readonly innerIndex: number | undefined;
+  constructor(message: string, layerIndex?: number, innerIndex?: number) {
     super(message);
     this.name = 'SpecError';
     this.layerIndex = layerIndex;
+    this.innerIndex = innerIndex;
   }
 }
 
@@ -36,6 +44,8 @@ export interface LayerInfo {
   parameters: number;
   /** Per sample, forward pass. */
   multiplyAdds: number;
+  /** A residual block: its layers (labelled "layer 3 (residual), its layer 2 (conv2d)") and its shortcut. */
+  block?: { layers: LayerInfo[]; shortcut: { kind: 'identity' } | { kind: 'projection'; stride: number; parameters: number } };
 }
 
 export interface ParamTensor {
@@ -91,11 +101,11 @@ function convOutputSize(input: number, kernel: number, stride: number, padding: 
 // parameters or more.
 const maxLayerElements = 2 ** 31;
 
-function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo {
+function inferLayer(layer: LayerSpec, label: string, input: number[], index = 0): LayerInfo {
   const fail = (reason: string): never => {
     throw new SpecError(`${label}: ${reason}`);
   };
-  const info = computeLayer(layer, input, fail, label);
+  const info = layer.kind === 'residual' ? inferBlock(layer, label, input, index, fail) : computeLayer(layer, input, fail, label);
   const softmax = layer.kind === 'activation' ? layer.fn === 'softmax' : 'activation' in layer && layer.activation === 'softmax';
   if (softmax && info.outputShape.length !== 1) {
     fail(`softmax needs a flat input, got ${formatShape(info.outputShape)} (add a flatten layer first)`);
@@ -105,7 +115,51 @@ function inferLayer(layer: LayerSpec, label: string, input: number[]): LayerInfo
   return info;
 }
 
-function computeLayer(layer: LayerSpec, input: number[], fail: (reason: string) => never, label: string): LayerInfo {
+/** "layer 3 (residual), its layer 2 (conv2d)": a block's layer, as errors and the editor name it. */
+export function innerLayerLabel(blockIndex: number, innerIndex: number, kind: LayerKind): string {
+  return `layer ${blockIndex + 1} (residual), its layer ${innerIndex + 1} (${kind})`;
+}
+
+// A residual block: its layers in turn (an error names the one at fault), then the shortcut.
+function inferBlock(block: ResidualLayerSpec, label: string, input: number[], index: number, fail: (reason: string) => never): LayerInfo {
+  const layers: LayerInfo[] = [];
+  let shape = input;
+  block.layers.forEach((layer, j) => {
+    try {
+      const info = inferLayer(layer, innerLayerLabel(index, j, layer.kind), shape);
+      layers.push(info);
+      shape = info.outputShape;
+    } catch (error) {
+      if (error instanceof SpecError) throw new SpecError(error.message, index, j);
+      throw error;
+    }
+  });
+  let shortcut: NonNullable<LayerInfo['block']>['shortcut'] = { kind: 'identity' };
+  if (formatShape(shape) !== formatShape(input) || shape.length !== input.length) {
+    const stride = projectionStride(input, shape, fail);
+    const parameters = input[0] * shape[0] + shape[0];
+    shortcut = { kind: 'projection', stride, parameters };
+  }
+  const projection = shortcut.kind === 'projection' ? shortcut : undefined;
+  const parameters = layers.reduce((sum, layer) => sum + layer.parameters, projection?.parameters ?? 0);
+  const projectionMultiplyAdds = projection ? input[0] * shape[0] * shape[1] * shape[2] : 0;
+  const multiplyAdds = layers.reduce((sum, layer) => sum + layer.multiplyAdds, projectionMultiplyAdds);
+  return { label, kind: 'residual', outputShape: [...shape], parameters, multiplyAdds, block: { layers, shortcut } };
+}
+
+/** The stride of a block's 1x1 projection: the smallest s with ceil(in / s) = out on both axes. */
+function projectionStride(input: number[], output: number[], fail: (reason: string) => never): number {
+  const turn = `its layers turn ${formatShape(input)} into ${formatShape(output)}`;
+  if (input.length !== 3 || output.length !== 3) {
+    fail(`${turn}: a shortcut that changes the shape needs an image on both sides (a flat block must keep its width)`);
+  }
+  for (let s = 1; s <= Math.max(input[1], input[2]); s++) {
+    if (Math.ceil(input[1] / s) === output[1] && Math.ceil(input[2] / s) === output[2]) return s;
+  }
+  return fail(`${turn}: no stride of a 1x1 convolution maps ${input[1]}x${input[2]} to ${output[1]}x${output[2]}`);
+}
+
+function computeLayer(layer: PlainLayerSpec, input: number[], fail: (reason: string) => never, label: string): LayerInfo {
   const needsImage = (): [number, number, number] => {
     if (input.length !== 3) fail(`needs an image input [C,H,W], got ${formatShape(input)} (use it before flatten/dense)`);
     return [input[0], input[1], input[2]];
@@ -176,12 +230,12 @@ export function inferShapesPartial(spec: ModelSpec): ShapeReport {
   }
   for (let index = 0; index < spec.layers.length; index++) {
     try {
-      const info = inferLayer(spec.layers[index], labels[index], shape);
+      const info = inferLayer(spec.layers[index], labels[index], shape, index);
       layers.push(info);
       shape = info.outputShape;
     } catch (error) {
       if (!(error instanceof SpecError)) throw error;
-      return { layers, error: new SpecError(error.message, index) };
+      return { layers, error: new SpecError(error.message, index, error.innerIndex) };
     }
   }
   const error = checkHead(spec, layers);
@@ -250,24 +304,41 @@ export function parameterTable(spec: ModelSpec): ParamTensor[] {
     table.push({ name, shape, offset, size });
     offset += size;
   };
-  let inputShape: number[] = [...spec.input];
-  spec.layers.forEach((layer, index) => {
+  // one layer's tensors under `prefix` ("layers.3." or "layers.3.layers.1."), its input shape given
+  const addLayer = (layer: PlainLayerSpec, prefix: string, inputShape: number[]) => {
     if (layer.kind === 'dense') {
-      add(`layers.${index}.weight`, [layer.units, inputShape[0]]);
-      add(`layers.${index}.bias`, [layer.units]);
+      add(`${prefix}weight`, [layer.units, inputShape[0]]);
+      add(`${prefix}bias`, [layer.units]);
     } else if (layer.kind === 'conv2d') {
-      add(`layers.${index}.weight`, [layer.filters, inputShape[0], layer.kernel[0], layer.kernel[1]]);
-      add(`layers.${index}.bias`, [layer.filters]);
+      add(`${prefix}weight`, [layer.filters, inputShape[0], layer.kernel[0], layer.kernel[1]]);
+      add(`${prefix}bias`, [layer.filters]);
     } else if (layer.kind === 'batchnorm') {
       const channels = inputShape[0];
       if (layer.affine !== false) {
-        add(`layers.${index}.gamma`, [channels]);
-        add(`layers.${index}.beta`, [channels]);
+        add(`${prefix}gamma`, [channels]);
+        add(`${prefix}beta`, [channels]);
       }
-      add(`layers.${index}.running_mean`, [channels]);
-      add(`layers.${index}.running_var`, [channels]);
+      add(`${prefix}running_mean`, [channels]);
+      add(`${prefix}running_var`, [channels]);
     }
-    inputShape = layers[index].outputShape;
+  };
+  let inputShape: number[] = [...spec.input];
+  spec.layers.forEach((layer, index) => {
+    const info = layers[index];
+    if (layer.kind === 'residual' && info.block) {
+      let innerShape = inputShape;
+      layer.layers.forEach((inner, j) => {
+        addLayer(inner, `layers.${index}.layers.${j}.`, innerShape);
+        innerShape = info.block!.layers[j].outputShape;
+      });
+      if (info.block.shortcut.kind === 'projection') {
+        add(`layers.${index}.shortcut.weight`, [info.outputShape[0], inputShape[0], 1, 1]);
+        add(`layers.${index}.shortcut.bias`, [info.outputShape[0]]);
+      }
+    } else if (layer.kind !== 'residual') {
+      addLayer(layer, `layers.${index}.`, inputShape);
+    }
+    inputShape = info.outputShape;
   });
   return table;
 }

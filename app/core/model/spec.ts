@@ -66,6 +66,29 @@ export const globalAvgPoolLayerSchema = z.strictObject({ kind: z.literal('global
 /** batchnorm's defaults (PyTorch's). */
 export const batchnormDefaults = { momentum: 0.1, eps: 1e-5, affine: true } as const;
 
+/** A layer that may sit inside a residual block: every kind but a block (blocks do not nest). */
+export const plainLayerSchema = z.discriminatedUnion('kind', [
+  denseLayerSchema,
+  conv2dLayerSchema,
+  poolLayerSchema,
+  flattenLayerSchema,
+  dropoutLayerSchema,
+  activationLayerSchema,
+  batchnormLayerSchema,
+  globalAvgPoolLayerSchema,
+]);
+export type PlainLayerSpec = z.infer<typeof plainLayerSchema>;
+/**
+ * A residual block: its layers' output plus the shortcut of its input, the identity when they keep the
+ * shape, else a 1x1 convolution (with bias) whose stride is the smallest s with ceil(in / s) = out on both
+ * axes. Its tensors: layers.<i>.layers.<j>.* then layers.<i>.shortcut.weight/bias (with a projection).
+ */
+export const residualLayerSchema = z.strictObject({
+  kind: z.literal('residual'),
+  layers: z.array(plainLayerSchema).min(1),
+  shortcut: z.literal('auto').optional(),
+});
+export type ResidualLayerSpec = z.infer<typeof residualLayerSchema>;
 export const layerSchema = z.discriminatedUnion('kind', [
   denseLayerSchema,
   conv2dLayerSchema,
@@ -75,6 +98,7 @@ export const layerSchema = z.discriminatedUnion('kind', [
   activationLayerSchema,
   batchnormLayerSchema,
   globalAvgPoolLayerSchema,
+  residualLayerSchema,
 ]);
 export type LayerSpec = z.infer<typeof layerSchema>;
 export type LayerKind = LayerSpec['kind'];

@@ -30,8 +30,8 @@ struct SpecError : EngineError {
 
 // ---- model spec (the JSON of DESIGN §2) ----
 // (new kinds go last: the values index per-kind counters)
-enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation, BatchNorm, GlobalAvgPool };
-constexpr int kLayerKindCount = 9;
+enum class LayerKind { Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten, Dropout, Activation, BatchNorm, GlobalAvgPool, Residual };
+constexpr int kLayerKindCount = 10;
 // GELU is the exact erf form (PyTorch's default). Its derivative needs the input, not the output, unlike
 // the others'; the backends keep its input (the pre-activation) for the backward pass.
 enum class ActivationFn { Linear, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus, Softmax, GELU };
@@ -56,6 +56,9 @@ struct LayerSpec {
   // square root; affine: learnable gamma and beta (else gamma 1, beta 0)
   float momentum = 0.1f, eps = 1e-5f;
   bool affine = true;
+  // residual: the block's layers (none of them a residual block); its output is theirs plus the shortcut
+  // of its input (the identity when they keep the shape, else a 1x1 convolution with the block's stride)
+  std::vector<LayerSpec> layers;
 };
 
 struct OptimizerSpec {
@@ -94,7 +97,11 @@ struct ModelSpec {
 // 1e-5; "affine", default true) normalises each channel of an image [C,H,W] over the batch and the pixels,
 // or each feature of a flat input over the batch: batch statistics in training (and the running
 // statistics' update), the running statistics in evaluation; "global_avgpool" averages each channel of
-// an image: [C,H,W] -> [C].
+// an image: [C,H,W] -> [C]; "residual" {"layers": [...], "shortcut"?: "auto"} runs its layers and adds
+// the shortcut of its input: the identity when the layers keep the shape, else a 1x1 convolution (with
+// bias) whose stride s is the smallest with ceil(in / s) = out on both axes (an image input and output;
+// a flat block must keep its width). Blocks do not nest. A block's layers are named in errors as
+// "layer 3 (residual), its layer 2 (conv2d): ...".
 // Optional fields: "task" ("classification", the default, or "regression"), "huberDelta" (loss huber,
 // default 1), "labelSmoothing" (softmax_cross_entropy, 0..0.5, default 0), optimizer "weightDecay" (>= 0,
 // default 0); optimizer kinds sgd {lr, momentum?, nesterov?, weightDecay?, decoupledWeightDecay?}, adam and

@@ -8,6 +8,20 @@
 
 namespace nnstudio::cpu {
 
+namespace {
+
+// a residual block's projection: a 1x1 convolution, no padding, from the block's input to its output
+ConvGeometry projectionGeometry(const LayerPlan& lp) {
+  ConvGeometry g;
+  g.C = lp.inC; g.H = lp.inH; g.W = lp.inW;
+  g.F = lp.outC; g.OH = lp.outH; g.OW = lp.outW;
+  g.kh = g.kw = 1;
+  g.stride = lp.stride;
+  return g;
+}
+
+}  // namespace
+
 Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inputGradient)
     : plan_(planNetwork(spec)), pool_(pool), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient) {
   const size_t L = plan_.layers.size();
@@ -19,6 +33,10 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
   mask_.resize(L);
   pre_.resize(L);
   bnSaved_.resize(L);
+  shortcutGrad_.resize(L);
+  endOf_.assign(L, 0);
+  for (size_t i = 0; i < L; ++i)
+    if (plan_.layers[i].blockEnd) endOf_[size_t(plan_.layers[i].blockBegin)] = i;
   convScratch_.resize(L);
   convGeom_.resize(L);
   poolGeom_.resize(L);
@@ -30,8 +48,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
     needInputGrad_[i] = inputGradient_ || paramsBefore;
     paramsBefore = paramsBefore || lp.hasParams;
     const size_t size = size_t(maxBatch_) * size_t(lp.outSize);
-    if (lp.kind == LayerKind::Flatten) {
-      // same memory, new shape
+    const bool begin = lp.kind == LayerKind::Residual && !lp.blockEnd;
+    if (lp.kind == LayerKind::Flatten || begin) {
+      // same memory, new shape (a block's begin: the same tensor)
       out_[i] = nullptr;  // resolved in forward (layer 0 aliases the caller's input)
       grad_[i] = i == 0 ? (inputGradient_ ? inputGrad_.data() : nullptr) : grad_[i - 1];
     } else {
@@ -63,6 +82,16 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
       case LayerKind::BatchNorm:
         bnSaved_[i].assign(2 * size_t(lp.inC), 0.0f);
         break;
+      case LayerKind::Residual:
+        if (!lp.blockEnd) break;
+        // the shortcut's input gradient has the block's input shape
+        if (needInputGrad_[size_t(lp.blockBegin)])
+          shortcutGrad_[i].assign(size_t(maxBatch_) * size_t(plan_.layers[size_t(lp.blockBegin)].inSize), 0.0f);
+        if (lp.projection) {
+          convGeom_[i] = projectionGeometry(lp);
+          convScratch_[i].reserve(convGeom_[i], pool_.size(), needInputGrad_[size_t(lp.blockBegin)]);
+        }
+        break;
       default:
         break;
     }
@@ -84,8 +113,8 @@ const float* Network::forward(const float* params, const float* input, int n, bo
   const float* x = input;
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
     const LayerPlan& lp = plan_.layers[i];
-    if (lp.kind == LayerKind::Flatten) {
-      out_[i] = const_cast<float*>(x);  // never written through: flatten has no backward work
+    if (lp.kind == LayerKind::Flatten || (lp.kind == LayerKind::Residual && !lp.blockEnd)) {
+      out_[i] = const_cast<float*>(x);  // never written through: flatten and a block's begin are the identity
       continue;
     }
     float* y = out_[i];
@@ -148,6 +177,9 @@ const float* Network::forward(const float* params, const float* input, int n, bo
       case LayerKind::GlobalAvgPool:
         global_avgpool_forward(pool_, y, x, n, lp.inC, lp.spatial);
         break;
+      case LayerKind::Residual:
+        residualForward(lp, params, y, x, n);
+        break;
       case LayerKind::Flatten:
         break;
     }
@@ -161,6 +193,39 @@ double Network::loss(const LossTargets& targets, int n, bool gradient, LossCount
   if (gradient && !head) gradient = false;  // a network of flatten layers only: nothing to train
   return loss_forward_backward(plan_, out_.back(), targets, n, int(plan_.outputWidth), gradient ? head : nullptr,
                                counts);
+}
+
+// A block's end: y = x (its layers' output) + the shortcut of the block's input.
+void Network::residualForward(const LayerPlan& lp, const float* params, float* y, const float* x, int n) {
+  const size_t begin = size_t(lp.blockBegin);
+  const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
+  const int64_t count = int64_t(n) * lp.outSize;
+  if (lp.projection) {
+    const size_t li = size_t(&lp - plan_.layers.data());
+    conv2d_forward(pool_, convScratch_[li], y, blockIn, params + lp.weightOffset, params + lp.biasOffset, n,
+                   convGeom_[li], ActivationFn::Linear, lp.alpha);
+    for (int64_t k = 0; k < count; ++k) y[k] += x[k];
+  } else {
+    for (int64_t k = 0; k < count; ++k) y[k] = x[k] + blockIn[k];
+  }
+}
+
+// The end's backward: dOut goes unchanged to the block's layers and to the shortcut; the projection's
+// weight and bias gradients, and its input gradient (kept for the begin marker).
+void Network::residualBackward(const LayerPlan& lp, const float* params, float* dParams, float* dIn, float* dOut,
+                               int n) {
+  const size_t li = size_t(&lp - plan_.layers.data());
+  const size_t begin = size_t(lp.blockBegin);
+  const int64_t count = int64_t(n) * lp.outSize;
+  if (dIn) std::memcpy(dIn, dOut, sizeof(float) * size_t(count));
+  float* keep = shortcutGrad_[li].empty() ? nullptr : shortcutGrad_[li].data();
+  if (!lp.projection) {
+    if (keep) std::memcpy(keep, dOut, sizeof(float) * size_t(count));
+    return;
+  }
+  const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
+  conv2d_backward(pool_, convScratch_[li], keep, dParams + lp.weightOffset, dParams + lp.biasOffset, dOut, out_[li],
+                  blockIn, params + lp.weightOffset, n, convGeom_[li], ActivationFn::Linear, lp.alpha);
 }
 
 // ---- backward ----
@@ -221,6 +286,15 @@ void Network::backward(const float* params, float* grads, int n) {
         break;
       case LayerKind::GlobalAvgPool:
         global_avgpool_backward(pool_, dIn, dOut, n, lp.inC, lp.spatial);
+        break;
+      case LayerKind::Residual:
+        if (lp.blockEnd) {
+          residualBackward(lp, params, dParams, dIn, dOut, n);
+        } else if (dIn) {
+          // dIn is dOut's memory (the begin aliases its input): add what the shortcut sent back
+          const float* shortcut = shortcutGrad_[endOf_[li]].data();
+          for (int64_t k = 0, count = int64_t(n) * lp.outSize; k < count; ++k) dIn[k] += shortcut[k];
+        }
         break;
       case LayerKind::Flatten:
         break;  // dIn and dOut are the same memory

@@ -44,7 +44,7 @@ class Network {
   bool inputGradient_ = false;
   const float* input_ = nullptr;
   std::vector<std::vector<float>> storage_;      // backing memory of outputs and gradients
-  std::vector<float*> out_, grad_;               // per layer (n, outSize); flatten aliases its input
+  std::vector<float*> out_, grad_;               // per layer (n, outSize); flatten and a block's begin alias their input
   std::vector<bool> needInputGrad_;              // does layer i have to produce dLoss/dInput?
   std::vector<bool> poolFused_;                  // conv i runs the pool i+1 inside its per-sample loop
   std::vector<float> inputGrad_;
@@ -52,6 +52,13 @@ class Network {
   std::vector<std::vector<float>> mask_;         // dropout layers
   std::vector<std::vector<float>> pre_;          // dense/conv2d with gelu: the pre-activation (gelu' needs it)
   std::vector<std::vector<float>> bnSaved_;      // batchnorm: the forward's mean and inverse std (2C)
+  // a residual block's end marker: the gradient its shortcut sends to the block's input, which the begin
+  // marker adds to the one through the block's layers
+  std::vector<std::vector<float>> shortcutGrad_;
+  std::vector<size_t> endOf_;                    // a block's begin marker -> its end marker
+
+  void residualForward(const LayerPlan& lp, const float* params, float* y, const float* x, int n);
+  void residualBackward(const LayerPlan& lp, const float* params, float* dParams, float* dIn, float* dOut, int n);
   bool lastTraining_ = false;                    // the last forward's mode (batchnorm's backward)
   std::vector<ConvScratch> convScratch_;
   std::vector<ConvGeometry> convGeom_;

@@ -157,6 +157,10 @@ void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dB
 void global_avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, int C, int S);
 void global_avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, int N, int C, int S);
 
+// ---- residual.cu ----
+// y = a + b over n floats (y may alias a or b).
+void residual_add(cudaStream_t stream, float* y, const float* a, const float* b, int64_t n);
+
 // ---- dropout.cu ----
 // Inverted dropout with the CPU's masks bit for bit: sample n of the batch draws from
 // Rng(mixSeed(mixSeed(mixSeed(runSeed, globalStep, 0xD0), layerIndex), n, 0xD50F)), where globalStep is

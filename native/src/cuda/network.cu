@@ -37,6 +37,8 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   mask_.resize(L);
   pre_.resize(L);
   bnSaved_.resize(L);
+  shortcutGrad_.resize(L);
+  endOf_.assign(L, 0);
   convGeom_.resize(L);
   poolGeom_.resize(L);
   auto track = [&](size_t bytes) { bytes_ += bytes; };
@@ -61,7 +63,14 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
       PoolGeometry& g = poolGeom_[i];
       g.C = lp.inC; g.H = lp.inH; g.W = lp.inW; g.OH = lp.outH; g.OW = lp.outW;
       g.size = lp.kh; g.stride = lp.stride;
+    } else if (lp.projection) {
+      // a residual block's shortcut: a 1x1 convolution, no padding, the block's input to its output
+      ConvGeometry& g = convGeom_[i];
+      g.C = lp.inC; g.H = lp.inH; g.W = lp.inW;
+      g.F = lp.outC; g.OH = lp.outH; g.OW = lp.outW;
+      g.kh = g.kw = 1; g.stride = lp.stride; g.padTop = g.padLeft = 0;
     }
+    if (lp.blockEnd) endOf_[size_t(lp.blockBegin)] = i;
   }
   // the fusions are the chooser's (kernel_choice.h); asking for the caps here, before any capture, also
   // prepares the device for the kernels
@@ -82,7 +91,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   for (size_t i = 0; i < L; ++i) {
     const LayerPlan& lp = plan_.layers[i];
     const size_t size = size_t(maxBatch_) * size_t(lp.outSize);
-    if (lp.kind == LayerKind::Flatten) {
+    if (lp.kind == LayerKind::Flatten || (lp.kind == LayerKind::Residual && !lp.blockEnd)) {
       grad_[i] = i == 0 ? inputGrad_.get() : grad_[i - 1];
     } else if (poolFused_[i]) {
       // the conv's output is never stored; its gradient only when an input gradient needs it in full
@@ -113,6 +122,15 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
       case LayerKind::Dropout:
         mask_[i].allocate(size);
         track(mask_[i].bytes());
+        break;
+      case LayerKind::Residual:
+        if (!lp.blockEnd) break;
+        if (needInputGrad_[size_t(lp.blockBegin)]) {
+          shortcutGrad_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[size_t(lp.blockBegin)].inSize),
+                                    "allocating the layers' activations");
+          track(shortcutGrad_[i].bytes());
+        }
+        if (lp.projection) workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i]));
         break;
       default:
         break;
@@ -160,8 +178,8 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
   const float* x = input;
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
     const LayerPlan& lp = plan_.layers[i];
-    if (lp.kind == LayerKind::Flatten) {
-      out_[i] = const_cast<float*>(x);  // same memory, new shape; never written through
+    if (lp.kind == LayerKind::Flatten || (lp.kind == LayerKind::Residual && !lp.blockEnd)) {
+      out_[i] = const_cast<float*>(x);  // same memory (new shape); never written through
       continue;
     }
     if (headPending_ && i + 1 == plan_.layers.size()) return out_[i];  // backward() runs the fused head
@@ -228,6 +246,9 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
       }
       case LayerKind::GlobalAvgPool:
         global_avgpool_forward(stream, y, x, n, lp.inC, lp.spatial);
+        break;
+      case LayerKind::Residual:
+        residualForward(stream, i, params, y, x, n);
         break;
       case LayerKind::Flatten:
         break;
@@ -334,10 +355,52 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
       case LayerKind::GlobalAvgPool:
         global_avgpool_backward(stream, dIn, dOut, n, lp.inC, lp.spatial);
         break;
+      case LayerKind::Residual:
+        if (lp.blockEnd)
+          residualBackward(stream, li, params, grads, dIn, n);
+        else if (dIn)  // dIn is dOut's memory (the begin aliases its input): add the shortcut's gradient
+          residual_add(stream, dIn, dIn, shortcutGrad_[endOf_[li]].get(), int64_t(n) * lp.outSize);
+        break;
       case LayerKind::Flatten:
         break;  // dIn and dOut are the same memory
     }
   }
+}
+
+// ---- residual blocks ----
+
+// The end marker i: y = x (the block's layers' output) + the shortcut of the block's input.
+void Network::residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n) {
+  const LayerPlan& lp = plan_.layers[i];
+  const size_t begin = size_t(lp.blockBegin);
+  const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
+  const int64_t count = int64_t(n) * lp.outSize;
+  if (!lp.projection) return residual_add(stream, y, x, blockIn, count);
+  conv2d_forward(stream, y, blockIn, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
+                 ActivationFn::Linear, 0.0f);
+  residual_add(stream, y, y, x, count);
+}
+
+// Its backward: dOut goes unchanged to the block's layers (dIn) and to the shortcut: kept as is for the
+// identity, through the projection's kernels otherwise (its weight and bias gradients, and its input
+// gradient when the begin marker needs one).
+void Network::residualBackward(cudaStream_t stream, size_t i, const float* params, float* grads, float* dIn, int n) {
+  const LayerPlan& lp = plan_.layers[i];
+  const float* dOut = grad_[i];
+  const size_t bytes = sizeof(float) * size_t(n) * size_t(lp.outSize);
+  if (dIn) check(cudaMemcpyAsync(dIn, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
+  float* keep = shortcutGrad_[i].get();
+  if (!lp.projection) {
+    if (keep) check(cudaMemcpyAsync(keep, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
+    return;
+  }
+  const size_t begin = size_t(lp.blockBegin);
+  const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
+  conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, blockIn, n, convGeom_[i],
+                          workspace_.get());
+  if (keep)
+    conv2d_backward_input(stream, keep, dOut, params + lp.weightOffset, blockIn, n, convGeom_[i], ActivationFn::Linear,
+                          0.0f);
 }
 
 }  // namespace nnstudio::cuda

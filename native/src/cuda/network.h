@@ -66,7 +66,7 @@ class Network {
   const int32_t* headLabels_ = nullptr;       // its arguments, from loss()
   StepState* headState_ = nullptr;
   std::vector<DeviceBuffer<float>> storage_;  // outputs and gradients
-  std::vector<float*> out_, grad_;            // per layer (n, outSize); flatten aliases its input
+  std::vector<float*> out_, grad_;            // per layer (n, outSize); flatten and a block's begin alias their input
   std::vector<bool> needInputGrad_;           // does layer i have to produce dLoss/dInput?
   std::vector<bool> gatedByNext_;             // layer i's activation backward is done by the next layer
   std::vector<bool> poolFused_;               // conv i and max pool i+1 run as one kernel
@@ -77,10 +77,17 @@ class Network {
   std::vector<DeviceBuffer<float>> mask_;       // dropout layers
   std::vector<DeviceBuffer<float>> pre_;        // dense/conv2d with gelu: the pre-activation (gelu' needs it)
   std::vector<DeviceBuffer<float>> bnSaved_;    // batchnorm: the forward's mean and inverse std (2C)
+  // a residual block's end marker: the gradient its shortcut sends to the block's input (the begin
+  // marker, which aliases its input like flatten, adds it); endOf_ maps a begin marker to its end
+  std::vector<DeviceBuffer<float>> shortcutGrad_;
+  std::vector<size_t> endOf_;
   bool lastTraining_ = false;                   // the last forward's mode (batchnorm's backward)
   DeviceBuffer<float> workspace_;               // weight-gradient partial sums, shared (launches are serial)
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
+
+  void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n);
+  void residualBackward(cudaStream_t stream, size_t i, const float* params, float* grads, float* dIn, int n);
 };
 
 }  // namespace nnstudio::cuda

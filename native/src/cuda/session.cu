@@ -49,7 +49,7 @@ void checkFitsOnGpu(const NetworkPlan& plan, size_t optimizerFloats, bool keepBe
   double activations = floatBytes * double(batch) * double(plan.inputSize);
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& lp = plan.layers[i];
-    if (lp.kind == LayerKind::Flatten) continue;
+    if (lp.kind == LayerKind::Flatten || (lp.kind == LayerKind::Residual && !lp.blockEnd)) continue;  // aliases
     if (lp.kind == LayerKind::Conv2D && i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
       continue;
     activations += 2 * floatBytes * double(batch) * double(lp.outSize);

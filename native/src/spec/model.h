@@ -35,6 +35,16 @@ struct LayerPlan {
   size_t weightOffset = 0, weightSize = 0, biasOffset = 0, biasSize = 0;
   int fanIn = 0, fanOut = 0;
   int64_t multiplyAdds = 0;
+  // Residual blocks are flattened into the plan: a begin marker (kind Residual, blockEnd false; an
+  // identity), the block's layers (inner = their position in it), an end marker (blockEnd true: adds the
+  // shortcut of the begin marker's input, plan index blockBegin; `projection`: a 1x1 convolution with
+  // stride `stride` from inC,inH,inW (the block's input) to outC,outH,outW, its weight and bias the
+  // marker's parameters).
+  int inner = -1;                     // position inside a residual block, -1 outside
+  bool blockEnd = false;
+  int blockBegin = -1;
+  bool projection = false;
+  std::string prefix;                 // tensor names: "layers.3." or "layers.3.layers.1." or "layers.3.shortcut."
 };
 
 struct NetworkPlan {

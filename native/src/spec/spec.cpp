@@ -25,6 +25,7 @@ const char* layerKindName(LayerKind kind) {
     case LayerKind::Activation: return "activation";
     case LayerKind::BatchNorm: return "batchnorm";
     case LayerKind::GlobalAvgPool: return "global_avgpool";
+    case LayerKind::Residual: return "residual";
   }
   return "layer";
 }
@@ -164,9 +165,26 @@ void parseActivationFields(Fields& f, LayerSpec& layer, const char* key, bool re
   if (f.has("alpha")) layer.alpha = f.ranged("alpha", 0, std::numeric_limits<double>::max(), false, false, "a finite number >= 0");
 }
 
-LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCount]) {
+LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCount], const std::string& outer = "");
+
+// A residual block's fields: its layers (named "layer 3 (residual), its layer 2 (conv2d)") and shortcut.
+void parseResidual(Fields& f, LayerSpec& layer, const std::string& blockWhere) {
+  const Value& inner = f.required("layers");
+  if (!inner.isArray()) f.fail("\"layers\" must be an array");
+  if (inner.array.empty()) f.fail("\"layers\" is empty: a residual block needs at least one layer");
+  int innerCounts[kLayerKindCount] = {};
+  for (size_t j = 0; j < inner.array.size(); ++j)
+    layer.layers.push_back(parseLayer(inner.array[j], int(j), innerCounts, blockWhere));
+  if (const Value* sc = f.get("shortcut")) {
+    if (f.string("shortcut", *sc) != "auto") f.fail("unknown shortcut " + quoted(sc->string) + " (expected auto)");
+  }
+}
+
+// `outer` is empty at the top level; inside a block it is "layer 3 (residual)", and the layer's errors
+// read "layer 3 (residual), its layer 2 (conv2d): ...".
+LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCount], const std::string& outer) {
   LayerSpec layer;
-  std::string where = "layer " + std::to_string(position + 1);
+  std::string where = (outer.empty() ? "layer " : outer + ", its layer ") + std::to_string(position + 1);
   if (!v.isObject()) throw SpecError(where + ": expected an object, got " + json::typeName(v.type));
   const Value* kindValue = v.find("kind");
   if (!kindValue) throw SpecError(where + ": missing \"kind\"");
@@ -176,16 +194,20 @@ LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCoun
       {"dense", LayerKind::Dense},         {"conv2d", LayerKind::Conv2D},   {"maxpool2d", LayerKind::MaxPool2D},
       {"avgpool2d", LayerKind::AvgPool2D}, {"flatten", LayerKind::Flatten}, {"dropout", LayerKind::Dropout},
       {"activation", LayerKind::Activation}, {"batchnorm", LayerKind::BatchNorm},
-      {"global_avgpool", LayerKind::GlobalAvgPool}};
+      {"global_avgpool", LayerKind::GlobalAvgPool}, {"residual", LayerKind::Residual}};
   bool found = false;
   for (const auto& k : kinds)
     if (kind == k.first) { layer.kind = k.second; found = true; }
   if (!found)
     throw SpecError(where + ": unknown kind " + quoted(kind) +
-                    " (expected dense, conv2d, maxpool2d, avgpool2d, flatten, dropout, activation, batchnorm or global_avgpool)");
+                    " (expected dense, conv2d, maxpool2d, avgpool2d, flatten, dropout, activation, batchnorm, "
+                    "global_avgpool or residual)");
+  if (!outer.empty() && layer.kind == LayerKind::Residual)
+    throw SpecError(where + ": a residual block cannot hold another residual block");
   int& count = kindCounts[int(layer.kind)];
   ++count;
-  Fields f(v, std::string(layerKindName(layer.kind)) + " #" + std::to_string(count));
+  Fields f(v, outer.empty() ? std::string(layerKindName(layer.kind)) + " #" + std::to_string(count)
+                            : where + " (" + layerKindName(layer.kind) + ")");
   f.get("kind");
   switch (layer.kind) {
     case LayerKind::Dense:
@@ -233,6 +255,9 @@ LayerSpec parseLayer(const Value& v, int position, int kindCounts[kLayerKindCoun
       }
       break;
     case LayerKind::GlobalAvgPool:
+      break;
+    case LayerKind::Residual:
+      parseResidual(f, layer, where + " (residual)");
       break;
   }
   f.rejectUnknown();
@@ -349,46 +374,20 @@ int64_t product(const std::vector<int>& shape) {
 
 }  // namespace
 
-NetworkPlan planNetwork(const ModelSpec& spec) {
-  NetworkPlan plan;
-  plan.loss = spec.loss;
-  plan.task = spec.task;
-  plan.huberDelta = spec.huberDelta;
-  if (spec.task == TaskKind::Regression && spec.loss != LossKind::MSE && spec.loss != LossKind::MAE &&
-      spec.loss != LossKind::Huber)
-    throw SpecError(std::string("spec: a regression needs loss mse, mae or huber, got ") + lossName(spec.loss));
-  if (!(spec.huberDelta > 0 && std::isfinite(spec.huberDelta)))
-    throw SpecError("spec: huberDelta must be a finite number > 0");
-  if (!(spec.optimizer.weightDecay >= 0 && std::isfinite(spec.optimizer.weightDecay)))
-    throw SpecError("optimizer: weightDecay must be a finite number >= 0");
-  if (!(spec.labelSmoothing >= 0 && spec.labelSmoothing <= 0.5f))
-    throw SpecError("spec: labelSmoothing must be in [0, 0.5]");
-  if (spec.labelSmoothing > 0 && spec.loss != LossKind::SoftmaxCrossEntropy)
-    throw SpecError("spec: labelSmoothing needs loss softmax_cross_entropy");
-  plan.labelSmoothing = spec.labelSmoothing;
-  if (spec.input.size() != 1 && spec.input.size() != 3)
-    throw SpecError("input: expected [features] or [channels, height, width], got [" + shapeText(spec.input) + "]");
-  for (int d : spec.input)
-    if (d <= 0) throw SpecError("input: every dimension must be positive, got " + shapeText(spec.input));
-  if (spec.layers.empty()) throw SpecError("spec: no layers: add at least one layer");
-  constexpr int64_t kMaxElements = int64_t(1) << 31;  // per sample, per layer; parameters per layer
+namespace {
 
-  std::vector<int> shape = spec.input;
-  plan.inputSize = product(shape);
-  if (plan.inputSize >= kMaxElements)
-    throw SpecError("input: " + shapeText(spec.input) + " is too large (2^31 values or more per sample)");
-  int kindCounts[kLayerKindCount] = {};
+constexpr int64_t kMaxElements = int64_t(1) << 31;  // per sample, per layer; parameters per layer
+
+// Walks the spec's layers (and a residual block's, between its two markers) into plan layers, carrying
+// the shape and the parameter offset.
+struct Planner {
+  NetworkPlan& plan;
+  std::vector<int> shape;
   size_t offset = 0;
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& ls = spec.layers[i];
-    LayerPlan lp;
-    lp.kind = ls.kind;
-    lp.index = int(i);
-    lp.label = std::string(layerKindName(ls.kind)) + " #" + std::to_string(++kindCounts[int(ls.kind)]);
-    lp.inShape = shape;
-    lp.inSize = product(shape);
-    lp.activation = ls.activation;
-    lp.alpha = ls.alpha;
+  int kindCounts[kLayerKindCount] = {};
+
+  // One layer of a spec (not a block): its shapes and sizes; returns whether softmax may follow it.
+  bool body(const LayerSpec& ls, LayerPlan& lp) {
     auto fail = [&](const std::string& what) { throw SpecError(lp.label + ": " + what); };
     auto needImage = [&] {
       if (shape.size() != 3) fail("needs an image input [C,H,W], got " + shapeText(shape) + " (use it before flatten/dense)");
@@ -491,6 +490,9 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
         lp.statsSize = 2 * size_t(lp.inC);
         break;
       }
+      case LayerKind::Residual:
+        fail("a residual block cannot hold another residual block");
+        break;
       case LayerKind::GlobalAvgPool:
         needImage();
         lp.outC = lp.inC;
@@ -500,6 +502,12 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
         shape = {lp.inC};
         break;
     }
+    return softmaxAllowed;
+  }
+
+  // The checks every plan layer ends with, its output shape, and its offsets into the flat vector.
+  void finish(LayerPlan& lp, bool softmaxAllowed) {
+    auto fail = [&](const std::string& what) { throw SpecError(lp.label + ": " + what); };
     if (lp.activation == ActivationFn::Softmax && !softmaxAllowed)
       fail("softmax needs a flat input, got " + shapeText(shape) + " (add a flatten layer first)");
     if (!(lp.alpha >= 0 && std::isfinite(lp.alpha))) fail("alpha must be a finite number >= 0");
@@ -520,6 +528,114 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
     }
     plan.layers.push_back(std::move(lp));
   }
+
+  LayerPlan start(LayerKind kind, int index, std::string label, std::string prefix) {
+    LayerPlan lp;
+    lp.kind = kind;
+    lp.index = index;
+    lp.label = std::move(label);
+    lp.prefix = std::move(prefix);
+    lp.inShape = shape;
+    lp.inSize = product(shape);
+    return lp;
+  }
+
+  void layer(const LayerSpec& ls, int index) {
+    std::string label = std::string(layerKindName(ls.kind)) + " #" + std::to_string(++kindCounts[int(ls.kind)]);
+    if (ls.kind == LayerKind::Residual) return block(ls, index, label);
+    LayerPlan lp = start(ls.kind, index, label, "layers." + std::to_string(index) + ".");
+    lp.activation = ls.activation;
+    lp.alpha = ls.alpha;
+    finish(lp, body(ls, lp));
+  }
+
+  // begin marker, the block's layers, end marker (with the projection when the shape changes)
+  void block(const LayerSpec& ls, int index, const std::string& label) {
+    const std::string prefix = "layers." + std::to_string(index) + ".";
+    if (ls.layers.empty()) throw SpecError(label + ": a residual block needs at least one layer");
+    const int begin = int(plan.layers.size());
+    const std::vector<int> input = shape;
+    LayerPlan marker = start(LayerKind::Residual, index, label, prefix);
+    finish(marker, true);
+    const std::string outer = "layer " + std::to_string(index + 1) + " (residual), its layer ";
+    for (size_t j = 0; j < ls.layers.size(); ++j) {
+      const LayerSpec& inner = ls.layers[j];
+      const std::string innerLabel = outer + std::to_string(j + 1) + " (" + layerKindName(inner.kind) + ")";
+      if (inner.kind == LayerKind::Residual) throw SpecError(innerLabel + ": a residual block cannot hold another residual block");
+      LayerPlan lp = start(inner.kind, index, innerLabel, prefix + "layers." + std::to_string(j) + ".");
+      lp.inner = int(j);
+      lp.activation = inner.activation;
+      lp.alpha = inner.alpha;
+      finish(lp, body(inner, lp));
+    }
+    LayerPlan end = start(LayerKind::Residual, index, label, prefix + "shortcut.");
+    end.blockEnd = true;
+    end.blockBegin = begin;
+    end.inner = int(ls.layers.size());
+    if (shape != input) planProjection(end, input);
+    finish(end, true);
+  }
+
+  // The 1x1 convolution from the block's input to its output's shape: the smallest stride that gives it.
+  void planProjection(LayerPlan& end, const std::vector<int>& input) {
+    auto fail = [&](const std::string& what) { throw SpecError(end.label + ": " + what); };
+    const std::string turn = "its layers turn " + shapeText(input) + " into " + shapeText(shape);
+    if (input.size() != 3 || shape.size() != 3)
+      fail(turn + ": a shortcut that changes the shape needs an image on both sides (a flat block must keep its width)");
+    int stride = 0;
+    for (int s = 1; s <= std::max(input[1], input[2]) && !stride; ++s)
+      if ((input[1] + s - 1) / s == shape[1] && (input[2] + s - 1) / s == shape[2]) stride = s;
+    if (!stride) fail(turn + ": no stride of a 1x1 convolution maps " + std::to_string(input[1]) + "x" +
+                      std::to_string(input[2]) + " to " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]));
+    end.projection = true;
+    end.hasParams = true;
+    end.inC = input[0];
+    end.inH = input[1];
+    end.inW = input[2];
+    end.outC = shape[0];
+    end.outH = shape[1];
+    end.outW = shape[2];
+    end.kh = end.kw = 1;
+    end.stride = stride;
+    end.fanIn = end.inC;
+    end.fanOut = end.outC;
+    end.weightSize = size_t(end.outC) * size_t(end.inC);
+    end.biasSize = size_t(end.outC);
+    end.multiplyAdds = int64_t(end.inC) * end.outC * end.outH * end.outW;
+  }
+};
+
+}  // namespace
+
+NetworkPlan planNetwork(const ModelSpec& spec) {
+  NetworkPlan plan;
+  plan.loss = spec.loss;
+  plan.task = spec.task;
+  plan.huberDelta = spec.huberDelta;
+  if (spec.task == TaskKind::Regression && spec.loss != LossKind::MSE && spec.loss != LossKind::MAE &&
+      spec.loss != LossKind::Huber)
+    throw SpecError(std::string("spec: a regression needs loss mse, mae or huber, got ") + lossName(spec.loss));
+  if (!(spec.huberDelta > 0 && std::isfinite(spec.huberDelta)))
+    throw SpecError("spec: huberDelta must be a finite number > 0");
+  if (!(spec.optimizer.weightDecay >= 0 && std::isfinite(spec.optimizer.weightDecay)))
+    throw SpecError("optimizer: weightDecay must be a finite number >= 0");
+  if (!(spec.labelSmoothing >= 0 && spec.labelSmoothing <= 0.5f))
+    throw SpecError("spec: labelSmoothing must be in [0, 0.5]");
+  if (spec.labelSmoothing > 0 && spec.loss != LossKind::SoftmaxCrossEntropy)
+    throw SpecError("spec: labelSmoothing needs loss softmax_cross_entropy");
+  plan.labelSmoothing = spec.labelSmoothing;
+  if (spec.input.size() != 1 && spec.input.size() != 3)
+    throw SpecError("input: expected [features] or [channels, height, width], got [" + shapeText(spec.input) + "]");
+  for (int d : spec.input)
+    if (d <= 0) throw SpecError("input: every dimension must be positive, got " + shapeText(spec.input));
+  if (spec.layers.empty()) throw SpecError("spec: no layers: add at least one layer");
+
+  Planner planner{plan, spec.input};
+  plan.inputSize = product(spec.input);
+  if (plan.inputSize >= kMaxElements)
+    throw SpecError("input: " + shapeText(spec.input) + " is too large (2^31 values or more per sample)");
+  for (size_t i = 0; i < spec.layers.size(); ++i) planner.layer(spec.layers[i], int(i));
+  const size_t offset = planner.offset;
   plan.parameterCount = offset;
   plan.outputWidth = plan.layers.back().outSize;
 
@@ -545,13 +661,18 @@ NetworkPlan planNetwork(const ModelSpec& spec) {
 std::vector<LayerInfo> inferShapes(const ModelSpec& spec) {
   NetworkPlan plan = planNetwork(spec);
   std::vector<LayerInfo> infos;
+  // one entry per spec layer: a residual block's (its begin marker) sums its layers and its projection
   for (const LayerPlan& lp : plan.layers) {
-    LayerInfo info;
-    info.label = lp.label;
+    const bool inBlock = lp.inner >= 0;
+    if (!inBlock) {
+      LayerInfo info;
+      info.label = lp.label;
+      infos.push_back(std::move(info));
+    }
+    LayerInfo& info = infos.back();
     info.outputShape = lp.outShape;
-    info.parameters = int64_t(lp.weightSize + lp.biasSize + lp.statsSize);  // as Keras counts batchnorm's
-    info.multiplyAdds = lp.multiplyAdds;
-    infos.push_back(std::move(info));
+    info.parameters += int64_t(lp.weightSize + lp.biasSize + lp.statsSize);  // as Keras counts batchnorm's
+    info.multiplyAdds += lp.multiplyAdds;
   }
   return infos;
 }
@@ -567,7 +688,7 @@ std::vector<uint8_t> weightDecayMask(const ModelSpec& spec) {
   std::vector<uint8_t> mask(plan.parameterCount, 0);
   // dense and conv2d weights only: biases, batchnorm's gamma and beta and its running statistics never decay
   for (const LayerPlan& lp : plan.layers)
-    if (lp.kind == LayerKind::Dense || lp.kind == LayerKind::Conv2D) std::fill(mask.begin() + int64_t(lp.weightOffset), mask.begin() + int64_t(lp.weightOffset + lp.weightSize), 1);
+    if (lp.kind == LayerKind::Dense || lp.kind == LayerKind::Conv2D || lp.projection) std::fill(mask.begin() + int64_t(lp.weightOffset), mask.begin() + int64_t(lp.weightOffset + lp.weightSize), 1);
   return mask;
 }
 
@@ -575,7 +696,7 @@ std::vector<ParamTensor> parameterTable(const ModelSpec& spec) {
   NetworkPlan plan = planNetwork(spec);
   std::vector<ParamTensor> table;
   for (const LayerPlan& lp : plan.layers) {
-    std::string prefix = "layers." + std::to_string(lp.index) + ".";
+    const std::string& prefix = lp.prefix;
     if (lp.kind == LayerKind::BatchNorm) {
       auto add = [&](const char* name, size_t offset) {
         ParamTensor t;
@@ -598,7 +719,7 @@ std::vector<ParamTensor> parameterTable(const ModelSpec& spec) {
     w.name = prefix + "weight";
     b.name = prefix + "bias";
     if (lp.kind == LayerKind::Dense) w.shape = {int(lp.fanOut), int(lp.fanIn)};
-    else w.shape = {lp.outC, lp.inC, lp.kh, lp.kw};
+    else w.shape = {lp.outC, lp.inC, lp.kh, lp.kw};  // conv2d, a residual block's projection (1x1)
     b.shape = {int(lp.biasSize)};
     w.offset = lp.weightOffset;
     w.size = lp.weightSize;
@@ -627,13 +748,17 @@ std::vector<float> initialParameters(const ModelSpec& spec, uint64_t seed) {
     }
     if (!lp.hasParams) continue;
     // He for layers feeding a ReLU (their own activation or an activation layer right after), else Glorot
-    bool relu = isReluFamily(spec.layers[i].activation);
-    if (i + 1 < spec.layers.size() && spec.layers[i + 1].kind == LayerKind::Activation &&
-        isReluFamily(spec.layers[i + 1].activation))
+    // (a projection: Glorot; its sum with the block's layers feeds whatever follows)
+    bool relu = !lp.projection && isReluFamily(lp.activation);
+    if (!lp.projection && i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::Activation &&
+        isReluFamily(plan.layers[i + 1].activation))
       relu = true;
     double limit = relu ? std::sqrt(6.0 / lp.fanIn) : std::sqrt(6.0 / (lp.fanIn + lp.fanOut));
-    // one stream per layer, so a layer's init does not depend on the layers before it
-    Rng rng(mixSeed(seed, uint64_t(i) + 1, 0x1417));
+    // one stream per layer, so a layer's init does not depend on the layers before it (a block's layers
+    // and projection: one stream each, from their block's)
+    uint64_t stream = mixSeed(seed, uint64_t(lp.index) + 1, 0x1417);
+    if (lp.inner >= 0) stream = mixSeed(stream, uint64_t(lp.inner) + 1, 0x2e51);
+    Rng rng(stream);
     float* w = params.data() + lp.weightOffset;
     for (size_t k = 0; k < lp.weightSize; ++k) w[k] = float((2.0 * rng.uniform() - 1.0) * limit);
   }

@@ -4,6 +4,9 @@ import type { LayerCheck, ModelSpec } from '../../../app/api/types';
 
 export type LayerSpec = ModelSpec['layers'][number];
 export type LayerKind = LayerSpec['kind'];
+/** A layer that may sit inside a residual block (blocks do not nest). */
+export type PlainLayerSpec = Exclude<LayerSpec, { kind: 'residual' }>;
+export type PlainLayerKind = PlainLayerSpec['kind'];
 
 export const layerKinds: { kind: LayerKind; title: string }[] = [
   { kind: 'dense', title: 'Dense' },
@@ -15,7 +18,10 @@ export const layerKinds: { kind: LayerKind; title: string }[] = [
   { kind: 'activation', title: 'Activation' },
   { kind: 'batchnorm', title: 'Batch normalisation' },
   { kind: 'global_avgpool', title: 'Global average pooling' },
+  { kind: 'residual', title: 'Residual block' },
 ];
+/** The kinds a residual block's layers may have. */
+export const plainLayerKinds = layerKinds.filter((option) => option.kind !== 'residual') as { kind: PlainLayerKind; title: string }[];
 
 /** batchnorm's defaults (PyTorch's), as app/core/model/spec.ts has them. */
 export const batchnormDefaults = { momentum: 0.1, eps: 1e-5 } as const;
@@ -35,8 +41,15 @@ export const lossTitles: Record<LossName, string> = {
   huber: 'Huber (squared near 0, absolute beyond 1)',
 };
 
-/** A new layer of a kind, with sensible values to start from. */
+/** A new layer of a kind, with sensible values to start from (a block: two convolutions that keep the shape). */
 export function newLayer(kind: LayerKind): LayerSpec {
+  if (kind === 'residual') {
+    return { kind, layers: [newPlainLayer('conv2d'), { kind: 'conv2d', filters: 16, kernel: [3, 3], stride: 1, padding: 'same' }] };
+  }
+  return newPlainLayer(kind);
+}
+
+export function newPlainLayer(kind: PlainLayerKind): PlainLayerSpec {
   switch (kind) {
     case 'dense':
       return { kind, units: 64, activation: 'relu' };
@@ -93,6 +106,8 @@ export function layerText(layer: LayerSpec): string {
     }
     case 'global_avgpool':
       return 'gap';
+    case 'residual':
+      return `residual(${layer.layers.map(layerText).join(',')})`;
   }
 }
 

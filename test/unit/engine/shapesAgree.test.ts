@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { mulberry32 } from '../../../app/core/data/split';
 import { listPresets } from '../../../app/core/model/presets';
 import * as core from '../../../app/core/model/shapes';
-import type { LayerSpec, ModelSpec } from '../../../app/core/model/spec';
+import type { LayerSpec, ModelSpec, PlainLayerSpec } from '../../../app/core/model/spec';
 import * as engine from '../../../app/engine';
 
 function coreResult(spec: ModelSpec): { layers?: unknown; table?: unknown; error?: string } {
@@ -53,6 +53,29 @@ function randomSpec(random: () => number): ModelSpec {
   const layers: LayerSpec[] = [];
   const count = int(1, 5);
   for (let i = 0; i < count; i++) {
+    if (random() < 0.15) {
+      // a residual block of 1-3 layers: conv2d with padding same keeps the shape more often (identity), a
+      // stride or other filters give a projection, anything else may be refused by the shortcut
+      const inner: PlainLayerSpec[] = [];
+      for (let j = int(1, 3); j > 0; j--) {
+        inner.push(random() < 0.5
+          ? { kind: 'conv2d', filters: int(1, 4), kernel: [3, 3], stride: pick([1, 1, 2] as const), padding: 'same', activation: pick(['relu', 'linear'] as const) }
+          : plainLayer(random));
+      }
+      layers.push({ kind: 'residual', layers: inner });
+      continue;
+    }
+    layers.push(plainLayer(random));
+  }
+  if (random() < 0.8) layers.push({ kind: 'flatten' }, { kind: 'dense', units: int(2, 10) });
+  return { input, layers, loss: pick(['softmax_cross_entropy', 'mse', 'binary_cross_entropy'] as const), optimizer: { kind: 'sgd', lr: 0.1 }, seed: 0 };
+}
+
+function plainLayer(random: () => number): PlainLayerSpec {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+  const int = (low: number, high: number) => low + Math.floor(random() * (high - low + 1));
+  const layers: PlainLayerSpec[] = [];
+  {
     const kind = pick(['conv2d', 'maxpool2d', 'avgpool2d', 'flatten', 'dense', 'dropout', 'activation', 'batchnorm', 'global_avgpool'] as const);
     switch (kind) {
       case 'conv2d':
@@ -81,13 +104,19 @@ function randomSpec(random: () => number): ModelSpec {
         layers.push({ kind: 'flatten' });
     }
   }
-  if (random() < 0.8) layers.push({ kind: 'flatten' }, { kind: 'dense', units: int(2, 10) });
-  return { input, layers, loss: pick(['softmax_cross_entropy', 'mse', 'binary_cross_entropy'] as const), optimizer: { kind: 'sgd', lr: 0.1 }, seed: 0 };
+  return layers[0];
 }
 
 test('500 random specs: both sides accept the same ones with the same shapes, and reject the rest alike', () => {
   const random = mulberry32(12345);
   const outcomes = { valid: 0, invalid: 0 };
-  for (let i = 0; i < 500; i++) outcomes[assertAgree(randomSpec(random))]++;
+  const blocks = { valid: 0, invalid: 0 };
+  for (let i = 0; i < 500; i++) {
+    const spec = randomSpec(random);
+    const outcome = assertAgree(spec);
+    outcomes[outcome]++;
+    if (spec.layers.some((layer) => layer.kind === 'residual')) blocks[outcome]++;
+  }
   assert.ok(outcomes.valid > 50 && outcomes.invalid > 50, `too one-sided a sample: ${JSON.stringify(outcomes)}`);
+  assert.ok(blocks.valid > 10 && blocks.invalid > 10, `too few residual blocks either way: ${JSON.stringify(blocks)}`);
 });

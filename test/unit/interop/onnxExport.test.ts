@@ -153,6 +153,30 @@ describe('ONNX export matches the engine in onnxruntime', () => {
     await compare('conv, batchnorm, gelu, batchnorm not affine, gap, batchnorm flat', trained, rawInputs(3 * 8 * 7, false, 0.5, 1));
   });
 
+  test('residual blocks: identity and 1x1 projection shortcuts (Add, Conv), batchnorm inside, a flat block', async () => {
+    const trained = model(spec([3, 9, 8], [
+      { kind: 'conv2d', filters: 4, kernel: [3, 3], padding: 'same', activation: 'relu' },
+      { kind: 'residual', layers: [
+        { kind: 'conv2d', filters: 4, kernel: [3, 3], padding: 'same' }, { kind: 'batchnorm' }, { kind: 'activation', fn: 'relu' },
+      ] },
+      { kind: 'residual', layers: [
+        { kind: 'conv2d', filters: 6, kernel: [3, 3], stride: 2, padding: 'same', activation: 'relu' },
+        { kind: 'conv2d', filters: 6, kernel: [3, 3], padding: 'same' }, { kind: 'batchnorm', eps: 0.001 },
+      ] },
+      { kind: 'activation', fn: 'relu' },
+      { kind: 'global_avgpool' },
+      { kind: 'residual', layers: [{ kind: 'dense', units: 6, activation: 'tanh' }, { kind: 'dense', units: 6 }] },
+      { kind: 'dense', units: 3 },
+    ]));
+    await compare('conv, identity block, stride-2 projection block, gap, flat block', trained, rawInputs(3 * 9 * 8, false, 0.5, 1));
+    const graph = onnx.ModelProto.decode(services.models.exportOnnx(trained)).graph as onnx.GraphProto;
+    const adds = graph.node.filter((n) => n.opType === 'Add' && (n.name ?? '').startsWith('residual'));
+    assert.equal(adds.length, 3);
+    const projection = graph.node.find((n) => n.name === 'residual_2_shortcut') as onnx.NodeProto;
+    assert.deepEqual(projection.input.slice(1), ['layers.2.shortcut.weight', 'layers.2.shortcut.bias']);
+    assert.deepEqual(projection.attribute.find((a) => a.name === 'strides')?.ints?.map(Number), [2, 2]);
+  });
+
   test('a dense head with a softmax activation (folded into the loss, not applied twice)', async () => {
     const trained = model(spec([4], [{ kind: 'dense', units: 6, activation: 'relu' }, { kind: 'dense', units: 3, activation: 'softmax' }]));
     await compare('dense softmax head', trained, rawInputs(4, false));

@@ -90,6 +90,46 @@ describe('parseLayers', () => {
     assert.equal(formatLayers(parseLayers(text, [1, 8, 8])), text);
   });
 
+  test('residual blocks: their items in parentheses, round-trip, no nesting', () => {
+    const text = 'conv:16x3:same,residual(conv:16x3:same:relu,conv:16x3:same,batchnorm),relu,residual(conv:32x3:same:s2:relu,conv:32x3:same),gap,dense:10';
+    const layers = parseLayers(text, [1, 28, 28]);
+    assert.deepEqual(layers[1], {
+      kind: 'residual',
+      layers: [
+        { kind: 'conv2d', filters: 16, kernel: [3, 3], stride: 1, padding: 'same', activation: 'relu' },
+        { kind: 'conv2d', filters: 16, kernel: [3, 3], stride: 1, padding: 'same' },
+        { kind: 'batchnorm' },
+      ],
+    });
+    assert.equal(layers.length, 6);
+    assert.equal(formatLayers(layers), text);
+    assert.deepEqual(parseLayers(formatLayers(layers), [1, 28, 28]), layers);
+    assert.equal(formatLayer({ kind: 'residual', shortcut: 'auto', layers: [{ kind: 'dense', units: 4 }] }), 'residual(dense:4)');
+    assert.deepEqual(parseLayers('res( dense:4:tanh , dense:4 ),dense:2', [4]), [
+      { kind: 'residual', layers: [{ kind: 'dense', units: 4, activation: 'tanh' }, { kind: 'dense', units: 4 }] },
+      { kind: 'dense', units: 2 },
+    ]);
+    const specOf = parseModelSpec({ input: [1, 28, 28], layers, loss: 'softmax_cross_entropy', optimizer: { kind: 'sgd', lr: 0.1 }, seed: 0 });
+    assert.deepEqual(inferShapes(specOf)[3].outputShape, [32, 14, 14]);
+    const errors: [string, string][] = [
+      ['residual(dense:4,dense:0)', '--layers: item 1 "residual(dense:4,dense:0)": its item 2 "dense:0": units "0" is not a positive integer'],
+      ['residual(residual(dense:4))', '--layers: item 1 "residual(residual(dense:4))": its item 1 "residual(dense:4)": a residual block cannot hold another residual block'],
+      ['residual()', '--layers: item 1 "residual()": a residual block needs at least one layer, e.g. residual(conv:16x3:same)'],
+      ['residual(dense:4', '--layers: a "(" is never closed'],
+      ['dense:4),dense:2', '--layers: a ")" closes nothing'],
+      ['dense(4)', '--layers: item 1 "dense(4)": parentheses belong to a residual block, e.g. residual(conv:16x3:same:relu,conv:16x3:same)'],
+    ];
+    for (const [input, message] of errors) {
+      assert.throws(() => parseLayers(input, [4]), (error: Error) => error instanceof LayerSyntaxError && error.message === message, input);
+    }
+    try {
+      parseLayers('dense:4,residual(dense:0)', [4]);
+    } catch (error) {
+      assert.equal((error as LayerSyntaxError).place?.kind, 'residual');
+      assert.equal((error as LayerSyntaxError).place?.item, 1);
+    }
+  });
+
   test('errors name the item, its text and what is wrong', () => {
     const cases: [string, string][] = [
       ['dense:10,relu,conv:3x', '--layers: item 3 "conv:3x": "3x" is not FILTERSxK or FILTERSxKHxKW, e.g. 32x3 or 32x3x5'],
@@ -116,7 +156,7 @@ describe('parseLayers', () => {
       ['flatten:2', '--layers: item 1 "flatten:2": takes no arguments'],
       ['dense:4,,dense:2', '--layers: item 2 "": empty layer'],
       ['conv:8x3,128', '--layers: item 2 "128": a bare number is a layer only when every item is a number (the course tool\'s form "30,60,10,1")'],
-      ['gru:8', '--layers: item 1 "gru:8": unknown layer kind "gru"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, linear, relu, leaky_relu, sigmoid, tanh, softplus, softmax, gelu'],
+      ['gru:8', '--layers: item 1 "gru:8": unknown layer kind "gru"; known: dense, conv, maxpool, avgpool, flatten, dropout, batchnorm, gap, residual(...), linear, relu, leaky_relu, sigmoid, tanh, softplus, softmax, gelu'],
       ['batchnorm:m2', '--layers: item 1 "batchnorm:m2": momentum "2" must be in [0, 1]'],
       ['batchnorm:eps0', '--layers: item 1 "batchnorm:eps0": eps "0" must be above 0'],
       ['batchnorm:noaffine:noaffine', '--layers: item 1 "batchnorm:noaffine:noaffine": noaffine given twice'],

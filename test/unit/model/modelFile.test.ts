@@ -185,6 +185,36 @@ describe('encode and decode', () => {
     assert.deepEqual(parameterTable(spec).map((tensor) => tensor.name), names);
   });
 
+  test('residual blocks: their layers\' tensors and the projection\'s are tensors of the file, and load back bit for bit', () => {
+    const spec = parseModelSpec({
+      input: [2, 4, 4],
+      layers: [
+        { kind: 'residual', layers: [{ kind: 'conv2d', filters: 3, kernel: [3, 3], stride: 2, padding: 'same', activation: 'relu' }, { kind: 'batchnorm' }] },
+        { kind: 'residual', layers: [{ kind: 'conv2d', filters: 3, kernel: [3, 3], padding: 'same' }] },
+        { kind: 'global_avgpool' },
+        { kind: 'dense', units: 2 },
+      ],
+      loss: 'softmax_cross_entropy',
+      optimizer: { kind: 'sgd', lr: 0.1 },
+      seed: 1,
+    });
+    const count = parameterCount(spec);
+    assert.equal(count, (3 * 2 * 9 + 3) + 4 * 3 + (3 * 2 + 3) + (3 * 3 * 9 + 3) + (2 * 3 + 2));
+    const model: Model = { ...smallModel(), spec, parameters: parameters(count, 6), featureNames: [], inputShape: [2, 4, 4], labels: ['a', 'b'] };
+    const bytes = encodeModel(model);
+    const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8')) as Record<string, { shape: number[]; data_offsets: number[] }>;
+    const names = Object.keys(header).filter((name) => name !== '__metadata__');
+    assert.deepEqual(names, [
+      'layers.0.layers.0.weight', 'layers.0.layers.0.bias', 'layers.0.layers.1.gamma', 'layers.0.layers.1.beta',
+      'layers.0.layers.1.running_mean', 'layers.0.layers.1.running_var', 'layers.0.shortcut.weight', 'layers.0.shortcut.bias',
+      'layers.1.layers.0.weight', 'layers.1.layers.0.bias', 'layers.3.weight', 'layers.3.bias',
+    ]);
+    assert.deepEqual(header['layers.0.shortcut.weight'].shape, [3, 2, 1, 1]);
+    const decoded = decodeModel(bytes, 'res.safetensors');
+    assert.deepEqual(bits(decoded.parameters), bits(model.parameters));
+    assert.deepEqual(decoded.spec, spec);
+  });
+
   test('optional fields stay absent; undefined preprocessing is stored as null', () => {
     const model: Model = { ...smallModel(), preprocessing: undefined, training: undefined, metrics: undefined };
     delete model.training;

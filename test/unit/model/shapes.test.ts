@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseModelSpec } from '../../../app/core/model/spec';
-import type { LayerSpec, LossName, ModelSpec } from '../../../app/core/model/spec';
+import type { LayerSpec, LossName, ModelSpec, PlainLayerSpec } from '../../../app/core/model/spec';
 import {
   SpecError,
   classCount,
@@ -391,5 +391,62 @@ describe('batchnorm, global_avgpool, gelu', () => {
     assert.equal(report.error?.message, 'global_avgpool #1: needs an image input [C,H,W], got 6 (use it before flatten/dense)');
     assert.throws(() => spec([6], [{ kind: 'batchnorm', momentum: 1.5 }, { kind: 'dense', units: 2 }]), /momentum/);
     assert.throws(() => spec([6], [{ kind: 'batchnorm', eps: 0 }, { kind: 'dense', units: 2 }]), /eps/);
+  });
+});
+
+describe('residual blocks', () => {
+  const conv = (filters: number, stride = 1, activation?: 'relu'): PlainLayerSpec =>
+    ({ kind: 'conv2d', filters, kernel: [3, 3], stride, padding: 'same', ...(activation ? { activation } : {}) });
+
+  test('a block counts its layers and its projection; identity blocks have no tensors of their own', () => {
+    const model = spec([4, 9, 9], [
+      { kind: 'residual', layers: [conv(8, 1, 'relu'), conv(8)] },
+      { kind: 'residual', shortcut: 'auto', layers: [conv(8, 2), { kind: 'batchnorm' }] },
+      { kind: 'residual', layers: [conv(8), { kind: 'activation', fn: 'relu' }] },
+      { kind: 'global_avgpool' },
+      { kind: 'dense', units: 2 },
+    ]);
+    // the engine's figures (native/tests/test_spec.cpp)
+    assert.deepEqual(rows(model).slice(0, 2), [
+      ['residual #1', [8, 9, 9], (8 * 4 * 9 + 8) + (8 * 8 * 9 + 8) + (8 * 4 + 8), 81 * (8 * 4 * 9 + 8 * 8 * 9 + 8 * 4)],
+      ['residual #2', [8, 5, 5], (8 * 8 * 9 + 8) + 4 * 8 + (8 * 8 + 8), 25 * (8 * 8 * 9 + 8 * 8)],
+    ]);
+    const infos = inferShapes(model);
+    assert.deepEqual(infos[0].block?.shortcut, { kind: 'projection', stride: 1, parameters: 40 });
+    assert.deepEqual(infos[1].block?.shortcut, { kind: 'projection', stride: 2, parameters: 72 });
+    assert.deepEqual(infos[2].block?.shortcut, { kind: 'identity' });
+    assert.equal(infos[0].block?.layers[1].label, 'layer 1 (residual), its layer 2 (conv2d)');
+    assert.deepEqual(infos[1].block?.layers.map((l) => l.outputShape), [[8, 5, 5], [8, 5, 5]]);
+    const names = parameterTable(model).map((t) => `${t.name}:${t.shape.join('x')}`);
+    assert.deepEqual(names.slice(0, 6), [
+      'layers.0.layers.0.weight:8x4x3x3', 'layers.0.layers.0.bias:8', 'layers.0.layers.1.weight:8x8x3x3',
+      'layers.0.layers.1.bias:8', 'layers.0.shortcut.weight:8x4x1x1', 'layers.0.shortcut.bias:8',
+    ]);
+    assert.ok(names.includes('layers.1.layers.1.running_var:8'));
+    assert.ok(!names.some((name) => name.startsWith('layers.2.shortcut')));
+    const table = parameterTable(model);
+    const last = table[table.length - 1];
+    assert.equal(parameterCount(model), last.offset + last.size);
+  });
+
+  test('errors inside a block name the block and its layer; a shape the shortcut cannot follow names the block', () => {
+    const inner = inferShapesPartial(spec([4], [
+      { kind: 'dense', units: 4 },
+      { kind: 'residual', layers: [{ kind: 'dense', units: 4 }, { kind: 'maxpool2d', size: 2 }] },
+      { kind: 'dense', units: 2 },
+    ]));
+    assert.equal(inner.error?.message, 'layer 2 (residual), its layer 2 (maxpool2d): needs an image input [C,H,W], got 4 (use it before flatten/dense)');
+    assert.equal(inner.error?.layerIndex, 1);
+    assert.equal(inner.error?.innerIndex, 1);
+    assert.equal(inner.layers.length, 1);
+    const flat = inferShapesPartial(spec([4], [{ kind: 'residual', layers: [{ kind: 'dense', units: 3 }] }, { kind: 'dense', units: 2 }]));
+    assert.equal(flat.error?.message, 'residual #1: its layers turn 4 into 3: a shortcut that changes the shape needs an image on both sides (a flat block must keep its width)');
+    assert.equal(flat.error?.innerIndex, undefined);
+    const stride = inferShapesPartial(spec([2, 4, 4], [
+      { kind: 'residual', layers: [{ kind: 'conv2d', filters: 2, kernel: [2, 2] }] }, { kind: 'flatten' }, { kind: 'dense', units: 2 },
+    ]));
+    assert.equal(stride.error?.message, 'residual #1: its layers turn 2x4x4 into 2x3x3: no stride of a 1x1 convolution maps 4x4 to 3x3');
+    assert.throws(() => spec([4], [{ kind: 'residual', layers: [] } as unknown as LayerSpec, { kind: 'dense', units: 2 }]), /layers/);
+    assert.throws(() => spec([4], [{ kind: 'residual', layers: [{ kind: 'residual', layers: [{ kind: 'dense', units: 4 }] }] } as unknown as LayerSpec, { kind: 'dense', units: 2 }]));
   });
 });
