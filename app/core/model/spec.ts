@@ -67,7 +67,7 @@ export const globalAvgPoolLayerSchema = z.strictObject({ kind: z.literal('global
 export const batchnormDefaults = { momentum: 0.1, eps: 1e-5, affine: true } as const;
 
 /** A layer that may sit inside a residual block: every kind but a block (blocks do not nest). */
-export const plainLayerSchema = z.discriminatedUnion('kind', [
+const plainLayerSchemas = [
   denseLayerSchema,
   conv2dLayerSchema,
   poolLayerSchema,
@@ -76,7 +76,8 @@ export const plainLayerSchema = z.discriminatedUnion('kind', [
   activationLayerSchema,
   batchnormLayerSchema,
   globalAvgPoolLayerSchema,
-]);
+] as const;
+export const plainLayerSchema = z.discriminatedUnion('kind', [...plainLayerSchemas]);
 export type PlainLayerSpec = z.infer<typeof plainLayerSchema>;
 /**
  * A residual block: its layers' output plus the shortcut of its input, the identity when they keep the
@@ -89,17 +90,7 @@ export const residualLayerSchema = z.strictObject({
   shortcut: z.literal('auto').optional(),
 });
 export type ResidualLayerSpec = z.infer<typeof residualLayerSchema>;
-export const layerSchema = z.discriminatedUnion('kind', [
-  denseLayerSchema,
-  conv2dLayerSchema,
-  poolLayerSchema,
-  flattenLayerSchema,
-  dropoutLayerSchema,
-  activationLayerSchema,
-  batchnormLayerSchema,
-  globalAvgPoolLayerSchema,
-  residualLayerSchema,
-]);
+export const layerSchema = z.discriminatedUnion('kind', [...plainLayerSchemas, residualLayerSchema]);
 export type LayerSpec = z.infer<typeof layerSchema>;
 export type LayerKind = LayerSpec['kind'];
 
