@@ -10,10 +10,18 @@ const name = z.string().max(200);
 const draftNumber = z.number().finite().nullable();
 
 /** A layer as the editor holds it: a kind and its fields (numbers, names, small tuples); the spec check is models:check's. */
-const layerDraft = z
-  .record(z.string().max(40), z.union([z.string().max(100), z.number().finite(), z.boolean(), z.null(), z.array(z.number().finite()).max(4)]))
+const fieldValue = z.union([z.string().max(100), z.number().finite(), z.boolean(), z.null(), z.array(z.number().finite()).max(4)]);
+const plainLayerDraft = z
+  .record(z.string().max(40), fieldValue)
   .refine((layer) => typeof layer.kind === 'string', 'a layer needs a kind')
   .refine((layer) => Object.keys(layer).length <= 16, 'a layer has at most 16 fields');
+/** A top-level layer: a plain one, or a residual block whose `layers` are plain ones (blocks do not nest). */
+const layerDraft = z
+  .record(z.string().max(40), z.union([fieldValue, z.array(plainLayerDraft).max(50)]))
+  .refine((layer) => typeof layer.kind === 'string', 'a layer needs a kind')
+  .refine((layer) => Object.keys(layer).length <= 16, 'a layer has at most 16 fields')
+  .refine((layer) => Object.entries(layer).every(([key, value]) => !Array.isArray(value) || key !== 'layers' || layer.kind === 'residual'), 'only a residual block has layers')
+  .refine((layer) => Object.entries(layer).every(([key, value]) => !Array.isArray(value) || value.every((item) => typeof item === 'number') || key === 'layers'), 'a list of layers belongs in `layers`');
 
 const modelDraft = z.strictObject({
   layers: z.array(layerDraft).max(200),

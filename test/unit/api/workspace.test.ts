@@ -21,7 +21,7 @@ const drafts: Workspace = {
   datasetId: 'dataset-1',
   split: { valSplit: 0.2, testSplit: null, normalization: { 'dataset-1': 'minmax' } },
   imputation: { 'dataset-1': { all: { strategy: 'median', fillValue: null, indicator: true }, columns: { x: { strategy: 'constant', fillValue: 3, indicator: null } } } },
-  model: { layers: [{ kind: 'dense', units: 16, activation: 'relu' }, { kind: 'conv2d', filters: 8, kernel: [3, 3], stride: 1, padding: 'same', activation: 'relu' }], settings: { loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.01, momentum: 0.9, weightDecay: null, seed: 4 } },
+  model: { layers: [{ kind: 'dense', units: 16, activation: 'relu' }, { kind: 'conv2d', filters: 8, kernel: [3, 3], stride: 1, padding: 'same', activation: 'relu' }, { kind: 'residual', layers: [{ kind: 'conv2d', filters: 8, kernel: [3, 3], stride: 1, padding: 'same' }] }], settings: { loss: 'softmax_cross_entropy', optimizer: 'adam', lr: 0.01, momentum: 0.9, weightDecay: null, seed: 4 } },
   training: {
     batchSize: 32, epochs: 7, device: 'cpu',
     schedule: { kind: 'cosine', everyEpochs: 10, gamma: 0.5, minLr: 0, maxLr: null, pctStart: 0.3, divFactor: 25, finalDivFactor: 1e4 },
@@ -60,6 +60,7 @@ describe('the session\'s workspace', () => {
     const bad = [
       { ...drafts, training: { ...drafts.training!, device: 'tpu' } },
       { ...drafts, model: { ...drafts.model!, layers: [{ units: 3 }] } },
+      { ...drafts, model: { ...drafts.model!, layers: [{ kind: 'dense', layers: [{ kind: 'dense', units: 3 }] }] } },
       { ...drafts, model: { ...drafts.model!, layers: [{ kind: 'dense', units: 'x'.repeat(500) }] } },
       { ...drafts, unknownField: 1 },
       { ...drafts, split: { ...drafts.split!, valSplit: Number.POSITIVE_INFINITY } },
