@@ -17,14 +17,23 @@ Modes (--mode; cuda only except eager), the strongest a PyTorch user gets withou
   compile       torch.compile(model, mode="reduce-overhead") (Inductor kernels replayed through CUDA
                 graphs) with the fused optimizers (Adam/SGD fused=True).
 
+The recipe (scripts/torch_recipe.py) follows the preset's "training": its one-cycle schedule (the learning
+rate a device tensor in the graph modes, set before each replay), augmentation (translation and flip, on the
+device, inside the captured step), weight average ("ema"), AdamW and label smoothing; the model
+(scripts/torch_model.py) covers every layer kind of the presets, batchnorm and residual blocks included.
+
 Usage: /usr/bin/python3 scripts/bench_pytorch.py [--data DIR] [--presets DIR] [--device cpu|cuda]
            [--mode eager|graph|graph-bf16|compile] [--configs seed000,mlp] [--epochs 3] [--threads N]
            [--init engine|torch] [--seed N] [--one-cycle MAXLR,PCT,DIV,FINALDIV[,cos|linear]]
+           [--recipe [--seeds 0,1,2] [--target 0.996]]
 
 --seed overrides the preset's weight seed and the data order's seed (as nnstudio_bench --seed).
---one-cycle (eager only) runs torch.optim.lr_scheduler.OneCycleLR over all the run's steps: the learning
+--one-cycle replaces the preset's schedule by PyTorch's OneCycleLR over all the run's steps: the learning
 rate rises from MAXLR/DIV to MAXLR over the first PCT of the steps, then falls to MAXLR/DIV/FINALDIV
-(cosine by default), momentum (Adam's beta1) not cycled; a step of the schedule after every train step.
+(cosine by default), momentum (Adam's beta1) not cycled.
+--recipe trains each preset's whole recipe once per seed, testing after every epoch, and prints the
+training seconds, the test accuracies and the seconds until the test accuracy first reached --target
+(as nnstudio_bench --recipe).
 """
 import argparse
 import json
@@ -36,8 +45,9 @@ import time
 import warnings
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+from torch_model import build_model, engine_init
+from torch_recipe import WeightAverage, make_augment, make_loss, make_optimizer, one_cycle, set_lr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE_ORDER = ["seed000", "seed001", "seed001_256", "seed002", "mlp", "keras_cnn"]
@@ -71,120 +81,6 @@ def load_mnist(data_dir, device):
             images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte"))
 
 
-# ---- model from an NN Studio spec ----
-RELU_FAMILY = ("relu", "leaky_relu")
-# PyTorch pads a copy of the input for even kernels with padding='same'; that cost is part of its figures.
-warnings.filterwarnings("ignore", message="Using padding='same' with even kernel")
-
-
-def activation_module(fn, alpha=0.01):
-    return {
-        "linear": None, "relu": nn.ReLU(), "leaky_relu": nn.LeakyReLU(alpha), "sigmoid": nn.Sigmoid(),
-        "tanh": nn.Tanh(), "softplus": nn.Softplus(), "softmax": nn.Softmax(dim=1),
-    }[fn]
-
-
-class PadSame(nn.Module):
-    """TF/Keras 'same' padding for strides > 1: the extra pixel goes bottom/right."""
-
-    def __init__(self, kernel, stride):
-        super().__init__()
-        self.kernel, self.stride = kernel, stride
-
-    def forward(self, x):
-        pads = []
-        for size, k in zip(reversed(x.shape[2:]), reversed(self.kernel)):  # W first, as F.pad wants
-            out = -(-size // self.stride)
-            total = max((out - 1) * self.stride + k - size, 0)
-            pads += [total // 2, total - total // 2]
-        return F.pad(x, pads)
-
-
-def build_model(spec):
-    """Returns (nn.Sequential, [[module, activation, fan_in, fan_out], ...]); a trailing softmax (sigmoid)
-    is left to CrossEntropyLoss (BCEWithLogitsLoss), as the engine folds it into the loss."""
-    shape = list(spec["input"])
-    layers, inits = [], []
-    fused = {"softmax_cross_entropy": "softmax", "binary_cross_entropy": "sigmoid"}.get(spec["loss"])
-    specs = spec["layers"]
-    for index, layer in enumerate(specs):
-        kind = layer["kind"]
-        act = layer.get("fn", "linear") if kind == "activation" else layer.get("activation", "linear")
-        if kind == "conv2d":
-            kh, kw = layer["kernel"]
-            stride, padding = layer.get("stride", 1), layer.get("padding", "valid")
-            if padding == "same" and stride > 1:
-                layers.append(PadSame((kh, kw), stride))
-                torch_padding = 0
-            else:
-                torch_padding = {"valid": 0, "same": "same", "full": (kh - 1, kw - 1)}[padding]
-            conv = nn.Conv2d(shape[0], layer["filters"], (kh, kw), stride=stride, padding=torch_padding)
-            layers.append(conv)
-            inits.append([conv, act, shape[0] * kh * kw, layer["filters"] * kh * kw])
-        elif kind == "dense":
-            inputs = math.prod(shape)
-            if len(shape) != 1:
-                layers.append(nn.Flatten())
-            dense = nn.Linear(inputs, layer["units"])
-            layers.append(dense)
-            inits.append([dense, act, inputs, layer["units"]])
-        elif kind in ("maxpool2d", "avgpool2d"):
-            pool = nn.MaxPool2d if kind == "maxpool2d" else nn.AvgPool2d
-            layers.append(pool(layer["size"], stride=layer.get("stride", layer["size"])))
-        elif kind == "flatten":
-            layers.append(nn.Flatten())
-        elif kind == "dropout":
-            layers.append(nn.Dropout(layer["rate"]))
-        elif kind == "activation":
-            # an activation layer right after a linear dense/conv picks that layer's init family
-            previous = specs[index - 1] if index > 0 else {}
-            if inits and previous.get("kind") in ("dense", "conv2d") and previous.get("activation", "linear") == "linear":
-                inits[-1][1] = act
-        else:
-            raise ValueError(f"layer #{index + 1}: unknown kind {kind}")
-        is_last = index == len(specs) - 1
-        if kind in ("conv2d", "dense", "activation") and act != "linear" and not (is_last and act == fused):
-            layers.append(activation_module(act, layer.get("alpha", 0.01)))
-        with torch.no_grad():
-            shape = list(nn.Sequential(*layers)(torch.zeros(1, *spec["input"])).shape[1:]) if layers else shape
-    return nn.Sequential(*layers), inits
-
-
-def engine_init(inits, seed):
-    """He-uniform for the ReLU family, Glorot-uniform otherwise, zero biases (the engine's scheme)."""
-    generator = torch.Generator().manual_seed(seed)
-    for module, act, fan_in, fan_out in inits:
-        limit = math.sqrt(6.0 / fan_in) if act in RELU_FAMILY else math.sqrt(6.0 / (fan_in + fan_out))
-        with torch.no_grad():
-            module.weight.copy_(torch.empty(module.weight.shape).uniform_(-limit, limit, generator=generator))
-            module.bias.zero_()
-
-
-def make_loss(spec, classes):
-    loss = spec["loss"]
-    if loss == "softmax_cross_entropy":
-        return nn.CrossEntropyLoss()
-
-    def target(labels, dtype):
-        if classes == 1:
-            return labels.to(dtype).unsqueeze(1)
-        return F.one_hot(labels, classes).to(dtype)
-
-    base = {"binary_cross_entropy": nn.BCEWithLogitsLoss(), "mse": nn.MSELoss(), "mae": nn.L1Loss()}[loss]
-    return lambda outputs, labels: base(outputs, target(labels, outputs.dtype))
-
-
-def make_optimizer(spec, params, capturable, fused=False):
-    opt = spec["optimizer"]
-    if opt["kind"] == "sgd":
-        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt.get("momentum", 0.0), **({"fused": True} if fused else {}))
-    extra = {"capturable": True} if capturable else {}
-    if fused:
-        extra["fused"] = True
-    return torch.optim.Adam(params, lr=opt["lr"], betas=(opt.get("beta1", 0.9), opt.get("beta2", 0.999)),
-                            eps=opt.get("eps", 1e-7), **extra)
-
-
 def predictions(outputs):
     if outputs.shape[1] == 1:
         return (outputs[:, 0] >= 0).long()  # logit >= 0 <=> sigmoid >= 0.5 (mse/mae heads are rare here)
@@ -207,122 +103,180 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def bench_config(name, preset, data, args):
-    spec, batch = dict(preset["spec"]), preset["training"]["batchSize"]
-    if args.seed is not None:
-        spec["seed"] = args.seed
-    device = args.device
-    train_x, train_y, test_x, test_y = data
-    torch.manual_seed(spec.get("seed", 0))
-    model, inits = build_model(spec)
-    if args.init == "engine":
-        engine_init(inits, spec.get("seed", 0))
-    model.to(device).train()
-    with torch.no_grad():
-        classes = model(test_x[:1]).shape[1]
-    loss_fn = make_loss(spec, classes)
-    graphed = args.mode in ("graph", "graph-bf16")
-    optimizer = make_optimizer(spec, model.parameters(), capturable=graphed, fused=args.mode == "compile")
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.mode == "graph-bf16")
+class Trainer:
+    """One preset's model and recipe in the chosen mode; epoch() trains one shuffled pass and returns its seconds."""
 
-    def forward_loss(x, y):
-        return loss_fn(model(x), y)
+    def __init__(self, preset, data, args, seed, epochs, order_seed):
+        spec, training = dict(preset["spec"]), preset["training"]
+        spec["seed"] = seed
+        self.batch, self.device, self.mode = training["batchSize"], args.device, args.mode
+        self.data = data
+        torch.manual_seed(seed)
+        self.model, inits = build_model(spec)
+        if args.init == "engine":
+            engine_init(inits, seed)
+        self.model.to(self.device).train()
+        with torch.no_grad():
+            classes = self.model(data[2][:2]).shape[1]
+        self.loss_fn = make_loss(spec, classes)
+        graphed = self.mode in ("graph", "graph-bf16")
+        self.optimizer = make_optimizer(spec, self.model, capturable=graphed, fused=self.mode == "compile")
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.mode == "graph-bf16")
+        self.augment = make_augment(training.get("augment"))
+        self.average = WeightAverage(self.model, training["ema"]) if training.get("ema") else None
+        count = data[0].shape[0]
+        schedule = args.one_cycle or training.get("lrSchedule")
+        self.lr = one_cycle(schedule, spec["optimizer"]["lr"], epochs * -(-count // self.batch))
+        self.step_index = 0
+        self.order_generator = torch.Generator(device=self.device).manual_seed(order_seed)
+        self.forward_loss = self.plain_forward_loss
+        if self.mode == "compile":
+            # forward and loss in one compiled graph (AOTAutograd compiles the backward too); evaluation uses the
+            # plain module, which shares the parameters (no recompiles)
+            self.forward_loss = torch.compile(self.plain_forward_loss, mode="reduce-overhead", dynamic=False)
+        self.step_graph = self.capture() if graphed else None
 
-    # compile: forward and loss in one compiled graph (AOTAutograd compiles the backward too); evaluation uses the
-    # plain module, which shares the parameters (no recompiles)
-    if args.mode == "compile":
-        forward_loss = torch.compile(forward_loss, mode="reduce-overhead", dynamic=False)
-    count = train_x.shape[0]
-    order_generator = torch.Generator(device=device).manual_seed(args.seed or 0)
-    scheduler = None
-    if args.one_cycle:
-        max_lr, pct, div, final_div = args.one_cycle[:4]
-        scheduler = torch.optim.lr_scheduler.OneCycleLR(
-            optimizer, max_lr=max_lr, total_steps=args.epochs * -(-count // batch), pct_start=pct,
-            anneal_strategy=args.one_cycle_anneal, cycle_momentum=False, div_factor=div, final_div_factor=final_div)
+    def plain_forward_loss(self, x, y):
+        if self.augment is not None:
+            x = self.augment(x)
+        return self.loss_fn(self.model(x), y)
 
-    def eager_step(x, y):
-        optimizer.zero_grad(set_to_none=True)
-        if args.mode == "compile":
+    def after_step(self):
+        if self.average is not None:
+            self.average.update()
+
+    def eager_step(self, x, y):
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.mode == "compile":
             torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are not read again
-        with autocast:
-            loss = forward_loss(x, y)
+        with self.autocast:
+            loss = self.forward_loss(x, y)
         loss.backward()
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
+        self.optimizer.step()
+        self.after_step()
         return loss
 
-    step_graph = None
-    if graphed:
-        # Whole-network capture (torch.cuda.graphs docs): warm up on a side stream, then capture one step.
-        static_x = torch.zeros((batch,) + tuple(train_x.shape[1:]), device=device)
-        static_y = torch.zeros(batch, dtype=torch.long, device=device)
-        static_x.copy_(train_x[:batch])
-        static_y.copy_(train_y[:batch])
-        snapshot = [p.detach().clone() for p in model.parameters()]
+    def capture(self):
+        """Whole-network capture (torch.cuda.graphs docs): warm up on a side stream, then capture one step."""
+        train_x, train_y = self.data[0], self.data[1]
+        self.static_x = train_x[:self.batch].clone()
+        self.static_y = train_y[:self.batch].clone()
+        snapshot = [t.detach().clone() for t in list(self.model.parameters()) + list(self.model.buffers())]
         if hasattr(torch.autograd.graph, "set_warn_on_accumulate_grad_stream_mismatch"):
             torch.autograd.graph.set_warn_on_accumulate_grad_stream_mismatch(False)  # side-stream warm-up, as documented
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(3):
-                eager_step(static_x, static_y)
+                self.eager_step(self.static_x, self.static_y)
         torch.cuda.current_stream().wait_stream(side)
-        step_graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)
-        with torch.cuda.graph(step_graph):
-            with autocast:
-                static_loss = loss_fn(model(static_x), static_y)
+        graph = torch.cuda.CUDAGraph()
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            with self.autocast:
+                static_loss = self.plain_forward_loss(self.static_x, self.static_y)
             static_loss.backward()
-            optimizer.step()
-        # undo the warm-up steps: restore the weights and the optimizer's state
+            self.optimizer.step()
+            self.after_step()
+        # undo the warm-up steps: restore the weights, the statistics and the optimizer's state
         with torch.no_grad():
-            for p, saved in zip(model.parameters(), snapshot):
-                p.copy_(saved)
-        for state in optimizer.state.values():
+            for t, saved in zip(list(self.model.parameters()) + list(self.model.buffers()), snapshot):
+                t.copy_(saved)
+        for state in self.optimizer.state.values():
             for value in state.values():
                 if torch.is_tensor(value):
                     value.zero_()
+        if self.average is not None:
+            self.average.reset()
+        return graph
 
-    epoch_seconds, accuracy1 = [], None
-    for epoch in range(1, args.epochs + 1):
-        order = torch.randperm(count, device=device, generator=order_generator)
-        sync(device)
+    def scheduled(self):
+        if self.lr is not None:
+            set_lr(self.optimizer, self.lr(self.step_index))
+        self.step_index += 1
+
+    def epoch(self):
+        train_x, train_y = self.data[0], self.data[1]
+        count, batch = train_x.shape[0], self.batch
+        order = torch.randperm(count, device=self.device, generator=self.order_generator)
+        sync(self.device)
         start = time.perf_counter()
-        if step_graph is None:
+        if self.step_graph is None:
             for i in range(0, count, batch):
                 index = order[i:i + batch]
-                eager_step(train_x[index], train_y[index])
+                self.scheduled()
+                self.eager_step(train_x[index], train_y[index])
         else:
             full = count - count % batch
             for i in range(0, full, batch):
                 index = order[i:i + batch]
-                torch.index_select(train_x, 0, index, out=static_x)
-                torch.index_select(train_y, 0, index, out=static_y)
-                step_graph.replay()
+                torch.index_select(train_x, 0, index, out=self.static_x)
+                torch.index_select(train_y, 0, index, out=self.static_y)
+                self.scheduled()
+                self.step_graph.replay()
             if full < count:  # the graph has a fixed batch shape: the final partial batch runs eagerly,
                 index = order[full:]  # accumulating into the graph's own gradient tensors
-                optimizer.zero_grad(set_to_none=False)
-                with autocast:
-                    tail_loss = loss_fn(model(train_x[index]), train_y[index])
+                self.scheduled()
+                self.optimizer.zero_grad(set_to_none=False)
+                with self.autocast:
+                    tail_loss = self.plain_forward_loss(train_x[index], train_y[index])
                 tail_loss.backward()
-                optimizer.step()
-        sync(device)
-        epoch_seconds.append(time.perf_counter() - start)
+                self.optimizer.step()
+                self.after_step()
+        sync(self.device)
+        return time.perf_counter() - start
+
+    def test_accuracy(self):
+        model = self.average.model if self.average is not None else self.model
+        return evaluate(model, self.data[2], self.data[3])
+
+
+def device_name(device):
+    return torch.cuda.get_device_name() if device == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+
+
+def bench_config(name, preset, data, args):
+    seed = args.seed if args.seed is not None else preset["spec"].get("seed", 0)
+    trainer = Trainer(preset, data, args, seed, args.epochs, order_seed=args.seed or 0)
+    epoch_seconds, accuracy1 = [], None
+    for epoch in range(1, args.epochs + 1):
+        epoch_seconds.append(trainer.epoch())
         print(f"  {name} epoch {epoch}: {epoch_seconds[-1]:.3f} s", file=sys.stderr, flush=True)
         if epoch == 1:
-            accuracy1 = evaluate(model, test_x, test_y)
-    accuracy_n = evaluate(model, test_x, test_y)
+            accuracy1 = trainer.test_accuracy()
+    accuracy_n = trainer.test_accuracy()
     tail = epoch_seconds[1:] or epoch_seconds
-    device_name = torch.cuda.get_device_name() if device == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
     return {
-        "framework": "pytorch", "mode": args.mode, "config": name, "device": device,
-        "deviceName": device_name, "torch": torch.__version__, "epochs": args.epochs, "batchSize": batch,
-        "secondsPerEpoch": round(sum(tail) / len(tail), 6), "epochSeconds": [round(s, 6) for s in epoch_seconds],
+        "framework": "pytorch", "mode": args.mode, "config": name, "device": args.device,
+        "deviceName": device_name(args.device), "torch": torch.__version__, "epochs": args.epochs,
+        "batchSize": trainer.batch, "secondsPerEpoch": round(sum(tail) / len(tail), 6),
+        "epochSeconds": [round(s, 6) for s in epoch_seconds],
         "testAccuracy1": round(accuracy1, 4), "testAccuracyN": round(accuracy_n, 4),
-        "threads": torch.get_num_threads() if device == "cpu" else 0, "init": args.init, "seed": spec.get("seed", 0),
+        "threads": torch.get_num_threads() if args.device == "cpu" else 0, "init": args.init, "seed": seed,
         **({"oneCycle": args.one_cycle_text} if args.one_cycle else {}),
+    }
+
+
+def recipe_run(name, preset, data, args, seed):
+    """--recipe: the preset's whole recipe from one seed, tested after every epoch (outside the timed steps).
+    The first epoch includes PyTorch's warm-up (and, in graph modes, the capture happens before it)."""
+    epochs = args.epochs_given or preset["training"]["epochs"]
+    trainer = Trainer(preset, data, args, seed, epochs, order_seed=seed)
+    seconds, accuracies, elapsed, time_to_target = [], [], 0.0, None
+    for _ in range(epochs):
+        seconds.append(trainer.epoch())
+        elapsed += seconds[-1]
+        accuracies.append(trainer.test_accuracy())
+        if time_to_target is None and accuracies[-1] >= args.target:
+            time_to_target = round(elapsed, 6)
+    print(f"  {name} seed {seed}: {accuracies[-1]:.4f} test accuracy after {elapsed:.2f} s of training",
+          file=sys.stderr, flush=True)
+    return {
+        "framework": "pytorch", "mode": f"recipe-{args.mode}", "config": name, "device": args.device,
+        "deviceName": device_name(args.device), "torch": torch.__version__, "seed": seed, "epochs": epochs,
+        "batchSize": trainer.batch, "trainSeconds": round(elapsed, 6), "epochSeconds": [round(s, 6) for s in seconds],
+        "testAccuracies": [round(a, 4) for a in accuracies], "testAccuracy": round(accuracies[-1], 4),
+        "target": args.target, "timeToTarget": time_to_target,
     }
 
 
@@ -343,22 +297,32 @@ def main():
                         help="torch: PyTorch's default init (as for DESIGN §8's figures); "
                              "engine: He/Glorot-uniform with zero biases, NN Studio's scheme")
     parser.add_argument("--seed", type=int, default=None, help="weight and data-order seed (default: the preset's)")
-    parser.add_argument("--one-cycle", default="", help="MAXLR,PCT,DIV,FINALDIV[,cos|linear] (eager only)")
+    parser.add_argument("--one-cycle", default="", help="MAXLR,PCT,DIV,FINALDIV[,cos|linear] (replaces the preset's schedule)")
+    parser.add_argument("--recipe", action="store_true",
+                        help="train each preset's whole recipe (its epochs, or --epochs) once per seed of --seeds, "
+                             "testing after every epoch; prints the time to --target")
+    parser.add_argument("--seeds", default="0", help="for --recipe: seeds, e.g. 0,1,2")
+    parser.add_argument("--target", type=float, default=0.99, help="for --recipe: the test accuracy to reach")
     args = parser.parse_args()
+    args.epochs_given = args.epochs if "--epochs" in sys.argv else None
+    try:
+        args.seeds = [int(s) for s in args.seeds.split(",") if s]
+    except ValueError:
+        parser.error("--seeds expects a list such as 0,1,2")
     if args.graph:
         args.mode = "graph"
     args.one_cycle_text = args.one_cycle
     if args.one_cycle:
         fields = args.one_cycle.split(",")
         try:
-            args.one_cycle_anneal = fields[4] if len(fields) > 4 else "cos"
-            args.one_cycle = [float(f) for f in fields[:4]]
-            if len(fields) not in (4, 5) or args.one_cycle_anneal not in ("cos", "linear"):
+            anneal = fields[4] if len(fields) > 4 else "cos"
+            peak, pct, div, final_div = [float(f) for f in fields[:4]]
+            if len(fields) not in (4, 5) or anneal not in ("cos", "linear"):
                 raise ValueError
+            args.one_cycle = {"kind": "onecycle", "maxLr": peak, "pctStart": pct, "divFactor": div,
+                              "finalDivFactor": final_div, "anneal": anneal}
         except ValueError:
             parser.error("--one-cycle expects MAXLR,PCT,DIV,FINALDIV[,cos|linear]")
-        if args.mode != "eager":
-            parser.error("--one-cycle runs eagerly only (--mode eager)")
     if args.epochs < 1:
         parser.error("--epochs must be >= 1")
     if args.mode != "eager" and args.device != "cuda":
@@ -390,7 +354,10 @@ def main():
     failures = 0
     for name in names:
         try:
-            print(json.dumps(bench_config(name, presets[name], data, args)), flush=True)
+            if not args.recipe:
+                print(json.dumps(bench_config(name, presets[name], data, args)), flush=True)
+            for seed in args.seeds if args.recipe else []:
+                print(json.dumps(recipe_run(name, presets[name], data, args, seed)), flush=True)
         except Exception as error:  # report and go on with the other configs
             print(f"bench_pytorch: error: {name}: {error}", file=sys.stderr, flush=True)
             failures += 1

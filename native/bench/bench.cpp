@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "idx.h"
-#include "spec/json.h"
+#include "preset.h"
 
 #ifndef NNSTUDIO_SOURCE_DIR
 #define NNSTUDIO_SOURCE_DIR "native"
@@ -30,87 +30,9 @@
 
 namespace fs = std::filesystem;
 using nnstudio_bench::IdxImages;
+using nnstudio_bench::Preset;
 
 namespace {
-
-// ---- presets ----
-struct Preset {
-  std::string name;
-  std::string specJson;  // the "spec" member, raw
-  int batchSize = 32;
-  bool gpuOnly = false;
-  nnstudio::LrSchedule lrSchedule;  // the preset's recipe ("training.lrSchedule"); default constant
-};
-
-// A preset's "lrSchedule": constant, or onecycle with maxLr, pctStart, divFactor, finalDivFactor (as the app's presets).
-nnstudio::LrSchedule presetSchedule(const nnstudio::json::Value& value, const std::string& file) {
-  nnstudio::LrSchedule schedule;
-  const nnstudio::json::Value* kind = value.find("kind");
-  const std::string name = kind && kind->isString() ? kind->string : "";
-  if (name == "constant") return schedule;
-  if (name != "onecycle") throw std::runtime_error("preset " + file + ": the bench knows lrSchedule kinds constant and onecycle, got '" + name + "'");
-  schedule.kind = nnstudio::LrScheduleKind::OneCycle;
-  const auto number = [&](const char* key, double& field) {
-    const nnstudio::json::Value* member = value.find(key);
-    if (member && member->isNumber()) field = member->number;
-  };
-  number("maxLr", schedule.maxLr);
-  number("pctStart", schedule.pctStart);
-  number("divFactor", schedule.divFactor);
-  number("finalDivFactor", schedule.finalDivFactor);
-  return schedule;
-}
-
-std::string readTextFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-Preset loadPreset(const fs::path& path) {
-  const std::string text = readTextFile(path);
-  Preset preset;
-  preset.name = path.stem().string();
-  try {
-    // The engine's own JSON reader: the preset's "spec" is handed on as JSON text.
-    const nnstudio::json::Value top = nnstudio::json::parse(text);
-    const nnstudio::json::Value* spec = top.find("spec");
-    if (!spec || !spec->isObject()) throw std::runtime_error("no \"spec\" object");
-    preset.specJson = nnstudio::json::serialize(*spec);
-    const nnstudio::json::Value* gpuOnly = top.find("gpuOnly");
-    preset.gpuOnly = gpuOnly && gpuOnly->type == nnstudio::json::Value::Type::Bool && gpuOnly->boolean;
-    const nnstudio::json::Value* training = top.find("training");
-    const nnstudio::json::Value* batch = training ? training->find("batchSize") : nullptr;
-    if (batch && batch->isNumber()) preset.batchSize = int(batch->number);
-    const nnstudio::json::Value* schedule = training ? training->find("lrSchedule") : nullptr;
-    if (schedule) preset.lrSchedule = presetSchedule(*schedule, path.string());
-  } catch (const std::exception& error) {
-    throw std::runtime_error("preset " + path.string() + ": " + error.what());
-  }
-  if (preset.batchSize <= 0) throw std::runtime_error("preset " + path.string() + ": batchSize must be positive");
-  return preset;
-}
-
-// The DESIGN §8 configs first, in the table's order, then any other preset by name.
-std::vector<std::string> defaultConfigs(const fs::path& presetDir, bool cuda) {
-  static const std::vector<std::string> tableOrder = {"seed000", "seed001", "seed001_256", "seed002", "mlp", "keras_cnn"};
-  std::vector<std::string> names;
-  if (!fs::is_directory(presetDir)) throw std::runtime_error("presets directory not found: " + presetDir.string());
-  for (const auto& entry : fs::directory_iterator(presetDir))
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-    const auto rank = [&](const std::string& n) {
-      return size_t(std::find(tableOrder.begin(), tableOrder.end(), n) - tableOrder.begin());
-    };
-    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
-  });
-  std::vector<std::string> chosen;
-  for (const std::string& name : names)
-    if (cuda || !loadPreset(presetDir / (name + ".json")).gpuOnly) chosen.push_back(name);
-  return chosen;
-}
 
 // ---- output ----
 std::string jsonString(const std::string& s) {
@@ -160,12 +82,17 @@ struct Options {
   int threads = 0;
   int64_t seed = -1;  // >= 0: overrides the preset's weight seed and the data order's seed (0)
   std::optional<nnstudio::LrSchedule> lrSchedule;  // overrides the preset's; spans each run's own epochs
+  bool epochsGiven = false;
+  bool recipe = false;            // --recipe: each preset's whole recipe, once per seed
+  std::vector<int> seeds{0};      // --seeds, for --recipe
+  double target = 0.99;           // --target: the test accuracy that "time to target" waits for
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
                "                      [--epochs N] [--threads N] [--seed N] [--lr-schedule onecycle:MAX:PCT:DIV:FINALDIV]\n"
+               "                      [--recipe [--seeds 0,1,2] [--target 0.996]]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
@@ -173,6 +100,9 @@ void usage(std::FILE* to) {
                "  --threads  CPU threads (default: one per hardware thread)\n"
                "  --seed     weight init and data-order seed (default: the preset's seed, order seed 0)\n"
                "  --lr-schedule  one-cycle over each run (the 1-epoch run: over its one epoch); default constant\n"
+               "  --recipe   instead: train each preset's whole recipe (its epochs, or --epochs) once per seed of\n"
+               "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
+               "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -218,13 +148,27 @@ Options parseArgs(int argc, char** argv) {
       usage(stdout);
       std::exit(0);
     }
+    if (flag == "--recipe") {
+      options.recipe = true;
+      continue;
+    }
     if (i + 1 >= argc) throw std::invalid_argument("unknown flag or missing value: " + flag);
     const std::string value = argv[++i];
     if (flag == "--data") options.dataDir = value;
     else if (flag == "--presets") options.presetDir = value;
     else if (flag == "--device") options.device = value;
     else if (flag == "--configs") options.configs = splitList(value);
-    else if (flag == "--epochs") options.epochs = parseInt(flag, value, 1);
+    else if (flag == "--epochs") {
+      options.epochs = parseInt(flag, value, 1);
+      options.epochsGiven = true;
+    } else if (flag == "--seeds") {
+      options.seeds.clear();
+      for (const std::string& seed : splitList(value)) options.seeds.push_back(parseInt(flag, seed, 0));
+      if (options.seeds.empty()) throw std::invalid_argument("--seeds expects a list such as 0,1,2");
+    } else if (flag == "--target") {
+      options.target = std::atof(value.c_str());
+      if (!(options.target > 0 && options.target <= 1)) throw std::invalid_argument("--target expects a fraction in (0, 1], got '" + value + "'");
+    }
     else if (flag == "--threads") options.threads = parseInt(flag, value, 0);
     else if (flag == "--seed") options.seed = parseInt(flag, value, 0);
     else if (flag == "--lr-schedule") options.lrSchedule = parseOneCycle(value);
@@ -274,6 +218,8 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   trainOptions.threads = options.threads;
   trainOptions.progressIntervalSeconds = 1.0;
   trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
+  trainOptions.augment = preset.augment;
+  trainOptions.ema = preset.ema;
 
   // Run A: one epoch from the seeded init.
   trainOptions.epochs = 1;
@@ -320,6 +266,44 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   return line;
 }
 
+// --recipe: one seed's run of the preset's whole recipe, tested after every epoch (the test set is the
+// run's validation data, so the figures are the weights the run would hand over: the average with --ema).
+std::string recipeRun(nnstudio::Backend& backend, const Options& options, const Preset& preset, const Mnist& mnist, int seed) {
+  nnstudio::ModelSpec spec = nnstudio::parseModelSpec(preset.specJson);
+  spec.seed = uint64_t(seed);
+  const nnstudio::DatasetView train = view(mnist.trainImages, mnist.trainLabels);
+  const nnstudio::DatasetView test = view(mnist.testImages, mnist.testLabels);
+  nnstudio::TrainOptions trainOptions;
+  trainOptions.batchSize = preset.batchSize;
+  trainOptions.epochs = options.epochsGiven ? options.epochs : preset.epochs;
+  trainOptions.seed = uint64_t(seed);
+  trainOptions.threads = options.threads;
+  trainOptions.progressIntervalSeconds = 1.0;
+  trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
+  trainOptions.augment = preset.augment;
+  trainOptions.ema = preset.ema;
+  const nnstudio::TrainResult result = backend.train(spec, train, &test, trainOptions, nullptr, nullptr);
+  checkCompleted(result, preset.name);
+
+  double trainSeconds = 0, timeToTarget = -1;
+  std::string seconds, accuracies;
+  for (const nnstudio::EpochStats& epoch : result.history) {
+    trainSeconds += epoch.seconds;
+    if (timeToTarget < 0 && epoch.validationAccuracy >= options.target) timeToTarget = trainSeconds;
+    seconds += (seconds.empty() ? "" : ",") + number(epoch.seconds);
+    accuracies += (accuracies.empty() ? "" : ",") + number(epoch.validationAccuracy, "%.4f");
+  }
+  const double accuracy = backend.evaluate(spec, result.parameters, test).accuracy;
+  std::fprintf(stderr, "  %s seed %d: %.4f test accuracy after %.2f s of training\n", preset.name.c_str(), seed, accuracy, trainSeconds);
+  return "{\"framework\":\"nnstudio\",\"mode\":\"recipe\",\"config\":" + jsonString(preset.name) +
+         ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(result.device) +
+         ",\"seed\":" + std::to_string(seed) + ",\"epochs\":" + std::to_string(trainOptions.epochs) +
+         ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"trainSeconds\":" + number(trainSeconds) +
+         ",\"epochSeconds\":[" + seconds + "],\"testAccuracies\":[" + accuracies + "],\"testAccuracy\":" +
+         number(accuracy, "%.4f") + ",\"target\":" + number(options.target, "%.4f") +
+         ",\"timeToTarget\":" + (timeToTarget < 0 ? std::string("null") : number(timeToTarget)) + "}";
+}
+
 Mnist loadMnist(const fs::path& dir) {
   if (!fs::is_directory(dir))
     throw std::runtime_error("MNIST directory not found: " + dir.string() + " (pass --data DIR with the raw IDX files)");
@@ -357,11 +341,11 @@ int main(int argc, char** argv) {
   try {
     const bool cuda = options.device == "cuda";
     const fs::path presetDir(options.presetDir);
-    if (options.configs.empty()) options.configs = defaultConfigs(presetDir, cuda);
+    if (options.configs.empty()) options.configs = nnstudio_bench::defaultConfigs(presetDir, cuda);
     for (const std::string& name : options.configs) {
       const fs::path path = presetDir / (name + ".json");
       if (!fs::exists(path)) throw std::runtime_error("unknown config '" + name + "': " + path.string() + " not found");
-      presets.push_back(loadPreset(path));
+      presets.push_back(nnstudio_bench::loadPreset(path));
     }
     mnist = loadMnist(options.dataDir);
     backend = nnstudio::createBackend(cuda ? nnstudio::DeviceKind::CUDA : nnstudio::DeviceKind::CPU, options.threads);
@@ -380,8 +364,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "nnstudio_bench: note: %s is marked gpuOnly; running it on the CPU anyway\n",
                    preset.name.c_str());
     try {
-      const std::string line = benchConfig(*backend, options, preset, mnist);
-      std::printf("%s\n", line.c_str());
+      if (!options.recipe) {
+        std::printf("%s\n", benchConfig(*backend, options, preset, mnist).c_str());
+      } else {
+        for (const int seed : options.seeds) {
+          std::printf("%s\n", recipeRun(*backend, options, preset, mnist, seed).c_str());
+          std::fflush(stdout);
+        }
+      }
       std::fflush(stdout);
     } catch (const std::exception& error) {
       std::fprintf(stderr, "nnstudio_bench: error: %s: %s\n", preset.name.c_str(), error.what());

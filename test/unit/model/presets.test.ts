@@ -8,7 +8,7 @@ import { SpecError, inferShapes, parameterCount } from '../../../app/core/model/
 import { defaultLayers, defaultSpec, defaultTraining } from '../../../app/core/model/defaults';
 import { formatLayers } from '../../../app/core/model/layerSyntax';
 
-const allNames = ['fast_mnist', 'keras_cnn', 'lenet5', 'mlp', 'resnet_mnist', 'resnet_rgb', 'seed000', 'seed001', 'seed001_256', 'seed002'];
+const allNames = ['fast_mnist', 'keras_cnn', 'lenet5', 'mlp', 'resnet_fast', 'resnet_mnist', 'resnet_rgb', 'seed000', 'seed001', 'seed001_256', 'seed002'];
 
 describe('presets', () => {
   test('found by walking up from the compiled file, sorted by name, all valid', () => {
@@ -27,7 +27,7 @@ describe('presets', () => {
   });
 
   test('unknown names list the valid ones, each CLI name with its older name', () => {
-    const listed = 'fast-mnist (fast_mnist), keras-cnn (keras_cnn), lenet-5 (lenet5), small-mlp (mlp), resnet-mnist (resnet_mnist), resnet-rgb (resnet_rgb), tiny-cnn (seed000), ' +
+    const listed = 'fast-mnist (fast_mnist), keras-cnn (keras_cnn), lenet-5 (lenet5), small-mlp (mlp), resnet-fast (resnet_fast), resnet-mnist (resnet_mnist), resnet-rgb (resnet_rgb), tiny-cnn (seed000), ' +
       'one-layer-cnn (seed001), wide-cnn (seed001_256), two-layer-cnn (seed002)';
     assert.throws(() => getPreset('seed999'), { message: `unknown preset "seed999"; valid presets: ${listed}` });
   });
