@@ -6,7 +6,7 @@ import type { DatasetPreview, DatasetSummary } from '../core/data/datasetViews';
 import type { LayerCheck, ModelCheck } from '../core/model/modelCheck';
 import type { DeviceInfo, EpochProgress, EpochRecord, SplitPlan, StepProgress, TrainingRecord, TrainPlan } from '../core/model/trainingTypes';
 import type { ModelSpec } from '../core/model/spec';
-import type { EarlyStopping, LrSchedule } from '../core/model/trainingControl';
+import type { Augmentation, EarlyStopping, LrSchedule } from '../core/model/trainingControl';
 import type { CellExample, CellExamples } from '../services/examples';
 import type { RunRecord, RunSummary } from '../core/runs/runFile';
 import type { Channel, PayloadOf } from './schemas';
@@ -20,7 +20,7 @@ export type { Histogram, RegressionReport, WorstPrediction } from '../core/metri
 import type { Histogram, RegressionReport, WorstPrediction } from '../core/metrics/regression';
 export type { ModelSpec } from '../core/model/spec';
 export type { RunRecord, RunStatus as SavedRunStatus, RunSummary } from '../core/runs/runFile';
-export type { EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
+export type { Augmentation, EarlyStopping, EarlyStoppingMonitor, LrSchedule } from '../core/model/trainingControl';
 // Defined once below the API (types only, nothing of Node), shared with the services and the engine.
 export type { DatasetPreview, ImagePreview } from '../core/data/datasetViews';
 export type { DeviceInfo, EpochProgress, EpochRecord, SplitPlan, StepProgress, TrainingRecord, TrainPlan } from '../core/model/trainingTypes';
@@ -70,7 +70,8 @@ export interface PresetInfo {
   /** The layers and recipe in short. */
   description: string;
   spec: ModelSpec;
-  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule };
+  /** The recipe the editor's training settings adopt: the ResNets' augmentation too. */
+  training: { batchSize: number; epochs: number; lrSchedule?: LrSchedule; augment?: Augmentation };
   gpuOnly?: boolean;
 }
 

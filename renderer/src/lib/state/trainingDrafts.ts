@@ -65,10 +65,15 @@ export function newTrainingDraft(): TrainingDraft {
   };
 }
 
-/** A preset's recipe fills the settings; schedule fields it leaves out keep their values (a one-cycle peak clears). */
+/**
+ * A preset's recipe fills the settings; schedule fields it leaves out keep their values (a one-cycle peak
+ * clears). Its augmentation replaces the fieldset's, all of it (none for a preset without one): the editor
+ * sends layers, not the preset's name, so the server adds nothing and what the fields show is what trains.
+ */
 export function adoptPresetTraining(draft: TrainingDraft, training: PresetInfo['training']): void {
   draft.batchSize = training.batchSize;
   draft.epochs = training.epochs;
+  Object.assign(draft.augment, augmentDraftOf(training.augment));
   const schedule = training.lrSchedule ?? { kind: 'constant' };
   const target = draft.schedule;
   target.kind = schedule.kind;
@@ -83,6 +88,17 @@ export function adoptPresetTraining(draft: TrainingDraft, training: PresetInfo['
     if (schedule.divFactor !== undefined) target.divFactor = schedule.divFactor;
     if (schedule.finalDivFactor !== undefined) target.finalDivFactor = schedule.finalDivFactor;
   }
+}
+
+/** The fieldset's values for an augmentation (a kind left out: its input empty). */
+function augmentDraftOf(augment: PresetInfo['training']['augment']): AugmentDraft {
+  return {
+    translate: augment?.translate ?? null,
+    flip: augment?.flip ?? false,
+    rotate: augment?.rotate ?? null,
+    scale: augment?.scale ?? null,
+    erase: augment?.erase ?? null,
+  };
 }
 
 // ---- checks: the server's bounds, named by the control ----
