@@ -5,7 +5,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { presetInfos } from '../../../app/api/registries/models';
 import type { PresetInfo } from '../../../app/api/types';
-import { adoptPresetTraining, newTrainingDraft, trainingOptions } from '../../../renderer/src/lib/state/trainingDrafts';
+import type * as Drafts from '../../../renderer/src/lib/state/trainingDrafts';
+import { loadRendererModule } from '../../support/rendererModule';
+
+const { adoptPresetTraining, newTrainingDraft, trainingOptions } = loadRendererModule<typeof Drafts>('renderer/src/lib/state/trainingDrafts.ts');
 
 function preset(name: string): PresetInfo {
   const found = presetInfos().find((entry) => entry.name === name);
