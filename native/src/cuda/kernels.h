@@ -144,15 +144,23 @@ void gelu_backward(cudaStream_t stream, float* dx, const float* dy, const float*
 // `workspace` holds batchnorm_workspace(maxN, C, S) floats; saved (2C) gets the mean and inverse std.
 using BatchNormArgs = cpu::BatchNormArgs;
 using cpu::batchNormArgs;
+// An elementwise activation (not GELU, not softmax) that follows the batchnorm, fused into its kernels:
+// the forward writes f(normalised); the backward reads the gradient at f's output and f's output `y`.
+struct BatchNormActivation {
+  ActivationFn fn = ActivationFn::Linear;
+  float alpha = 0;
+  const float* y = nullptr;  // backward only: the activation's output
+};
 size_t batchnorm_workspace(int maxN, int C, int S);
 // runMean/runVar (device) move toward the batch's statistics when not null.
 void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,
-                             const BatchNormArgs& a, int maxN, float* workspace);
+                             const BatchNormArgs& a, int maxN, float* workspace, const BatchNormActivation& act = {});
 void batchnorm_forward_eval(cudaStream_t stream, float* y, const float* x, float* saved, const float* runMean,
-                            const float* runVar, const BatchNormArgs& a);
+                            const float* runVar, const BatchNormArgs& a, const BatchNormActivation& act = {});
 // dGamma, dBeta (written when not null), dx (when not null); training: through the batch statistics.
 void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy, const float* x,
-                        const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace);
+                        const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace,
+                        const BatchNormActivation& act = {});
 // ---- global average pool: (N, C, S) -> (N, C) ----
 void global_avgpool_forward(cudaStream_t stream, float* out, const float* in, int N, int C, int S);
 void global_avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, int N, int C, int S);

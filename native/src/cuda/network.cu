@@ -80,6 +80,14 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && plan_.layers[i + 1].kind == LayerKind::MaxPool2D &&
                     !gelu(plan_.layers[i].activation) &&
                     chooseConvPoolFusion(overrides, convGeom_[i], poolGeom_[i + 1], plan_.layers[i].activation);
+  // batchnorm + an elementwise activation layer: one pass less each way over the activations (always pays:
+  // the activation's own kernel reads and writes the whole tensor again)
+  bnActFused_.assign(L, false);
+  for (size_t i = 0; i + 2 < L; ++i) {  // not the last layer: the loss may take over an output activation
+    const LayerPlan& next = plan_.layers[i + 1];
+    bnActFused_[i] = plan_.layers[i].kind == LayerKind::BatchNorm && next.kind == LayerKind::Activation &&
+                     elementwise(next.activation) && !gelu(next.activation) && next.activation != ActivationFn::Linear;
+  }
 
   size_t workspace = 0;
   storage_.reserve(2 * L);
@@ -236,12 +244,19 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         break;
       case LayerKind::BatchNorm: {
         const BatchNormArgs a = batchNormArgs(lp, params, n);
+        float* saved = bnSaved_[i].get();
+        BatchNormActivation act;
+        if (bnActFused_[i]) {  // the activation layer i+1 is done with it
+          const LayerPlan& next = plan_.layers[++i];
+          act.fn = next.activation;
+          act.alpha = next.alpha;
+          y = out_[i];
+        }
         if (training)
-          batchnorm_forward_train(stream, y, x, bnSaved_[i].get(), stats ? stats + lp.statsOffset : nullptr,
-                                  stats ? stats + lp.statsOffset + lp.inC : nullptr, a, maxBatch_, workspace_.get());
+          batchnorm_forward_train(stream, y, x, saved, stats ? stats + lp.statsOffset : nullptr,
+                                  stats ? stats + lp.statsOffset + lp.inC : nullptr, a, maxBatch_, workspace_.get(), act);
         else
-          batchnorm_forward_eval(stream, y, x, bnSaved_[i].get(), params + lp.statsOffset,
-                                 params + lp.statsOffset + lp.inC, a);
+          batchnorm_forward_eval(stream, y, x, saved, params + lp.statsOffset, params + lp.statsOffset + lp.inC, a, act);
         break;
       }
       case LayerKind::GlobalAvgPool:
@@ -288,6 +303,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     const LayerPlan& lp = plan_.layers[li];
     if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
     if (li > 0 && poolFused_[li - 1]) continue;          // the fused conv before runs this pool's backward
+    if (li > 0 && bnActFused_[li - 1]) continue;         // the batchnorm before differentiates this activation
     const float* x = li == 0 ? input_ : out_[li - 1];
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
@@ -347,11 +363,18 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
         if (gelu(lp.activation)) gelu_backward(stream, dIn, dOut, x, int64_t(n) * lp.outSize);
         else activation_backward(stream, dIn, dOut, y, n, lp.outSize, lp.activation, lp.alpha);
         break;
-      case LayerKind::BatchNorm:
+      case LayerKind::BatchNorm: {
+        BatchNormActivation act;
+        if (bnActFused_[li]) {  // the gradient arrives at the fused activation's output
+          const LayerPlan& next = plan_.layers[li + 1];
+          act = BatchNormActivation{next.activation, next.alpha, out_[li + 1]};
+          dOut = grad_[li + 1];
+        }
         batchnorm_backward(stream, dIn, lp.affine ? grads + lp.weightOffset : nullptr,
                            lp.affine ? grads + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].get(),
-                           batchNormArgs(lp, params, n), lastTraining_, maxBatch_, workspace_.get());
+                           batchNormArgs(lp, params, n), lastTraining_, maxBatch_, workspace_.get(), act);
         break;
+      }
       case LayerKind::GlobalAvgPool:
         global_avgpool_backward(stream, dIn, dOut, n, lp.inC, lp.spatial);
         break;

@@ -70,6 +70,7 @@ class Network {
   std::vector<bool> needInputGrad_;           // does layer i have to produce dLoss/dInput?
   std::vector<bool> gatedByNext_;             // layer i's activation backward is done by the next layer
   std::vector<bool> poolFused_;               // conv i and max pool i+1 run as one kernel
+  std::vector<bool> bnActFused_;              // batchnorm i's kernels apply (and differentiate) activation i+1
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
   DeviceBuffer<float> inputGrad_;
