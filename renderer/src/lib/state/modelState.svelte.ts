@@ -28,7 +28,7 @@ export interface ModelDeps {
   presets(): readonly PresetInfo[];
   /** A CUDA device is available (some presets need one). */
   hasGpu(): boolean;
-  /** A preset's training recipe (batch size, epochs, schedule) fills the training settings. */
+  /** A preset's training recipe (batch size, epochs, schedule, augmentation) fills the training settings. */
   adoptTraining(training: PresetInfo['training']): void;
   /** The user changed the model (a finished run's results no longer describe it). */
   edited(): void;

@@ -81,7 +81,7 @@ export class TrainState {
     this.deps = deps;
   }
 
-  /** A preset's recipe: batch size, epochs and schedule. */
+  /** A preset's recipe: batch size, epochs, schedule and augmentation (adoptPresetTraining in trainingDrafts.ts). */
   adoptPresetTraining(training: PresetInfo['training']): void {
     adoptPresetTraining(this.settings, training);
   }
