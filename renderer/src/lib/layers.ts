@@ -17,7 +17,8 @@ export const layerKinds: { kind: LayerKind; title: string }[] = [
   { kind: 'dropout', title: 'Dropout' },
   { kind: 'activation', title: 'Activation' },
   { kind: 'batchnorm', title: 'Batch normalisation' },
-  { kind: 'global_avgpool', title: 'Global average pooling' },
+  // shorter than its full name: the kind choices are as wide as the longest title, in a table that fits 1024 px
+  { kind: 'global_avgpool', title: 'Global avg. pooling' },
   { kind: 'residual', title: 'Residual block' },
 ];
 /** The kinds a residual block's layers may have. */
