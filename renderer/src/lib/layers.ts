@@ -39,7 +39,7 @@ export const lossTitles: Record<LossName, string> = {
   binary_cross_entropy: 'Binary cross-entropy',
   mse: 'Mean squared error',
   mae: 'Mean absolute error',
-  huber: 'Huber (squared near 0, absolute beyond 1)',
+  huber: 'Huber (squared up to 1, then linear)',
 };
 
 /** A new layer of a kind, with sensible values to start from (a block: two convolutions that keep the shape). */
