@@ -1,6 +1,7 @@
 // Every screen at laptop sizes and under axe-core: no horizontal overflow at 1024 × 768 and 1280 × 720
 // (measured in the DOM), zero serious or critical axe violations in the light and the dark theme, and focus
-// that follows the user's actions. A 10-class model (the built-in MNIST, a few hundred images, one epoch on
+// that follows the user's actions. The Model screen twice: with LeNet-5, and with Fast ResNet (the widest
+// layer table: residual blocks), where every drop-down choice must also show its option whole. A 10-class model (the built-in MNIST, a few hundred images, one epoch on
 // the CPU) must fit whole; a 100-class table (a synthetic CSV) keeps its matrix scrolling inside its own region.
 // With $NNSTUDIO_AUDIT_SHOTS set to a folder, each screen is also photographed at 1024, 1280 and 1440 wide.
 import { describe } from 'node:test';
@@ -26,7 +27,7 @@ import {
   type ColorScheme,
 } from './support/audit';
 import { openCsv, openMnist, setSplits } from './flows/data';
-import { choosePreset, setTrainingSettings, waitModelFits } from './flows/model';
+import { choosePreset, layerRow, setTrainingSettings, waitModelFits } from './flows/model';
 import { startTraining, waitCompleted, waitState, waitTraining } from './flows/train';
 import { commonestMistake, openCell, readConfusion } from './flows/evaluate';
 import { openRegressionCsv } from './flows/regression';
@@ -89,6 +90,55 @@ async function audit(page: Page, name: string, options: AuditOptions = {}): Prom
 
 const focused = focusedElement;
 
+// The page's globals as the choice check below uses them (the tests are built without the DOM library).
+interface ChoiceElement {
+  selectedIndex: number;
+  selectedOptions: ArrayLike<{ textContent: string | null }>;
+  parentElement: { append(element: ChoiceElement): void } | null;
+  style: Record<string, string>;
+  getAttribute(name: string): string | null;
+  closest(selector: string): { textContent: string | null } | null;
+  getBoundingClientRect(): { width: number };
+  cloneNode(deep: boolean): ChoiceElement;
+  remove(): void;
+}
+declare const document: { querySelectorAll(selector: string): ArrayLike<ChoiceElement> };
+
+/**
+ * Drop-down choices too narrow to show the option chosen ("Softmax cross-…"): each is compared with a hidden
+ * copy sized to that option (field-sizing: content), beside it so that it takes the same styles.
+ */
+async function clippedChoices(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const clipped: string[] = [];
+    for (const choice of Array.from(document.querySelectorAll('select'))) {
+      const shown = choice.getBoundingClientRect().width;
+      if (shown === 0 || !choice.parentElement) continue;
+      const probe = choice.cloneNode(true);
+      Object.assign(probe.style, { position: 'absolute', visibility: 'hidden', fieldSizing: 'content', width: 'auto', minWidth: '0', maxWidth: 'none' });
+      choice.parentElement.append(probe);
+      probe.selectedIndex = choice.selectedIndex;
+      const needed = probe.getBoundingClientRect().width;
+      probe.remove();
+      const name = choice.getAttribute('aria-label') ?? (choice.closest('label')?.textContent ?? '').trim().split('\n')[0];
+      if (shown + 0.5 < needed) clipped.push(`${name}: "${choice.selectedOptions[0]?.textContent ?? ''}" needs ${Math.round(needed)} px, has ${Math.round(shown)}`);
+    }
+    return clipped;
+  });
+}
+
+/** The Model screen's choices read whole at every laptop size and at the tests' own. */
+async function assertChoicesReadable(page: Page): Promise<void> {
+  try {
+    for (const size of [...laptopSizes, testSize]) {
+      await resize(page, size);
+      assert.deepEqual(await clippedChoices(page), [], `${size.width}×${size.height}: every choice shows its option whole`);
+    }
+  } finally {
+    await resize(page, testSize);
+  }
+}
+
 describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720, axe in both themes', { skip: skipWithoutBrowser() }, () => {
   let flowers = '';
   let many = '';
@@ -129,9 +179,30 @@ describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720,
     await page().getByRole('button', { name: 'Next: design the model →' }).click();
     await eventually(async () => assert.equal(await focused(page()), 'h1 Model'));
     assert.equal(await navButton(page(), 'Model').getAttribute('aria-current'), 'step');
+  });
+
+  // The widest layer table: two residual blocks, the second's summary naming its projection shortcut, and
+  // batch normalisation and global average pooling among the kinds, at 1024 px wide with the rail beside it.
+  step('Model with Fast ResNet: the residual blocks fit without sideways scrolling, every choice reads whole', 60_000, async () => {
+    await choosePreset(page(), 'Fast ResNet (28x28)');
+    await waitModelFits(page());
+    for (const [position, shortcut] of [[5, /identity shortcut$/], [7, /1x1 projection shortcut, stride 2 \([\d,]+ parameters\)$/]] as const) {
+      const row = layerRow(page(), position);
+      assert.equal(await row.getByRole('combobox', { name: `Layer ${position} kind`, exact: true }).inputValue(), 'residual');
+      assert.match(((await row.getByRole('button', { name: `Layer ${position} block's layers` }).textContent()) ?? '').trim(), shortcut);
+      assert.equal(await row.getByRole('combobox', { name: `Layer ${position}.2 kind`, exact: true }).inputValue(), 'batchnorm');
+    }
+    // audit() measures 1024 × 768 and 1280 × 720; the tests' own size is checked here as well
+    assert.deepEqual(overflowProblems(await measureOverflow(page())), [], `${testSize.width}×${testSize.height}`);
+    await assertChoicesReadable(page());
+    await audit(page(), 'model-resnet', { shotTarget: (p) => section(p, 'Layers') });
+  });
+
+  step('Model with LeNet-5', 60_000, async () => {
     await choosePreset(page(), 'LeNet-5');
     await waitModelFits(page());
     await setTrainingSettings(page(), { epochs: plan.epochs, batchSize: plan.batchSize, device: 'cpu' });
+    await assertChoicesReadable(page());
     await audit(page(), 'model', { shotTarget: (p) => section(p, 'Layers') });
   });
 
