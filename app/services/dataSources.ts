@@ -12,6 +12,7 @@ import { nameClassesLike, renameClasses } from '../core/data/classNames';
 import { loadBuiltinMnist } from '../core/data/mnist';
 import type { ImageFit } from '../core/data/imageFolder';
 import { loadImageFolder } from './imageFolders';
+import { isZipFile } from './zipImages';
 
 /** An IDX images file and its labels file (found beside the images when absent). */
 export interface IdxPair {
@@ -88,7 +89,8 @@ export async function dataSourceFromArgument(
 ): Promise<DataSource> {
   if (argument.toLowerCase() === 'mnist') return { kind: 'mnist', split };
   if (!fs.existsSync(argument)) throw new DataError(argument, 'no such file');
-  if (fs.statSync(argument).isDirectory()) return { kind: 'folder', path: argument, ...definedOf(extra.image ?? {}) };
+  // a folder of class folders, or a ZIP of one (read through its unpacked copy: zipImages.ts)
+  if (fs.statSync(argument).isDirectory() || isZipFile(argument)) return { kind: 'folder', path: argument, ...definedOf(extra.image ?? {}) };
   if (idxNamePattern.test(argument) || (await looksLikeIdx(argument))) {
     return { kind: 'idx', imagesPath: argument, labelsPath: extra.labelsPath };
   }

@@ -2,6 +2,7 @@
 // probabilities for any file. The model's stored preprocessing is applied, so a model trained on the
 // built-in MNIST reads a Kaggle-style pixel CSV of the same images the same way.
 import { scanImageFolder } from '../core/data/imageFolder';
+import { imageFolderRoot } from './zipImages';
 import type { Dataset } from '../core/data/dataset';
 import { applyPreprocessing, normalizeFeatures, type Preprocessing } from '../core/data/preprocess';
 import { applyImputation } from '../core/data/imputation';
@@ -203,7 +204,7 @@ export async function predictWithModel(model: Model<Preprocessing>, source: Data
 /** Prediction input may or may not carry the label column: try labelled first, then without labels. */
 async function prepareForPrediction(model: Model<Preprocessing>, source: DataSource): Promise<Dataset> {
   // a folder of class folders is labelled; one of loose images (or mixed) is read whole, without labels
-  if (source.kind === 'folder') return prepare(model, source, scanImageFolder(source.path).classes.length === 0);
+  if (source.kind === 'folder') return prepare(model, source, scanImageFolder(imageFolderRoot(source.path)).classes.length === 0);
   if (source.kind !== 'csv') return prepare(model, source, false);
   try {
     return await prepare(model, source, false);

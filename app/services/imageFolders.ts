@@ -11,6 +11,7 @@ import {
   type FolderScan, type ImageFit, type Undecodable,
 } from '../core/data/imageFolder';
 import { decodeImage, hasColour, imageSize, writePlanes, type ImageSize, type RgbPixels } from './imageDecoding';
+import { imageFolderRoot } from './zipImages';
 
 export interface ImageFolderOptions {
   /** [height, width]; default: the median size, longer side capped (imageFolder.defaultImageSize). */
@@ -34,7 +35,9 @@ interface Entry {
 /** Images decoded at a time: sharp works on libuv's pool (4 threads by default). */
 const concurrency = 8;
 
-export async function loadImageFolder(root: string, options: ImageFolderOptions = {}): Promise<Dataset> {
+/** `folder`: a folder, or a ZIP of one (zipImages.ts). */
+export async function loadImageFolder(folder: string, options: ImageFolderOptions = {}): Promise<Dataset> {
+  const root = imageFolderRoot(folder);
   const scan = scanImageFolder(root);
   if (!options.unlabeled) checkClassFolders(scan);
   const entries = limitEntries(entriesOf(scan, options.unlabeled ?? false), options.limit);
@@ -76,7 +79,7 @@ export async function loadImageFolder(root: string, options: ImageFolderOptions 
   return {
     features, labels, count: kept.length, featureShape: [channels, height, width], featureNames: [],
     classLabels: options.unlabeled ? [...(options.classLabels ?? [])] : scan.classes.map((folder) => folder.name),
-    source: root, pixelScale: 255, imageFit: fit, notes,
+    source: folder, pixelScale: 255, imageFit: fit, notes,
   };
 }
 

@@ -235,7 +235,7 @@ function dataName(source: DataSource): string {
     case 'csv':
       return path.basename(source.path) + (source.options?.limit ? ` (${source.options.limit})` : '');
     case 'folder':
-      return `${path.basename(source.path)}/` + (source.limit ? ` (${source.limit})` : '');
+      return `${path.basename(source.path)}${/\.zip$/i.test(source.path) ? '' : '/'}` + (source.limit ? ` (${source.limit})` : '');
   }
 }
 

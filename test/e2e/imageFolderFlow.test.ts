@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
+import { zipSync } from 'fflate';
 import type { ModelInfo } from '../../app/api/types';
 import { writeDigitFolder } from '../support/imageFolder';
 import { skipWithoutBrowser } from './support/browser';
@@ -46,6 +47,20 @@ async function askServer<Result>(browserUrl: string, channel: string, payload: u
   }
 }
 
+/** The folder's files under its own name, as zipping a folder makes them ("digits/zero/0.png"). */
+function zipOf(root: string, top: string): Uint8Array {
+  const entries: Record<string, Uint8Array> = {};
+  const walk = (at: string, prefix: string): void => {
+    for (const name of fs.readdirSync(at)) {
+      const full = path.join(at, name);
+      if (fs.statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
+      else entries[`${prefix}${name}`] = fs.readFileSync(full);
+    }
+  };
+  walk(root, `${top}/`);
+  return zipSync(entries);
+}
+
 describe('image folder flow: a folder of coloured digits, the Fast ResNet preset, one epoch, examples, an uploaded image', { skip: skipWithoutBrowser() }, () => {
   let studio: Studio | undefined;
   const step = sequentialSteps(() => studio);
@@ -56,6 +71,8 @@ describe('image folder flow: a folder of coloured digits, the Fast ResNet preset
   before(async () => {
     await writeDigitFolder(folder, { perClass: 40, formats: ['png', 'jpeg', 'bmp'] });
     fs.writeFileSync(path.join(folder, 'zero', 'damaged.png'), 'not an image');
+    fs.writeFileSync(path.join(dir, 'digits.zip'), zipOf(folder, 'digits'));
+    fs.writeFileSync(path.join(dir, 'damaged.zip'), 'PK\u0003\u0004 not a ZIP after all');
     studio = await openStudio();
   }, { timeout: 60_000 });
 
@@ -173,5 +190,30 @@ describe('image folder flow: a folder of coloured digits, the Fast ResNet preset
       return shown;
     }, 30_000);
     assert.ok(headline.examples > 0 && headline.accuracy >= 0 && headline.accuracy <= 1);
+  });
+
+  step('a ZIP of the folder opens the same way; a damaged ZIP is named in one line', 60_000, async () => {
+    await goTo(page(), 'Data');
+    const card = section(page(), 'Image folder');
+    const choose = async (file: string): Promise<void> => {
+      const chooser = page().waitForEvent('filechooser');
+      await card.getByRole('button', { name: 'Choose a ZIP…' }).click();
+      await (await chooser).setFiles(file);
+    };
+    await choose(path.join(dir, 'damaged.zip'));
+    await card.getByText(/^damaged\.zip: is not a ZIP that can be read \(/).waitFor();
+    await choose(path.join(dir, 'digits.zip'));
+    await card.getByRole('status').filter({ hasText: 'digits: 121 files' }).waitFor();
+    await card.getByRole('spinbutton', { name: 'Size (pixels a side)' }).fill('28');
+    await card.getByRole('button', { name: 'Open image folder' }).click();
+    const summary = await eventually(async () => {
+      const shown = await readDatasetSummary(page());
+      assert.equal(shown['Examples'], '120');
+      return shown;
+    }, 30_000);
+    assert.equal(summary['Image shape'], '3 × 28 × 28');
+    assert.equal(summary['Classes'], '3');
+    for (const name of classes) await section(page(), 'Preview').getByRole('region', { name: `Class ${name}` }).waitFor();
+    assert.deepEqual(studio!.pageErrors, [], 'no errors in the page');
   });
 });

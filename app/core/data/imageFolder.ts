@@ -5,12 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataError } from './errors';
+import { imageExtensions, isImageFile } from './imageFiles';
+
+export { imageExtensions, isImageFile } from './imageFiles';
 
 export type ImageFit = 'crop' | 'letterbox';
 export const imageFits: readonly ImageFit[] = ['crop', 'letterbox'];
-
-/** The extensions read as images (any case). Other files are left out with a note. */
-export const imageExtensions = ['.png', '.jpg', '.jpeg', '.webp', '.gif', '.bmp'] as const;
 
 /** The default size's longer side is at most this (the median image's size scaled down to fit). */
 export const defaultSizeCap = 64;
@@ -39,10 +39,6 @@ export interface FolderScan {
 }
 
 const naturalOrder = (a: string, b: string): number => a.localeCompare(b, 'en', { numeric: true });
-
-export function isImageFile(name: string): boolean {
-  return (imageExtensions as readonly string[]).includes(path.extname(name).toLowerCase());
-}
 
 /** Hidden files and folders (".DS_Store", ".git") and macOS resource forks ("__MACOSX") are not data. */
 function isHidden(name: string): boolean {

@@ -8,6 +8,7 @@ import { before, describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { loadModel } from '../../../app/core/model/modelFile';
 import { onnxInputName, onnxOutputName } from '../../../app/core/interop/onnxExport';
+import { zipSync } from 'fflate';
 import { loadImageFolder } from '../../../app/services/imageFolders';
 import { writeDigitFolder } from '../../support/imageFolder';
 import { errorLine, runCli, scratchDir } from './cliHarness';
@@ -83,5 +84,55 @@ describe('nnstudio with an image folder', () => {
     const refused = await runCli(['train', '--data', 'broken', '--device', 'cpu'], dir);
     assert.equal(refused.code, 1);
     assert.match(errorLine(refused), /broken: 1 of 7 images cannot be read as images \(more than 10 %\): zero\/bad\.png/);
+  });
+});
+
+describe('nnstudio with a ZIP of an image folder', () => {
+  const dir = scratchDir('imagefolder-zip-cli');
+  /** The folder's files under its own name, as a zip tool makes them ("digits/zero/0.png"). */
+  function zipFolder(folder: string, top: string): Uint8Array {
+    const entries: Record<string, Uint8Array> = {};
+    const walk = (at: string, prefix: string): void => {
+      for (const name of fs.readdirSync(at)) {
+        const full = path.join(at, name);
+        if (fs.statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
+        else entries[`${prefix}${name}`] = fs.readFileSync(full);
+      }
+    };
+    walk(folder, `${top}/`);
+    entries['__MACOSX/digits/._junk'] = new Uint8Array([1, 2, 3]);
+    return zipSync(entries);
+  }
+  before(async () => {
+    await writeDigitFolder(path.join(dir, 'digits'), { perClass: 12, formats: ['png', 'jpeg'] });
+    fs.writeFileSync(path.join(dir, 'digits.zip'), zipFolder(path.join(dir, 'digits'), 'digits'));
+    fs.writeFileSync(path.join(dir, 'broken.zip'), Buffer.from('PK\u0003\u0004 this is not really a zip'));
+    fs.writeFileSync(path.join(dir, 'escape.zip'), zipSync({ 'a/../../outside.png': new Uint8Array([1]) }));
+  });
+
+  test('train --data digits.zip reads it like the folder: the folder names as classes, the run names the ZIP', async () => {
+    const trained = await runCli(['train', '--data', 'digits.zip', '--layers', 'conv:4x3:relu,maxpool:2,dense:3', '--image-size', '16',
+      '--epochs', '1', '--device', 'cpu', '--json', '--out', 'z.safetensors'], dir);
+    assert.equal(trained.code, 0, trained.stderr);
+    const model = await loadModel(path.join(dir, 'z.safetensors'));
+    assert.deepEqual(model.labels, ['one', 'two', 'zero']);
+    const fromZip = await loadImageFolder(path.join(dir, 'digits.zip'), { size: [16, 16] });
+    const fromFolder = await loadImageFolder(path.join(dir, 'digits'), { size: [16, 16] });
+    assert.equal(fromZip.count, fromFolder.count);
+    assert.deepEqual(Array.from(fromZip.features.slice(0, 512)), Array.from(fromFolder.features.slice(0, 512)));
+    assert.equal(path.basename(fromZip.source), 'digits.zip');
+  });
+
+  test('eval --data digits.zip; a damaged ZIP and one whose paths leave the folder get one clear line', async () => {
+    const evaluation = await runCli(['eval', '--model', 'z.safetensors', '--data', 'digits.zip', '--json'], dir);
+    assert.equal(evaluation.code, 0, evaluation.stderr);
+    assert.equal(JSON.parse(evaluation.stdout).confusion.flat().reduce((a: number, b: number) => a + b, 0), 36);
+    const broken = await runCli(['train', '--data', 'broken.zip', '--epochs', '1', '--device', 'cpu'], dir);
+    assert.notEqual(broken.code, 0);
+    assert.match(errorLine(broken), /broken\.zip: is not a ZIP that can be read \(/);
+    const escape = await runCli(['train', '--data', 'escape.zip', '--epochs', '1', '--device', 'cpu'], dir);
+    assert.notEqual(escape.code, 0);
+    assert.match(errorLine(escape), /escape\.zip: holds a path that leaves the folder \(a\/\.\.\/\.\.\/outside\.png\)/);
+    assert.equal(fs.existsSync(path.join(dir, '..', 'outside.png')), false);
   });
 });

@@ -1,0 +1,16 @@
+// Which files of an image folder are images, by extension: pure (no Node modules), so the browser's ZIP
+// reading (renderer/src/lib/zipFolder.ts) and the server's folder reading (imageFolder.ts) agree.
+
+/** The extensions read as images (any case). Other files are left out with a note. */
+export const imageExtensions = ['.png', '.jpg', '.jpeg', '.webp', '.gif', '.bmp'] as const;
+
+/** ".png" for "cats/001.PNG"; "" without an extension (as path.extname, for "/"- or "\"-separated names). */
+function extensionOf(name: string): string {
+  const base = name.replace(/^.*[\\/]/, '');
+  const dot = base.lastIndexOf('.');
+  return dot > 0 ? base.slice(dot) : '';
+}
+
+export function isImageFile(name: string): boolean {
+  return (imageExtensions as readonly string[]).includes(extensionOf(name).toLowerCase());
+}

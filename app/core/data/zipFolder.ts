@@ -1,0 +1,77 @@
+// A ZIP of an image folder as the folder's files: which entries count and the path each has in the folder.
+// Pure (no Node modules). Shared by the CLI and serve (services/zipImages.ts extracts to disk) and the browser (renderer/src/lib/zipFolder.ts
+// sends the files as a folder upload), so both read a ZIP the same way:
+// - directories, hidden files and macOS's __MACOSX are not data; files that are not images stay out too;
+// - a ZIP made by zipping a folder holds everything under that folder's name ("digits/0/a.png"): that one
+//   top folder is the folder itself (its name becomes the dataset's), as when the folder is dropped;
+// - a path that climbs out (".."), is absolute, or nests more than maxZipDepth deep is refused, naming it.
+import { isImageFile } from './imageFiles';
+
+/** A ZIP that cannot be read as an image folder: the message starts with the ZIP's file name, like DataError's. */
+export class ZipFolderError extends Error {
+  override readonly name = 'ZipFolderError';
+  constructor(zipName: string, readonly what: string) {
+    super(`${zipName.replace(/^.*[\\/]/, '')}: ${what}`);
+  }
+}
+
+/** Folders inside the image folder at most (the class folder and a few levels under it). */
+export const maxZipDepth = 8;
+/** Uncompressed bytes a ZIP may unpack to: a ZIP bomb is refused before it fills the disk. */
+export const maxZipBytes = 4 * 1024 ** 3;
+
+export interface ZipEntryPlace {
+  /** The entry's name in the ZIP. */
+  entry: string;
+  /** Its path in the folder ("cats/001.jpg"). */
+  path: string;
+}
+
+export interface ZipFolderLayout {
+  /** The folder's name: the ZIP's single top folder, else the ZIP's file name without ".zip". */
+  name: string;
+  images: ZipEntryPlace[];
+  /** Files left out because they are not images (their paths in the folder). */
+  skipped: string[];
+}
+
+const hiddenPart = (part: string): boolean => part.startsWith('.') || part === '__MACOSX';
+
+/** "a\\b/c" -> ["a", "b", "c"]; refuses what could land outside the folder. */
+function partsOf(zipName: string, entry: string): string[] {
+  const normalised = entry.replace(/\\/g, '/');
+  if (normalised.startsWith('/') || /^[a-zA-Z]:/.test(normalised)) throw new ZipFolderError(zipName, `holds an absolute path (${entry}); it is not read`);
+  const parts = normalised.split('/').filter((part) => part !== '' && part !== '.');
+  if (parts.includes('..')) throw new ZipFolderError(zipName, `holds a path that leaves the folder (${entry}); it is not read`);
+  return parts;
+}
+
+export function zipFolderLayout(zipName: string, entries: readonly string[]): ZipFolderLayout {
+  const files = entries
+    .filter((entry) => !entry.endsWith('/') && !entry.endsWith('\\'))
+    .map((entry) => ({ entry, parts: partsOf(zipName, entry) }))
+    .filter(({ parts }) => parts.length > 0 && !parts.some(hiddenPart));
+  if (files.length === 0) throw new ZipFolderError(zipName, 'holds no files');
+  const top = files[0].parts[0];
+  const underOneFolder = files.every(({ parts }) => parts.length > 2 && parts[0] === top);
+  const baseName = zipName.replace(/^.*[\\/]/, '').replace(/\.zip$/i, '') || 'folder';
+  const placed = files.map(({ entry, parts }) => ({ entry, parts: underOneFolder ? parts.slice(1) : parts }));
+  for (const { entry, parts } of placed) {
+    if (parts.length > maxZipDepth + 1) throw new ZipFolderError(zipName, `${entry} is more than ${maxZipDepth} folders deep`);
+  }
+  const images = placed.filter(({ parts }) => isImageFile(parts[parts.length - 1]));
+  const skipped = placed.filter(({ parts }) => !isImageFile(parts[parts.length - 1])).map(({ parts }) => parts.join('/'));
+  return {
+    name: underOneFolder ? top : baseName,
+    images: images.map(({ entry, parts }) => ({ entry, path: parts.join('/') })),
+    skipped,
+  };
+}
+
+/** The uncompressed total, checked against maxZipBytes before anything is unpacked. */
+export function checkZipSize(zipName: string, uncompressedBytes: number, limit = maxZipBytes): void {
+  if (uncompressedBytes > limit) {
+    const size = (bytes: number): string => (bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.ceil(bytes / 1024 ** 2)} MiB`);
+    throw new ZipFolderError(zipName, `unpacks to ${size(uncompressedBytes)}, more than the ${size(limit)} a ZIP may hold here; unpack it and open the folder`);
+  }
+}
