@@ -1,8 +1,9 @@
 // conv2d's forward and input-gradient implicit GEMMs on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+)
 // with 3xTF32 error compensation, so the result has FP32-level accuracy.
 //   forward  out (F, N*OH*OW) = W (F, K) . col (K, N*OH*OW),   K = C*kh*kw; epilogue + bias, activation
-//   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx)
-//            (stride > 1: only the taps that land on an output position); epilogue * inAct'(in)
+//   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx);
+//            epilogue * inAct'(in). Stride > 1: one launch per phase (conv_gemm.cuh convInputPhaseGemm), each
+//            a stride-1 correlation with the taps that land on outputs, its columns written strided.
 // The same GEMMs as conv2d.cu's convGemmKernel (same im2col gather, same epilogues); only the inner
 // product differs.
 //
@@ -28,6 +29,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <vector>
 
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
@@ -110,57 +112,46 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   const int srcHW = a.srcH * a.srcW;
 
   // The columns this lane gathers for the B tile, fixed for the whole reduction: the offset of the
-  // column's origin in the source and (stride 1) a bit per tap (ky, kx) that lands inside the source
-  // (kh * kw <= 32), so a tap costs one AND instead of four compares; a column past J has no taps.
-  // Strided input gradient: the origin's (y, x), the taps are checked one by one.
+  // column's origin in the source and a bit per tap (ky, kx) that lands inside the source (kh * kw <= 32),
+  // so a tap costs one AND instead of four compares; a column past J has no taps.
   int colOff[BCOLS];
   uint32_t colTaps[BCOLS];
-  int colY[MODE == kInputStrided ? BCOLS : 1], colX[MODE == kInputStrided ? BCOLS : 1];
 #pragma unroll
   for (int r = 0; r < BCOLS; ++r) {
     const int j = j0 + lane + 32 * r;
     colOff[r] = 0;
     colTaps[r] = 0;
-    if constexpr (MODE == kInputStrided) {
-      colY[r] = -(1 << 30);  // past J: every bound check fails
-      colX[r] = 0;
-    }
     if (j < a.J) {
       const int n = a.divPlane.div(j), pix = j - n * a.plane;
       const int oy = a.divPlaneW.div(pix), ox = pix - oy * a.planeW;
-      if constexpr (MODE == kInputStrided) {
-        colY[r] = oy + a.padTop;
-        colX[r] = ox + a.padLeft;
-        colOff[r] = n * a.srcC * srcHW;
-      } else {
-        // forward: tap at (y + ky, x + kx); input gradient: at (y - ky, x - kx)
-        const int y = MODE == kForward ? oy * a.stride - a.padTop : oy + a.padTop;
-        const int x = MODE == kForward ? ox * a.stride - a.padLeft : ox + a.padLeft;
-        colOff[r] = n * a.srcC * srcHW + y * a.srcW + x;
-        // the taps inside form a range of ky and one of kx: forward 0 <= x + kx < W, so kx in
-        // [-x, W - x); input gradient 0 <= x - kx < W, so kx in [x - W + 1, x + 1); the same for ky
-        const int xlo = max(0, MODE == kForward ? -x : x - a.srcW + 1);
-        const int xhi = min(a.kw, MODE == kForward ? a.srcW - x : x + 1);
-        const int ylo = max(0, MODE == kForward ? -y : y - a.srcH + 1);
-        const int yhi = min(a.kh, MODE == kForward ? a.srcH - y : y + 1);
-        const uint32_t xs = xhi > xlo ? (xhi >= 32 ? 0u : 1u << xhi) - (1u << xlo) : 0u;  // bits [xlo, xhi)
-        uint32_t taps = 0;
-        for (int ky = ylo; ky < yhi; ++ky) taps |= xs << (ky * a.kw);
-        colTaps[r] = taps;
-      }
+      // forward: tap at (y + ky, x + kx); input gradient: at (y - ky, x - kx)
+      const int y = MODE == kForward ? oy * a.stride - a.padTop : oy + a.padTop;
+      const int x = MODE == kForward ? ox * a.stride - a.padLeft : ox + a.padLeft;
+      colOff[r] = n * a.srcC * srcHW + y * a.srcW + x;
+      // the taps inside form a range of ky and one of kx: forward 0 <= x + kx < W, so kx in
+      // [-x, W - x); input gradient 0 <= x - kx < W, so kx in [x - W + 1, x + 1); the same for ky
+      const int xlo = max(0, MODE == kForward ? -x : x - a.srcW + 1);
+      const int xhi = min(a.kw, MODE == kForward ? a.srcW - x : x + 1);
+      const int ylo = max(0, MODE == kForward ? -y : y - a.srcH + 1);
+      const int yhi = min(a.kh, MODE == kForward ? a.srcH - y : y + 1);
+      const uint32_t xs = xhi > xlo ? (xhi >= 32 ? 0u : 1u << xhi) - (1u << xlo) : 0u;  // bits [xlo, xhi)
+      uint32_t taps = 0;
+      for (int ky = ylo; ky < yhi; ++ky) taps |= xs << (ky * a.kw);
+      colTaps[r] = taps;
     }
   }
 
   // A: this thread's k within the tile is fixed (tid % BK); its rows are tid / BK + AROWS * i, whose
-  // offsets in the weight (forward weight[m][k]: m * K; input gradient weight[f][m][tap]: m * khkw)
-  // and bounds are fixed too.
+  // offsets in the weight (forward weight[m][k]: m * K; input gradient weight[f][m][tap]: m * the layer's
+  // kh * kw, which a phase's taps are a subset of) and bounds are fixed too.
+  const int wKhkw = MODE == kInputPhase ? a.tapKhkw : khkw;
   const int aK = tid % BK, aM = tid / BK;
   int aRowOff[AITER];
   uint32_t aRowOk = 0;
 #pragma unroll
   for (int i = 0; i < AITER; ++i) {
     const int m = m0 + aM + AROWS * i;
-    aRowOff[i] = m * (MODE == kForward ? a.K : khkw);
+    aRowOff[i] = m * (MODE == kForward ? a.K : wKhkw);
     if (m < a.M) aRowOk |= 1u << i;
   }
 
@@ -180,7 +171,12 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
         base = k;
       } else {
         const int f = a.divKhkw.div(k);
-        base = f * a.C * khkw + (k - f * khkw);
+        int tap = k - f * khkw;
+        if (MODE == kInputPhase) {  // the phase's tap (jy, jx) is the layer's (phaseY + jy s, phaseX + jx s)
+          const int jy = a.divKw.div(tap), jx = tap - jy * a.kw;
+          tap = (a.phaseY + jy * a.stride) * a.tapKw + a.phaseX + jx * a.stride;
+        }
+        base = f * a.C * wKhkw + tap;
       }
       const uint32_t ok = k < a.K ? aRowOk : 0u;
       const uint32_t dst = aDst0 + s * A_STAGE;
@@ -202,25 +198,12 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
         kx = tap - ky * a.kw;
         tapBit = 1u << tap;
         if (MODE == kForward) koff = q * srcHW + ky * a.srcW + kx;
-        else if (MODE == kInput) koff = q * srcHW - ky * a.srcW - kx;
-        else koff = q * srcHW;
+        else koff = q * srcHW - ky * a.srcW - kx;
       }
 #pragma unroll
       for (int r = 0; r < BCOLS; ++r) {
         const uint32_t d = dst + uint32_t(WARPS * i * BS + 32 * r) * 4;
-        if constexpr (MODE != kInputStrided) {
-          cpAsync4(d, a.src + (colOff[r] + koff), colTaps[r] & tapBit);
-        } else {
-          const int ty = colY[r] - ky, tx = colX[r] - kx;
-          bool valid = false;
-          int off = 0;
-          if (kValid && ty >= 0 && tx >= 0) {
-            const int oy = a.divStride.div(ty), ox = a.divStride.div(tx);
-            valid = oy * a.stride == ty && ox * a.stride == tx && oy < a.srcH && ox < a.srcW;
-            off = colOff[r] + koff + oy * a.srcW + ox;
-          }
-          cpAsync4(d, a.src + off, valid ? 1u : 0u);
-        }
+        cpAsync4(d, a.src + (colOff[r] + koff), colTaps[r] & tapBit);
       }
     }
   };
@@ -286,6 +269,15 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   cpAsyncWait<0>();  // no copy may be in flight when the block exits
 
   // epilogue: fragment element c holds row g (+8 for c >= 2), column 2t (+1 for odd c)
+  // where column pix of sample n, row m goes: a phase's columns are strided in the input
+  auto dstIndex = [&](int n, int m, int pix) -> int64_t {
+    if constexpr (MODE == kInputPhase) {
+      const int qy = a.divPlaneW.div(pix), qx = pix - qy * a.planeW;
+      return (int64_t(n) * a.M + m) * a.dstPlane + int64_t(qy * a.stride + a.dstY0) * a.dstW + qx * a.stride +
+             a.dstX0;
+    }
+    return (int64_t(n) * a.M + m) * a.plane + pix;
+  };
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt) {
     const int j = j0 + wn * 32 + nt * 8 + 2 * t;
@@ -304,8 +296,8 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
         const int m = m0 + wm * 32 + mt * 16 + g + 8 * h;
         if (m >= a.M) continue;
         float v0 = acc[mt][nt][2 * h], v1 = acc[mt][nt][2 * h + 1];
-        const int64_t i0 = (int64_t(n0) * a.M + m) * a.plane + pix0;
-        const int64_t i1 = (int64_t(n1) * a.M + m) * a.plane + pix1;
+        const int64_t i0 = dstIndex(n0, m, pix0);
+        const int64_t i1 = dstIndex(n1, m, pix1);
         if (MODE == kForward) {
           const float b = __ldg(a.bias + m);
           v0 = activate(v0 + b, a.act, a.alpha);
@@ -391,8 +383,23 @@ void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool 
                               const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
                               float inAlpha) {
   const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 2);
-  if (g.stride == 1) dispatchTc<kInput>(stream, a, tile, split3);
-  else dispatchTc<kInputStrided>(stream, a, tile, split3);
+  if (g.stride == 1) return dispatchTc<kInput>(stream, a, tile, split3);
+  // one launch per phase; positions that no tap reaches (a kernel smaller than the stride) keep a zero
+  // gradient, from one fill first (zero times any gate is zero)
+  std::vector<ConvGemmArgs> phases;
+  bool untapped = false;
+  for (int ry = 0; ry < g.stride; ++ry)
+    for (int rx = 0; rx < g.stride; ++rx) {
+      ConvGemmArgs phase;
+      bool taps = false;
+      if (!convInputPhaseGemm(phase, a, g, N, ry, rx, taps)) continue;
+      if (taps) phases.push_back(phase);
+      else untapped = true;
+    }
+  if (untapped)
+    check(cudaMemsetAsync(dIn, 0, sizeof(float) * size_t(N) * size_t(g.C) * size_t(g.H) * size_t(g.W), stream),
+          "conv2d input gradient (positions no tap reaches)");
+  for (const ConvGemmArgs& phase : phases) dispatchTc<kInputPhase>(stream, phase, tile, split3);
 }
 
 }  // namespace nnstudio::cuda

@@ -33,7 +33,9 @@ struct FastDiv {
 enum ConvGemmMode : int {
   kForward = 0,      // rows = filters, columns = (n, oy, ox), reduction = (c, ky, kx) over the input
   kInput = 1,        // rows = channels, columns = (n, iy, ix), reduction = (f, ky, kx) over dOut, stride 1
-  kInputStrided = 2  // the same, stride > 1: a tap counts only where it lands on an output position
+  kInputStrided = 2, // the same, stride > 1: a tap counts only where it lands on an output position
+  kInputPhase = 3    // stride > 1, one phase: the input positions whose taps land on outputs in the same
+                     // pattern, a stride-1 correlation with those taps (convInputPhaseGemm)
 };
 
 struct ConvGemmArgs {
@@ -52,6 +54,11 @@ struct ConvGemmArgs {
   bool vec;             // plane % V == 0 and dst (and gate) aligned to V floats: the epilogue stores V at a
                         // time (V: the kernel's choice, 4 for the SIMT kernel, 2 for the tensor cores)
   FastDiv divKhkw, divKw, divPlane, divPlaneW, divStride;
+  // kInputPhase: kh x kw are the phase's taps (ky = phaseY + jy * stride of the layer's tapKh x tapKw
+  // kernel, the same for x); the columns are the phase's input positions (plane, planeW), written at
+  // row qy * stride + dstY0, column qx * stride + dstX0 of the input's dstPlane (width dstW)
+  int tapKw, tapKhkw, phaseY, phaseX;
+  int dstPlane, dstW, dstY0, dstX0;
 };
 
 namespace detail {
@@ -123,6 +130,51 @@ inline ConvGemmArgs convInputGemm(float* dIn, const float* dOut, const float* we
   a.alpha = inAlpha;
   detail::finishConvGemm(a, g, vecFloats);
   return a;
+}
+
+namespace detail {
+inline int ceilDivSigned(int a, int b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+inline int floorDivSigned(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+}  // namespace detail
+
+// The strided input gradient split by phase (ry, rx) in [0, stride)^2: input row iy takes the taps
+// ky = ry + jy * stride, where ry = (iy + padTop) mod stride, from output row qy - jy, qy = (iy + padTop -
+// ry) / stride; so the rows of one phase form a stride-1 correlation of dOut with ceil((kh - ry) / stride)
+// taps, and no tap is gathered only to be dropped (3x3, stride 2: 2.25 taps a position instead of 9).
+// Returns false when the phase has no input positions; `taps` says whether it has any taps (a phase with
+// positions but no taps leaves their gradient to a zero fill).
+inline bool convInputPhaseGemm(ConvGemmArgs& a, const ConvGemmArgs& whole, const ConvGeometry& g, int N, int ry,
+                               int rx, bool& taps) {
+  const int s = g.stride;
+  const int ty = ry < g.kh ? (g.kh - 1 - ry) / s + 1 : 0, tx = rx < g.kw ? (g.kw - 1 - rx) / s + 1 : 0;
+  const int qy0 = detail::ceilDivSigned(g.padTop - ry, s), qx0 = detail::ceilDivSigned(g.padLeft - rx, s);
+  const int qy1 = detail::floorDivSigned(g.H - 1 + g.padTop - ry, s), qx1 = detail::floorDivSigned(g.W - 1 + g.padLeft - rx, s);
+  const int rows = qy1 - qy0 + 1, cols = qx1 - qx0 + 1;
+  taps = ty > 0 && tx > 0;
+  if (rows <= 0 || cols <= 0) return false;
+  a = whole;
+  a.kh = ty;
+  a.kw = tx;
+  a.K = g.F * ty * tx;
+  a.plane = rows * cols;
+  a.planeW = cols;
+  a.J = N * a.plane;
+  a.padTop = qy0;  // the gather's "same" offset: output row = q + qy0 - jy for phase row q
+  a.padLeft = qx0;
+  a.tapKw = g.kw;
+  a.tapKhkw = g.kh * g.kw;
+  a.phaseY = ry;
+  a.phaseX = rx;
+  a.dstPlane = g.H * g.W;
+  a.dstW = g.W;
+  a.dstY0 = qy0 * s + ry - g.padTop;
+  a.dstX0 = qx0 * s + rx - g.padLeft;
+  a.vec = false;  // the phase's columns are strided in the input
+  a.divKhkw = FastDiv(std::max(ty * tx, 1));
+  a.divKw = FastDiv(std::max(tx, 1));
+  a.divPlane = FastDiv(a.plane);
+  a.divPlaneW = FastDiv(a.planeW);
+  return true;
 }
 
 }  // namespace nnstudio::cuda
