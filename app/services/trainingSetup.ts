@@ -3,6 +3,7 @@
 // the model the run's weights become. trainModel (training.ts) drives the engine with it.
 import { counted } from '../core/files/messages';
 import { classCounts, type Dataset } from '../core/data/dataset';
+import { resolveGpus, type GpuChoice } from '../core/model/gpuChoice';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratificationKeys, stratifiedSplit, subset } from '../core/data/split';
@@ -47,6 +48,8 @@ export interface TrainRequest {
   augment?: engine.Augmentation;
   /** A weight average (EMA) with this decay, used for validation and kept as the model. */
   ema?: number;
+  /** CUDA: the GPUs to train on; several train data-parallel (docs/ARCHITECTURE.md "Several GPUs"). */
+  gpus?: GpuChoice;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
 }
@@ -336,7 +339,11 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
   };
   if (request.augment && data.all.featureShape.length !== 3) throw Object.assign(new Error('augmentation applies to images; this data has flat rows'), { field: 'augment' });
-  const recipe = { ...(request.augment ? { augment: request.augment } : {}), ...(request.ema !== undefined ? { ema: request.ema } : {}) };
+  const recipe = {
+    ...(request.augment ? { augment: request.augment } : {}),
+    ...(request.ema !== undefined ? { ema: request.ema } : {}),
+    ...(request.gpus ? { gpus: gpusFor(request.gpus, device) } : {}),
+  };
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
     engineOptions: { ...engineOptions, ...targetScaling, ...weights, ...recipe, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
@@ -442,4 +449,10 @@ export function modelOf(
       seconds: weights.seconds,
     },
   };
+}
+
+/** The chosen GPUs of this machine; they need the CUDA device. */
+function gpusFor(choice: GpuChoice, device: engine.DeviceKind): number[] {
+  if (device !== 'cuda') throw Object.assign(new Error('several GPUs need the CUDA device (--device cuda); this run trains on the CPU'), { field: 'gpus' });
+  return resolveGpus(choice, engine.listDevices().filter((info) => info.kind === 'cuda').map((info) => info.index));
 }
