@@ -24,7 +24,7 @@ void checkVersionText() {
 void checkLoads() {
   std::printf("a current library\n");
   std::string why;
-  const NcclLibrary* nccl = loadNcclLibrary(FAKE_NCCL, &why);
+  const std::unique_ptr<const NcclLibrary> nccl = loadNcclLibrary(FAKE_NCCL, &why);
   CHECK_MSG(nccl != nullptr, ("loads: " + why).c_str());
   if (!nccl) return;
   CHECK(nccl->version == 21903);

@@ -41,7 +41,7 @@ std::string ncclVersionText(int version) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-const NcclLibrary* loadNcclLibrary(const std::string& file, std::string* why) {
+std::unique_ptr<const NcclLibrary> loadNcclLibrary(const std::string& file, std::string* why) {
 #if defined(_WIN32)
   if (why) *why = "NCCL is not available on Windows";
   return nullptr;
@@ -52,7 +52,6 @@ const NcclLibrary* loadNcclLibrary(const std::string& file, std::string* why) {
     if (why) *why = "NCCL not found (" + std::string(error ? error : file) + "): " + kInstallHint;
     return nullptr;
   }
-  // kept loaded for the process's life (communicators outlive any one run's objects)
   auto library = std::make_unique<NcclLibrary>();
   library->path = file;
   NcclLibrary& l = *library;
@@ -75,20 +74,20 @@ const NcclLibrary* loadNcclLibrary(const std::string& file, std::string* why) {
     dlclose(handle);
     return nullptr;
   }
-  return library.release();
+  return library;
 #endif
 }
 
 const NcclLibrary* ncclLibrary(std::string* why) {
   static std::once_flag once;
-  static const NcclLibrary* library = nullptr;
+  static std::unique_ptr<const NcclLibrary> library;
   static std::string reason;
   std::call_once(once, [] {
     const char* chosen = std::getenv("NNSTUDIO_NCCL_LIBRARY");
     library = loadNcclLibrary(chosen && *chosen ? chosen : "libnccl.so.2", &reason);
   });
   if (!library && why) *why = reason;
-  return library;
+  return library.get();
 }
 
 }  // namespace nnstudio::cuda

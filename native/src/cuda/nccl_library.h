@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace nnstudio::cuda {
@@ -41,8 +42,9 @@ std::string ncclVersionText(int version);
 
 // Loads `file` (a name dlopen searches for, or a path) and resolves the calls; null with `why` set to one
 // line for the user when it cannot be loaded, lacks a call or is older than kMinNcclVersion. Each call
-// loads anew (tests); the engine uses ncclLibrary().
-const NcclLibrary* loadNcclLibrary(const std::string& file, std::string* why);
+// loads anew (tests); the engine uses ncclLibrary(). The library stays loaded for the process's life
+// (no dlclose: communicators may outlive the object).
+std::unique_ptr<const NcclLibrary> loadNcclLibrary(const std::string& file, std::string* why);
 
 // The process's NCCL, loaded once: NNSTUDIO_NCCL_LIBRARY when set, else libnccl.so.2. Null with `why`.
 const NcclLibrary* ncclLibrary(std::string* why);
