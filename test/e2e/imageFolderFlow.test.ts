@@ -8,9 +8,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import WebSocket from 'ws';
-import { zipSync } from 'fflate';
 import type { ModelInfo } from '../../app/api/types';
-import { writeDigitFolder } from '../support/imageFolder';
+import { writeDigitFolder, zipOfFolder } from '../support/imageFolder';
 import { skipWithoutBrowser } from './support/browser';
 import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
@@ -47,20 +46,6 @@ async function askServer<Result>(browserUrl: string, channel: string, payload: u
   }
 }
 
-/** The folder's files under its own name, as zipping a folder makes them ("digits/zero/0.png"). */
-function zipOf(root: string, top: string): Uint8Array {
-  const entries: Record<string, Uint8Array> = {};
-  const walk = (at: string, prefix: string): void => {
-    for (const name of fs.readdirSync(at)) {
-      const full = path.join(at, name);
-      if (fs.statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
-      else entries[`${prefix}${name}`] = fs.readFileSync(full);
-    }
-  };
-  walk(root, `${top}/`);
-  return zipSync(entries);
-}
-
 describe('image folder flow: a folder of coloured digits, the Fast ResNet preset, one epoch, examples, an uploaded image', { skip: skipWithoutBrowser() }, () => {
   let studio: Studio | undefined;
   const step = sequentialSteps(() => studio);
@@ -71,7 +56,7 @@ describe('image folder flow: a folder of coloured digits, the Fast ResNet preset
   before(async () => {
     await writeDigitFolder(folder, { perClass: 40, formats: ['png', 'jpeg', 'bmp'] });
     fs.writeFileSync(path.join(folder, 'zero', 'damaged.png'), 'not an image');
-    fs.writeFileSync(path.join(dir, 'digits.zip'), zipOf(folder, 'digits'));
+    fs.writeFileSync(path.join(dir, 'digits.zip'), zipOfFolder(folder, 'digits'));
     fs.writeFileSync(path.join(dir, 'damaged.zip'), 'PK\u0003\u0004 not a ZIP after all');
     studio = await openStudio();
   }, { timeout: 60_000 });

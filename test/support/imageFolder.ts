@@ -2,6 +2,7 @@
 // and formats, one subfolder per class, like a user's folder of photos (issue 15).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { zipSync } from 'fflate';
 import sharp from 'sharp';
 import { loadBuiltinMnist } from '../../app/core/data/mnist';
 
@@ -82,4 +83,18 @@ export function encodeBmp24(rgb: Uint8Array, width: number, height: number): Buf
     }
   }
   return file;
+}
+
+/** A folder's files as a ZIP under the folder's own name, as zipping a folder makes them ("digits/zero/0.png"). */
+export function zipOfFolder(root: string, top: string): Uint8Array {
+  const entries: Record<string, Uint8Array> = {};
+  const walk = (at: string, prefix: string): void => {
+    for (const name of fs.readdirSync(at)) {
+      const full = path.join(at, name);
+      if (fs.statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
+      else entries[`${prefix}${name}`] = fs.readFileSync(full);
+    }
+  };
+  walk(root, `${top}/`);
+  return zipSync(entries);
 }

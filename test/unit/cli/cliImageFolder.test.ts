@@ -8,9 +8,9 @@ import { before, describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { loadModel } from '../../../app/core/model/modelFile';
 import { onnxInputName, onnxOutputName } from '../../../app/core/interop/onnxExport';
-import { zipSync } from 'fflate';
+import { unzipSync, zipSync } from 'fflate';
 import { loadImageFolder } from '../../../app/services/imageFolders';
-import { writeDigitFolder } from '../../support/imageFolder';
+import { writeDigitFolder, zipOfFolder } from '../../support/imageFolder';
 import { errorLine, runCli, scratchDir } from './cliHarness';
 
 describe('nnstudio with an image folder', () => {
@@ -89,23 +89,11 @@ describe('nnstudio with an image folder', () => {
 
 describe('nnstudio with a ZIP of an image folder', () => {
   const dir = scratchDir('imagefolder-zip-cli');
-  /** The folder's files under its own name, as a zip tool makes them ("digits/zero/0.png"). */
-  function zipFolder(folder: string, top: string): Uint8Array {
-    const entries: Record<string, Uint8Array> = {};
-    const walk = (at: string, prefix: string): void => {
-      for (const name of fs.readdirSync(at)) {
-        const full = path.join(at, name);
-        if (fs.statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
-        else entries[`${prefix}${name}`] = fs.readFileSync(full);
-      }
-    };
-    walk(folder, `${top}/`);
-    entries['__MACOSX/digits/._junk'] = new Uint8Array([1, 2, 3]);
-    return zipSync(entries);
-  }
+  /** The ZIP with macOS's resource-fork folder added, which reading must skip. */
+  const withMacJunk = (zip: Uint8Array): Uint8Array => zipSync({ ...unzipSync(zip), '__MACOSX/digits/._junk': new Uint8Array([1, 2, 3]) });
   before(async () => {
     await writeDigitFolder(path.join(dir, 'digits'), { perClass: 12, formats: ['png', 'jpeg'] });
-    fs.writeFileSync(path.join(dir, 'digits.zip'), zipFolder(path.join(dir, 'digits'), 'digits'));
+    fs.writeFileSync(path.join(dir, 'digits.zip'), withMacJunk(zipOfFolder(path.join(dir, 'digits'), 'digits')));
     fs.writeFileSync(path.join(dir, 'broken.zip'), Buffer.from('PK\u0003\u0004 this is not really a zip'));
     fs.writeFileSync(path.join(dir, 'escape.zip'), zipSync({ 'a/../../outside.png': new Uint8Array([1]) }));
   });
