@@ -451,6 +451,11 @@ export function modelOf(
   };
 }
 
+/** The chosen GPUs of this machine for a run on `deviceChoice` (checked before a run starts, so faces answer at once). */
+export function runGpus(choice: GpuChoice, deviceChoice: engine.DeviceChoice | undefined): number[] {
+  return gpusFor(choice, engine.resolveDevice(deviceChoice ?? 'auto'));
+}
+
 /** The chosen GPUs of this machine; they need the CUDA device. */
 function gpusFor(choice: GpuChoice, device: engine.DeviceKind): number[] {
   if (device !== 'cuda') throw Object.assign(new Error('several GPUs need the CUDA device (--device cuda); this run trains on the CPU'), { field: 'gpus' });
