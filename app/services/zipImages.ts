@@ -7,9 +7,8 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { unzipSync } from 'fflate';
 import { DataError } from '../core/data/errors';
-import { checkZipSize, zipFolderLayout, ZipFolderError, type ZipFolderLayout } from '../core/data/zipFolder';
+import { readZipLayout, unzipImages, ZipFolderError } from '../core/data/zipFolder';
 
 const zipMagic = [0x50, 0x4b];  // "PK": local file header or end of central directory (an empty ZIP)
 
@@ -30,34 +29,40 @@ export function isZipFile(file: string): boolean {
   }
 }
 
+// A ZIP unpacked in this process, by path, size and time: reading it again (a prediction scans it, then loads
+// it) neither hashes nor lists it again.
+const unpacked = new Map<string, string>();
+
 /** The folder a source's path names: the path itself, or a ZIP's images unpacked (once per distinct ZIP). */
 export function imageFolderRoot(sourcePath: string): string {
-  if (!fs.statSync(sourcePath).isFile() || !isZipFile(sourcePath)) return sourcePath;
-  return unpackZipFolder(sourcePath);
+  const stat = fs.statSync(sourcePath);
+  if (!stat.isFile() || !isZipFile(sourcePath)) return sourcePath;
+  const key = `${path.resolve(sourcePath)}\0${stat.size}\0${stat.mtimeMs}`;
+  const known = unpacked.get(key);
+  if (known && fs.existsSync(known)) return known;
+  const folder = unpackZipFolder(sourcePath);
+  unpacked.set(key, folder);
+  return folder;
 }
 
-export function zipCacheFolder(): string {
-  return path.join(os.tmpdir(), 'nnstudio-zips');
-}
+const cacheFolder = (): string => path.join(os.tmpdir(), 'nnstudio-zips');
 
 function unpackZipFolder(zipPath: string): string {
   const bytes = fs.readFileSync(zipPath);
   const digest = createHash('sha256').update(bytes).digest('hex').slice(0, 24);
-  const layout = layoutOf(zipPath, bytes);
-  const target = path.join(zipCacheFolder(), digest, layout.name);
+  const layout = asDataError(zipPath, () => readZipLayout(zipPath, bytes));
+  const target = path.join(cacheFolder(), digest, layout.name);
   if (fs.existsSync(target)) return target;
   // unpacked beside the target first, then renamed: a folder under the final name is always whole
   const partial = `${path.dirname(target)}.partial-${process.pid}`;
   fs.rmSync(partial, { recursive: true, force: true });
-  const wanted = new Map(layout.images.map((place) => [place.entry, place.path]));
-  const files = unzipOrExplain(zipPath, bytes, (entry) => wanted.has(entry));
-  for (const [entry, data] of Object.entries(files)) {
-    const file = path.join(partial, layout.name, ...wanted.get(entry)!.split('/'));
+  for (const image of asDataError(zipPath, () => unzipImages(zipPath, bytes, layout))) {
+    const file = path.join(partial, layout.name, ...image.path.split('/'));
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, data);
+    fs.writeFileSync(file, image.data);
   }
   fs.mkdirSync(path.join(partial, layout.name), { recursive: true });
-  fs.mkdirSync(zipCacheFolder(), { recursive: true });
+  fs.mkdirSync(cacheFolder(), { recursive: true });
   try {
     fs.renameSync(partial, path.dirname(target));
   } catch (error) {
@@ -67,28 +72,11 @@ function unpackZipFolder(zipPath: string): string {
   return target;
 }
 
-/** The entries' names and sizes without inflating anything, then the layout (and its size check). */
-function layoutOf(zipPath: string, bytes: Uint8Array): ZipFolderLayout {
-  const names: string[] = [];
-  let total = 0;
-  unzipOrExplain(zipPath, bytes, (entry, originalSize) => {
-    names.push(entry);
-    total += originalSize;
-    return false;
-  });
+/** The CLI's and the API's errors about data files are DataErrors (the ZIP named as given). */
+function asDataError<T>(zipPath: string, read: () => T): T {
   try {
-    checkZipSize(zipPath, total);
-    return zipFolderLayout(zipPath, names);
+    return read();
   } catch (error) {
     throw error instanceof ZipFolderError ? new DataError(zipPath, error.what) : error;
-  }
-}
-
-function unzipOrExplain(zipPath: string, bytes: Uint8Array, keep: (entry: string, originalSize: number) => boolean): Record<string, Uint8Array> {
-  try {
-    return unzipSync(bytes, { filter: (file) => keep(file.name, file.originalSize) });
-  } catch (error) {
-    if (error instanceof DataError) throw error;
-    throw new DataError(zipPath, `is not a ZIP that can be read (${error instanceof Error ? error.message : String(error)})`);
   }
 }

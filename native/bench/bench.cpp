@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <optional>
@@ -204,6 +203,21 @@ void checkCompleted(const nnstudio::TrainResult& result, const std::string& conf
   throw std::runtime_error(config + ": training " + status + (result.message.empty() ? "" : ": " + result.message));
 }
 
+// The preset's recipe (batch, schedule, augmentation, weight average) with the command line's overrides;
+// the epochs and the data order's seed are each run's own.
+nnstudio::TrainOptions presetTrainOptions(const Options& options, const Preset& preset) {
+  nnstudio::TrainOptions trainOptions;
+  trainOptions.batchSize = preset.batchSize;
+  trainOptions.shuffle = true;
+  trainOptions.threads = options.threads;
+  trainOptions.progressIntervalSeconds = 1.0;
+  trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
+  trainOptions.augment = preset.augment;
+  trainOptions.ema = preset.ema;
+  trainOptions.gpus = options.gpus;
+  return trainOptions;
+}
+
 std::string benchConfig(nnstudio::Backend& backend, const Options& options, const Preset& preset, const Mnist& mnist) {
   nnstudio::ModelSpec spec = nnstudio::parseModelSpec(preset.specJson);
   if (options.seed >= 0) spec.seed = uint64_t(options.seed);
@@ -215,16 +229,8 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
     throw std::runtime_error(preset.name + ": model input has " + std::to_string(inputSize) +
                              " values, MNIST images have " + std::to_string(train.featureSize));
 
-  nnstudio::TrainOptions trainOptions;
-  trainOptions.batchSize = preset.batchSize;
-  trainOptions.shuffle = true;
+  nnstudio::TrainOptions trainOptions = presetTrainOptions(options, preset);
   trainOptions.seed = options.seed >= 0 ? uint64_t(options.seed) : 0;
-  trainOptions.threads = options.threads;
-  trainOptions.progressIntervalSeconds = 1.0;
-  trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
-  trainOptions.augment = preset.augment;
-  trainOptions.ema = preset.ema;
-  trainOptions.gpus = options.gpus;
 
   // Run A: one epoch from the seeded init.
   trainOptions.epochs = 1;
@@ -283,16 +289,9 @@ std::string recipeRun(nnstudio::Backend& backend, const Options& options, const 
   spec.seed = uint64_t(seed);
   const nnstudio::DatasetView train = view(mnist.trainImages, mnist.trainLabels);
   const nnstudio::DatasetView test = view(mnist.testImages, mnist.testLabels);
-  nnstudio::TrainOptions trainOptions;
-  trainOptions.batchSize = preset.batchSize;
+  nnstudio::TrainOptions trainOptions = presetTrainOptions(options, preset);
   trainOptions.epochs = options.epochsGiven ? options.epochs : preset.epochs;
   trainOptions.seed = uint64_t(seed);
-  trainOptions.threads = options.threads;
-  trainOptions.progressIntervalSeconds = 1.0;
-  trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
-  trainOptions.augment = preset.augment;
-  trainOptions.ema = preset.ema;
-  trainOptions.gpus = options.gpus;
   const nnstudio::TrainResult result = backend.train(spec, train, &test, trainOptions, nullptr, nullptr);
   checkCompleted(result, preset.name);
 

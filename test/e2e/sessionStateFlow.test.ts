@@ -28,22 +28,21 @@ describe('session state on the server: reload, a second tab, switching data, con
   const step = sequentialSteps(() => scratch.studio);
   const page = () => scratch.studio!.page;
   let second: Page | undefined;
-  let runningEpoch = 0;
 
   step('train a model on a CSV', 60_000, async () => {
     await openCsv(page(), flowers, flowerLabelColumn, { [flowerIgnoredColumn]: 'Ignore' });
     await buildTwoWideLayers(page(), plan.hiddenUnits);
     await setTrainingSettings(page(), { batchSize: plan.batchSize, epochs: plan.epochs, device: 'cpu' });
     await startTraining(page());
-    runningEpoch = (await waitTraining(page())).epoch ?? 0;
   });
 
   step('a reload comes back to the Train screen, the live run and the same model and settings', 60_000, async () => {
+    // At once after Start: the page may not have sent the workspace that names the run yet; it is shown all the same.
     await page().reload();
     await waitConnected(page());
     await screenHeading(page(), 'Train').waitFor();
     const progress = await waitTraining(page());
-    assert.ok((progress.epoch ?? 0) >= runningEpoch, `the same run, going on: epoch ${progress.epoch} (was ${runningEpoch})`);
+    assert.ok((progress.epoch ?? 0) >= 1, `the run, going on: epoch ${progress.epoch}`);
     await eventually(async () => assert.ok(((await readProgress(page())).step ?? 0) !== progress.step || (await readProgress(page())).epoch !== progress.epoch, 'live steps after the reload'), 15_000);
     await goTo(page(), 'Model');
     assert.equal(await layersText(page()), model, 'the layers as edited');

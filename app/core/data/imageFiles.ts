@@ -1,5 +1,6 @@
-// Which files of an image folder are images, by extension: pure (no Node modules), so the browser's ZIP
-// reading (renderer/src/lib/zipFolder.ts) and the server's folder reading (imageFolder.ts) agree.
+// Which files of an image folder are images (by extension) and which are not data (hidden): pure (no Node
+// modules), so the browser's folder and ZIP reading (renderer/src/lib) and the server's (imageFolder.ts,
+// zipFolder.ts) agree.
 
 /** The extensions read as images (any case). Other files are left out with a note. */
 export const imageExtensions = ['.png', '.jpg', '.jpeg', '.webp', '.gif', '.bmp'] as const;
@@ -13,4 +14,9 @@ function extensionOf(name: string): string {
 
 export function isImageFile(name: string): boolean {
   return (imageExtensions as readonly string[]).includes(extensionOf(name).toLowerCase());
+}
+
+/** Hidden files and folders (".DS_Store", ".git") and macOS's resource forks ("__MACOSX") are not data. */
+export function isHiddenName(name: string): boolean {
+  return name.startsWith('.') || name === '__MACOSX';
 }

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataError } from './errors';
-import { imageExtensions, isImageFile } from './imageFiles';
+import { imageExtensions, isHiddenName, isImageFile } from './imageFiles';
 
 export { imageExtensions, isImageFile } from './imageFiles';
 
@@ -40,9 +40,9 @@ export interface FolderScan {
 
 const naturalOrder = (a: string, b: string): number => a.localeCompare(b, 'en', { numeric: true });
 
-/** Hidden files and folders (".DS_Store", ".git") and macOS resource forks ("__MACOSX") are not data. */
+/** Hidden names, and Windows' folder files, are not data. */
 function isHidden(name: string): boolean {
-  return name.startsWith('.') || name === '__MACOSX' || name === 'Thumbs.db' || name === 'desktop.ini';
+  return isHiddenName(name) || name === 'Thumbs.db' || name === 'desktop.ini';
 }
 
 /** Every file under `folder`, relative to `root`, in natural order (hidden ones left out). */

@@ -1,11 +1,13 @@
 // A ZIP of an image folder as the folder's files: which entries count and the path each has in the folder.
-// Pure (no Node modules). Shared by the CLI and serve (services/zipImages.ts extracts to disk) and the browser (renderer/src/lib/zipFolder.ts
-// sends the files as a folder upload), so both read a ZIP the same way:
+// No Node modules (fflate reads ZIPs in Node and in the page alike). Shared by the CLI and serve
+// (services/zipImages.ts writes the images to disk) and the browser (renderer/src/lib/zipFolder.ts sends them
+// as a folder upload), so both read a ZIP the same way:
 // - directories, hidden files and macOS's __MACOSX are not data; files that are not images stay out too;
 // - a ZIP made by zipping a folder holds everything under that folder's name ("digits/0/a.png"): that one
 //   top folder is the folder itself (its name becomes the dataset's), as when the folder is dropped;
 // - a path that climbs out (".."), is absolute, or nests more than maxZipDepth deep is refused, naming it.
-import { isImageFile } from './imageFiles';
+import { unzipSync } from 'fflate';
+import { isHiddenName, isImageFile } from './imageFiles';
 
 /** A ZIP that cannot be read as an image folder: the message starts with the ZIP's file name, like DataError's. */
 export class ZipFolderError extends Error {
@@ -31,11 +33,7 @@ export interface ZipFolderLayout {
   /** The folder's name: the ZIP's single top folder, else the ZIP's file name without ".zip". */
   name: string;
   images: ZipEntryPlace[];
-  /** Files left out because they are not images (their paths in the folder). */
-  skipped: string[];
 }
-
-const hiddenPart = (part: string): boolean => part.startsWith('.') || part === '__MACOSX';
 
 /** "a\\b/c" -> ["a", "b", "c"]; refuses what could land outside the folder. */
 function partsOf(zipName: string, entry: string): string[] {
@@ -50,7 +48,7 @@ export function zipFolderLayout(zipName: string, entries: readonly string[]): Zi
   const files = entries
     .filter((entry) => !entry.endsWith('/') && !entry.endsWith('\\'))
     .map((entry) => ({ entry, parts: partsOf(zipName, entry) }))
-    .filter(({ parts }) => parts.length > 0 && !parts.some(hiddenPart));
+    .filter(({ parts }) => parts.length > 0 && !parts.some(isHiddenName));
   if (files.length === 0) throw new ZipFolderError(zipName, 'holds no files');
   const top = files[0].parts[0];
   const underOneFolder = files.every(({ parts }) => parts.length > 2 && parts[0] === top);
@@ -60,12 +58,7 @@ export function zipFolderLayout(zipName: string, entries: readonly string[]): Zi
     if (parts.length > maxZipDepth + 1) throw new ZipFolderError(zipName, `${entry} is more than ${maxZipDepth} folders deep`);
   }
   const images = placed.filter(({ parts }) => isImageFile(parts[parts.length - 1]));
-  const skipped = placed.filter(({ parts }) => !isImageFile(parts[parts.length - 1])).map(({ parts }) => parts.join('/'));
-  return {
-    name: underOneFolder ? top : baseName,
-    images: images.map(({ entry, parts }) => ({ entry, path: parts.join('/') })),
-    skipped,
-  };
+  return { name: underOneFolder ? top : baseName, images: images.map(({ entry, parts }) => ({ entry, path: parts.join('/') })) };
 }
 
 /** The uncompressed total, checked against maxZipBytes before anything is unpacked. */
@@ -73,5 +66,33 @@ export function checkZipSize(zipName: string, uncompressedBytes: number, limit =
   if (uncompressedBytes > limit) {
     const size = (bytes: number): string => (bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.ceil(bytes / 1024 ** 2)} MiB`);
     throw new ZipFolderError(zipName, `unpacks to ${size(uncompressedBytes)}, more than the ${size(limit)} a ZIP may hold here; unpack it and open the folder`);
+  }
+}
+
+/** A ZIP's layout from its directory alone (nothing inflated): its size checked against `limit`, then zipFolderLayout. */
+export function readZipLayout(zipName: string, bytes: Uint8Array, limit = maxZipBytes): ZipFolderLayout {
+  const names: string[] = [];
+  let total = 0;
+  unzipOrExplain(zipName, bytes, (entry) => {
+    names.push(entry.name);
+    total += entry.originalSize;
+    return false;
+  });
+  checkZipSize(zipName, total, limit);
+  return zipFolderLayout(zipName, names);
+}
+
+/** The layout's images, inflated, each with its path in the folder. */
+export function unzipImages(zipName: string, bytes: Uint8Array, layout: ZipFolderLayout): { path: string; data: Uint8Array }[] {
+  const wanted = new Set(layout.images.map((place) => place.entry));
+  const unpacked = unzipOrExplain(zipName, bytes, (entry) => wanted.has(entry.name));
+  return layout.images.map((place) => ({ path: place.path, data: unpacked[place.entry] }));
+}
+
+function unzipOrExplain(zipName: string, bytes: Uint8Array, keep: (entry: { name: string; originalSize: number }) => boolean): Record<string, Uint8Array> {
+  try {
+    return unzipSync(bytes, { filter: keep });
+  } catch (error) {
+    throw new ZipFolderError(zipName, `is not a ZIP that can be read (${error instanceof Error ? error.message : String(error)})`);
   }
 }

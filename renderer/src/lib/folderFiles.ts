@@ -1,6 +1,8 @@
 // A dropped or chosen folder as the files the API's folder upload takes: each file with its path inside the
 // folder ("cats/001.jpg"). The browser never tells a folder's path on disk, so its files travel instead
-// (docs/DATA.md "Image folders": why not a ZIP).
+// (docs/DATA.md "Image folders"); a ZIP of a folder becomes the same files in zipFolder.ts. Hidden names are
+// skipped by the server's rule (app/core/data/imageFiles.ts).
+import { isHiddenName as hidden } from '../../../app/core/data/imageFiles';
 
 export interface FolderFile {
   /** "/"-separated, relative to the folder. */
@@ -12,9 +14,6 @@ export interface PickedFolder {
   name: string;
   files: FolderFile[];
 }
-
-/** Hidden files (.DS_Store) and macOS's __MACOSX are not data; the server skips them too. */
-const hidden = (part: string): boolean => part.startsWith('.') || part === '__MACOSX';
 
 /** From `<input type="file" webkitdirectory>`: each file's webkitRelativePath starts with the folder's name. */
 export function folderFromInput(files: readonly File[]): PickedFolder | undefined {

@@ -140,7 +140,9 @@ class Studio {
     if (state.model) this.model.restore(state.model);
     const dataset = this.data.datasets.find((entry) => entry.id === state.datasetId);
     if (dataset && dataset.id !== this.data.datasetId) await this.data.selectDataset(dataset.id, true);
-    const watched = runs.find((run) => run.runId === state.watchedRunId);
+    // A live run is shown even when the workspace does not name it yet: a reload can come before the page
+    // sent the workspace that names a run it has just started.
+    const watched = runs.find((run) => run.runId === state.watchedRunId) ?? runs.find((run) => run.state !== 'finished');
     if (watched) this.train.attach(watched);
     else this.train.detach();
     await this.evaluate.restore(state.shownEvaluation, runs);
