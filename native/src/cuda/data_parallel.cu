@@ -217,10 +217,17 @@ void DataParallelSession::beginEpoch(const std::vector<uint32_t>& order) {
 }
 
 // Every rank queues the same number of steps (its own graphs: group, single or tail), one window at most.
+// A CUDA session never halts (a diverged run skips its updates on the device and keeps the collectives
+// going), so 0 from a rank is a broken promise: said, rather than looping on it or leaving the other ranks
+// waiting in an all-reduce.
 int64_t DataParallelSession::runSteps(int64_t maxSteps) {
   const int64_t steps = std::min(maxSteps, kLockstepSteps);
   forEach([&](int r) {
-    for (int64_t queued = 0; queued < steps;) queued += sessions_[size_t(r)]->runSteps(steps - queued);
+    for (int64_t queued = 0; queued < steps;) {
+      const int64_t ran = sessions_[size_t(r)]->runSteps(steps - queued);
+      if (ran <= 0) throw EngineError("data-parallel training: GPU rank " + std::to_string(r) + " stopped queueing steps");
+      queued += ran;
+    }
   });
   return steps;
 }
