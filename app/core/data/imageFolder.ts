@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataError } from './errors';
-import { imageExtensions, isHiddenName, isImageFile } from './imageFiles';
+import { imageExtensions, isHeicFile, isHiddenName, isImageFile } from './imageFiles';
 
 export { imageExtensions, isImageFile } from './imageFiles';
 
@@ -89,7 +89,10 @@ export function checkClassFolders(scan: FolderScan): void {
 /** The plain-language notes about what was left out of the folder. */
 export function scanNotes(scan: FolderScan, unlabeled: boolean): string[] {
   const notes: string[] = [];
-  if (scan.otherFiles.length > 0) notes.push(`${plural(scan.otherFiles.length, 'file')} left out, not images by name (${listed(scan.otherFiles)})`);
+  const heic = scan.otherFiles.filter(isHeicFile);
+  const other = scan.otherFiles.filter((file) => !isHeicFile(file));
+  if (heic.length > 0) notes.push(`${plural(heic.length, 'HEIC photo')} left out: HEIC cannot be read here; export ${heic.length === 1 ? 'it' : 'them'} as JPEG (on an iPhone: Settings › Camera › Formats › Most Compatible) (${listed(heic)})`);
+  if (other.length > 0) notes.push(`${plural(other.length, 'file')} left out, not images by name (${listed(other)})`);
   if (scan.emptyFolders.length > 0) notes.push(`${plural(scan.emptyFolders.length, 'folder')} without images left out (${listed(scan.emptyFolders)})`);
   if (!unlabeled && scan.looseImages.length > 0) {
     notes.push(`${plural(scan.looseImages.length, 'image')} outside the class folders left out (${listed(scan.looseImages)})`);

@@ -139,6 +139,20 @@ describe('grey folders and refusals', () => {
     assert.match((dataset.notes ?? []).join('\n'), /read as grayscale \(one channel\): none of the 12 images has colour/);
   });
 
+  test('TIFF and AVIF images are read; a phone\'s HEIC photo is left out with what to do about it, an empty file said to be empty', async () => {
+    const root = path.join(scratch, 'tiff-avif');
+    await writeDigitFolder(root, { perClass: 4, formats: ['tiff', 'avif'] });
+    fs.writeFileSync(path.join(root, 'one', 'IMG_0001.HEIC'), 'ftypheic');
+    fs.writeFileSync(path.join(root, 'two', 'empty.png'), '');
+    const dataset = await loadImageFolder(root, { size: [28, 28] });
+    assert.equal(dataset.count, 12, 'every TIFF and AVIF image, not the empty file');
+    assert.equal(dataset.featureShape[0], 3);
+    const notes = (dataset.notes ?? []).join('\n');
+    assert.match(notes, /1 HEIC photo left out: HEIC cannot be read here; export it as JPEG .*\(one\/IMG_0001\.HEIC\)/);
+    assert.doesNotMatch(notes, /not images by name/, 'the HEIC photo is named once, as a HEIC photo');
+    assert.match(notes, /1 of 13 images could not be decoded and were skipped: two\/empty\.png \(the file is empty\)/);
+  });
+
   test('more than 10 % undecodable images refuse the folder, naming them', async () => {
     const root = path.join(scratch, 'broken');
     await writeDigitFolder(root, { perClass: 4, formats: ['png'] });
