@@ -79,7 +79,7 @@ export async function loadImageFolder(folder: string, options: ImageFolderOption
   return {
     features, labels, count: kept.length, featureShape: [channels, height, width], featureNames: [],
     classLabels: options.unlabeled ? [...(options.classLabels ?? [])] : scan.classes.map((folder) => folder.name),
-    source: folder, pixelScale: 255, imageFit: fit, notes,
+    source: folder, pixelScale: 255, imageFit: fit, notes, exampleNames: kept.map((item) => item.entry.file),
   };
 }
 
