@@ -97,7 +97,20 @@ export function scanNotes(scan: FolderScan, unlabeled: boolean): string[] {
   if (!unlabeled && scan.looseImages.length > 0) {
     notes.push(`${plural(scan.looseImages.length, 'image')} outside the class folders left out (${listed(scan.looseImages)})`);
   }
+  if (!unlabeled) notes.push(...wrapperNote(scan));
   return notes;
+}
+
+/**
+ * One class folder whose images lie in subfolders of their own ("photos/cats/…", "photos/dogs/…"): most likely
+ * the folder above the class folders was chosen. Said on opening, before a run says a classifier needs two.
+ */
+function wrapperNote(scan: FolderScan): string[] {
+  if (scan.classes.length !== 1) return [];
+  const only = scan.classes[0];
+  const inner = [...new Set(only.files.map((file) => file.split(/[\\/]/)).filter((parts) => parts.length >= 3).map((parts) => `${parts[1]}/`))];
+  if (inner.length < 2) return [];
+  return [`one class folder (${only.name}/), whose images lie in ${inner.length} folders of their own (${listed(inner)}): if those are the classes, open ${only.name} itself`];
 }
 
 /**

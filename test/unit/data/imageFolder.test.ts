@@ -153,6 +153,14 @@ describe('grey folders and refusals', () => {
     assert.match(notes, /1 of 13 images could not be decoded and were skipped: two\/empty\.png \(the file is empty\)/);
   });
 
+  test('the folder above the class folders: one class, and a note that says which folder to open', async () => {
+    const root = path.join(scratch, 'above');
+    await writeDigitFolder(path.join(root, 'digits'), { perClass: 3, formats: ['png'] });
+    const dataset = await loadImageFolder(root, { size: [16, 16] });
+    assert.deepEqual(dataset.classLabels, ['digits']);
+    assert.match((dataset.notes ?? []).join('\n'), /one class folder \(digits\/\), whose images lie in 3 folders of their own \(one\/, two\/, zero\/\): if those are the classes, open digits itself/);
+  });
+
   test('more than 10 % undecodable images refuse the folder, naming them', async () => {
     const root = path.join(scratch, 'broken');
     await writeDigitFolder(root, { perClass: 4, formats: ['png'] });

@@ -18,6 +18,12 @@ describe('zipFolderLayout', () => {
     ]);
   });
 
+  test('a zipped folder with stray files beside its class folders is still unwrapped', () => {
+    const layout = zipFolderLayout('photos.zip', ['photos/README.md', 'photos/cover.png', 'photos/un/a.png', 'photos/deux/b.gif']);
+    assert.equal(layout.name, 'photos');
+    assert.deepEqual(layout.images.map((place) => place.path), ['cover.png', 'un/a.png', 'deux/b.gif'], 'the loose image stays loose (left out with a note)');
+  });
+
   test('class folders at the top: the ZIP is the folder, named after the file', () => {
     const layout = zipFolderLayout('C:\\data\\Pets.ZIP', ['cats/1.png', 'dogs\\2.bmp']);
     assert.equal(layout.name, 'Pets');
