@@ -45,10 +45,24 @@ function partsOf(zipName: string, entry: string): string[] {
   return parts;
 }
 
+/**
+ * An entry's name as its maker wrote it. A ZIP without the UTF-8 flag (Info-ZIP's `zip`, many Windows tools)
+ * has its names read byte for byte as Latin-1 (fflate): "zéro" arrives as "zÃ©ro". Names whose bytes are valid
+ * UTF-8 with non-ASCII characters are read as UTF-8 (as 7-Zip and the file managers do); others stay as read.
+ */
+export function entryText(name: string): string {
+  if (!/[\u0080-\u00ff]/.test(name) || /[^\u0000-\u00ff]/.test(name)) return name;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(name, (char) => char.charCodeAt(0)));
+  } catch {
+    return name;
+  }
+}
+
 export function zipFolderLayout(zipName: string, entries: readonly string[]): ZipFolderLayout {
   const files = entries
     .filter((entry) => !entry.endsWith('/') && !entry.endsWith('\\'))
-    .map((entry) => ({ entry, parts: partsOf(zipName, entry) }))
+    .map((entry) => ({ entry, parts: partsOf(zipName, entryText(entry)) }))
     .filter(({ parts }) => parts.length > 0 && !parts.some(isHiddenName));
   if (files.length === 0) throw new ZipFolderError(zipName, 'holds no files');
   // one top folder holding folders: that folder itself, even with stray files beside its class folders
