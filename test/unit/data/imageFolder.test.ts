@@ -139,6 +139,15 @@ describe('grey folders and refusals', () => {
     assert.match((dataset.notes ?? []).join('\n'), /read as grayscale \(one channel\): none of the 12 images has colour/);
   });
 
+  test('one coloured image among grey ones: colour, with the image named and the way to read all as grey', async () => {
+    const root = path.join(scratch, 'mostly-grey');
+    await writeDigitFolder(root, { perClass: 8, colour: false, formats: ['png'] });
+    fs.writeFileSync(path.join(root, 'one', 'red.png'), await sharp({ create: { width: 24, height: 24, channels: 3, background: '#d02020' } }).png().toBuffer());
+    const dataset = await loadImageFolder(root, { size: [16, 16] });
+    assert.equal(dataset.featureShape[0], 3);
+    assert.match((dataset.notes ?? []).join('\n'), /read in colour \(RGB\): 1 of 25 images has colour \(one\/red\.png\); grayscale \(--channels 1, or Colour on the Data screen\) reads them all with one channel/);
+  });
+
   test('TIFF and AVIF images are read; a phone\'s HEIC photo is left out with what to do about it, an empty file said to be empty', async () => {
     const root = path.join(scratch, 'tiff-avif');
     await writeDigitFolder(root, { perClass: 4, formats: ['tiff', 'avif'] });
