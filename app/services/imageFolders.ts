@@ -25,6 +25,8 @@ export interface ImageFolderOptions {
   classLabels?: string[];
   /** At most this many images, taken in turn from each class. */
   limit?: number;
+  /** The size and channels are a trained model's (eval, predict): the notes say so, not "as chosen". */
+  forModel?: boolean;
 }
 
 interface Entry {
@@ -76,7 +78,7 @@ export async function loadImageFolder(folder: string, options: ImageFolderOption
   const notes = [
     ...scanNotes(scan, options.unlabeled ?? false),
     sizeNote(size, given, fit, entries.length),
-    colourNote(channels, options.channels !== undefined, colouredFiles, kept.length),
+    colourNote(channels, options.channels === undefined ? 'images' : options.forModel ? 'model' : 'user', colouredFiles, kept.length),
     ...(failureNote ? [failureNote] : []),
   ];
   return {
@@ -123,8 +125,14 @@ async function sizesOf(root: string, entries: Entry[], failures: Undecodable[]):
   return read;
 }
 
-function colourNote(channels: 1 | 3, given: boolean, colouredFiles: readonly string[], count: number): string {
-  if (given) return channels === 3 ? 'read in colour (RGB), as chosen' : 'read as grayscale (one channel), as chosen';
+/** Who decided the channel count: the images (colour found or not), the user, or the model that reads them. */
+type ChannelSource = 'images' | 'user' | 'model';
+
+function colourNote(channels: 1 | 3, source: ChannelSource, colouredFiles: readonly string[], count: number): string {
+  if (source !== 'images') {
+    const how = source === 'user' ? 'as chosen' : 'as the model takes them';
+    return channels === 3 ? `read in colour (RGB), ${how}` : `read as grayscale (one channel), ${how}`;
+  }
   if (channels === 1) return `read as grayscale (one channel): none of the ${count} images has colour`;
   const coloured = colouredFiles.length;
   const read = `read in colour (RGB): ${coloured} of ${count} image${count === 1 ? '' : 's'} ${coloured === 1 ? 'has' : 'have'} colour`;

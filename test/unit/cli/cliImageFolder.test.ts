@@ -55,6 +55,7 @@ describe('nnstudio with an image folder', () => {
     const predicted = await runCli(['predict', '--model', 'digits.safetensors', '--data', 'new', '--out', 'p.csv'], dir);
     assert.equal(predicted.code, 0, predicted.stderr);
     assert.match(predicted.stderr, /note: 1 of 11 images could not be decoded and were skipped: broken\.png \(/, 'the skipped image is said');
+    assert.match(predicted.stderr, /note: read in colour \(RGB\), as the model takes them/);
     const lines = fs.readFileSync(path.join(dir, 'p.csv'), 'utf8').trim().split('\n');
     assert.equal(lines[0], 'row,file,predicted,p_one,p_two,p_zero', 'each prediction names its image');
     assert.deepEqual(lines.slice(1).map((line) => line.split(',')[1]).sort(), copied.sort());
