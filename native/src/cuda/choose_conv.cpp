@@ -243,6 +243,9 @@ ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits
     S = std::max<int64_t>(1, (kTarget + tiles - 1) / tiles);
     S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kMinSteps));
   }
+  // S chunks of whole steps: rounding the chunk up can only lower the count (S * chunk >= P), so no batch
+  // up to this one needs more than this S, while the final count is not monotone in the batch
+  plan.mostS = int(S);
   const int64_t perSplit = (steps + S - 1) / S;
   plan.chunk = int(std::max<int64_t>(1, perSplit) * kBP);
   plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
@@ -250,7 +253,7 @@ ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits
 }
 
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g) {
-  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+  return plan.mostS > 1 ? size_t(plan.mostS) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
 }
 
 }  // namespace nnstudio::cuda

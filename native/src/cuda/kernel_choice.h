@@ -98,11 +98,14 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
 // N*OH*OW split into S chunks of `chunk` pixels (partial sums reduced in chunk order by a second kernel).
 struct ConvWgradPlan {
   int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = 32;
+  // the most chunks any batch from 1 to this one is split into: S is not monotone in the batch (keras conv2
+  // at batch 128: 105 chunks, at 123: 106), and a network sizes one workspace for its largest
+  int mostS = 1;
 };
 inline constexpr int kConvWgradPixelsPerStep = 32;  // pixels per reduction step of the kernel
 // `forceSplits` > 0 asks for that many chunks (tests), clamped to [1, reduction steps]
 ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits = 0);
-// floats of partial sums the plan needs (0 with one chunk)
+// floats of partial sums the plan, and a plan for any smaller batch, needs (0 with one chunk)
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
 
 // ================================ conv2d + max pool, fused ================================
@@ -122,6 +125,7 @@ inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch
 struct ConvPoolWeightsPlan {
   bool ok = false;
   int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
+  int mostChunks = 0;  // the most chunks of any batch from 1 to this one (chunks is not monotone in the batch)
   size_t smem = 0;
   unsigned grid[3] = {1, 1, 1};
 };
