@@ -65,6 +65,8 @@ export interface ResumeRequest {
   epochs?: number;
   device?: engine.DeviceChoice;
   threads?: number;
+  /** Default: the GPUs the run trained on (a different count changes the steps of an epoch: refused). */
+  gpus?: GpuChoice;
   /** Default: keep writing to `resumeFrom`. */
   checkpointPath?: string;
 }
@@ -198,6 +200,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     classWeights: record.classWeights,
     ...(record.augment ? { augment: record.augment } : {}),
     ...(record.ema !== undefined ? { ema: record.ema } : {}),
+    ...(request.gpus ? { gpus: request.gpus } : record.gpus ? { gpus: { kind: 'list' as const, gpus: record.gpus } } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
   return { request: trainRequest, resumption: { checkpoint, record, path: request.resumeFrom } };
@@ -371,7 +374,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
     engineOptions: { ...engineOptions, ...targetScaling, ...weights, ...recipe, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
-    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts }),
+    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts, ...(recipe.gpus && recipe.gpus.length > 1 ? { gpus: recipe.gpus } : {}) }),
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
   };
@@ -426,6 +429,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.classWeights ? { classWeights: request.classWeights } : {}),
     ...(request.augment ? { augment: request.augment } : {}),
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
+    ...(prepared.gpus ? { gpus: [...prepared.gpus] } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };

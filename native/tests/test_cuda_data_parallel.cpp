@@ -5,6 +5,7 @@
 //     to the whole global batch's) against the CPU run with twice the batch: the same samples per global
 //     step (train/partition.h), so the weights agree within float rounding;
 //   - the same seed gives the same bits, run after run; a resumed run gives the uninterrupted run's bits;
+//   - an even tail (20 + 20) and shares under a batch (100 samples at batch 256) against the CPU;
 //   - a residual network with batchnorm and augmentation trains to the one-GPU run's accuracy.
 #include <cmath>
 #include <cstdio>
@@ -119,6 +120,25 @@ void checkAgainstLargerBatch(Backend& gpu, Backend& cpu) {
   CHECK_MSG(!keep.states.empty() && rest.parameters == two.parameters, "a resumed run gives the uninterrupted run's bits");
 }
 
+// Shares under a batch and tails: 1000 samples at batch 32 on 2 GPUs are 15 global steps of 64 and a tail of
+// 20 + 20 (the CPU at batch 64: 15 steps and a tail of 40, whose mean is the two tails' mean); 100 samples at
+// batch 256 are one step of 50 + 50 (the batch becomes 100: each rank's share is under a batch).
+void checkTailsAndSmallData(Backend& gpu, Backend& cpu) {
+  std::printf("an even tail, and shares under a batch\n");
+  const ModelSpec spec = parseModelSpec(kPlainCnn);
+  const Data train = bands(1000, 7), small = bands(100, 8);
+  const DatasetView tv = train.view(), sv = small.view();
+  const TrainResult two = gpu.train(spec, tv, nullptr, options(2, 32, {0, 1}), nullptr, nullptr);
+  const TrainResult wide = cpu.train(spec, tv, nullptr, options(2, 64, {}), nullptr, nullptr);
+  CHECK_MSG(two.status == TrainStatus::Completed && two.steps == wide.steps && two.steps == 32,
+            "1000 samples: " + std::to_string(two.steps) + " global steps (32 expected)");
+  CHECK_MSG(relError(two.parameters, wide.parameters, 1e-3) <= 2e-3, "the wider batch's weights, tails included");
+  const TrainResult tiny = gpu.train(spec, sv, nullptr, options(3, 256, {0, 1}), nullptr, nullptr);
+  const TrainResult tinyWide = cpu.train(spec, sv, nullptr, options(3, 256, {}), nullptr, nullptr);
+  CHECK_MSG(tiny.status == TrainStatus::Completed && tiny.steps == 3, "100 samples at batch 256: 3 steps of 50 + 50");
+  CHECK_MSG(relError(tiny.parameters, tinyWide.parameters, 1e-3) <= 2e-3, "the one-device run of all 100 a step");
+}
+
 void checkResidual(Backend& gpu) {
   std::printf("a residual network with batchnorm and augmentation on 2 GPUs\n");
   const ModelSpec spec = parseModelSpec(kResidual);
@@ -155,6 +175,7 @@ int main() {
       std::printf("skipped: data-parallel runs (%s)\n", why.c_str());
     } else {
       checkAgainstLargerBatch(*gpu, *cpu);
+      checkTailsAndSmallData(*gpu, *cpu);
       checkResidual(*gpu);
     }
   } catch (const std::exception& e) {

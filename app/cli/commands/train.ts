@@ -273,7 +273,10 @@ async function untilInterrupted<T>(run: (signal: AbortSignal) => Promise<T>): Pr
 }
 
 function resumeRequest(options: TrainCommandOptions, checkpoint: string): ResumeRequest {
-  return { resumeFrom: checkpoint, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint };
+  return {
+    resumeFrom: checkpoint, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint,
+    ...(options.gpus ? { gpus: options.gpus } : {}),
+  };
 }
 
 async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {

@@ -3,8 +3,11 @@
 // The driver's calls go to every rank at once and wait for all; the steps advance in lockstep windows so
 // that no rank waits on a step whose all-reduce another rank has not queued. Validation, checkpoints and
 // the result are rank 0's (the weights are the same on every rank; batchnorm's running statistics are each
-// rank's own, and rank 0's are kept).
+// rank's own, and rank 0's are kept). A rank that fails leaves the others waiting in a collective that never
+// completes: the first failure aborts every communicator, which ends that wait, and the run reports it.
 #include <algorithm>
+#include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -125,29 +128,36 @@ class DataParallelSession final : public TrainingSession {
   void setBaseLearningRate(double lr) override {
     forEach([&](int r) { sessions_[size_t(r)]->setBaseLearningRate(lr); });
   }
-  ValidationTotals validate() override { return onRankZero<ValidationTotals>([&] { return sessions_[0]->validate(); }); }
+  ValidationTotals validate() override { return onRank<ValidationTotals>(0, [&] { return sessions_[0]->validate(); }); }
   void keepBest() override {
-    onRankZero<int>([&] {
+    onRank<int>(0, [&] {
       sessions_[0]->keepBest();
       return 0;
     });
   }
+  // After divergence, the last finite weights are those of the rank that saw the non-finite loss first:
+  // the others took that step with its averaged gradients before they saw it themselves.
   std::vector<float> weights(WeightsKind which) override {
-    return onRankZero<std::vector<float>>([&] { return sessions_[0]->weights(which); });
+    const int r = which == WeightsKind::LastFinite ? firstDivergedRank() : 0;
+    return onRank<std::vector<float>>(r, [&] { return sessions_[size_t(r)]->weights(which); });
   }
   std::vector<float> optimizerState() override {
-    return onRankZero<std::vector<float>>([&] { return sessions_[0]->optimizerState(); });
+    return onRank<std::vector<float>>(0, [&] { return sessions_[0]->optimizerState(); });
   }
 
  private:
-  // Runs call(rank) on every rank's thread at once and waits for all; rethrows the first failure.
+  // Runs call(rank) on every rank's thread at once and waits for all; at the first failure, aborts every
+  // communicator (the other ranks may be waiting for the failed one), then rethrows it.
   void forEach(const std::function<void(int)>& call);
   template <class Result>
-  Result onRankZero(const std::function<Result()>& call) {
+  Result onRank(int r, const std::function<Result()>& call) {
     Result result{};
-    workers_.front()->post([&] { result = call(); }).get();
+    workers_[size_t(r)]->post([&] { result = call(); }).get();
     return result;
   }
+  int firstDivergedRank() const;
+  void abortAll();
+  void release();  // the sessions freed on their own threads, the workers joined, the communicators ended
 
   const int batch_;
   const int ranks_;
@@ -159,20 +169,45 @@ class DataParallelSession final : public TrainingSession {
   std::vector<std::vector<uint32_t>> orders_;  // this epoch's shares: each valid until its totals are read
   std::vector<RunTotals> totals_;
   std::vector<uint8_t> taken_;                 // requestTotals' answers in hand, per rank (empty: none asked)
+  bool aborted_ = false;                       // the communicators are ended (abortAll), not to be destroyed
 };
 
 void DataParallelSession::forEach(const std::function<void(int)>& call) {
   std::vector<std::future<void>> done;
   for (int r = 0; r < ranks_; ++r) done.push_back(workers_[size_t(r)]->post([&call, r] { call(r); }));
   std::exception_ptr first;
-  for (std::future<void>& d : done) {
-    try {
-      d.get();
-    } catch (...) {
-      if (!first) first = std::current_exception();
+  std::vector<bool> finished(done.size(), false);
+  for (size_t left = done.size(); left > 0;) {
+    for (size_t r = 0; r < done.size(); ++r) {
+      if (finished[r] || done[r].wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) continue;
+      finished[r] = true;
+      --left;
+      try {
+        done[r].get();
+      } catch (...) {
+        if (!first) {
+          first = std::current_exception();
+          abortAll();  // the ranks still waiting on this one's collectives return (with errors of their own)
+        }
+      }
     }
   }
   if (first) std::rethrow_exception(first);
+}
+
+void DataParallelSession::abortAll() {
+  if (aborted_) return;
+  aborted_ = true;
+  for (NcclComm comm : comms_)
+    if (comm) nccl_.commAbort(comm);
+}
+
+int DataParallelSession::firstDivergedRank() const {
+  int first = 0;
+  int64_t at = LLONG_MAX;
+  for (int r = 0; r < ranks_; ++r)
+    if (totals_[size_t(r)].diverged && totals_[size_t(r)].divergedAt < at) first = r, at = totals_[size_t(r)].divergedAt;
+  return first;
 }
 
 DataParallelSession::DataParallelSession(const SessionSetup& setup, const std::vector<int>& devices,
@@ -182,33 +217,49 @@ DataParallelSession::DataParallelSession(const SessionSetup& setup, const std::v
   const NcclResult made = nccl_.commInitAll(comms_.data(), ranks_, devices.data());
   if (made != kNcclSuccess)
     throw EngineError(std::string("starting NCCL on ") + std::to_string(ranks_) + " GPUs: " + nccl_.getErrorString(made));
-  for (int device : devices) workers_.push_back(std::make_unique<GpuWorker>(device));
-  sessions_.resize(devices.size());
-  std::vector<std::string> names(devices.size());
-  // every rank at once: each captures its steps, whose all-reduce is a collective
-  forEach([&](int r) {
-    names[size_t(r)] = gpuName(devices[size_t(r)]);
-    RankSetup rank;
-    rank.rank = r;
-    rank.ranks = ranks_;
-    rank.epochSamples = rankSamples(setup.data.count, setup.batch, ranks_, r);
-    rank.nccl = &nccl_;
-    rank.comm = comms_[size_t(r)];
-    sessions_[size_t(r)] = openRankSession(setup, names[size_t(r)], rank);
-  });
-  const bool same = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names.front(); });
-  name_ = std::to_string(ranks_) + " x " + (same ? names.front() : names.front() + " and others");
+  try {
+    for (int device : devices) workers_.push_back(std::make_unique<GpuWorker>(device));
+    sessions_.resize(devices.size());
+    std::vector<std::string> names(devices.size());
+    // every GPU's memory checked before any allocates: a rank that fails while the others capture their
+    // all-reduce would leave them waiting
+    forEach([&](int r) {
+      names[size_t(r)] = gpuName(devices[size_t(r)]);
+      checkRankFits(setup, names[size_t(r)]);
+    });
+    // every rank at once: each captures its steps, whose all-reduce is a collective
+    forEach([&](int r) {
+      RankSetup rank;
+      rank.rank = r;
+      rank.ranks = ranks_;
+      rank.epochSamples = rankSamples(setup.data.count, setup.batch, ranks_, r);
+      rank.nccl = &nccl_;
+      rank.comm = comms_[size_t(r)];
+      sessions_[size_t(r)] = openRankSession(setup, names[size_t(r)], rank);
+    });
+    const bool same = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names.front(); });
+    name_ = std::to_string(ranks_) + " x " + (same ? names.front() : names.front() + " and others");
+  } catch (...) {
+    release();  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
-DataParallelSession::~DataParallelSession() {
+DataParallelSession::~DataParallelSession() { release(); }
+
+void DataParallelSession::release() {
   // each rank's session is freed on its own thread (its GPU current), then the communicators
-  try {
-    forEach([&](int r) { sessions_[size_t(r)].reset(); });
-  } catch (...) {
+  if (workers_.size() == size_t(ranks_) && sessions_.size() == size_t(ranks_)) {
+    try {
+      forEach([&](int r) { sessions_[size_t(r)].reset(); });
+    } catch (...) {
+    }
   }
   workers_.clear();
-  for (NcclComm comm : comms_)
-    if (comm) nccl_.commDestroy(comm);
+  if (!aborted_)
+    for (NcclComm comm : comms_)
+      if (comm) nccl_.commDestroy(comm);
+  comms_.assign(comms_.size(), nullptr);
 }
 
 void DataParallelSession::beginEpoch(const std::vector<uint32_t>& order) {

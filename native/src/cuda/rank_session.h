@@ -18,9 +18,11 @@ struct RankSetup {
   NcclComm comm = nullptr;            // this rank's communicator (ranks > 1)
 };
 
-// On the calling thread's current GPU: checks the run fits in its free memory, then allocates it and
-// captures its steps (with ranks > 1, every rank must do this at the same time, one thread each: the
-// captured all-reduce is a collective).
+// On the calling thread's current GPU: throws (saying what to do) when the run does not fit in its free memory.
+void checkRankFits(const SessionSetup& setup, const std::string& deviceName);
+
+// On the calling thread's current GPU: allocates the run and captures its steps (with ranks > 1, every rank
+// must do this at the same time, one thread each: the captured all-reduce is a collective). checkRankFits first.
 std::unique_ptr<TrainingSession> openRankSession(const SessionSetup& setup, const std::string& deviceName,
                                                  const RankSetup& rank);
 

@@ -367,7 +367,7 @@ void CudaSession::beginEpoch(const std::vector<uint32_t>& order) {
   check(cudaMemsetAsync(&state_.get()->sampleLossSum, 0,
                         offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum), stream_),
         "starting the epoch");
-  gather_batch(stream_, nextBatch_, batch_, state_.get());
+  gather_batch(stream_, nextBatch_, int(std::min<int64_t>(batch_, epochSamples_)), state_.get());  // a rank's share may be under a batch
   epochLaunched_ = 0;
 }
 
@@ -467,12 +467,15 @@ std::vector<float> CudaSession::weights(WeightsKind which) {
 
 }  // namespace
 
-std::unique_ptr<TrainingSession> openRankSession(const SessionSetup& setup, const std::string& deviceName,
-                                                 const RankSetup& rank) {
+void checkRankFits(const SessionSetup& setup, const std::string& deviceName) {
   // the weight average takes as much as the optimizer state's share per parameter
   const size_t stateFloats = optimizerStateSize(setup.spec, setup.plan.parameterCount) +
                              (setup.options.ema > 0 ? setup.plan.parameterCount : 0);
   checkFitsOnGpu(setup.plan, stateFloats, setup.keepBest, setup.batch, setup.data, setup.validation, deviceName);
+}
+
+std::unique_ptr<TrainingSession> openRankSession(const SessionSetup& setup, const std::string& deviceName,
+                                                 const RankSetup& rank) {
   return std::make_unique<CudaSession>(setup, deviceName, rank);
 }
 
@@ -487,7 +490,9 @@ std::unique_ptr<TrainingSession> CudaBackend::openSession(const SessionSetup& se
   }
   const int device = gpus.empty() ? deviceIndex_ : gpus.front();
   check(cudaSetDevice(device), "selecting the GPU");
-  return openRankSession(setup, device == deviceIndex_ ? info_.name : gpuName(device), RankSetup{});
+  const std::string name = device == deviceIndex_ ? info_.name : gpuName(device);
+  checkRankFits(setup, name);
+  return openRankSession(setup, name, RankSetup{});
 }
 
 }  // namespace nnstudio::cuda
