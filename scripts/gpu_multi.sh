@@ -21,6 +21,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 export NCCL_NVLS_ENABLE=0
+# a hung collective must not eat the session: every run has a time limit, and NCCL says what went wrong
+export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
 mkdir -p "$OUT_DIR"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee "$OUT_DIR/gpus.txt"
 if [[ -z ${NNSTUDIO_NCCL_LIBRARY:-} ]] && ! ldconfig -p | grep -q libnccl.so.2; then
@@ -34,18 +36,18 @@ cmake -S "$ROOT/native" -B "$ROOT/build/gpu" -DCMAKE_BUILD_TYPE=Release -DNNSTUD
   cmake --build "$ROOT/build/gpu" -j "$(nproc)" --target test_cuda_data_parallel nnstudio_bench >>"$OUT_DIR/build.log" 2>&1 ||
   { tail -40 "$OUT_DIR/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
-"$ROOT/build/gpu/test_cuda_data_parallel" >"$OUT_DIR/test_cuda_data_parallel.log" 2>&1; echo "test_cuda_data_parallel rc $?"
+timeout 240 "$ROOT/build/gpu/test_cuda_data_parallel" >"$OUT_DIR/test_cuda_data_parallel.log" 2>&1; echo "test_cuda_data_parallel rc $? (124: timed out)"
 grep -E "FAIL|skipped|passed, " "$OUT_DIR/test_cuda_data_parallel.log"
 IFS=',' read -ra configs <<<"$CONFIGS"
 IFS=',' read -ra counts <<<"$COUNTS"
 for config in "${configs[@]}"; do
-  "$ROOT/build/gpu/nnstudio_bench" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" >>"$OUT_DIR/bench.jsonl" 2>>"$OUT_DIR/bench.log"
+  timeout 120 "$ROOT/build/gpu/nnstudio_bench" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" >>"$OUT_DIR/bench.jsonl" 2>>"$OUT_DIR/bench.log"
   for n in "${counts[@]}"; do
     list=$(seq -s, 0 $((n - 1)))
-    "$ROOT/build/gpu/nnstudio_bench" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" --gpus "$list" \
+    timeout 120 "$ROOT/build/gpu/nnstudio_bench" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" --gpus "$list" \
       >>"$OUT_DIR/bench.jsonl" 2>>"$OUT_DIR/bench.log"
   done
-  python3 "$ROOT/scripts/bench_ddp.py" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" --gpus "1,$COUNTS" \
+  timeout 180 python3 "$ROOT/scripts/bench_ddp.py" --device cuda --data "$DATA" --configs "$config" --epochs "$EPOCHS" --gpus "1,$COUNTS" \
     >>"$OUT_DIR/bench.jsonl" 2>>"$OUT_DIR/ddp.log"
   echo "$config: $(( $(date +%s) - start )) s"
 done
