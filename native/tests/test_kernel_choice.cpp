@@ -83,10 +83,6 @@ PoolGeometry poolOf(const LayerPlan& lp) {
   return p;
 }
 
-std::string wgradText(const ConvWgradPlan& p) {
-  return "rg" + std::to_string(p.rg) + " tm" + std::to_string(p.tm) + " tn" + std::to_string(p.tn) + " tiles " +
-         std::to_string(p.tilesM) + "x" + std::to_string(p.tilesN) + " splits " + std::to_string(p.S);
-}
 
 // one line per choice the chooser makes for the preset's training step
 std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps& caps, const KernelOverrides& o) {
@@ -101,7 +97,7 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
       const ConvGeometry g = convOf(lp);
       lines.push_back(at + "forward " + chooseConvPass(caps, o, ConvPass::Forward, N, g).name());
       lines.push_back(at + "input gradient " + chooseConvPass(caps, o, ConvPass::InputGradient, N, g).name());
-      lines.push_back(at + "weight gradient " + wgradText(chooseConvWeightGrad(N, g)));
+      lines.push_back(at + "weight gradient " + chooseConvWeightGrad(caps, o, N, g).name());
       if (i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
         lines.push_back(at + "max pool after it " +
                         (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation) ? "fused" : "separate"));
@@ -167,8 +163,24 @@ void testOtherDevices() {
     CHECK_MSG(c.kernel == ConvKernel::TensorCore3xTf32 && convTcSharedBytes(c.tc) <= smallGpu().sharedOptin,
               "99 KiB GPU, " + std::to_string(M) + " rows: " + c.name() + " fits");
   }
-  // what orders the sums does not follow the SM count: the direct kernel's channel splits here (the weight
-  // gradient's split and the fused conv + pool weight gradient's chunks take no caps at all)
+  // the weight gradient: SIMT before sm_80 even when forced, the tensor cores on the H100; its default tile
+  // fits 99 KiB; its split does not follow the SM count (it orders the sums)
+  CHECK_MSG(!chooseConvWeightGrad(turing(), forced, 128, keras2).tc,
+            "sm_75: keras conv2's weight gradient stays on the SIMT kernel even with NNSTUDIO_CONV_TC=1");
+  const ConvWgradPlan kerasWgrad = chooseConvWeightGrad(h100(), o, 128, keras2);
+  CHECK_MSG(kerasWgrad.tc, "sm_90: keras conv2's weight gradient runs on the tensor cores");
+  const ConvWgradPlan smallWgrad = chooseConvWeightGrad(smallGpu(), o, 128, keras2);
+  CHECK_MSG(smallWgrad.tc && convTcWgradSharedBytes(smallWgrad.tile) <= smallGpu().sharedOptin &&
+                smallWgrad.S == kerasWgrad.S && smallWgrad.chunk == kerasWgrad.chunk,
+            "99 KiB GPU: the weight gradient's tile fits and its split is the H100's (" + smallWgrad.name() + ")");
+  KernelOverrides eightChunks = forced;
+  eightChunks.convWgradSplits = 8;
+  CHECK_MSG(chooseConvWeightGrad(h100(), eightChunks, 128, keras2).S == 8, "a forced split of the tensor-core weight gradient");
+  // a kernel of more than 32 taps stays on the SIMT kernel (the pixel's tap mask is 32 bits)
+  CHECK_MSG(!chooseConvWeightGrad(h100(), forced, 128, geometry(32, 26, 26, 64, 7, 20, 20)).tc,
+            "7x7 kernels: the weight gradient stays on the SIMT kernel");
+  // what orders the sums does not follow the SM count: the direct kernel's channel splits here (the fused
+  // conv + pool weight gradient's chunks take no caps at all)
   const DeviceCaps gpus[] = {h100(), smallGpu(), turing()};
   for (const DeviceCaps& caps : gpus) {
     const ConvPassChoice d = chooseConvPass(caps, o, ConvPass::Forward, 64, lenet1Same);
