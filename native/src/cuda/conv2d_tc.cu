@@ -51,8 +51,6 @@ namespace {
 using tc::cpAsync4;
 using tc::cpAsyncCommit;
 using tc::cpAsyncWait;
-using tc::mma;
-using tc::split;
 
 // shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
 template <int BM, int WN, int BK, int STAGES>
@@ -187,12 +185,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   const int g = lane >> 2, t = lane & 3;  // the fragments' group and thread-in-group
   const int wm = warp / WN, wn = warp % WN;
   float acc[2][4][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  tc::clearWarpTile(acc);
 
   const int tiles = (a.K + BK - 1) / BK;
 #pragma unroll
@@ -207,39 +200,10 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
     if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, sLoad);
     cpAsyncCommit();
     sLoad = sLoad + 1 == STAGES ? 0 : sLoad + 1;
+    auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
+    auto bAt = [&](int k, int c) { return Bs[s][k][wn * 32 + c]; };
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) {
-      uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const int r = wm * 32 + mt * 16 + g;
-        split<SPLIT>(As[s][r][k8 + t], aBig[mt][0], aSmall[mt][0]);
-        split<SPLIT>(As[s][r + 8][k8 + t], aBig[mt][1], aSmall[mt][1]);
-        split<SPLIT>(As[s][r][k8 + t + 4], aBig[mt][2], aSmall[mt][2]);
-        split<SPLIT>(As[s][r + 8][k8 + t + 4], aBig[mt][3], aSmall[mt][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int c = wn * 32 + nt * 8 + g;
-        split<SPLIT>(Bs[s][k8 + t][c], bBig[nt][0], bSmall[nt][0]);
-        split<SPLIT>(Bs[s][k8 + t + 4][c], bBig[nt][1], bSmall[nt][1]);
-      }
-      // the small corrections first, then the big product
-      if constexpr (SPLIT == 3) {
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bSmall[nt]);
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aSmall[mt], bBig[nt]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
-    }
+    for (int k8 = 0; k8 < BK; k8 += 8) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   cpAsyncWait<0>();  // no copy may be in flight when the block exits

@@ -116,12 +116,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
   const int g = lane >> 2, t = lane & 3;  // the fragments' group and thread-in-group
   const int wm = warp / WN, wn = warp % WN;
   float acc[2][4][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  tc::clearWarpTile(acc);
   // the bias: this thread sums filter biasRow's pixels biasPart, biasPart + BIAS_PARTS, ... of each step
   const int biasRow = tid / BIAS_PARTS, biasPart = tid % BIAS_PARTS;
   float biasSum = 0.0f;
@@ -143,38 +138,10 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
 #pragma unroll
       for (int j = biasPart; j < BK; j += BIAS_PARTS) biasSum += As[s][biasRow][j];
     }
+    auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
+    auto bAt = [&](int k, int c) { return Bs[s][wn * 32 + c][k]; };  // B is stored [tap][pixel]
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) {
-      uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const int r = wm * 32 + mt * 16 + g;
-        tc::split<SPLIT>(As[s][r][k8 + t], aBig[mt][0], aSmall[mt][0]);
-        tc::split<SPLIT>(As[s][r + 8][k8 + t], aBig[mt][1], aSmall[mt][1]);
-        tc::split<SPLIT>(As[s][r][k8 + t + 4], aBig[mt][2], aSmall[mt][2]);
-        tc::split<SPLIT>(As[s][r + 8][k8 + t + 4], aBig[mt][3], aSmall[mt][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int c = wn * 32 + nt * 8 + g;
-        tc::split<SPLIT>(Bs[s][c][k8 + t], bBig[nt][0], bSmall[nt][0]);
-        tc::split<SPLIT>(Bs[s][c][k8 + t + 4], bBig[nt][1], bSmall[nt][1]);
-      }
-      if constexpr (SPLIT == 3) {
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) tc::mma(acc[mt][nt], aBig[mt], bSmall[nt]);
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) tc::mma(acc[mt][nt], aSmall[mt], bBig[nt]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) tc::mma(acc[mt][nt], aBig[mt], bBig[nt]);
-    }
+    for (int k8 = 0; k8 < BK; k8 += 8) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   tc::cpAsyncWait<0>();

@@ -36,4 +36,51 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// A warp's 32 x 32 tile as 2 x 4 m16n8 fragments: acc[mt][nt][c] holds row 16 mt + g (+8 for c >= 2) and
+// column 8 nt + 2 t (+1 for odd c) of the tile, g = lane / 4, t = lane % 4.
+__device__ __forceinline__ void clearWarpTile(float (&acc)[2][4][4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+}
+
+// acc += A (32 x 8) . B (8 x 32), the 8 reduction steps from k8 on: aAt(row, k) and bAt(k, column) read
+// the shared-memory tiles (row and column within the warp's tile). SPLIT 3: the small corrections first,
+// then the big product (3xTF32); SPLIT 1: plain TF32.
+template <int SPLIT, class AAt, class BAt>
+__device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k8, int g, int t, AAt aAt, BAt bAt) {
+  uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    const int r = mt * 16 + g;
+    split<SPLIT>(aAt(r, k8 + t), aBig[mt][0], aSmall[mt][0]);
+    split<SPLIT>(aAt(r + 8, k8 + t), aBig[mt][1], aSmall[mt][1]);
+    split<SPLIT>(aAt(r, k8 + t + 4), aBig[mt][2], aSmall[mt][2]);
+    split<SPLIT>(aAt(r + 8, k8 + t + 4), aBig[mt][3], aSmall[mt][3]);
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int c = nt * 8 + g;
+    split<SPLIT>(bAt(k8 + t, c), bBig[nt][0], bSmall[nt][0]);
+    split<SPLIT>(bAt(k8 + t + 4, c), bBig[nt][1], bSmall[nt][1]);
+  }
+  if constexpr (SPLIT == 3) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bSmall[nt]);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aSmall[mt], bBig[nt]);
+  }
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
+}
+
 }  // namespace nnstudio::cuda::tc
