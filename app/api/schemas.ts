@@ -250,7 +250,7 @@ export const payloadSchemas = {
     offset: z.number().int().nonnegative().optional(),
   }),
   /** Class probabilities for rows of raw input values (pixels 0-255 for image models), at most 64 rows. */
-  /** Or `image`: an image file (PNG, JPEG, WebP, GIF, BMP) decoded as the model's training images were. */
+  /** Or `image`: an image file (PNG, JPEG, WebP, GIF, BMP, TIFF, AVIF) decoded as the model's training images were. */
   'models:predict': z
     .strictObject({
       modelId: id,

@@ -16,6 +16,11 @@ function table(rows: string[][], rightAligned: (column: number) => boolean): str
   );
 }
 
+/** What loading the data noted (files skipped, cells read as missing, …), as `note:` lines for stderr. */
+export function dataNoteLines(notes: readonly string[] | undefined): string {
+  return (notes ?? []).map((note) => `note: ${note}\n`).join('');
+}
+
 export function formatReport(report: ClassificationReport, loss?: number): string {
   const lines: string[] = [];
   lines.push(`accuracy ${percent(report.accuracy)}${loss !== undefined ? `   loss ${fixed(loss)}` : ''}`);

@@ -185,6 +185,7 @@ async function loadFolderFor(source: FolderSource, known: KnownData, unlabeled: 
     limit: source.limit,
     unlabeled,
     classLabels: known.classLabels,
+    forModel: shape !== undefined,
   });
   return unlabeled ? dataset : named(dataset, source);
 }

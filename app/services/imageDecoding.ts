@@ -1,4 +1,4 @@
-// Decodes one image file (PNG, JPEG, WebP, GIF through sharp's libvips; BMP through app/core/data/bmp.ts) and
+// Decodes one image file (PNG, JPEG, WebP, GIF, TIFF, AVIF through sharp's libvips; BMP through app/core/data/bmp.ts) and
 // brings it to a model's size: turned upright by its EXIF orientation, transparency flattened onto black, then
 // resized by a centre crop ('crop': fills the size, cuts the overflow) or a letterbox ('letterbox': fits
 // inside, black bars). The result is always RGB bytes; the folder loader decides on grey or colour after.
@@ -16,8 +16,14 @@ export type RgbPixels = Uint8Array;
 
 const black = { r: 0, g: 0, b: 0, alpha: 1 };
 
+/** An empty file in plain words (sharp says "Input Buffer is empty"). */
+function refuseEmpty(bytes: Uint8Array): void {
+  if (bytes.length === 0) throw new Error('the file is empty');
+}
+
 /** A sharp pipeline on the file's first frame (GIF, animated WebP), or on a BMP's decoded pixels. */
 function open(bytes: Uint8Array): Sharp {
+  refuseEmpty(bytes);
   if (looksLikeBmp(bytes)) {
     const bmp = decodeBmp(bytes);
     return sharp(bmp.data, { raw: { width: bmp.width, height: bmp.height, channels: 3 } });
@@ -27,6 +33,7 @@ function open(bytes: Uint8Array): Sharp {
 
 /** The image's upright size, read from its header (BMP: decoded). Throws when it is not an image sharp reads. */
 export async function imageSize(bytes: Uint8Array): Promise<ImageSize> {
+  refuseEmpty(bytes);
   if (looksLikeBmp(bytes)) {
     const { width, height } = decodeBmp(bytes);
     return { width, height };

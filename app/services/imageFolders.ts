@@ -25,12 +25,17 @@ export interface ImageFolderOptions {
   classLabels?: string[];
   /** At most this many images, taken in turn from each class. */
   limit?: number;
+  /** The size and channels are a trained model's (eval, predict): the notes say so, not "as chosen". */
+  forModel?: boolean;
 }
 
 interface Entry {
   file: string;
   label: number;
 }
+
+/** Below one coloured image in this many, the colour note names them and says how to read all as grey. */
+const fewColouredShare = 20;
 
 /** Images decoded at a time: sharp works on libuv's pool (4 threads by default). */
 const concurrency = 8;
@@ -58,8 +63,8 @@ export async function loadImageFolder(folder: string, options: ImageFolderOption
   });
   const failureNote = undecodableOutcome(root, sortFailures(failures), entries.length);
   const kept = entries.map((entry, i) => ({ entry, pixels: decoded[i] })).filter((item): item is { entry: Entry; pixels: RgbPixels } => item.pixels !== undefined);
-  const coloured = kept.filter((item) => hasColour(item.pixels)).length;
-  const channels = options.channels ?? (coloured > 0 ? 3 : 1);
+  const colouredFiles = kept.filter((item) => hasColour(item.pixels)).map((item) => item.entry.file);
+  const channels = options.channels ?? (colouredFiles.length > 0 ? 3 : 1);
   const imageValues = channels * height * width;
   if (kept.length * imageValues > maxFeatureValues) {
     throw new DataError(root, `${kept.length} images of ${channels}x${height}x${width} are too many values to hold; choose a smaller image size`);
@@ -73,13 +78,13 @@ export async function loadImageFolder(folder: string, options: ImageFolderOption
   const notes = [
     ...scanNotes(scan, options.unlabeled ?? false),
     sizeNote(size, given, fit, entries.length),
-    colourNote(channels, options.channels !== undefined, coloured, kept.length),
+    colourNote(channels, options.channels === undefined ? 'images' : options.forModel ? 'model' : 'user', colouredFiles, kept.length),
     ...(failureNote ? [failureNote] : []),
   ];
   return {
     features, labels, count: kept.length, featureShape: [channels, height, width], featureNames: [],
     classLabels: options.unlabeled ? [...(options.classLabels ?? [])] : scan.classes.map((folder) => folder.name),
-    source: folder, pixelScale: 255, imageFit: fit, notes,
+    source: folder, pixelScale: 255, imageFit: fit, notes, exampleNames: kept.map((item) => item.entry.file),
   };
 }
 
@@ -120,11 +125,21 @@ async function sizesOf(root: string, entries: Entry[], failures: Undecodable[]):
   return read;
 }
 
-function colourNote(channels: 1 | 3, given: boolean, coloured: number, count: number): string {
-  if (given) return channels === 3 ? 'read in colour (RGB), as chosen' : 'read as grayscale (one channel), as chosen';
-  return channels === 3
-    ? `read in colour (RGB): ${coloured} of ${count} images have colour`
-    : `read as grayscale (one channel): none of the ${count} images has colour`;
+/** Who decided the channel count: the images (colour found or not), the user, or the model that reads them. */
+type ChannelSource = 'images' | 'user' | 'model';
+
+function colourNote(channels: 1 | 3, source: ChannelSource, colouredFiles: readonly string[], count: number): string {
+  if (source !== 'images') {
+    const how = source === 'user' ? 'as chosen' : 'as the model takes them';
+    return channels === 3 ? `read in colour (RGB), ${how}` : `read as grayscale (one channel), ${how}`;
+  }
+  if (channels === 1) return `read as grayscale (one channel): none of the ${count} images has colour`;
+  const coloured = colouredFiles.length;
+  const read = `read in colour (RGB): ${coloured} of ${count} image${count === 1 ? '' : 's'} ${coloured === 1 ? 'has' : 'have'} colour`;
+  // a few coloured images among grey ones make every image three channels: say which, and how to read them grey
+  if (coloured * fewColouredShare >= count) return read;
+  const named = colouredFiles.length > 3 ? `${colouredFiles.slice(0, 3).join(', ')}, …` : colouredFiles.join(', ');
+  return `${read} (${named}); grayscale (--channels 1, or Colour on the Data screen) reads them all with one channel`;
 }
 
 /** sharp's messages are long and technical; the first line is enough to tell a corrupt file. */

@@ -8,32 +8,40 @@ export interface PredictionTable {
   rows: (string | number)[][];
 }
 
+/** `file` after `row` for an image folder's examples ("cats/001.jpg"), so that each prediction names its image. */
+function fileColumn(prediction: Prediction): { columns: string[]; cell: (row: number) => string[] } {
+  const names = prediction.dataset.exampleNames;
+  return names ? { columns: ['file'], cell: (row) => [names[row] ?? ''] } : { columns: [], cell: () => [] };
+}
+
 /**
- * Regression: row, then a `predicted_<target>` column per target in the original units, and the true value
- * (`<target>`) where the file had it.
+ * Regression: row (and file), then a `predicted_<target>` column per target in the original units, and the
+ * true value (`<target>`) where the file had it.
  */
 function regressionTable(prediction: Prediction, values: Float64Array, names: string[]): PredictionTable {
   const width = names.length;
   const truth = prediction.dataset.targets;
-  const columns = ['row', ...names.map((name) => `predicted_${name}`), ...(truth ? names : [])];
+  const file = fileColumn(prediction);
+  const columns = ['row', ...file.columns, ...names.map((name) => `predicted_${name}`), ...(truth ? names : [])];
   const rows: (string | number)[][] = [];
   for (let i = 0; i < values.length / width; i++) {
     const predicted = Array.from(values.subarray(i * width, (i + 1) * width), (value) => Number(value.toPrecision(7)));
-    rows.push([i + 1, ...predicted, ...(truth ? Array.from(truth.subarray(i * width, (i + 1) * width)) : [])]);
+    rows.push([i + 1, ...file.cell(i), ...predicted, ...(truth ? Array.from(truth.subarray(i * width, (i + 1) * width)) : [])]);
   }
   return { columns, rows };
 }
 
-/** Classification: row, predicted, `label` when the file had labels, then one probability column per class. */
+/** Classification: row (and file), predicted, `label` when the file had labels, then one probability column per class. */
 function classificationTable(prediction: Prediction): PredictionTable {
   const classes = prediction.labels.length;
   const labelled = prediction.truth.some((label) => label >= 0);
-  const columns = ['row', 'predicted', ...(labelled ? ['label'] : []), ...prediction.labels.map((label) => `p_${label}`)];
+  const file = fileColumn(prediction);
+  const columns = ['row', ...file.columns, 'predicted', ...(labelled ? ['label'] : []), ...prediction.labels.map((label) => `p_${label}`)];
   const rows: (string | number)[][] = [];
   for (let i = 0; i < prediction.predictions.length; i++) {
     const probabilities = Array.from(prediction.probabilities.subarray(i * classes, (i + 1) * classes), (p) => Number(p.toPrecision(6)));
     const truth = prediction.truth[i];
-    rows.push([i + 1, prediction.labels[prediction.predictions[i]], ...(labelled ? [truth >= 0 ? prediction.labels[truth] : ''] : []), ...probabilities]);
+    rows.push([i + 1, ...file.cell(i), prediction.labels[prediction.predictions[i]], ...(labelled ? [truth >= 0 ? prediction.labels[truth] : ''] : []), ...probabilities]);
   }
   return { columns, rows };
 }

@@ -262,7 +262,27 @@ function smallTableNotes(all: Dataset, given: TrainRequest, spec: ModelSpec): st
   return [`a small regression table (${all.count} rows): ${chosen.join(' and ')} by default, against over-fitting (--weight-decay, --val-split to change)`];
 }
 
-/** The plan's notes: the small-table defaults, and what an image folder's reading chose and skipped. */
+/** Below this many steps an epoch, batchnorm's running statistics (momentum 0.1: about the last 10 steps) trail the weights for a large part of an epoch. */
+const batchnormLagSteps = 50;
+
+/** Whether any layer, or a layer of a residual block, is a batchnorm. */
+function hasBatchnorm(spec: ModelSpec): boolean {
+  return spec.layers.some((layer) => layer.kind === 'batchnorm' || (layer.kind === 'residual' && layer.layers.some((inner) => inner.kind === 'batchnorm')));
+}
+
+/**
+ * Few steps an epoch with batchnorm: validation and the saved model use running statistics that trail the
+ * weights while they change fast, so early epochs can validate far below training (a constant class at
+ * first). Said up front, with what helps, so that a low validation accuracy is not read as a broken run.
+ */
+export function batchnormLagNotes(spec: ModelSpec, trainCount: number, batchSize: number): string[] {
+  const steps = Math.ceil(trainCount / Math.max(1, batchSize));
+  if (!hasBatchnorm(spec) || steps >= batchnormLagSteps) return [];
+  const stepWords = `${steps} step${steps === 1 ? '' : 's'}`;
+  return [`batchnorm with only ${stepWords} an epoch: its running statistics, used for validation and the saved model, trail the weights, so validation can stay far below training in the first epochs; more epochs or a smaller batch size help`];
+}
+
+/** The plan's notes: the small-table defaults, batchnorm with few steps, and what an image folder's reading chose and skipped. */
 function planNotes(notes: string[]): { notes?: string[] } {
   return notes.length > 0 ? { notes } : {};
 }
@@ -320,7 +340,11 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     ...(data.all.task === 'regression' ? { task: 'regression' as const, targetNames: data.all.targetNames ?? ['target'] } : {}),
     dataDescription: describeDataSource(request.data),
     ...(resumption ? { resumedFrom: { epoch: resumption.checkpoint.state.epoch } } : {}),
-    ...planNotes([...(resumption ? [] : smallTableNotes(data.all, given, spec)), ...(request.data.kind === 'folder' ? data.all.notes ?? [] : [])]),
+    ...planNotes([
+      ...(resumption ? [] : smallTableNotes(data.all, given, spec)),
+      ...batchnormLagNotes(spec, sets.train.count, batchSize),
+      ...(request.data.kind === 'folder' ? data.all.notes ?? [] : []),
+    ]),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
     ...(request.earlyStopping ? { earlyStopping: request.earlyStopping } : {}),
   };

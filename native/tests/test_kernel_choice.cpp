@@ -349,6 +349,60 @@ void testPerDevice() {
 
 }  // namespace
 
+// A network sizes one workspace for its largest batch and runs smaller ones (an epoch's last batch): the
+// partial sums of every batch from 1 to N fit the workspace sized at N, for the conv weight gradient and the
+// fused conv + max pool one, though their chunk counts are not monotone in the batch.
+void testWorkspaceCoversSmallerBatches() {
+  const ConvGeometry keras2 = geometry(32, 26, 26, 64, 3, 24, 24);
+  KernelOverrides simtOnly;
+  simtOnly.convTc = ConvTcMode::Off;
+  CHECK_MSG(chooseConvWeightGrad(h100(), simtOnly, 123, keras2).S > chooseConvWeightGrad(h100(), simtOnly, 128, keras2).S,
+            "keras conv2: a batch of 123 takes more chunks than one of 128 (" +
+                std::to_string(chooseConvWeightGrad(h100(), simtOnly, 123, keras2).S) + " vs " +
+                std::to_string(chooseConvWeightGrad(h100(), simtOnly, 128, keras2).S) + ")");
+  // 256 filters on a 4x4 output: the tensor cores pay from batch 256 (P = 4096), with fewer chunks than the
+  // SIMT kernel takes at 255
+  std::vector<std::pair<std::string, ConvGeometry>> convs = {{"keras conv2", keras2},
+                                                             {"256 filters 4x4", geometry(32, 6, 6, 256, 3, 4, 4)}};
+  for (const char* name : kPresets) {
+    const Preset preset = loadPreset(name);
+    const NetworkPlan plan = planNetwork(preset.spec);
+    for (const LayerPlan& lp : plan.layers)
+      if (lp.kind == LayerKind::Conv2D) convs.push_back({std::string(name) + " " + lp.label, convOf(lp)});
+  }
+  int worst = 0;
+  std::string where;
+  for (const auto& [name, g] : convs)
+    for (int N : {32, 64, 100, 128, 200, 256, 512}) {
+      // the H100's choice by shape: the tensor cores at N, and at n where they pay, else the SIMT kernel
+      const size_t sized = convWgradWorkspace(chooseConvWeightGrad(h100(), KernelOverrides(), N, g), g);
+      for (int n = 1; n <= N; ++n) {
+        const ConvWgradPlan plan = chooseConvWeightGrad(h100(), KernelOverrides(), n, g);
+        const size_t used = plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+        if (used > sized && worst++ == 0) where = name + " batch " + std::to_string(n) + " of " + std::to_string(N);
+      }
+    }
+  CHECK_MSG(worst == 0, "every conv weight gradient's partial sums fit the workspace of its largest batch" +
+                            (worst ? " (" + std::to_string(worst) + " do not, first " + where + ")" : std::string()));
+  // the fused conv + max pool weight gradient: whole samples a chunk
+  int poolWorst = 0;
+  for (const int F : {8, 32, 64})
+    for (const int C : {1, 16, 32}) {
+      const ConvGeometry g = geometry(C, 28, 28, F, 3, 26, 26);
+      PoolGeometry p;
+      p.C = F, p.H = 26, p.W = 26, p.size = 2, p.stride = 2, p.OH = 13, p.OW = 13;
+      for (int N : {64, 100, 128, 130, 256}) {
+        const ConvPoolWeightsPlan most = planConvPoolWeights(N, g, p);
+        for (int n = 1; n <= N; ++n) {
+          const ConvPoolWeightsPlan c = planConvPoolWeights(n, g, p);
+          if (c.ok && c.chunks > 1 && c.chunks > most.mostChunks) ++poolWorst;
+        }
+      }
+    }
+  CHECK_MSG(poolWorst == 0, "every fused conv + max pool weight gradient's chunks fit the workspace of its largest batch (" +
+                                std::to_string(poolWorst) + " do not)");
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--print") == 0) {  // the table of kH100Choices, after a deliberate change
     for (const char* name : kPresets)
@@ -363,6 +417,7 @@ int main(int argc, char** argv) {
     testParsing();
     testScopedOverrides();
     testPerDevice();
+    testWorkspaceCoversSmallerBatches();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());
   }

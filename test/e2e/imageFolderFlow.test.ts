@@ -129,6 +129,9 @@ describe('image folder flow: a folder of coloured digits, the Fast ResNet preset
     const outcome = await waitCompleted(page(), 50_000);
     t.diagnostic(`one epoch of Fast ResNet on the CPU, start to outcome: ${((performance.now() - started) / 1000).toFixed(1)} s`);
     assert.match(outcome, /after 1 epoch · /);
+    // a small folder in batches of 16: few steps an epoch, so the plan says why validation may trail training
+    const notes = page().getByRole('list', { name: 'Notes on this run' });
+    assert.match((await notes.textContent()) ?? '', /batchnorm with only \d+ steps? an epoch: .*more epochs or a smaller batch size help/);
     const [model] = await askServer<ModelInfo[]>(studio!.serve.browserUrl, 'models:list', {});
     assert.deepEqual(model?.training?.options.augment, { translate: 2 }, "the run's recorded augmentation");
     assert.equal(model?.training?.options.batchSize, 16);

@@ -13,7 +13,7 @@ export interface DigitFolderOptions {
   /** Tint the digits (colour); false writes them grey. */
   colour?: boolean;
   /** Formats written in turn (each image one of them). */
-  formats?: Array<'png' | 'jpeg' | 'webp' | 'gif' | 'bmp'>;
+  formats?: Array<'png' | 'jpeg' | 'webp' | 'gif' | 'bmp' | 'tiff' | 'avif'>;
   /** Folder name for each digit (default: the digit's English name). */
   names?: string[];
 }

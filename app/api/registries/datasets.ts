@@ -81,7 +81,8 @@ export class DatasetRegistry {
     const uploads: Upload[] = [];
     try {
       const { dataSource, name } = await this.resolve(source, uploads);
-      const description = source.kind === 'upload' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
+      // an upload is named as the user chose it, never by where the session keeps it
+      const description = source.kind === 'upload' || source.kind === 'folder' ? `${name} (uploaded)` : services.datasets.describe(dataSource);
       return await this.load(dataSource, name, description, uploads);
     } catch (error) {
       await removeFiles(uploads.map((upload) => upload.file));

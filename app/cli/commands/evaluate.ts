@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { services } from '../../services';
 import { countLimits } from '../../core/model/countLimits';
 import { addDataOptions, countWithin, dataSourceFrom, requireOption, threadCount, type DataOptions } from '../options';
-import { formatRegressionReport, formatReport } from '../report';
+import { dataNoteLines, formatRegressionReport, formatReport } from '../report';
 
 interface EvalCommandOptions extends DataOptions {
   model?: string;
@@ -16,7 +16,7 @@ interface EvalCommandOptions extends DataOptions {
 
 export function evalCommand(): Command {
   const command = new Command('eval').description('evaluate a saved model on labelled data: accuracy, per-class metrics and confusion matrix, or for regression R², MAE, RMSE, MAPE');
-  addDataOptions(command, 'test data: a CSV file, an IDX images file, or "mnist" (the 10 000 test images)');
+  addDataOptions(command, 'test data: a CSV file, an image folder (one subfolder per class), an IDX images file, or "mnist" (the 10 000 test images)');
   return command
     .option('--model <file>', 'the model file (.safetensors)')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
@@ -26,13 +26,14 @@ export function evalCommand(): Command {
     .option('--json', 'print one JSON object (docs/TABLES.md, "eval --json"): {task, accuracy, macro, weighted, perClass, confusion, labels, loss, count} or {task: "regression", r2, mae, rmse, mape, perTarget, loss, count}')
     .action(async (options: EvalCommandOptions) => {
       const modelFile = requireOption(options.model, '--model', 'the model file to evaluate');
-      const dataArgument = requireOption(options.data, '--data', 'a CSV file, an IDX images file or "mnist"');
+      const dataArgument = requireOption(options.data, '--data', 'a CSV file, an image folder, an IDX images file or "mnist"');
       const model = await services.models.load(modelFile);
       const source = await dataSourceFrom(dataArgument, 'test', options);
       const evaluation = await services.evaluation.evaluate(model, source, {
         device: options.device, batchSize: options.batchSize, threads: options.threads,
         ...(options.tta ? services.evaluation.ttaFor(model) : {}),
       });
+      process.stderr.write(dataNoteLines(evaluation.dataset.notes));
       const regression = evaluation.regression;
       const count = evaluation.dataset.count;
       if (options.json) {

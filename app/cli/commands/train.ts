@@ -50,7 +50,7 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
 
 export function trainCommand(): Command {
   const command = new Command('train').description('train a model and save it (default: a small CNN on the built-in MNIST)');
-  addDataOptions(command, 'training data: a CSV file, an IDX images file, or "mnist" (default: mnist)');
+  addDataOptions(command, 'training data: a CSV file, an image folder (one subfolder per class), an IDX images file, or "mnist" (default: mnist)');
   return command
     .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
     .option('--layers <spec>', 'layers in the compact syntax of docs/LAYERS.md, e.g. conv:16x3:relu,maxpool:2,dense:10')

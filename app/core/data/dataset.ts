@@ -36,6 +36,8 @@ export interface Dataset {
   targetNames?: string[];
   /** Plain-language notes from loading: columns left out, rows dropped, cells read as missing, … */
   notes?: string[];
+  /** Image folders: each example's file inside the folder ("cats/001.jpg"), so that predictions name them. */
+  exampleNames?: string[];
 }
 
 export function featureSize(shape: readonly number[]): number {

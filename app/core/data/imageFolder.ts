@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataError } from './errors';
-import { imageExtensions, isHiddenName, isImageFile } from './imageFiles';
+import { imageExtensions, isHeicFile, isHiddenName, isImageFile } from './imageFiles';
 
 export { imageExtensions, isImageFile } from './imageFiles';
 
@@ -89,12 +89,28 @@ export function checkClassFolders(scan: FolderScan): void {
 /** The plain-language notes about what was left out of the folder. */
 export function scanNotes(scan: FolderScan, unlabeled: boolean): string[] {
   const notes: string[] = [];
-  if (scan.otherFiles.length > 0) notes.push(`${plural(scan.otherFiles.length, 'file')} left out, not images by name (${listed(scan.otherFiles)})`);
+  const heic = scan.otherFiles.filter(isHeicFile);
+  const other = scan.otherFiles.filter((file) => !isHeicFile(file));
+  if (heic.length > 0) notes.push(`${plural(heic.length, 'HEIC photo')} left out: HEIC cannot be read here; export ${heic.length === 1 ? 'it' : 'them'} as JPEG (on an iPhone: Settings › Camera › Formats › Most Compatible) (${listed(heic)})`);
+  if (other.length > 0) notes.push(`${plural(other.length, 'file')} left out, not images by name (${listed(other)})`);
   if (scan.emptyFolders.length > 0) notes.push(`${plural(scan.emptyFolders.length, 'folder')} without images left out (${listed(scan.emptyFolders)})`);
   if (!unlabeled && scan.looseImages.length > 0) {
     notes.push(`${plural(scan.looseImages.length, 'image')} outside the class folders left out (${listed(scan.looseImages)})`);
   }
+  if (!unlabeled) notes.push(...wrapperNote(scan));
   return notes;
+}
+
+/**
+ * One class folder whose images lie in subfolders of their own ("photos/cats/…", "photos/dogs/…"): most likely
+ * the folder above the class folders was chosen. Said on opening, before a run says a classifier needs two.
+ */
+function wrapperNote(scan: FolderScan): string[] {
+  if (scan.classes.length !== 1) return [];
+  const only = scan.classes[0];
+  const inner = [...new Set(only.files.map((file) => file.split(/[\\/]/)).filter((parts) => parts.length >= 3).map((parts) => `${parts[1]}/`))];
+  if (inner.length < 2) return [];
+  return [`one class folder (${only.name}/), whose images lie in ${inner.length} folders of their own (${listed(inner)}): if those are the classes, open ${only.name} itself`];
 }
 
 /**

@@ -140,7 +140,9 @@ export function subset(dataset: Dataset, indices: ArrayLike<number>): Dataset {
     labels[k] = dataset.labels[index];
     if (targets !== undefined) targets.set(sourceTargets!.subarray(index * targetWidth, (index + 1) * targetWidth), k * targetWidth);
   }
-  return { ...dataset, features, labels, count, ...(targets !== undefined ? { targets } : {}) };
+  const names = dataset.exampleNames;
+  const exampleNames = names === undefined ? undefined : Array.from(indices, (index) => names[index]);
+  return { ...dataset, features, labels, count, ...(targets !== undefined ? { targets } : {}), ...(exampleNames ? { exampleNames } : {}) };
 }
 
 /**

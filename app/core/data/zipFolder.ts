@@ -4,7 +4,8 @@
 // as a folder upload), so both read a ZIP the same way:
 // - directories, hidden files and macOS's __MACOSX are not data; files that are not images stay out too;
 // - a ZIP made by zipping a folder holds everything under that folder's name ("digits/0/a.png"): that one
-//   top folder is the folder itself (its name becomes the dataset's), as when the folder is dropped;
+//   top folder, when it holds folders, is the folder itself (its name becomes the dataset's), as when the
+//   folder is dropped; files beside its class folders ("digits/README.md") stay what they are there;
 // - a path that climbs out (".."), is absolute, or nests more than maxZipDepth deep is refused, naming it.
 import { unzipSync } from 'fflate';
 import { isHiddenName, isImageFile } from './imageFiles';
@@ -44,14 +45,29 @@ function partsOf(zipName: string, entry: string): string[] {
   return parts;
 }
 
+/**
+ * An entry's name as its maker wrote it. A ZIP without the UTF-8 flag (Info-ZIP's `zip`, many Windows tools)
+ * has its names read byte for byte as Latin-1 (fflate): "zéro" arrives as "zÃ©ro". Names whose bytes are valid
+ * UTF-8 with non-ASCII characters are read as UTF-8 (as 7-Zip and the file managers do); others stay as read.
+ */
+export function entryText(name: string): string {
+  if (!/[\u0080-\u00ff]/.test(name) || /[^\u0000-\u00ff]/.test(name)) return name;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(name, (char) => char.charCodeAt(0)));
+  } catch {
+    return name;
+  }
+}
+
 export function zipFolderLayout(zipName: string, entries: readonly string[]): ZipFolderLayout {
   const files = entries
     .filter((entry) => !entry.endsWith('/') && !entry.endsWith('\\'))
-    .map((entry) => ({ entry, parts: partsOf(zipName, entry) }))
+    .map((entry) => ({ entry, parts: partsOf(zipName, entryText(entry)) }))
     .filter(({ parts }) => parts.length > 0 && !parts.some(isHiddenName));
   if (files.length === 0) throw new ZipFolderError(zipName, 'holds no files');
+  // one top folder holding folders: that folder itself, even with stray files beside its class folders
   const top = files[0].parts[0];
-  const underOneFolder = files.every(({ parts }) => parts.length > 2 && parts[0] === top);
+  const underOneFolder = files.every(({ parts }) => parts.length >= 2 && parts[0] === top) && files.some(({ parts }) => parts.length > 2);
   const baseName = zipName.replace(/^.*[\\/]/, '').replace(/\.zip$/i, '') || 'folder';
   const placed = files.map(({ entry, parts }) => ({ entry, parts: underOneFolder ? parts.slice(1) : parts }));
   for (const { entry, parts } of placed) {

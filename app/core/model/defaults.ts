@@ -31,10 +31,16 @@ export function defaultLayers(inputShape: readonly number[], classCount: number)
   return layers;
 }
 
+/** A classifier needs two classes at least: said in words ("the data has only one class, …"). */
+export function tooFewClasses(classCount: number): string {
+  const has = classCount === 1 ? 'only one class' : classCount === 0 ? 'no classes' : `${classCount} classes`;
+  return `the data has ${has}; a classifier needs at least two`;
+}
+
 /** The default spec: defaultLayers, softmax cross-entropy, Adam 1e-3 with Keras' betas and eps. */
 export function defaultSpec(inputShape: readonly number[], classCount: number, seed = 0): ModelSpec {
   if (!Number.isInteger(classCount) || classCount < 2) {
-    throw new Error(`the data has ${classCount} class(es), at least 2 are needed`);
+    throw new Error(tooFewClasses(classCount));
   }
   const input: ModelSpec['input'] =
     inputShape.length === 3 ? [inputShape[0], inputShape[1], inputShape[2]] : [inputShape.reduce((a, b) => a * b, 1)];

@@ -7,6 +7,7 @@ import { countLimits, countSchema } from './countLimits';
 import { augmentationSchema, lrScheduleSchema, type Augmentation, type LrSchedule } from './trainingControl';
 import type { ModelSpec } from './spec';
 import { SpecError, formatShape, inferShapes } from './shapes';
+import { tooFewClasses } from './defaults';
 
 export interface Preset {
   /** The file's name: what benchmarks, run records and older commands call it (seed000, mlp, ...). */
@@ -153,7 +154,7 @@ export function presetForData(preset: Preset, inputShape: readonly number[], cla
     );
   }
   if (!Number.isInteger(classCount) || classCount < 2) {
-    throw new SpecError(`preset ${preset.name}: the data has ${classCount} class(es), at least 2 are needed`);
+    throw new SpecError(`preset ${preset.name}: ${tooFewClasses(classCount)}`);
   }
   const spec = structuredClone(preset.spec);
   spec.input = inputShape.length === 3 ? [inputShape[0], inputShape[1], inputShape[2]] : [inputShape[0]];

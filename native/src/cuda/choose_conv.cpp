@@ -223,7 +223,7 @@ namespace {
 // "Residual presets"), kernels of at most 32 taps (the pixel's tap mask is 32 bits).
 bool tcWgrad(const DeviceCaps& caps, ConvTcMode mode, int64_t K, int64_t P, const ConvGeometry& g) {
   if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores() || K >= INT32_MAX) return false;
-  return mode != ConvTcMode::Auto || tcPays(g.F, int(K), P);
+  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32 too only where it pays, as the other passes
 }
 
 // the tiles a test may force (variant 1..6), else 32 or 64 filters by F, 64 or 128 taps by K, 32 pixels a
@@ -250,28 +250,18 @@ void splitPixels(ConvWgradPlan& plan, int64_t P, int step, int64_t target, int f
     S = std::max<int64_t>(1, (target + tiles - 1) / tiles);
     S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kMinSteps));
   }
+  // S chunks of whole steps: rounding the chunk up can only lower the count (S * chunk >= P), so no batch
+  // up to this one needs more than this S on this kernel, while the final count is not monotone in the batch
+  plan.mostS = int(S);
   const int64_t perSplit = (steps + S - 1) / S;
   plan.chunk = int(std::max<int64_t>(1, perSplit) * step);
   plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
 }
 
-}  // namespace
-
-ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides& o, int N, const ConvGeometry& g) {
-  constexpr int kTarget = NNSTUDIO_CONV_WG_TARGET;       // blocks to aim for (a constant: the bits)
-  constexpr int kTcTarget = NNSTUDIO_CONV_WG_TC_TARGET;  // the same for the tensor-core kernel's larger blocks
+// The SIMT kernel's tiles and split (conv2d.cu): rg thread-rows by F, tm x tn micro-tiles over (F, K + 1).
+ConvWgradPlan simtWgradPlan(int64_t P, const ConvGeometry& g, int forceSplits) {
   ConvWgradPlan plan;
-  const int64_t K = g.colRows(), Kp = K + 1;
-  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
-  if (tcWgrad(caps, o.convTc, K, P, g)) {
-    plan.tc = true;
-    plan.tf32 = o.convTc == ConvTcMode::Tf32;
-    plan.tile = tcWgradTile(caps, g.F, K, o.convTcVariant);
-    plan.tilesM = int((g.F + plan.tile.bm - 1) / plan.tile.bm);
-    plan.tilesN = int((K + plan.tile.wn * 32 - 1) / (plan.tile.wn * 32));
-    splitPixels(plan, P, plan.tile.bk, kTcTarget, o.convWgradSplits);
-    return plan;
-  }
+  const int64_t Kp = g.colRows() + 1;
   if (g.F <= 8 && Kp > 16) {
     plan.rg = 8;  // 8 thread-rows x 32 thread-columns: no idle filter rows
     plan.tn = Kp <= 32 ? 1 : Kp <= 64 ? 2 : 4;
@@ -283,7 +273,26 @@ ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides
   const int cgN = 256 / plan.rg;
   plan.tilesM = int((g.F + plan.rg * plan.tm - 1) / (plan.rg * plan.tm));
   plan.tilesN = int((Kp + cgN * plan.tn - 1) / (cgN * plan.tn));
-  splitPixels(plan, P, kConvWgradPixelsPerStep, kTarget, o.convWgradSplits);
+  splitPixels(plan, P, kConvWgradPixelsPerStep, NNSTUDIO_CONV_WG_TARGET, forceSplits);
+  return plan;
+}
+
+}  // namespace
+
+ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides& o, int N, const ConvGeometry& g) {
+  constexpr int kTcTarget = NNSTUDIO_CONV_WG_TC_TARGET;  // blocks to aim for (a constant: the bits)
+  const int64_t K = g.colRows();
+  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
+  const ConvWgradPlan simt = simtWgradPlan(P, g, o.convWgradSplits);
+  if (!tcWgrad(caps, o.convTc, K, P, g)) return simt;
+  ConvWgradPlan plan;
+  plan.tc = true;
+  plan.tf32 = o.convTc == ConvTcMode::Tf32;
+  plan.tile = tcWgradTile(caps, g.F, K, o.convTcVariant);
+  plan.tilesM = int((g.F + plan.tile.bm - 1) / plan.tile.bm);
+  plan.tilesN = int((K + plan.tile.wn * 32 - 1) / (plan.tile.wn * 32));
+  splitPixels(plan, P, plan.tile.bk, kTcTarget, o.convWgradSplits);
+  plan.mostS = std::max(plan.mostS, simt.mostS);  // a smaller batch may fall below tcPays, to the SIMT kernel
   return plan;
 }
 
@@ -298,7 +307,7 @@ std::string ConvWgradPlan::name() const {
 }
 
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g) {
-  return plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
+  return plan.mostS > 1 ? size_t(plan.mostS) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
 }
 
 }  // namespace nnstudio::cuda

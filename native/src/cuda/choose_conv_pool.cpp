@@ -98,6 +98,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   c.QS = std::min(c.QS, PQ);
   const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
   c.chunks = std::max(1, std::min(N, (2 * kWgTargetBlocks + tiles - 1) / tiles));
+  c.mostChunks = c.chunks;  // whole samples a chunk: rounding `per` up only lowers the count
   c.per = (N + c.chunks - 1) / c.chunks;
   c.chunks = (N + c.per - 1) / c.per;
   c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * 2 * sizeof(float),

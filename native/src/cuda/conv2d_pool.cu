@@ -367,8 +367,8 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
 
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p) {
   const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p);
-  if (!c.ok || c.chunks == 1) return 0;
-  return size_t(c.chunks) * g.F * (size_t(g.colRows()) + 1);
+  if (!c.ok || c.mostChunks <= 1) return 0;
+  return size_t(c.mostChunks) * g.F * (size_t(g.colRows()) + 1);  // any batch up to N (network.cu sizes once)
 }
 
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,

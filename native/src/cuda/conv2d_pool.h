@@ -17,7 +17,7 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
 // dWeight (F,C,kh,kw), dBias (F) from the pool's output gradient dPooled (N,F,PH,PW): the conv's
 // pre-activation gradient is dPooled * act'(pooled) at argmax and zero elsewhere (for overlapping
 // windows, stride < size, several windows may share an argmax: their contributions add). Deterministic
-// (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats.
+// (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats (any batch up to N).
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p);
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,

@@ -13,8 +13,9 @@
 // AND and a cp.async (4 bytes, zero-filled where the tap is outside, so the padding costs no branch).
 // 3 stages, one __syncthreads per step. The blocks of the first tap tile also sum their dOut tiles per
 // filter, in FP32, for the bias.
-// The reduction order is fixed (pixels in steps of 8 through the mma, chunks added in order by conv2d.cu's
-// reduction), whatever the tile: deterministic.
+// The reduction order is fixed for a plan (pixels in steps of 8 through the mma, chunks added in order by
+// conv2d.cu's reduction; the bias's order follows the tile's threads): deterministic. The chooser's plan
+// depends on the shape alone, not on the GPU.
 #include <cstdint>
 
 #include "cuda/check.h"
@@ -183,9 +184,9 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
 template <int BM, int WN, int SPLIT, int BK>
 void launchWgrad(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a) {
   constexpr int STAGES = 3, THREADS = BM / 32 * WN * 32;
-  constexpr size_t smem = convTcWgradSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1});
+  constexpr size_t smem = convTcWgradDynamicBytes(ConvTcTile{BM, WN, BK, STAGES, 1});  // + the static tap table
   auto kernel = convTcWgradKernel<BM, WN, SPLIT, BK, STAGES>;
-  if constexpr (smem > 48 * 1024) {
+  if constexpr (convTcWgradSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1}) > 48 * 1024) {
     static PerDevice<bool> opted;  // once per kernel and device: more than the default 48 KiB of shared memory
     oncePerDevice(opted, [&] {
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),

@@ -112,17 +112,25 @@ struct ConvWgradPlan {
   ConvTcTile tile;    // tc
   int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = 32;
   std::string name() const;  // "rg16 tm2 tn4 tiles 1x3 splits 176", "tc 3xtf32 32x128 bk32 tiles 1x3 splits 88"
+  // the most chunks any batch from 1 to this one is split into, by either kernel: S is not monotone in the
+  // batch (keras conv2 on the SIMT kernel at batch 128: 105 chunks, at 123: 106), a smaller batch may take
+  // the other kernel, and a network sizes one workspace for its largest
+  int mostS = 1;
 };
 inline constexpr int kConvWgradPixelsPerStep = 32;  // pixels per reduction step of the SIMT kernel
 // the tensor-core kernel's shared memory: stages x (bm dOut rows + wn * 32 tap columns) x (bk + 4) floats
-constexpr size_t convTcWgradSharedBytes(const ConvTcTile& t) {
+// (dynamic), and its tap table (static, two words a column)
+constexpr size_t convTcWgradDynamicBytes(const ConvTcTile& t) {
   return sizeof(float) * size_t(t.stages) * size_t(t.bm + t.wn * 32) * size_t(t.bk + 4);
+}
+constexpr size_t convTcWgradSharedBytes(const ConvTcTile& t) {
+  return convTcWgradDynamicBytes(t) + 2 * sizeof(uint32_t) * size_t(t.wn * 32);
 }
 // The plan for this device and the overrides in force: o.convTc decides the tensor cores as for the other
 // passes (tile variant o.convTcVariant), o.convWgradSplits > 0 asks for that many chunks (tests), clamped to
 // [1, reduction steps].
 ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides& o, int N, const ConvGeometry& g);
-// floats of partial sums the plan needs (0 with one chunk)
+// floats of partial sums the plan, and a plan for any smaller batch, needs (0 with one chunk)
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
 
 // ================================ conv2d + max pool, fused ================================
@@ -142,6 +150,7 @@ inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch
 struct ConvPoolWeightsPlan {
   bool ok = false;
   int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
+  int mostChunks = 0;  // the most chunks of any batch from 1 to this one (chunks is not monotone in the batch)
   size_t smem = 0;
   unsigned grid[3] = {1, 1, 1};
 };

@@ -97,8 +97,8 @@ void conv2d_forward(cudaStream_t stream,
                     const float* bias,    // (F)
                     int N, const ConvGeometry& g, ActivationFn act, float alpha);
 // dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
-// `workspace`, conv2d_weights_workspace(N, g) floats, then one reduction (the split is the chooser's;
-// tests force one with KernelOverrides::convWgradSplits, for both calls).
+// `workspace`, conv2d_weights_workspace(N, g) floats (enough for any batch up to N), then one reduction
+// (the split is the chooser's; tests force one with KernelOverrides::convWgradSplits, for both calls).
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
 void conv2d_backward_weights(cudaStream_t stream,
                              float* dWeight,       // (F, C, kh, kw)

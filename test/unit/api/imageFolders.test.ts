@@ -83,6 +83,7 @@ describe('image folders through the API', () => {
       source: { kind: 'folder', name: 'digits', files: folderFiles(root), image: { size: [24, 24] } },
     })) as DatasetInfo;
     assert.equal(uploaded.name, 'digits');
+    assert.equal(uploaded.description, 'digits (uploaded)', 'named as chosen, not by the session\'s temporary folder');
     assert.deepEqual(uploaded.classLabels, opened.classLabels);
     assert.deepEqual(uploaded.classCounts, opened.classCounts);
     assert.match((uploaded.notes ?? []).join('\n'), /one\/corrupt\.png/);

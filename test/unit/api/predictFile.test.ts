@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { createApi, type ApiEvent, type DatasetInfo, type PredictionFile, type TrainingDone } from '../../../app/api';
 import { services } from '../../../app/services';
 import { irisCsv, resultOf, within } from './helpers';
+import { writeDigitFolder } from '../../support/imageFolder';
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-api-predictfile-'));
 const api = createApi({ uploadDir: path.join(scratch, 'uploads') });
@@ -65,5 +66,19 @@ describe('models:predictFile', () => {
 
     const refused = await api.dispatch('training:start', { datasetId: unlabeled.id, epochs: 1, device: 'cpu' });
     assert.match(refused.error?.message ?? '', /new flowers\.csv was opened without a label column/);
+  });
+
+  test('an image folder: each prediction names its image', async () => {
+    const folder = path.join(scratch, 'digits');
+    await writeDigitFolder(folder, { perClass: 6, formats: ['png'] });
+    const opened = resultOf(await api.dispatch('datasets:open', { source: { kind: 'path', path: folder, image: { size: [12, 12] } } })) as DatasetInfo;
+    const { runId } = resultOf(await api.dispatch('training:start', { datasetId: opened.id, model: { layers: 'conv:4x3:relu,gap,dense:3' }, epochs: 1, device: 'cpu' })) as { runId: string };
+    const done = await within(trained(runId), 60_000, 'training:done');
+    assert.equal(done.status, 'completed', done.message);
+    const answer = resultOf(await api.dispatch('models:predictFile', { modelId: done.modelId!, datasetId: opened.id, device: 'cpu' })) as PredictionFile;
+    assert.deepEqual(answer.columns.slice(0, 4), ['row', 'file', 'predicted', 'label']);
+    const files = answer.preview.map((row) => String(row[1]));
+    assert.ok(files.every((file) => /^(one|two|zero)\/\d-\d+\.png$/.test(file)), `files: ${files.join(', ')}`);
+    assert.ok(answer.preview.every((row) => String(row[1]).startsWith(`${row[3]}/`)), 'each image in the folder of its label');
   });
 });

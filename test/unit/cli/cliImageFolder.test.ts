@@ -44,15 +44,21 @@ describe('nnstudio with an image folder', () => {
     assert.equal(report.confusion.flat().reduce((a: number, b: number) => a + b, 0), 24);
 
     fs.mkdirSync(path.join(dir, 'new'));
+    const copied: string[] = [];
     for (const name of ['zero', 'one']) {
-      const file = fs.readdirSync(path.join(dir, 'test', name))[0];
-      fs.copyFileSync(path.join(dir, 'test', name, file), path.join(dir, 'new', file));
+      for (const file of fs.readdirSync(path.join(dir, 'test', name)).slice(0, 5)) {
+        fs.copyFileSync(path.join(dir, 'test', name, file), path.join(dir, 'new', file));
+        copied.push(file);
+      }
     }
+    fs.writeFileSync(path.join(dir, 'new', 'broken.png'), 'not a PNG');
     const predicted = await runCli(['predict', '--model', 'digits.safetensors', '--data', 'new', '--out', 'p.csv'], dir);
     assert.equal(predicted.code, 0, predicted.stderr);
+    assert.match(predicted.stderr, /note: 1 of 11 images could not be decoded and were skipped: broken\.png \(/, 'the skipped image is said');
+    assert.match(predicted.stderr, /note: read in colour \(RGB\), as the model takes them/);
     const lines = fs.readFileSync(path.join(dir, 'p.csv'), 'utf8').trim().split('\n');
-    assert.equal(lines[0], 'row,predicted,p_one,p_two,p_zero');
-    assert.equal(lines.length, 3);
+    assert.equal(lines[0], 'row,file,predicted,p_one,p_two,p_zero', 'each prediction names its image');
+    assert.deepEqual(lines.slice(1).map((line) => line.split(',')[1]).sort(), copied.sort());
   });
 
   test('the ONNX export takes [N,3,H,W] and agrees with the engine', async () => {

@@ -139,6 +139,37 @@ describe('grey folders and refusals', () => {
     assert.match((dataset.notes ?? []).join('\n'), /read as grayscale \(one channel\): none of the 12 images has colour/);
   });
 
+  test('one coloured image among grey ones: colour, with the image named and the way to read all as grey', async () => {
+    const root = path.join(scratch, 'mostly-grey');
+    await writeDigitFolder(root, { perClass: 8, colour: false, formats: ['png'] });
+    fs.writeFileSync(path.join(root, 'one', 'red.png'), await sharp({ create: { width: 24, height: 24, channels: 3, background: '#d02020' } }).png().toBuffer());
+    const dataset = await loadImageFolder(root, { size: [16, 16] });
+    assert.equal(dataset.featureShape[0], 3);
+    assert.match((dataset.notes ?? []).join('\n'), /read in colour \(RGB\): 1 of 25 images has colour \(one\/red\.png\); grayscale \(--channels 1, or Colour on the Data screen\) reads them all with one channel/);
+  });
+
+  test('TIFF and AVIF images are read; a phone\'s HEIC photo is left out with what to do about it, an empty file said to be empty', async () => {
+    const root = path.join(scratch, 'tiff-avif');
+    await writeDigitFolder(root, { perClass: 4, formats: ['tiff', 'avif'] });
+    fs.writeFileSync(path.join(root, 'one', 'IMG_0001.HEIC'), 'ftypheic');
+    fs.writeFileSync(path.join(root, 'two', 'empty.png'), '');
+    const dataset = await loadImageFolder(root, { size: [28, 28] });
+    assert.equal(dataset.count, 12, 'every TIFF and AVIF image, not the empty file');
+    assert.equal(dataset.featureShape[0], 3);
+    const notes = (dataset.notes ?? []).join('\n');
+    assert.match(notes, /1 HEIC photo left out: HEIC cannot be read here; export it as JPEG .*\(one\/IMG_0001\.HEIC\)/);
+    assert.doesNotMatch(notes, /not images by name/, 'the HEIC photo is named once, as a HEIC photo');
+    assert.match(notes, /1 of 13 images could not be decoded and were skipped: two\/empty\.png \(the file is empty\)/);
+  });
+
+  test('the folder above the class folders: one class, and a note that says which folder to open', async () => {
+    const root = path.join(scratch, 'above');
+    await writeDigitFolder(path.join(root, 'digits'), { perClass: 3, formats: ['png'] });
+    const dataset = await loadImageFolder(root, { size: [16, 16] });
+    assert.deepEqual(dataset.classLabels, ['digits']);
+    assert.match((dataset.notes ?? []).join('\n'), /one class folder \(digits\/\), whose images lie in 3 folders of their own \(one\/, two\/, zero\/\): if those are the classes, open digits itself/);
+  });
+
   test('more than 10 % undecodable images refuse the folder, naming them', async () => {
     const root = path.join(scratch, 'broken');
     await writeDigitFolder(root, { perClass: 4, formats: ['png'] });

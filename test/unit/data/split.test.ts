@@ -85,7 +85,7 @@ describe('stratified split', () => {
     assert.throws(() => stratifiedSplit(labels, { train: 0.5, validation: 0.1, test: 0.1 }, 1), /sum to 1/);
   });
 
-  test('subset and splitDataset copy the chosen rows', () => {
+  test('subset and splitDataset copy the chosen rows, and their file names', () => {
     const dataset: Dataset = {
       features: Float32Array.from([0, 0, 1, 1, 2, 2, 3, 3]),
       labels: Int32Array.from([0, 1, 0, 1]),
@@ -99,6 +99,9 @@ describe('stratified split', () => {
     assert.deepEqual(Array.from(picked.features), [3, 3, 1, 1]);
     assert.deepEqual(Array.from(picked.labels), [1, 1]);
     assert.equal(picked.count, 2);
+    assert.equal(picked.exampleNames, undefined, 'no names where the data had none');
+    const named = subset({ ...dataset, exampleNames: ['a.png', 'b.png', 'c.png', 'd.png'] }, [3, 1]);
+    assert.deepEqual(named.exampleNames, ['d.png', 'b.png'], "an image folder's file names follow their rows");
     const parts = splitDataset(dataset, { validation: 0, test: 0.5 }, 4);
     assert.equal(parts.train.count, 2);
     assert.equal(parts.test.count, 2);

@@ -2,7 +2,7 @@
 // top folder taken as the folder itself, and the paths refused (climbing out, absolute, too deep).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkZipSize, maxZipDepth, zipFolderLayout, ZipFolderError } from '../../../app/core/data/zipFolder';
+import { checkZipSize, entryText, maxZipDepth, zipFolderLayout, ZipFolderError } from '../../../app/core/data/zipFolder';
 
 describe('zipFolderLayout', () => {
   test('a zipped folder: its top folder is the folder (and the name); hidden files and __MACOSX are left out', () => {
@@ -16,6 +16,21 @@ describe('zipFolderLayout', () => {
       { entry: 'digits/one/b.JPG', path: 'one/b.JPG' },
       { entry: 'digits/one/sub/c.webp', path: 'one/sub/c.webp' },
     ]);
+  });
+
+  test('a zipped folder with stray files beside its class folders is still unwrapped', () => {
+    const layout = zipFolderLayout('photos.zip', ['photos/README.md', 'photos/cover.png', 'photos/un/a.png', 'photos/deux/b.gif']);
+    assert.equal(layout.name, 'photos');
+    assert.deepEqual(layout.images.map((place) => place.path), ['cover.png', 'un/a.png', 'deux/b.gif'], 'the loose image stays loose (left out with a note)');
+  });
+
+  test('names without the UTF-8 flag (read as Latin-1) come back as their UTF-8; real Latin-1 names stay', () => {
+    // Info-ZIP's zip stores "zéro 0" as UTF-8 bytes without the flag: fflate gives them one character each
+    const layout = zipFolderLayout('photos.zip', ['photos/z\u00c3\u00a9ro 0/a.png', 'photos/caf\u00e9/b.png', 'photos/un/c.png']);
+    assert.deepEqual(layout.images.map((place) => place.path), ['zéro 0/a.png', 'café/b.png', 'un/c.png']);
+    assert.equal(layout.images[0].entry, 'photos/z\u00c3\u00a9ro 0/a.png', 'the entry keeps the name the ZIP is read by');
+    assert.equal(entryText('Deux (2)/a.png'), 'Deux (2)/a.png');
+    assert.equal(entryText('日本/a.png'), '日本/a.png', 'a name already decoded (the UTF-8 flag) stays');
   });
 
   test('class folders at the top: the ZIP is the folder, named after the file', () => {

@@ -125,7 +125,7 @@ describe('presetForData', () => {
   });
 
   test('fewer than 2 classes is refused', () => {
-    assert.throws(() => presetForData(getPreset('mlp'), [4], 1), { message: 'preset mlp: the data has 1 class(es), at least 2 are needed' });
+    assert.throws(() => presetForData(getPreset('mlp'), [4], 1), { message: 'preset mlp: the data has only one class; a classifier needs at least two' });
   });
 });
 
@@ -173,7 +173,7 @@ describe('defaults', () => {
   });
 
   test('fewer than 2 classes is refused', () => {
-    assert.throws(() => defaultSpec([4], 1), { message: 'the data has 1 class(es), at least 2 are needed' });
+    assert.throws(() => defaultSpec([4], 1), { message: 'the data has only one class; a classifier needs at least two' });
   });
 });
 
