@@ -366,7 +366,7 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
                 activationName(row.act));
   const std::string shape = describe(row.c, d.g, more);
   auto choiceOf = [&](const cuda::KernelOverrides& o) {
-    return std::string(cuda::chooseConvPoolFusion(o, d.g, d.p, row.act) ? "fused" : "separate");
+    return std::string(cuda::chooseConvPoolFusion(o, d.g, d.p, row.act, row.c.N) ? "fused" : "separate");
   };
   {
     Row line("conv2d + max pool", shape, "the variants the chooser reaches");

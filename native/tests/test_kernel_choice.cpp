@@ -100,7 +100,7 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
       lines.push_back(at + "weight gradient " + chooseConvWeightGrad(caps, o, N, g).name());
       if (i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
         lines.push_back(at + "max pool after it " +
-                        (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation) ? "fused" : "separate"));
+                        (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation, N) ? "fused" : "separate"));
     } else if (lp.kind == LayerKind::Dense) {
       const int inputs = int(lp.inSize), units = int(lp.outSize);
       lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
@@ -401,6 +401,29 @@ void testWorkspaceCoversSmallerBatches() {
     }
   CHECK_MSG(poolWorst == 0, "every fused conv + max pool weight gradient's chunks fit the workspace of its largest batch (" +
                                 std::to_string(poolWorst) + " do not)");
+  // the fused dense head: taken for the largest batch only where every smaller one fits too (its lanes per
+  // row halve past 16, 32 and 64 rows a block, so a head of 90 inputs needs more at 32 rows than at 33)
+  int headWorst = 0;
+  std::string headWhere;
+  for (const DeviceCaps& caps : {smallGpu(), h100()})
+    for (const int I : {64, 90, 128, 190, 400})
+      for (const int K : {10, 17, 24, 32})
+        for (int N = 1; N <= 600; ++N) {
+          if (!denseHeadSupported(caps, N, I, K)) continue;
+          const int blocks = denseHeadBlocks(caps, 0);
+          for (int n = 1; n <= N; ++n)
+            if (!denseHeadFits(caps, n, I, K, blocks) && headWorst++ == 0)
+              headWhere = std::to_string(I) + " -> " + std::to_string(K) + ", batch " + std::to_string(n) + " of " + std::to_string(N);
+        }
+  CHECK_MSG(headWorst == 0, "a fused dense head fits every batch up to the one it was chosen for" +
+                                (headWorst ? " (" + std::to_string(headWorst) + " do not, first " + headWhere + ")" : std::string()));
+  // the fused conv + max pool forward holds the batch in grid.z: not chosen past 65535 rows
+  const ConvGeometry stem = geometry(1, 28, 28, 32, 3, 26, 26);
+  PoolGeometry stemPool;
+  stemPool.C = 32, stemPool.H = 26, stemPool.W = 26, stemPool.size = 2, stemPool.stride = 2, stemPool.OH = 13, stemPool.OW = 13;
+  CHECK_MSG(chooseConvPoolFusion(KernelOverrides(), stem, stemPool, ActivationFn::ReLU, kConvPoolMaxBatch) &&
+                !chooseConvPoolFusion(KernelOverrides(), stem, stemPool, ActivationFn::ReLU, kConvPoolMaxBatch + 1),
+            "conv + max pool fused up to a batch of 65535, separate beyond");
 }
 
 int main(int argc, char** argv) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "spec/rng.h"
 
@@ -108,6 +109,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, ThreadPool& pool, bool inp
 
 const float* Network::forward(const float* params, const float* input, int n, bool training, uint64_t dropoutSeed,
                               float* stats) {
+  // the buffers hold maxBatch rows
+  if (n > maxBatch_)
+    throw EngineError("network: a batch of " + std::to_string(n) + " rows for " + std::to_string(maxBatch_) + " (internal error)");
   input_ = input;
   lastTraining_ = training;
   const float* x = input;

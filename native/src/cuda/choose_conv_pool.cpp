@@ -63,7 +63,7 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
       c.grid[2] = unsigned(std::max(N, 1));
       c.block[0] = unsigned(bx);
       c.block[1] = unsigned(GY);
-      c.ok = N <= 65535;
+      c.ok = N <= kConvPoolMaxBatch;
       return c;
     }
     if (TPR == 1) return c;
@@ -114,8 +114,10 @@ bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p) {
   return forwardPlan(1, g, p, 1).ok && planConvPoolWeights(1, g, p).ok;
 }
 
-bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act) {
-  if (o.fusion == Switch::Off || act == ActivationFn::Softmax || !convPoolSupported(g, p)) return false;
+bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act,
+                          int maxN) {
+  if (o.fusion == Switch::Off || act == ActivationFn::Softmax || maxN > kConvPoolMaxBatch || !convPoolSupported(g, p))
+    return false;
   return o.fusion == Switch::On || fusionPays(g);
 }
 

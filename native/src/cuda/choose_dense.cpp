@@ -137,9 +137,19 @@ int denseHeadBlocks(const DeviceCaps& caps, int requested) {
   return std::min(requested > 0 ? requested : kHeadAutoBlocks, caps.headMaxCluster);
 }
 
+bool denseHeadFitsUpTo(const DeviceCaps& caps, int N, int inputs, int units, int blocks) {
+  if (!denseHeadFits(caps, N, inputs, units, blocks)) return false;
+  // the layout grows with the rows per block but for the lanes per row, which halve past 16, 32 and 64 rows
+  // (denseHeadLayout): a smaller batch whose rows end an interval can need more than this one
+  const int rows = (N + blocks - 1) / blocks;
+  for (int r : {16, 32, 64})
+    if (r < rows && denseHeadLayout(r, inputs, units, 1).floats * sizeof(float) > caps.headSharedBytes) return false;
+  return true;
+}
+
 bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units) {
   if (N < 1 || inputs < 1 || units < 1 || units > kDenseHeadMaxUnits) return false;
-  return denseHeadFits(caps, N, inputs, units, denseHeadBlocks(caps, 0));
+  return denseHeadFitsUpTo(caps, N, inputs, units, denseHeadBlocks(caps, 0));
 }
 
 bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int N, int64_t inputs, int64_t units,

@@ -161,9 +161,12 @@ inline constexpr int kConvPoolWgUnits = 2;      // units per thread
 ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p);
 ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p);
 // the fused kernels implement this pair (any caps: support does not depend on the GPU)
+inline constexpr int kConvPoolMaxBatch = 65535;  // the forward's grid.z holds the batch
 bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p);
 // run a conv (activation `act`) and the max pool after it as one kernel?
-bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act);
+// (maxN: the largest batch the network runs)
+bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act,
+                          int maxN);
 
 // ================================ the fused dense head ================================
 
@@ -181,7 +184,10 @@ DenseHeadLayout denseHeadLayout(int N, int inputs, int units, int blocks);
 int denseHeadBlocks(const DeviceCaps& caps, int requested);
 // the head's layout over `blocks` blocks fits the device's shared memory
 bool denseHeadFits(const DeviceCaps& caps, int N, int inputs, int units, int blocks);
-// the fused kernel takes this head on this device (with its own choice of blocks)
+// the layout fits for every batch from 1 to N (a network decides once, for its largest batch, and runs
+// smaller ones: the shared memory is not monotone in the batch)
+bool denseHeadFitsUpTo(const DeviceCaps& caps, int N, int inputs, int units, int blocks);
+// the fused kernel takes this head, and every smaller batch of it, on this device (its own choice of blocks)
 bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units);
 // fuse a training step's head (the last dense layer, the loss and its backward) into one launch?
 bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int N, int64_t inputs, int64_t units,

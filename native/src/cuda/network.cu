@@ -25,7 +25,8 @@ bool takesGate(LayerKind kind) {
 }  // namespace
 
 Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable, bool weightedLoss)
-    : plan_(planNetwork(spec)), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient && trainable) {
+    : plan_(planNetwork(spec)), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient && trainable),
+      trainable_(trainable) {
   const size_t L = plan_.layers.size();
   out_.assign(L, nullptr);
   grad_.assign(L, nullptr);
@@ -79,7 +80,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   for (size_t i = 0; i + 1 < L; ++i)
     poolFused_[i] = plan_.layers[i].kind == LayerKind::Conv2D && plan_.layers[i + 1].kind == LayerKind::MaxPool2D &&
                     !gelu(plan_.layers[i].activation) &&
-                    chooseConvPoolFusion(overrides, convGeom_[i], poolGeom_[i + 1], plan_.layers[i].activation);
+                    chooseConvPoolFusion(overrides, convGeom_[i], poolGeom_[i + 1], plan_.layers[i].activation, maxBatch_);
   // batchnorm + an elementwise activation layer: one pass less each way over the activations (always pays:
   // the activation's own kernel reads and writes the whole tensor again)
   bnActFused_.assign(L, false);
@@ -180,6 +181,10 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 
 const float* Network::forward(cudaStream_t stream, const float* params, const float* input, int n, bool training,
                               uint64_t runSeed, const StepState* state, float* stats) {
+  // the buffers hold maxBatch rows, and an evaluation network has no dropout masks
+  if (n > maxBatch_ || (training && !trainable_))
+    throw EngineError("network: a " + std::string(training ? "training" : "evaluation") + " batch of " + std::to_string(n) +
+                      " rows for " + std::to_string(maxBatch_) + (trainable_ ? "" : ", evaluation only") + " (internal error)");
   input_ = input;
   lastTraining_ = training;
   headPending_ = training && headFused_;

@@ -59,6 +59,7 @@ class Network {
   NetworkPlan plan_;
   int maxBatch_ = 0;
   bool inputGradient_ = false;
+  bool trainable_ = true;  // false: no gradient buffers nor dropout masks (evaluation only)
   size_t bytes_ = 0;
   const float* input_ = nullptr;
   bool headFused_ = false;                    // the last dense layer, loss and backward in one kernel
