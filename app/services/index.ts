@@ -8,6 +8,7 @@ import { previewDataset, summarizeDataset } from './datasetViews';
 import { imageForModel, loadImageFolder } from './imageFolders';
 import { evaluateModel, predictRows, predictWithModel, ttaFor } from './evaluation';
 import { formatInspection, inspectData } from './inspect';
+import { formatFolderInspection, inspectFolder } from './inspectFolder';
 import { predictionsCsv, predictionTable, tableCsv } from './predictionCsv';
 import { cellExamples } from './examples';
 import {
@@ -31,6 +32,8 @@ export const services = {
     /** The column report and inferred task of a CSV (issue 13). */
     inspect: inspectData,
     formatInspection,
+    inspectFolder,
+    formatFolderInspection,
   },
   models: {
     build: buildModelSpec,

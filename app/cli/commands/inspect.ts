@@ -20,7 +20,7 @@ interface InspectOptions extends DataOptions {
 
 export function inspectCommand(): Command {
   const command = new Command('inspect')
-    .description('show a model\'s layers with output shapes and parameter counts, or a CSV\'s columns (--data)')
+    .description('show a model\'s layers with output shapes and parameter counts, a CSV\'s columns or an image folder\'s classes (--data)')
     .option('--model <file>', 'a model file (.safetensors)')
     .option('--preset <name>', `a built-in preset: ${presetHelp()}`)
     .option('--layers <spec>', 'a layer string (docs/LAYERS.md)')
@@ -28,12 +28,18 @@ export function inspectCommand(): Command {
     .option('--classes <n>', 'number of classes for --preset/--layers', '10')
     .addOption(new Option('--loss <loss>', 'loss for --layers').choices(lossNames))
     .option('--json', 'print the table as JSON (docs/DATA.md describes the --data form)');
-  return addDataOptions(command, 'a CSV file: show each column\'s type, missing values, distinct values and histogram, and the task')
+  return addDataOptions(command, 'a CSV file: each column\'s type, missing values, distinct values and histogram, and the task; an image folder (or a ZIP of one): its classes, image counts, the shape read and what was left out')
     .action(async (options: InspectOptions) => {
       const given = [options.model, options.preset, options.layers, options.data].filter((value) => value !== undefined);
       if (given.length !== 1) throw new Error('give exactly one of --model, --preset, --layers or --data');
       if (options.data !== undefined) {
-        const inspection = await services.datasets.inspect(await dataSourceFrom(options.data, 'train', options));
+        const source = await dataSourceFrom(options.data, 'train', options);
+        if (source.kind === 'folder') {
+          const folder = await services.datasets.inspectFolder(source);
+          process.stdout.write(`${options.json ? JSON.stringify(folder) : services.datasets.formatFolderInspection(folder)}\n`);
+          return;
+        }
+        const inspection = await services.datasets.inspect(source);
         process.stdout.write(`${options.json ? JSON.stringify(inspection) : services.datasets.formatInspection(inspection)}\n`);
         return;
       }

@@ -61,6 +61,17 @@ describe('nnstudio with an image folder', () => {
     assert.deepEqual(lines.slice(1).map((line) => line.split(',')[1]).sort(), copied.sort());
   });
 
+  test('inspect --data folder/: classes with their image counts, the shape read, the damaged file in the notes', async () => {
+    const shown = await runCli(['inspect', '--data', 'train'], dir);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /^train: an image folder, 90 images in 3 classes\nread as 3 x \d+ x \d+ \(channels x height x width\), centre crop\n/);
+    assert.match(shown.stdout, /\none +30\ntwo +30\nzero +30\n/);
+    assert.match(shown.stdout, /notes:\n(.|\n)*1 of 91 images could not be decoded and were skipped: two\/corrupt\.jpg/);
+    const json = JSON.parse((await runCli(['inspect', '--data', 'test', '--image-size', '20', '--json'], dir)).stdout);
+    assert.deepEqual(json.classes, [{ name: 'one', images: 8 }, { name: 'two', images: 8 }, { name: 'zero', images: 8 }]);
+    assert.deepEqual(json.shape, [3, 20, 20]);
+  });
+
   test('the ONNX export takes [N,3,H,W] and agrees with the engine', async () => {
     const exported = await runCli(['export', '--model', 'digits.safetensors', '--out', 'digits.onnx'], dir);
     assert.equal(exported.code, 0, exported.stderr);
