@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
 import {
-  checkClassFolders, checkImageSize, defaultImageSize, maxFeatureValues, scanImageFolder, scanNotes, sizeNote, undecodableOutcome,
+  checkClassFolders, checkImageSize, defaultImageSize, listed, maxFeatureValues, scanImageFolder, scanNotes, sizeNote, undecodableOutcome,
   type FolderScan, type ImageFit, type Undecodable,
 } from '../core/data/imageFolder';
 import { decodeImage, hasColour, imageSize, writePlanes, type ImageSize, type RgbPixels } from './imageDecoding';
@@ -138,8 +138,7 @@ function colourNote(channels: 1 | 3, source: ChannelSource, colouredFiles: reado
   const read = `read in colour (RGB): ${coloured} of ${count} image${count === 1 ? '' : 's'} ${coloured === 1 ? 'has' : 'have'} colour`;
   // a few coloured images among grey ones make every image three channels: say which, and how to read them grey
   if (coloured * fewColouredShare >= count) return read;
-  const named = colouredFiles.length > 3 ? `${colouredFiles.slice(0, 3).join(', ')}, …` : colouredFiles.join(', ');
-  return `${read} (${named}); grayscale (--channels 1, or Colour on the Data screen) reads them all with one channel`;
+  return `${read} (${listed(colouredFiles)}); grayscale (--channels 1, or Colour on the Data screen) reads them all with one channel`;
 }
 
 /** sharp's messages are long and technical; the first line is enough to tell a corrupt file. */

@@ -62,11 +62,14 @@ inline void benchConv(const Bench& b, const ConvCase& c) {
       Bench::line(forward ? "conv2d forward" : "conv2d input gradient", shape, r.label(), t);
     }
   }
-  DeviceVector<float> work(std::max<size_t>(cuda::conv2d_weights_workspace(N, g), 1));
-  const std::string chunks = std::to_string(cuda::chooseConvWeightGrad(N, g).S) + " chunks";
-  Bench::line("conv2d weight gradient", shape, "default (" + chunks + ")", b.time("", [&] {
-                cuda::conv2d_backward_weights(s, dW.ptr, dB.ptr, dOut.ptr, in.ptr, N, g, work.ptr);
-              }));
+  auto wgradPlan = [&](const cuda::KernelOverrides& o) { return cuda::chooseConvWeightGrad(caps(), o, N, g).name(); };
+  for (const Reached& r : reached(convWgradVariants(), wgradPlan)) {
+    const std::string t = under(r.variant, [&] {
+      DeviceVector<float> work(std::max<size_t>(cuda::conv2d_weights_workspace(N, g), 1));
+      return b.time("", [&] { cuda::conv2d_backward_weights(s, dW.ptr, dB.ptr, dOut.ptr, in.ptr, N, g, work.ptr); });
+    });
+    Bench::line("conv2d weight gradient", shape, r.label(), t);
+  }
 }
 
 // fused against the conv and the pool's own kernels: forward, and the weight gradient from the pool's gradient

@@ -88,6 +88,9 @@ const ConvRow kConvRows[] = {
     {{"3x5 valid", 2, 3, 10, 12, 4, 3, 5, 1, 'v'}, Expect::None},
     {{"1x1", 3, 3, 4, 4, 7, 1, 1, 1, 'v'}},
     {{"1x1 C=64", 4, 64, 9, 9, 48, 1, 1, 1, 'v'}, Expect::Any, true},
+    // 32 taps, the most the tap masks hold: 4x8 (a row's bits up to bit 32) and 1x32
+    {{"4x8 same, 32 taps", 3, 20, 9, 40, 24, 4, 8, 1, 's'}, Expect::None, true},
+    {{"1x32 valid, 32 taps", 2, 18, 3, 40, 20, 1, 32, 1, 'v'}, Expect::None, true},
     // edge sizes: tiles, tails, N = 1, kernel = input
     {{"N=1", 1, 2, 6, 6, 3, 3, 3, 1, 's'}},
     {{"N=1 wide", 1, 1, 5, 61, 3, 3, 3, 1, 's'}, Expect::All},

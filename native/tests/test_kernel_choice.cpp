@@ -83,10 +83,6 @@ PoolGeometry poolOf(const LayerPlan& lp) {
   return p;
 }
 
-std::string wgradText(const ConvWgradPlan& p) {
-  return "rg" + std::to_string(p.rg) + " tm" + std::to_string(p.tm) + " tn" + std::to_string(p.tn) + " tiles " +
-         std::to_string(p.tilesM) + "x" + std::to_string(p.tilesN) + " splits " + std::to_string(p.S);
-}
 
 // one line per choice the chooser makes for the preset's training step
 std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps& caps, const KernelOverrides& o) {
@@ -101,7 +97,7 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
       const ConvGeometry g = convOf(lp);
       lines.push_back(at + "forward " + chooseConvPass(caps, o, ConvPass::Forward, N, g).name());
       lines.push_back(at + "input gradient " + chooseConvPass(caps, o, ConvPass::InputGradient, N, g).name());
-      lines.push_back(at + "weight gradient " + wgradText(chooseConvWeightGrad(N, g)));
+      lines.push_back(at + "weight gradient " + chooseConvWeightGrad(caps, o, N, g).name());
       if (i + 1 < plan.layers.size() && plan.layers[i + 1].kind == LayerKind::MaxPool2D)
         lines.push_back(at + "max pool after it " +
                         (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation, N) ? "fused" : "separate"));
@@ -167,8 +163,24 @@ void testOtherDevices() {
     CHECK_MSG(c.kernel == ConvKernel::TensorCore3xTf32 && convTcSharedBytes(c.tc) <= smallGpu().sharedOptin,
               "99 KiB GPU, " + std::to_string(M) + " rows: " + c.name() + " fits");
   }
-  // what orders the sums does not follow the SM count: the direct kernel's channel splits here (the weight
-  // gradient's split and the fused conv + pool weight gradient's chunks take no caps at all)
+  // the weight gradient: SIMT before sm_80 even when forced, the tensor cores on the H100; its default tile
+  // fits 99 KiB; its split does not follow the SM count (it orders the sums)
+  CHECK_MSG(!chooseConvWeightGrad(turing(), forced, 128, keras2).tc,
+            "sm_75: keras conv2's weight gradient stays on the SIMT kernel even with NNSTUDIO_CONV_TC=1");
+  const ConvWgradPlan kerasWgrad = chooseConvWeightGrad(h100(), o, 128, keras2);
+  CHECK_MSG(kerasWgrad.tc, "sm_90: keras conv2's weight gradient runs on the tensor cores");
+  const ConvWgradPlan smallWgrad = chooseConvWeightGrad(smallGpu(), o, 128, keras2);
+  CHECK_MSG(smallWgrad.tc && convTcWgradSharedBytes(smallWgrad.tile) <= smallGpu().sharedOptin &&
+                smallWgrad.S == kerasWgrad.S && smallWgrad.chunk == kerasWgrad.chunk,
+            "99 KiB GPU: the weight gradient's tile fits and its split is the H100's (" + smallWgrad.name() + ")");
+  KernelOverrides eightChunks = forced;
+  eightChunks.convWgradSplits = 8;
+  CHECK_MSG(chooseConvWeightGrad(h100(), eightChunks, 128, keras2).S == 8, "a forced split of the tensor-core weight gradient");
+  // a kernel of more than 32 taps stays on the SIMT kernel (the pixel's tap mask is 32 bits)
+  CHECK_MSG(!chooseConvWeightGrad(h100(), forced, 128, geometry(32, 26, 26, 64, 7, 20, 20)).tc,
+            "7x7 kernels: the weight gradient stays on the SIMT kernel");
+  // what orders the sums does not follow the SM count: the direct kernel's channel splits here (the fused
+  // conv + pool weight gradient's chunks take no caps at all)
   const DeviceCaps gpus[] = {h100(), smallGpu(), turing()};
   for (const DeviceCaps& caps : gpus) {
     const ConvPassChoice d = chooseConvPass(caps, o, ConvPass::Forward, 64, lenet1Same);
@@ -342,11 +354,16 @@ void testPerDevice() {
 // fused conv + max pool one, though their chunk counts are not monotone in the batch.
 void testWorkspaceCoversSmallerBatches() {
   const ConvGeometry keras2 = geometry(32, 26, 26, 64, 3, 24, 24);
-  CHECK_MSG(chooseConvWeightGrad(123, keras2).S > chooseConvWeightGrad(128, keras2).S,
+  KernelOverrides simtOnly;
+  simtOnly.convTc = ConvTcMode::Off;
+  CHECK_MSG(chooseConvWeightGrad(h100(), simtOnly, 123, keras2).S > chooseConvWeightGrad(h100(), simtOnly, 128, keras2).S,
             "keras conv2: a batch of 123 takes more chunks than one of 128 (" +
-                std::to_string(chooseConvWeightGrad(123, keras2).S) + " vs " +
-                std::to_string(chooseConvWeightGrad(128, keras2).S) + ")");
-  std::vector<std::pair<std::string, ConvGeometry>> convs = {{"keras conv2", keras2}};
+                std::to_string(chooseConvWeightGrad(h100(), simtOnly, 123, keras2).S) + " vs " +
+                std::to_string(chooseConvWeightGrad(h100(), simtOnly, 128, keras2).S) + ")");
+  // 256 filters on a 4x4 output: the tensor cores pay from batch 256 (P = 4096), with fewer chunks than the
+  // SIMT kernel takes at 255
+  std::vector<std::pair<std::string, ConvGeometry>> convs = {{"keras conv2", keras2},
+                                                             {"256 filters 4x4", geometry(32, 6, 6, 256, 3, 4, 4)}};
   for (const char* name : kPresets) {
     const Preset preset = loadPreset(name);
     const NetworkPlan plan = planNetwork(preset.spec);
@@ -357,9 +374,10 @@ void testWorkspaceCoversSmallerBatches() {
   std::string where;
   for (const auto& [name, g] : convs)
     for (int N : {32, 64, 100, 128, 200, 256, 512}) {
-      const size_t sized = convWgradWorkspace(chooseConvWeightGrad(N, g), g);
+      // the H100's choice by shape: the tensor cores at N, and at n where they pay, else the SIMT kernel
+      const size_t sized = convWgradWorkspace(chooseConvWeightGrad(h100(), KernelOverrides(), N, g), g);
       for (int n = 1; n <= N; ++n) {
-        const ConvWgradPlan plan = chooseConvWeightGrad(n, g);
+        const ConvWgradPlan plan = chooseConvWeightGrad(h100(), KernelOverrides(), n, g);
         const size_t used = plan.S > 1 ? size_t(plan.S) * size_t(g.F) * size_t(g.colRows() + 1) : 0;
         if (used > sized && worst++ == 0) where = name + " batch " + std::to_string(n) + " of " + std::to_string(N);
       }

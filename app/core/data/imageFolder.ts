@@ -172,7 +172,8 @@ export function parseImageSize(text: string): [number, number] {
   return checkImageSize(parts.length === 1 ? [parts[0], parts[0]] : parts, `--image-size "${text}"`);
 }
 
-function listed(items: readonly string[]): string {
+/** At most three items, then an ellipsis: the notes' lists of files and folders. */
+export function listed(items: readonly string[]): string {
   return items.length > 3 ? `${items.slice(0, 3).join(', ')}, …` : items.join(', ');
 }
 

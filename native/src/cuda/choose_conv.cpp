@@ -2,6 +2,7 @@
 // (conv2d_direct.cu), the 3xTF32 tensor-core implicit GEMM for many (conv2d_tc.cu), else the SIMT
 // implicit GEMM (conv2d.cu), each with its tile shape; and the weight gradient's tiles and split.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "cuda/kernel_choice.h"
@@ -215,12 +216,52 @@ std::string ConvPassChoice::name() const {
 
 // ---- weight gradient ----
 
-ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits) {
-  constexpr int kBP = kConvWgradPixelsPerStep;
-  constexpr int kTarget = NNSTUDIO_CONV_WG_TARGET;  // blocks to aim for (a constant: the bits)
-  constexpr int kMinSteps = 4;                      // reduction steps per chunk at least
+namespace {
+
+// Tensor cores for the weight gradient where they pay for the forward and input gradient (tcPays on the
+// GEMM of F rows and K columns over P pixels; not yet measured for this pass: see docs/BENCHMARKS.md,
+// "Residual presets"), kernels of at most 32 taps (the pixel's tap mask is 32 bits).
+bool tcWgrad(const DeviceCaps& caps, ConvTcMode mode, int64_t K, int64_t P, const ConvGeometry& g) {
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores() || K >= INT32_MAX) return false;
+  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32 too only where it pays, as the other passes
+}
+
+// the tiles a test may force (variant 1..6), else 32 or 64 filters by F, 64 or 128 taps by K, 32 pixels a
+// step where the shared memory allows (16 otherwise)
+ConvTcTile tcWgradTile(const DeviceCaps& caps, int F, int64_t K, int variant) {
+  static const ConvTcTile forced[kConvTcVariants] = {{32, 2, 16, 3, 1}, {32, 4, 16, 3, 1}, {32, 4, 32, 3, 1},
+                                                     {64, 2, 16, 3, 1}, {64, 4, 16, 3, 1}, {64, 4, 32, 3, 1}};
+  if (variant >= 1 && variant <= kConvTcVariants) return forced[variant - 1];
+  ConvTcTile t{F <= 32 ? 32 : 64, K <= 96 ? 2 : 4, 32, 3, 1};
+  if (convTcWgradSharedBytes(t) > caps.sharedOptin) t.bk = 16;
+  return t;
+}
+
+// The split of P = N*OH*OW: about `target` blocks, at least kMinSteps steps of `step` pixels per chunk
+// (forceSplits > 0: that many chunks, clamped to the steps there are).
+void splitPixels(ConvWgradPlan& plan, int64_t P, int step, int64_t target, int forceSplits) {
+  constexpr int kMinSteps = 4;
+  const int64_t tiles = int64_t(plan.tilesM) * plan.tilesN;
+  const int64_t steps = (P + step - 1) / step;
+  int64_t S;
+  if (forceSplits > 0) {
+    S = std::min<int64_t>(forceSplits, std::max<int64_t>(1, steps));
+  } else {
+    S = std::max<int64_t>(1, (target + tiles - 1) / tiles);
+    S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kMinSteps));
+  }
+  // S chunks of whole steps: rounding the chunk up can only lower the count (S * chunk >= P), so no batch
+  // up to this one needs more than this S on this kernel, while the final count is not monotone in the batch
+  plan.mostS = int(S);
+  const int64_t perSplit = (steps + S - 1) / S;
+  plan.chunk = int(std::max<int64_t>(1, perSplit) * step);
+  plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
+}
+
+// The SIMT kernel's tiles and split (conv2d.cu): rg thread-rows by F, tm x tn micro-tiles over (F, K + 1).
+ConvWgradPlan simtWgradPlan(int64_t P, const ConvGeometry& g, int forceSplits) {
   ConvWgradPlan plan;
-  const int64_t K = g.colRows(), Kp = K + 1;
+  const int64_t Kp = g.colRows() + 1;
   if (g.F <= 8 && Kp > 16) {
     plan.rg = 8;  // 8 thread-rows x 32 thread-columns: no idle filter rows
     plan.tn = Kp <= 32 ? 1 : Kp <= 64 ? 2 : 4;
@@ -232,24 +273,37 @@ ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits
   const int cgN = 256 / plan.rg;
   plan.tilesM = int((g.F + plan.rg * plan.tm - 1) / (plan.rg * plan.tm));
   plan.tilesN = int((Kp + cgN * plan.tn - 1) / (cgN * plan.tn));
-  // the split of P = N*OH*OW: about kTarget blocks, at least kMinSteps steps per chunk
-  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
-  const int64_t tiles = int64_t(plan.tilesM) * plan.tilesN;
-  const int64_t steps = (P + kBP - 1) / kBP;
-  int64_t S;
-  if (forceSplits > 0) {
-    S = std::min<int64_t>(forceSplits, std::max<int64_t>(1, steps));
-  } else {
-    S = std::max<int64_t>(1, (kTarget + tiles - 1) / tiles);
-    S = std::min<int64_t>(S, std::max<int64_t>(1, steps / kMinSteps));
-  }
-  // S chunks of whole steps: rounding the chunk up can only lower the count (S * chunk >= P), so no batch
-  // up to this one needs more than this S, while the final count is not monotone in the batch
-  plan.mostS = int(S);
-  const int64_t perSplit = (steps + S - 1) / S;
-  plan.chunk = int(std::max<int64_t>(1, perSplit) * kBP);
-  plan.S = int(std::max<int64_t>(1, (P + plan.chunk - 1) / plan.chunk));
+  splitPixels(plan, P, kConvWgradPixelsPerStep, NNSTUDIO_CONV_WG_TARGET, forceSplits);
   return plan;
+}
+
+}  // namespace
+
+ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides& o, int N, const ConvGeometry& g) {
+  constexpr int kTcTarget = NNSTUDIO_CONV_WG_TC_TARGET;  // blocks to aim for (a constant: the bits)
+  const int64_t K = g.colRows();
+  const int64_t P = int64_t(std::max(N, 0)) * g.OH * g.OW;
+  const ConvWgradPlan simt = simtWgradPlan(P, g, o.convWgradSplits);
+  if (!tcWgrad(caps, o.convTc, K, P, g)) return simt;
+  ConvWgradPlan plan;
+  plan.tc = true;
+  plan.tf32 = o.convTc == ConvTcMode::Tf32;
+  plan.tile = tcWgradTile(caps, g.F, K, o.convTcVariant);
+  plan.tilesM = int((g.F + plan.tile.bm - 1) / plan.tile.bm);
+  plan.tilesN = int((K + plan.tile.wn * 32 - 1) / (plan.tile.wn * 32));
+  splitPixels(plan, P, plan.tile.bk, kTcTarget, o.convWgradSplits);
+  plan.mostS = std::max(plan.mostS, simt.mostS);  // a smaller batch may fall below tcPays, to the SIMT kernel
+  return plan;
+}
+
+std::string ConvWgradPlan::name() const {
+  char text[96];
+  if (tc)
+    std::snprintf(text, sizeof text, "tc %s %dx%d bk%d tiles %dx%d splits %d", tf32 ? "tf32" : "3xtf32", tile.bm,
+                  tile.wn * 32, tile.bk, tilesM, tilesN, S);
+  else
+    std::snprintf(text, sizeof text, "rg%d tm%d tn%d tiles %dx%d splits %d", rg, tm, tn, tilesM, tilesN, S);
+  return text;
 }
 
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g) {

@@ -315,22 +315,10 @@ constexpr int kWgBP = kConvWgradPixelsPerStep;  // pixels per reduction step
 constexpr int kNoTap = 1 << 29;    // tap table: column past K+1 (bound checks fail)
 constexpr int kOnesTap = -(1 << 29);  // tap table: the bias column (value 1)
 
-struct WgradArgs {
-  const float* dOut;  // (N, F, OH, OW)
-  const float* in;    // (N, C, H, W)
-  float* partial;     // (S, F, K+1)
-  float* dWeight;     // (F, K)
-  float* dBias;       // (F)
-  int F, K, Kp;       // Kp = K + 1
-  int C, H, W, OH, OW, kh, kw, stride, padTop, padLeft;
-  int P, chunk;       // N*OH*OW, pixels per split
-  FastDiv divOHW, divOW;
-};
-
 // Block: BM = RG*TM filters x BN = (256/RG)*TN columns of [col; ones], 256 threads as RG thread-rows x
 // 256/RG thread-columns (RG 16, or 8 for layers of <= 8 filters), over one chunk of P.
 template <int RG, int TM, int TN>
-__global__ void __launch_bounds__(256) convWeightGradKernel(const WgradArgs a) {
+__global__ void __launch_bounds__(256) convWeightGradKernel(const ConvWgradArgs a) {
   startAfterPreviousKernel();
   constexpr int THREADS = 256, CG = THREADS / RG;
   constexpr int BM = RG * TM, BN = CG * TN, BP = kWgBP;
@@ -489,7 +477,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32) convWeightReduceKernel(cons
 
 
 template <int RG, int TM, int TN>
-void launchWeightGrad(cudaStream_t stream, const ConvWgradPlan& plan, const WgradArgs& a) {
+void launchWeightGrad(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a) {
   const dim3 grid(unsigned(plan.tilesN), unsigned(plan.tilesM), unsigned(plan.S));
   launchKernel("convWeightGradKernel", convWeightGradKernel<RG, TM, TN>, grid, 256, 0, stream, a);
   checkLaunch("conv2d weight gradient");
@@ -533,38 +521,18 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
 }
 
 size_t conv2d_weights_workspace(int N, const ConvGeometry& g) {
-  return convWgradWorkspace(chooseConvWeightGrad(N, g, kernelOverrides().convWgradSplits), g);
+  return convWgradWorkspace(chooseConvWeightGrad(currentDeviceCaps(), kernelOverrides(), N, g), g);
 }
 
 void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
                              int N, const ConvGeometry& g, float* workspace) {
   if (g.F <= 0 || g.colRows() <= 0) return;
   checkSizes(std::max(N, 0), g);
-  const ConvWgradPlan plan = chooseConvWeightGrad(N, g, kernelOverrides().convWgradSplits);
-  WgradArgs a{};
-  a.dOut = dOut;
-  a.in = in;
-  a.partial = workspace;
-  a.dWeight = dWeight;
-  a.dBias = dBias;
-  a.F = g.F;
-  a.K = int(g.colRows());
-  a.Kp = a.K + 1;
-  a.C = g.C;
-  a.H = g.H;
-  a.W = g.W;
-  a.OH = g.OH;
-  a.OW = g.OW;
-  a.kh = g.kh;
-  a.kw = g.kw;
-  a.stride = g.stride;
-  a.padTop = g.padTop;
-  a.padLeft = g.padLeft;
-  a.P = std::max(N, 0) * g.OH * g.OW;
-  a.chunk = plan.chunk;
-  a.divOHW = FastDiv(g.OH * g.OW);
-  a.divOW = FastDiv(g.OW);
-  if (plan.rg == 8) {
+  const ConvWgradPlan plan = chooseConvWeightGrad(currentDeviceCaps(), kernelOverrides(), N, g);
+  const ConvWgradArgs a = convWgradArgs(dWeight, dBias, dOut, in, workspace, N, g, plan.chunk);
+  if (plan.tc) {
+    conv2d_tc_backward_weights(stream, plan, a);
+  } else if (plan.rg == 8) {
     switch (plan.tn) {
       case 1: launchWeightGrad<8, 1, 1>(stream, plan, a); break;
       case 2: launchWeightGrad<8, 1, 2>(stream, plan, a); break;

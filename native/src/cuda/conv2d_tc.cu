@@ -35,6 +35,7 @@
 #include "cuda/check.h"
 #include "cuda/conv_gemm.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/tc_mma.cuh"
 
 // The sm_75 pass of a fat build compiles the kernels empty (mma.sync TF32 needs sm_80), leaving the
 // device helpers unreferenced there: that is expected, not worth a warning.
@@ -47,36 +48,9 @@ namespace {
 // ---- the kernel ----
 
 // the arguments and modes are conv2d.cu's (conv_gemm.cuh); `vec`: float2 stores in the epilogue
-
-// 4 bytes global -> shared (a shared-window address), where keep != 0; else zeros, src not read
-__device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_t keep) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(dst),
-      "l"(src), "r"(keep)
-      : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// x = big + small: big = x rounded to TF32 (to nearest, ties away: add half an ulp, clear the 13 low
-// bits), small = x - big, exact in FP32. small goes to the tensor core as it is: it reads the top 19
-// bits (TF32 truncation), an error of < 2^-10 of small, i.e. < 2^-21 of x. SPLIT 1: big alone.
-template <int SPLIT>
-__device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
-  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
-  if constexpr (SPLIT == 3) small = __float_as_uint(x - __uint_as_float(big));
-}
-
-// d += a (16x8, row) . b (8x8, col)
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+using tc::cpAsync4;
+using tc::cpAsyncCommit;
+using tc::cpAsyncWait;
 
 // shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
 template <int BM, int WN, int BK, int STAGES>
@@ -211,12 +185,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   const int g = lane >> 2, t = lane & 3;  // the fragments' group and thread-in-group
   const int wm = warp / WN, wn = warp % WN;
   float acc[2][4][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  tc::clearWarpTile(acc);
 
   const int tiles = (a.K + BK - 1) / BK;
 #pragma unroll
@@ -231,39 +200,10 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
     if (kt + STAGES - 1 < tiles) loadTile(kt + STAGES - 1, sLoad);
     cpAsyncCommit();
     sLoad = sLoad + 1 == STAGES ? 0 : sLoad + 1;
+    auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
+    auto bAt = [&](int k, int c) { return Bs[s][k][wn * 32 + c]; };
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) {
-      uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const int r = wm * 32 + mt * 16 + g;
-        split<SPLIT>(As[s][r][k8 + t], aBig[mt][0], aSmall[mt][0]);
-        split<SPLIT>(As[s][r + 8][k8 + t], aBig[mt][1], aSmall[mt][1]);
-        split<SPLIT>(As[s][r][k8 + t + 4], aBig[mt][2], aSmall[mt][2]);
-        split<SPLIT>(As[s][r + 8][k8 + t + 4], aBig[mt][3], aSmall[mt][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int c = wn * 32 + nt * 8 + g;
-        split<SPLIT>(Bs[s][k8 + t][c], bBig[nt][0], bSmall[nt][0]);
-        split<SPLIT>(Bs[s][k8 + t + 4][c], bBig[nt][1], bSmall[nt][1]);
-      }
-      // the small corrections first, then the big product
-      if constexpr (SPLIT == 3) {
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bSmall[nt]);
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aSmall[mt], bBig[nt]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
-    }
+    for (int k8 = 0; k8 < BK; k8 += 8) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   cpAsyncWait<0>();  // no copy may be in flight when the block exits

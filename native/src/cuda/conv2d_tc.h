@@ -18,4 +18,10 @@ void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool 
                               const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
                               float inAlpha);
 
+struct ConvWgradArgs;  // conv_gemm.cuh
+
+// dWeight and dBias (with more than one chunk, the chunks' partial sums in a.partial) by the plan's tile, as
+// conv2d.cu's SIMT weight gradient; conv2d.cu runs the chunk reduction after it.
+void conv2d_tc_backward_weights(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a);
+
 }  // namespace nnstudio::cuda

@@ -132,6 +132,50 @@ inline ConvGemmArgs convInputGemm(float* dIn, const float* dOut, const float* we
   return a;
 }
 
+// The weight gradient, dW (F, K) and dBias (F) = dOut (F, P) . [col; 1] (P, K + 1), P = N*OH*OW pixels split
+// into chunks of `chunk` (blockIdx.z): with more than one chunk each writes its partial sums to `partial`
+// (S, F, K + 1), which conv2d.cu's reduction adds in chunk order. The SIMT kernel (conv2d.cu) and the
+// tensor-core one (conv2d_tc_wgrad.cu) take the same arguments.
+struct ConvWgradArgs {
+  const float* dOut;  // (N, F, OH, OW)
+  const float* in;    // (N, C, H, W)
+  float* partial;     // (S, F, K+1)
+  float* dWeight;     // (F, K)
+  float* dBias;       // (F)
+  int F, K, Kp;       // Kp = K + 1
+  int C, H, W, OH, OW, kh, kw, stride, padTop, padLeft;
+  int P, chunk;       // N*OH*OW, pixels per chunk
+  FastDiv divOHW, divOW;
+};
+
+inline ConvWgradArgs convWgradArgs(float* dWeight, float* dBias, const float* dOut, const float* in, float* partial,
+                                   int N, const ConvGeometry& g, int chunk) {
+  ConvWgradArgs a{};
+  a.dOut = dOut;
+  a.in = in;
+  a.partial = partial;
+  a.dWeight = dWeight;
+  a.dBias = dBias;
+  a.F = g.F;
+  a.K = int(g.colRows());
+  a.Kp = a.K + 1;
+  a.C = g.C;
+  a.H = g.H;
+  a.W = g.W;
+  a.OH = g.OH;
+  a.OW = g.OW;
+  a.kh = g.kh;
+  a.kw = g.kw;
+  a.stride = g.stride;
+  a.padTop = g.padTop;
+  a.padLeft = g.padLeft;
+  a.P = std::max(N, 0) * g.OH * g.OW;
+  a.chunk = chunk;
+  a.divOHW = FastDiv(g.OH * g.OW);
+  a.divOW = FastDiv(g.OW);
+  return a;
+}
+
 namespace detail {
 inline int ceilDivSigned(int a, int b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 inline int floorDivSigned(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }

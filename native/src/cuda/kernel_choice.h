@@ -40,6 +40,11 @@
 #ifndef NNSTUDIO_CONV_WG_TARGET
 #define NNSTUDIO_CONV_WG_TARGET 528
 #endif
+//   NNSTUDIO_CONV_WG_TC_TARGET  the same for the tensor-core weight gradient (blocks of 64 to 128 filter-tap
+//                               products a pixel, 2-4x the SIMT kernel's): 264, not yet measured
+#ifndef NNSTUDIO_CONV_WG_TC_TARGET
+#define NNSTUDIO_CONV_WG_TC_TARGET 264
+#endif
 
 namespace nnstudio::cuda {
 
@@ -94,17 +99,37 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
 
 // ================================ conv2d weight gradient ================================
 
-// conv2d.cu: blocks of rg thread-rows x 256/rg thread-columns with tm x tn micro-tiles over (F, K + 1),
-// N*OH*OW split into S chunks of `chunk` pixels (partial sums reduced in chunk order by a second kernel).
+// Two kernels, the same split of N*OH*OW into S chunks of `chunk` pixels (partial sums reduced in chunk order
+// by a second kernel):
+//   conv2d.cu's SIMT kernel: blocks of rg thread-rows x 256/rg thread-columns with tm x tn micro-tiles over
+//     (F, K + 1), the bias as a column of ones;
+//   conv2d_tc_wgrad.cu's tensor-core kernel (tc): tiles of tile.bm filters x tile.wn * 32 taps over (F, K),
+//     tile.bk pixels a step, 3xTF32 (TF32 alone under NNSTUDIO_CONV_TC=tf32); the bias summed from the
+//     dOut tiles by the blocks of the first tap tile.
 struct ConvWgradPlan {
+  bool tc = false;
+  bool tf32 = false;  // tc: plain TF32 products (comparisons only)
+  ConvTcTile tile;    // tc
   int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = 32;
-  // the most chunks any batch from 1 to this one is split into: S is not monotone in the batch (keras conv2
-  // at batch 128: 105 chunks, at 123: 106), and a network sizes one workspace for its largest
+  std::string name() const;  // "rg16 tm2 tn4 tiles 1x3 splits 176", "tc 3xtf32 32x128 bk32 tiles 1x3 splits 88"
+  // the most chunks any batch from 1 to this one is split into, by either kernel: S is not monotone in the
+  // batch (keras conv2 on the SIMT kernel at batch 128: 105 chunks, at 123: 106), a smaller batch may take
+  // the other kernel, and a network sizes one workspace for its largest
   int mostS = 1;
 };
-inline constexpr int kConvWgradPixelsPerStep = 32;  // pixels per reduction step of the kernel
-// `forceSplits` > 0 asks for that many chunks (tests), clamped to [1, reduction steps]
-ConvWgradPlan chooseConvWeightGrad(int N, const ConvGeometry& g, int forceSplits = 0);
+inline constexpr int kConvWgradPixelsPerStep = 32;  // pixels per reduction step of the SIMT kernel
+// the tensor-core kernel's shared memory: stages x (bm dOut rows + wn * 32 tap columns) x (bk + 4) floats
+// (dynamic), and its tap table (static, two words a column)
+constexpr size_t convTcWgradDynamicBytes(const ConvTcTile& t) {
+  return sizeof(float) * size_t(t.stages) * size_t(t.bm + t.wn * 32) * size_t(t.bk + 4);
+}
+constexpr size_t convTcWgradSharedBytes(const ConvTcTile& t) {
+  return convTcWgradDynamicBytes(t) + 2 * sizeof(uint32_t) * size_t(t.wn * 32);
+}
+// The plan for this device and the overrides in force: o.convTc decides the tensor cores as for the other
+// passes (tile variant o.convTcVariant), o.convWgradSplits > 0 asks for that many chunks (tests), clamped to
+// [1, reduction steps].
+ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides& o, int N, const ConvGeometry& g);
 // floats of partial sums the plan, and a plan for any smaller batch, needs (0 with one chunk)
 size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
 

@@ -1,0 +1,86 @@
+// The tensor-core building blocks of the implicit GEMMs (conv2d_tc.cu, conv2d_tc_wgrad.cu): cp.async copies
+// with zero fill, the 3xTF32 split and the m16n8k8 TF32 mma.sync (sm_80+; callers guard __CUDA_ARCH__).
+#pragma once
+
+#include <cstdint>
+
+namespace nnstudio::cuda::tc {
+
+// 4 bytes global -> shared (a shared-window address), where keep != 0; else zeros, src not read
+__device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_t keep) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(keep)
+      : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// x = big + small: big = x rounded to TF32 (to nearest, ties away: add half an ulp, clear the 13 low
+// bits), small = x - big, exact in FP32. small goes to the tensor core as it is: it reads the top 19
+// bits (TF32 truncation), an error of < 2^-10 of small, i.e. < 2^-21 of x. SPLIT 1: big alone.
+template <int SPLIT>
+__device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
+  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
+  if constexpr (SPLIT == 3) small = __float_as_uint(x - __uint_as_float(big));
+}
+
+// d += a (16x8, row) . b (8x8, col)
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// A warp's 32 x 32 tile as 2 x 4 m16n8 fragments: acc[mt][nt][c] holds row 16 mt + g (+8 for c >= 2) and
+// column 8 nt + 2 t (+1 for odd c) of the tile, g = lane / 4, t = lane % 4.
+__device__ __forceinline__ void clearWarpTile(float (&acc)[2][4][4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+}
+
+// acc += A (32 x 8) . B (8 x 32), the 8 reduction steps from k8 on: aAt(row, k) and bAt(k, column) read
+// the shared-memory tiles (row and column within the warp's tile). SPLIT 3: the small corrections first,
+// then the big product (3xTF32); SPLIT 1: plain TF32.
+template <int SPLIT, class AAt, class BAt>
+__device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k8, int g, int t, AAt aAt, BAt bAt) {
+  uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    const int r = mt * 16 + g;
+    split<SPLIT>(aAt(r, k8 + t), aBig[mt][0], aSmall[mt][0]);
+    split<SPLIT>(aAt(r + 8, k8 + t), aBig[mt][1], aSmall[mt][1]);
+    split<SPLIT>(aAt(r, k8 + t + 4), aBig[mt][2], aSmall[mt][2]);
+    split<SPLIT>(aAt(r + 8, k8 + t + 4), aBig[mt][3], aSmall[mt][3]);
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int c = nt * 8 + g;
+    split<SPLIT>(bAt(k8 + t, c), bBig[nt][0], bSmall[nt][0]);
+    split<SPLIT>(bAt(k8 + t + 4, c), bBig[nt][1], bSmall[nt][1]);
+  }
+  if constexpr (SPLIT == 3) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bSmall[nt]);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aSmall[mt], bBig[nt]);
+  }
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
+}
+
+}  // namespace nnstudio::cuda::tc
