@@ -55,6 +55,14 @@ const base64 = z
 
 const upload = z.strictObject({ kind: z.literal('upload'), fileName: uploadFileName, base64 });
 
+/** Which GPUs a run trains on: every one, the first N, or these (each at most once). */
+const gpusSchema = z.union([
+  z.literal('all'),
+  z.number().int().min(1).max(1024),
+  z.array(z.number().int().min(0).max(1023)).min(1).max(1024)
+    .refine((gpus) => new Set(gpus).size === gpus.length, 'lists a GPU twice'),
+]);
+
 /** How an image folder is read (docs/DATA.md "Image folders"): [height, width], 1 or 3 channels, crop or letterbox. */
 export const imageReadingSchema = z.strictObject({
   size: z.tuple([z.number().int().min(1).max(maxImageSide), z.number().int().min(1).max(maxImageSide)]).optional(),
@@ -200,6 +208,8 @@ export const payloadSchemas = {
     augment: augmentationSchema.optional(),
     /** A weight average (EMA) with this decay, used for validation and kept as the model. */
     ema: emaSchema.optional(),
+    /** CUDA: 'all', a count (the first N) or GPU numbers; several train data-parallel (issue 17). */
+    gpus: gpusSchema.optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),
   /** A new base learning rate (the schedule scales with it) from the next step; only while running or paused. */

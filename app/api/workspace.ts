@@ -62,6 +62,7 @@ const trainingDraft = z.strictObject({
   }),
   augment: z.strictObject({ translate: draftNumber, flip: z.boolean(), rotate: draftNumber, scale: draftNumber, erase: draftNumber }).optional(),
   ema: draftNumber.optional(),
+  gpus: z.array(z.number().int().min(0).max(1023)).max(1024).optional(),
 });
 
 const fillDraft = z.strictObject({

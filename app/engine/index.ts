@@ -54,6 +54,8 @@ export interface TrainOptions {
   earlyStopping?: EarlyStopping;
   /** Augmentation of image training batches on the device, seeded by (seed, global step). */
   augment?: Augmentation;
+  /** CUDA: the GPUs to train on (indices); several train data-parallel through NCCL, else the first alone. */
+  gpus?: number[];
   /** Decay of the weight average (EMA) used for validation and returned as the weights. */
   ema?: number;
   /** Continue this state exactly (same spec, data, batch size, shuffle and seed); `epochs` counts all epochs. */
@@ -186,6 +188,7 @@ export function train(
       earlyStopping: options.earlyStopping,
       ...(options.augment ? { augment: options.augment } : {}),
       ...(options.ema ? { ema: options.ema } : {}),
+      ...(options.gpus && options.gpus.length > 0 ? { gpus: options.gpus } : {}),
       resume: options.resume,
       checkpoints: options.checkpoints,
       classWeights: options.classWeights,

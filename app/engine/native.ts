@@ -51,6 +51,8 @@ export interface NativeTrainOptions {
   augment?: Augmentation;
   /** Decay of the weight average used for validation and returned as the weights; 0 or absent: none. */
   ema?: number;
+  /** CUDA: the GPUs to train on; more than one: data-parallel through NCCL (engine.h TrainOptions::gpus). */
+  gpus?: number[];
   /** Continue this state; `epochs` is the run's total. */
   resume?: NativeTrainState;
   /** Send a 'checkpoint' event with the TrainState after every epoch. */
@@ -86,6 +88,8 @@ export interface NativeTrainResult {
   bestEpoch: number;
   /** `parameters` are the best epoch's. */
   restoredBest: boolean;
+  /** What the run chose for the user (one GPU instead of several, and why). */
+  notes: string[];
 }
 
 export interface NativeTrainingHandle {

@@ -18,6 +18,7 @@ import {
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
 import { defaultRunStore } from './runs';
 import { planSplit, settle, trainModel, TrainingControl } from './training';
+import { runGpus } from './trainingSetup';
 
 export const services = {
   datasets: {
@@ -51,7 +52,7 @@ export const services = {
     importCourseModel,
     parseCourseModel: parseCourseModelText,
   },
-  training: { train: trainModel, settle, control: () => new TrainingControl(), planSplit },
+  training: { train: trainModel, settle, control: () => new TrainingControl(), planSplit, gpus: runGpus },
   /** Run history in the user's data folder (NNSTUDIO_DATA_DIR overrides it). */
   runs: {
     directory: () => defaultRunStore.directory,

@@ -28,6 +28,8 @@ export interface RunRecord {
   /** Augmentation of the training batches and the weight average's decay: a resume needs the same. */
   augment?: Augmentation;
   ema?: number;
+  /** The GPUs a data-parallel run trained on: the steps of an epoch depend on their count, so a resume takes them again. */
+  gpus?: number[];
   /** sha256 of the training split's features and labels (before normalisation). */
   trainDigest: string;
   counts: { train: number; validation: number; test: number };
@@ -62,6 +64,7 @@ const runRecordSchema = z.strictObject({
   classWeights: z.union([z.literal('balanced'), z.array(z.number().positive().finite()).min(1)]).optional(),
   augment: augmentationSchema.optional(),
   ema: emaSchema.optional(),
+  gpus: z.array(z.number().int().nonnegative()).min(2).max(64).optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
   counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
 });

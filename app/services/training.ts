@@ -37,6 +37,8 @@ export interface TrainOutcome {
   status: engine.TrainStatus;
   /** Why the run stopped early (cancelled, diverged, early stopping); empty when it completed normally. */
   message: string;
+  /** What the engine chose for the user (one GPU instead of several, and why). */
+  notes: string[];
   /** Early stopping ended the run (status 'completed'). */
   stoppedEarly: boolean;
   /** With early stopping: the best epoch; with restoreBest the model holds its weights. */
@@ -198,6 +200,7 @@ async function outcomeOf(run: PreparedRun, result: engine.TrainResult, lastCheck
   return {
     status: result.status,
     message: result.message,
+    notes: [...(result.notes ?? [])],
     stoppedEarly: result.stoppedEarly,
     ...(result.bestEpoch > 0 ? { bestEpoch: result.bestEpoch } : {}),
     ...(lastCheckpoint ? { checkpointPath: lastCheckpoint } : {}),

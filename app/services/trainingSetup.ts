@@ -3,6 +3,7 @@
 // the model the run's weights become. trainModel (training.ts) drives the engine with it.
 import { counted } from '../core/files/messages';
 import { classCounts, type Dataset } from '../core/data/dataset';
+import { resolveGpus, type GpuChoice } from '../core/model/gpuChoice';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratificationKeys, stratifiedSplit, subset } from '../core/data/split';
@@ -47,6 +48,8 @@ export interface TrainRequest {
   augment?: engine.Augmentation;
   /** A weight average (EMA) with this decay, used for validation and kept as the model. */
   ema?: number;
+  /** CUDA: the GPUs to train on; several train data-parallel (docs/ARCHITECTURE.md "Several GPUs"). */
+  gpus?: GpuChoice;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
 }
@@ -62,6 +65,8 @@ export interface ResumeRequest {
   epochs?: number;
   device?: engine.DeviceChoice;
   threads?: number;
+  /** Default: the GPUs the run trained on (a different count changes the steps of an epoch: refused). */
+  gpus?: GpuChoice;
   /** Default: keep writing to `resumeFrom`. */
   checkpointPath?: string;
 }
@@ -195,6 +200,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     classWeights: record.classWeights,
     ...(record.augment ? { augment: record.augment } : {}),
     ...(record.ema !== undefined ? { ema: record.ema } : {}),
+    ...(request.gpus ? { gpus: request.gpus } : record.gpus ? { gpus: { kind: 'list' as const, gpus: record.gpus } } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
   return { request: trainRequest, resumption: { checkpoint, record, path: request.resumeFrom } };
@@ -360,11 +366,15 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<P
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
   };
   if (request.augment && data.all.featureShape.length !== 3) throw Object.assign(new Error('augmentation applies to images; this data has flat rows'), { field: 'augment' });
-  const recipe = { ...(request.augment ? { augment: request.augment } : {}), ...(request.ema !== undefined ? { ema: request.ema } : {}) };
+  const recipe = {
+    ...(request.augment ? { augment: request.augment } : {}),
+    ...(request.ema !== undefined ? { ema: request.ema } : {}),
+    ...(request.gpus ? { gpus: gpusFor(request.gpus, device) } : {}),
+  };
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
     engineOptions: { ...engineOptions, ...targetScaling, ...weights, ...recipe, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
-    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts }),
+    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts, ...(recipe.gpus && recipe.gpus.length > 1 ? { gpus: recipe.gpus } : {}) }),
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
   };
@@ -419,6 +429,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.classWeights ? { classWeights: request.classWeights } : {}),
     ...(request.augment ? { augment: request.augment } : {}),
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
+    ...(prepared.gpus ? { gpus: [...prepared.gpus] } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };
@@ -466,4 +477,15 @@ export function modelOf(
       seconds: weights.seconds,
     },
   };
+}
+
+/** The chosen GPUs of this machine for a run on `deviceChoice` (checked before a run starts, so faces answer at once). */
+export function runGpus(choice: GpuChoice, deviceChoice: engine.DeviceChoice | undefined): number[] {
+  return gpusFor(choice, engine.resolveDevice(deviceChoice ?? 'auto'));
+}
+
+/** The chosen GPUs of this machine; they need the CUDA device. */
+function gpusFor(choice: GpuChoice, device: engine.DeviceKind): number[] {
+  if (device !== 'cuda') throw Object.assign(new Error('several GPUs need the CUDA device (--device cuda); this run trains on the CPU'), { field: 'gpus' });
+  return resolveGpus(choice, engine.listDevices().filter((info) => info.kind === 'cuda').map((info) => info.index));
 }

@@ -85,13 +85,14 @@ struct Options {
   bool recipe = false;            // --recipe: each preset's whole recipe, once per seed
   std::vector<int> seeds{0};      // --seeds, for --recipe
   double target = 0.99;           // --target: the test accuracy that "time to target" waits for
+  std::vector<int> gpus;          // --gpus 0,1: data-parallel on these GPUs (cuda)
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
                "                      [--epochs N] [--threads N] [--seed N] [--lr-schedule onecycle:MAX:PCT:DIV:FINALDIV]\n"
-               "                      [--recipe [--seeds 0,1,2] [--target 0.996]]\n"
+               "                      [--recipe [--seeds 0,1,2] [--target 0.996]] [--gpus 0,1]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
@@ -102,6 +103,7 @@ void usage(std::FILE* to) {
                "  --recipe   instead: train each preset's whole recipe (its epochs, or --epochs) once per seed of\n"
                "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
                "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
+               "  --gpus     cuda: train data-parallel on these GPUs (a batch of the preset's size on each)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -164,6 +166,8 @@ Options parseArgs(int argc, char** argv) {
       options.seeds.clear();
       for (const std::string& seed : splitList(value)) options.seeds.push_back(parseInt(flag, seed, 0));
       if (options.seeds.empty()) throw std::invalid_argument("--seeds expects a list such as 0,1,2");
+    } else if (flag == "--gpus") {
+      for (const std::string& gpu : splitList(value)) options.gpus.push_back(parseInt(flag, gpu, 0));
     } else if (flag == "--target") {
       options.target = std::atof(value.c_str());
       if (!(options.target > 0 && options.target <= 1)) throw std::invalid_argument("--target expects a fraction in (0, 1], got '" + value + "'");
@@ -210,6 +214,7 @@ nnstudio::TrainOptions presetTrainOptions(const Options& options, const Preset& 
   trainOptions.lrSchedule = options.lrSchedule.value_or(preset.lrSchedule);
   trainOptions.augment = preset.augment;
   trainOptions.ema = preset.ema;
+  trainOptions.gpus = options.gpus;
   return trainOptions;
 }
 
@@ -232,6 +237,9 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   EpochRecorder recorderA(preset.name + " [1-epoch run]");
   const nnstudio::TrainResult runA = backend.train(spec, train, nullptr, trainOptions, &recorderA, nullptr);
   checkCompleted(runA, preset.name);
+  for (const std::string& note : runA.notes) std::fprintf(stderr, "  %s: note: %s\n", preset.name.c_str(), note.c_str());
+  // the GPUs that trained: the ones asked for, unless the engine said why it took one
+  const size_t gpusUsed = runA.notes.empty() ? std::max<size_t>(1, options.gpus.size()) : 1;
   const double accuracy1 = backend.evaluate(spec, runA.parameters, test).accuracy;
   const double epoch1Seconds = runA.history.empty() ? runA.seconds : runA.history.front().seconds;
 
@@ -264,7 +272,9 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
                      ",\"epochs\":" + std::to_string(options.epochs) +
                      ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"seed\":" +
                      std::to_string(spec.seed) +
-                     ",\"secondsPerEpoch\":" + number(secondsPerEpoch) + ",\"epochSeconds\":[";
+                     ",\"gpus\":" + std::to_string(gpusUsed) +
+                     ",\"secondsPerEpoch\":" + number(secondsPerEpoch) +
+                     ",\"imagesPerSecond\":" + number(double(train.count) / secondsPerEpoch) + ",\"epochSeconds\":[";
   for (size_t i = 0; i < epochSeconds.size(); ++i) line += (i ? "," : "") + number(epochSeconds[i]);
   line += "],\"epoch1Seconds\":" + number(epoch1Seconds) + ",\"testAccuracy1\":" + number(accuracy1, "%.4f") +
           ",\"testAccuracyN\":" + number(accuracyN, "%.4f") +

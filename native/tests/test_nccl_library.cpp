@@ -34,6 +34,7 @@ void checkLoads() {
   NcclUniqueId id{};
   CHECK(nccl->getUniqueId(&id) == kNcclSuccess && id.internal[127] == 7);
   CHECK(std::string(nccl->getErrorString(NcclResult(3))) == "fake NCCL error");
+  CHECK(nccl->commAbort != nullptr && nccl->commAbort(nullptr) == kNcclSuccess);
 }
 
 void checkRefusals() {

@@ -28,9 +28,10 @@ void checkCase(int64_t count, int batch, int ranks) {
     const auto& mine = shares.back();
     seen.insert(mine.begin(), mine.end());
     // steps of `batch`, the last one possibly smaller and never empty: the same step count on every device
-    sameSteps = sameSteps && int64_t((mine.size() + batch - 1) / batch) == steps;
+    sameSteps = sameSteps && int64_t((mine.size() + batch - 1) / batch) == steps &&
+                int64_t(mine.size()) == rankSamples(count, batch, ranks, r);
   }
-  CHECK_MSG(sameSteps, "every device runs the epoch's steps");
+  CHECK_MSG(sameSteps, "every device runs the epoch's steps; rankSamples is the share's size");
   CHECK_MSG(std::set<uint32_t>(seen.begin(), seen.end()).size() == seen.size(), "no sample is read twice");
   const int64_t skipped = count - int64_t(seen.size());
   CHECK_MSG(skipped >= 0 && skipped < ranks, "at most ranks - 1 samples sit the epoch out");

@@ -158,10 +158,26 @@ void checkCancel(Backend& cpu, Backend& queued) {
 
 }  // namespace
 
+// Several GPUs asked of a backend that trains alone: the same run on one device, and a note that says why.
+void checkGpusOnOneDevice(Backend& cpu) {
+  std::printf("several GPUs asked of the CPU\n");
+  const ModelSpec spec = parseModelSpec(controlSpec("{\"kind\":\"adam\",\"lr\":0.005}"));
+  const auto train = controlBars(300, 63);
+  const DatasetView tv = train.view();
+  TrainOptions many = controlOptions(2);
+  many.gpus = {0, 1};
+  const TrainResult a = cpu.train(spec, tv, nullptr, controlOptions(2), nullptr, nullptr);
+  const TrainResult b = cpu.train(spec, tv, nullptr, many, nullptr, nullptr);
+  CHECK_MSG(sameBits(a.parameters, b.parameters) && a.steps == b.steps, "the one-device run, bit for bit");
+  CHECK_MSG(a.notes.empty() && b.notes.size() == 1 && b.notes[0].find("several GPUs need the CUDA backend") != std::string::npos,
+            "a note says why: " + (b.notes.empty() ? std::string("(none)") : b.notes[0]));
+}
+
 int main() {
   try {
     auto cpu = createBackend(DeviceKind::CPU, 2);
     QueuedBackend queued;
+    checkGpusOnOneDevice(*cpu);
     checkSameRun(*cpu, queued);
     checkDivergence(*cpu, queued);
     checkCancel(*cpu, queued);

@@ -2,6 +2,7 @@
 // the services' one training path (services.training.train); the run's events become its RunInfo and
 // training:progress; its end keeps the model (and the test set's outputs) and sends training:done.
 // Each run writes its checkpoint into the session folder, which is what training:continue starts from.
+import type { GpuChoice } from '../../core/model/gpuChoice';
 import { headOfDataset } from '../../core/model/head';
 import { addPoint, emptySeries, type ThinSeries } from '../../core/metrics/thinSeries';
 import { regressionView } from './evaluations';
@@ -79,6 +80,8 @@ export class RunRegistry {
     if (payload.earlyStopping && payload.earlyStopping.monitor !== 'trainLoss' && payload.valSplit === 0) {
       throw new Error(`early stopping on ${payload.earlyStopping.monitor} needs a validation split above 0`);
     }
+    // GPUs that this machine or device cannot give: answered now, not in training:done
+    if (payload.gpus !== undefined) services.training.gpus(gpuChoiceOf(payload.gpus), payload.device);
     this.refuseWhileAnotherRuns();
     const runId = ids.next('run');
     const checkpointPath = await folder.checkpointFile(runId);
@@ -265,8 +268,14 @@ function trainRequestOf(payload: ParsedPayloadOf<'training:start'>, data: Datase
     ...(payload.classWeights ? { classWeights: payload.classWeights } : {}),
     ...(payload.augment ? { augment: payload.augment } : {}),
     ...(payload.ema !== undefined ? { ema: payload.ema } : {}),
+    ...(payload.gpus !== undefined ? { gpus: gpuChoiceOf(payload.gpus) } : {}),
     checkpointPath,
   };
+}
+
+function gpuChoiceOf(gpus: 'all' | number | number[]): GpuChoice {
+  if (gpus === 'all') return { kind: 'all' };
+  return typeof gpus === 'number' ? { kind: 'count', count: gpus } : { kind: 'list', gpus };
 }
 
 /** An upload's path is a temporary file: the run history names it as the user does. */

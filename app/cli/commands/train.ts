@@ -18,6 +18,7 @@ import type { EpochProgress } from '../../core/model/trainingTypes';
 import { defaultImputation, imputationStrategies, type ImputationSetting, type ImputationSettings, type ImputationStrategy } from '../../core/data/imputation';
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 import { emaSchema, parseAugmentation, type Augmentation } from '../../core/model/trainingControl';
+import { parseGpuChoice, type GpuChoice } from '../../core/model/gpuChoice';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   testData?: string;
@@ -41,6 +42,7 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   decoupledDecay?: boolean;
   augment?: Augmentation;
   ema?: number;
+  gpus?: GpuChoice;
   impute?: ImputationStrategy;
   imputeColumn: Record<string, ImputationSetting>;
   missingIndicator?: boolean;
@@ -65,6 +67,7 @@ export function trainCommand(): Command {
     .option('--label-smoothing <s>', 'softmax cross-entropy: smooth the one-hot targets by s (0 to 0.5)', fractionAtMost('--label-smoothing', 0.5))
     .option('--augment <items>', 'images: augment each training batch on the device, e.g. translate=2,rotate=10,scale=0.1,erase=0.25,flip (flip is off unless named)', parseAugmentationOption)
     .option('--ema <decay>', 'keep a weight average with this decay (e.g. 0.999) for validation and as the saved model', emaOption)
+    .option('--gpus <which>', 'CUDA: train on several GPUs data-parallel: all, a count (2: the first two) or GPU numbers such as 0,1 (needs NCCL: docs/ARCHITECTURE.md)', gpusOption)
     .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default iterative: estimated from the row\'s other columns)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
     .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')
@@ -161,6 +164,14 @@ function parseAugmentationOption(text: string): Augmentation {
     return parseAugmentation(text);
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message.replace(/^--augment: /, ''));
+  }
+}
+
+function gpusOption(text: string): GpuChoice {
+  try {
+    return parseGpuChoice(text);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
   }
 }
 
@@ -262,7 +273,10 @@ async function untilInterrupted<T>(run: (signal: AbortSignal) => Promise<T>): Pr
 }
 
 function resumeRequest(options: TrainCommandOptions, checkpoint: string): ResumeRequest {
-  return { resumeFrom: checkpoint, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint };
+  return {
+    resumeFrom: checkpoint, epochs: options.epochs, device: options.device, threads: options.threads, checkpointPath: options.checkpoint,
+    ...(options.gpus ? { gpus: options.gpus } : {}),
+  };
 }
 
 async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest> {
@@ -291,6 +305,7 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     ...(options.classWeight !== undefined ? { classWeights: options.classWeight } : {}),
     ...(options.augment ? { augment: options.augment } : {}),
     ...(options.ema !== undefined ? { ema: options.ema } : {}),
+    ...(options.gpus ? { gpus: options.gpus } : {}),
     imputation: imputationSettings(options),
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,
@@ -318,6 +333,7 @@ function report(outcome: TrainOutcome, options: TrainCommandOptions, runId: stri
     return;
   }
   if (outcome.message) process.stderr.write(`${outcome.message}\n`);
+  for (const note of outcome.notes) process.stderr.write(`note: ${note}\n`);
   const lines = [`trained for ${formatDuration(training.seconds)} on ${training.device}`];
   if (outcome.test) {
     const { regression, report: classes, loss } = outcome.test;

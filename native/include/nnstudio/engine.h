@@ -269,6 +269,10 @@ struct TrainOptions {
   double ema = 0;
   // Continue from this state (same spec, data, batch size, shuffle and seed); it replaces `start`.
   const TrainState* resume = nullptr;
+  // CUDA: the GPUs to train on (device indices). More than one: data-parallel through NCCL, each GPU a
+  // batch of `batchSize` per step, gradients averaged (docs/ARCHITECTURE.md "Several GPUs"); without NCCL
+  // the run takes the first and says why in TrainResult::notes. Empty: the backend's own GPU.
+  std::vector<int> gpus;
 };
 
 struct StepProgress {
@@ -316,6 +320,7 @@ struct TrainResult {
   bool stoppedEarly = false;          // early stopping ended the run
   int bestEpoch = 0;                  // with early stopping: the best epoch (1-based), else 0
   bool restoredBest = false;          // `parameters` are the best epoch's
+  std::vector<std::string> notes;     // what the run chose for the user (one GPU instead of several, and why)
 };
 
 struct EvalResult {
@@ -360,6 +365,12 @@ class Backend {
   // For train(), once the inputs are checked: allocates what the run needs on the device, or refuses it
   // with an EngineError (too little GPU memory), before the initial weights are built.
   virtual std::unique_ptr<TrainingSession> openSession(const SessionSetup& setup) = 0;
+  // How many devices a run with these options trains on (data-parallel when more than one); `why` says why
+  // fewer than options.gpus asked for. The default: one.
+  virtual int dataParallelRanks(const TrainOptions& options, std::string* why) {
+    if (options.gpus.size() > 1 && why) *why = "this device trains alone: several GPUs need the CUDA backend";
+    return 1;
+  }
 };
 
 bool cudaAvailable();                         // built with CUDA and a device is present

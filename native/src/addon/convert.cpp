@@ -135,6 +135,23 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
   return value.As<Napi::Boolean>().Value();
 }
 
+// options.gpus: GPU indices (whole numbers from 0); the backend checks they exist.
+std::vector<int> gpuListOption(const Napi::Object& options) {
+  const Napi::Value value = options.Get("gpus");
+  std::vector<int> gpus;
+  if (value.IsUndefined() || value.IsNull()) return gpus;
+  if (!value.IsArray()) throwType(options.Env(), "options.gpus must be an array of GPU indices");
+  const Napi::Array array = value.As<Napi::Array>();
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    const Napi::Value item = array.Get(i);
+    const double index = item.IsNumber() ? item.As<Napi::Number>().DoubleValue() : -1.0;
+    if (!(index >= 0 && index <= 1024 && index == double(int(index))))
+      throwRange(options.Env(), "options.gpus[" + std::to_string(i) + "] must be a GPU index (a whole number from 0)");
+    gpus.push_back(int(index));
+  }
+  return gpus;
+}
+
 std::vector<float> floatListOption(const Napi::Object& options, const char* key, const char* where) {
   const Napi::Env env = options.Env();
   const Napi::Value value = options.Get(key);
@@ -191,6 +208,7 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   result.earlyStopping = earlyStoppingValue(env, options.Get("earlyStopping"));
   result.augment = augmentationValue(env, options.Get("augment"));
   result.ema = numberOption(options, "ema", 0.0, 0.0, 0.999999, "options");
+  result.gpus = gpuListOption(options);
   return result;
 }
 

@@ -59,6 +59,8 @@ double numberOption(const Napi::Object& options, const char* key, double fallbac
 bool boolOption(const Napi::Object& options, const char* key, bool fallback, const char* where);
 // obj[key] as a list of finite numbers (an Array of numbers or a Float32Array); empty when undefined.
 std::vector<float> floatListOption(const Napi::Object& options, const char* key, const char* where);
+// options.gpus (TrainOptions::gpus)
+std::vector<int> gpuListOption(const Napi::Object& options);
 // All but options.resume (which needs the spec: train_state.h).
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 

@@ -149,6 +149,9 @@ class TrainRun final : public EngineThreadJob {
     result.Set("stoppedEarly", result_.stoppedEarly);
     result.Set("bestEpoch", result_.bestEpoch);
     result.Set("restoredBest", result_.restoredBest);
+    Napi::Array notes = Napi::Array::New(env, result_.notes.size());
+    for (size_t i = 0; i < result_.notes.size(); ++i) notes.Set(static_cast<uint32_t>(i), result_.notes[i]);
+    result.Set("notes", notes);
     return result;
   }
 

@@ -2,6 +2,7 @@
 // confusion matrix on the device, over the data uploaded once). Its training session lives in session.cu
 // (the loop is train/driver.cpp).
 #include "cuda/backend.h"
+#include "cuda/nccl_library.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -25,6 +26,32 @@ CudaBackend::CudaBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
     if (d.index == deviceIndex) info_ = d;
   if (info_.kind != DeviceKind::CUDA)
     throw EngineError("no CUDA device is available with index " + std::to_string(deviceIndex));
+}
+
+std::string gpuName(int device) {
+  cudaDeviceProp properties{};
+  check(cudaGetDeviceProperties(&properties, device), "reading a GPU's name");
+  return properties.name;
+}
+
+int CudaBackend::dataParallelRanks(const TrainOptions& options, std::string* why) {
+  const std::vector<int>& gpus = options.gpus;
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "counting the GPUs");
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0 || gpus[i] >= count)
+      throw EngineError("there is no GPU " + std::to_string(gpus[i]) + " (this machine has " + std::to_string(count) +
+                        ", numbered from 0)");
+    if (std::find(gpus.begin(), gpus.begin() + long(i), gpus[i]) != gpus.begin() + long(i))
+      throw EngineError("GPU " + std::to_string(gpus[i]) + " is listed twice");
+  }
+  if (gpus.size() <= 1) return 1;
+  std::string reason;
+  if (!ncclLibrary(&reason)) {
+    if (why) *why = "trained on GPU " + std::to_string(gpus.front()) + " only: " + reason;
+    return 1;
+  }
+  return int(gpus.size());
 }
 
 // ---- evaluation ----

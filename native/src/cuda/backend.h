@@ -17,10 +17,16 @@ class CudaBackend : public Backend {
                       int batchSize) override;
   // Checks the run fits in the GPU's free memory, then allocates it and captures its step graphs (session.cu).
   std::unique_ptr<TrainingSession> openSession(const SessionSetup& setup) override;
+  // options.gpus: each must exist, no repeats; more than one trains data-parallel when NCCL loads, else
+  // one (the first) with `why` (nccl_library.h's reason).
+  int dataParallelRanks(const TrainOptions& options, std::string* why) override;
 
  private:
   int deviceIndex_ = 0;
   DeviceInfo info_;
 };
+
+// The name of GPU `device` ("NVIDIA H100 80GB HBM3").
+std::string gpuName(int device);
 
 }  // namespace nnstudio::cuda

@@ -61,6 +61,7 @@ std::unique_ptr<const NcclLibrary> loadNcclLibrary(const std::string& file, std:
       !resolve(handle, "ncclCommInitAll", l.commInitAll, why, file) ||
       !resolve(handle, "ncclCommInitRank", l.commInitRank, why, file) ||
       !resolve(handle, "ncclCommDestroy", l.commDestroy, why, file) ||
+      !resolve(handle, "ncclCommAbort", l.commAbort, why, file) ||
       !resolve(handle, "ncclAllReduce", l.allReduce, why, file) ||
       !resolve(handle, "ncclGroupStart", l.groupStart, why, file) ||
       !resolve(handle, "ncclGroupEnd", l.groupEnd, why, file)) {

@@ -32,6 +32,9 @@ struct NcclLibrary {
   NcclResult (*commInitAll)(NcclComm*, int, const int*) = nullptr;
   NcclResult (*commInitRank)(NcclComm*, int, NcclUniqueId, int) = nullptr;
   NcclResult (*commDestroy)(NcclComm) = nullptr;
+  // ends a communicator's work at once, also one another thread is blocked in (a rank that failed leaves
+  // the others waiting in a collective); the communicator is freed, not to be destroyed after
+  NcclResult (*commAbort)(NcclComm) = nullptr;
   NcclResult (*allReduce)(const void*, void*, size_t, NcclDataType, NcclRedOp, NcclComm, void* stream) = nullptr;
   NcclResult (*groupStart)() = nullptr;
   NcclResult (*groupEnd)() = nullptr;

@@ -20,6 +20,7 @@
 #include "cuda/buffer.h"
 #include "cuda/kernel_overrides.h"
 #include "cuda/network.h"
+#include "cuda/rank_session.h"
 #include "cuda/resident.h"
 #include "train/run_control.h"
 #include "train/session.h"
@@ -120,7 +121,7 @@ RunTotals runTotals(const StepState& s) {
 
 class CudaSession final : public TrainingSession {
  public:
-  CudaSession(const SessionSetup& setup, std::string deviceName);
+  CudaSession(const SessionSetup& setup, std::string deviceName, const RankSetup& rank = {});
 
   std::string deviceName() const override { return deviceName_; }
   void start(StartState state) override;
@@ -141,12 +142,15 @@ class CudaSession final : public TrainingSession {
 
  private:
   void enqueueStep(int n);  // one step on batch rows 0..n-1 (captured, never run directly)
+  void averageGradients();
   // what the loss compares with: the labels (classification, with the class weights if any) or targets
   LossTargets lossTargets(const int32_t* labels, const float* targets) const;
   void captureSteps();
 
   // ---- the run ----
   const std::string deviceName_;
+  const RankSetup rank_;
+  const int64_t epochSamples_;  // the samples of an epoch this session reads (its share when data-parallel)
   const ModelSpec& spec_;
   const bool regression_;
   const int K_;  // the head's width
@@ -196,15 +200,17 @@ class CudaSession final : public TrainingSession {
   double baseLr_ = 0;          // the source of setBaseLearningRate's copy
 };
 
-CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
+CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName, const RankSetup& rank)
     : deviceName_(std::move(deviceName)),
+      rank_(rank),
+      epochSamples_(rank.epochSamples > 0 ? rank.epochSamples : setup.data.count),
       spec_(setup.spec),
       regression_(setup.plan.regression()),
       K_(int(setup.plan.outputWidth)),
       data_(setup.data),
       validation_(setup.validation),
       lrPlan_(setup.lrPlan),
-      seed_(setup.options.seed),
+      seed_(rank.rank > 0 ? mixSeed(setup.options.seed, uint64_t(rank.rank), 0xDA7A) : setup.options.seed),
       augment_(setup.options.augment),
       ema_(float(setup.options.ema)),
       batch_(setup.batch),
@@ -231,13 +237,13 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
       decayMask_(setup.spec.optimizer.weightDecay > 0 ? setup.plan.parameterCount : 0, "allocating the decay mask"),
       validOutputs_(regression_ && setup.validation ? size_t(setup.validation->count) * size_t(K_) : 0,
                     "allocating the validation outputs"),
-      order_(size_t(setup.data.count)),
-      hostOrder_(size_t(setup.data.count)),
+      order_(size_t(epochSamples_)),
+      hostOrder_(size_t(epochSamples_)),
       snapshot_(1),
       validState_(1),
       validSnapshot_(1),
-      tailBatch_(int(setup.data.count % setup.batch)),
-      fullSteps_(setup.data.count / setup.batch),
+      tailBatch_(int(epochSamples_ % setup.batch)),
+      fullSteps_(epochSamples_ / setup.batch),
       group_(int(std::min<int64_t>(stepsPerGraph(), std::max<int64_t>(fullSteps_, 1)))) {
   nextBatch_.features = trainData_.features.get();
   nextBatch_.labels = regression_ ? nullptr : trainData_.labels.get();
@@ -261,7 +267,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName)
     check(cudaStreamSynchronize(stream_), "uploading the decay mask");  // `mask` dies at the end of this block
   }
   nextBatch_.featureSize = data_.featureSize;
-  nextBatch_.count = data_.count;
+  nextBatch_.count = epochSamples_;
   nextBatch_.batch = batch_;
   captureSteps();
   for (int i = 0; i < kWindows; ++i) windows_.push_back(std::make_unique<Event>());
@@ -288,6 +294,7 @@ void CudaSession::enqueueStep(int n) {
   net_.forward(stream_, params_.get(), input, n, true, seed_, state_.get(), params_.get());
   net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
+  if (rank_.ranks > 1) averageGradients();  // every device then takes the same step
   if (opt.kind == OptimizerKind::SGD)
     sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
              state_.get(), &nextBatch_, decay, opt.nesterov);
@@ -295,6 +302,15 @@ void CudaSession::enqueueStep(int n) {
     adam_step(stream_, params_.get(), grads_.get(), moments_.get(), moments_.get() + P_, backup_.get(), P_, lrPlan_,
               opt.beta1, opt.beta2, opt.eps, state_.get(), &nextBatch_, decay);
   if (ema_ > 0) ema_update(stream_, average_.get(), params_.get(), P_, ema_, state_.get());
+}
+
+// Data-parallel: the gradients averaged over the devices, in place, on the compute stream (captured with the
+// step: NCCL >= 2.9). Every rank gets the same bits, so the weights stay identical without a broadcast.
+void CudaSession::averageGradients() {
+  const NcclResult result = rank_.nccl->allReduce(grads_.get(), grads_.get(), P_, kNcclFloat32, kNcclAvg, rank_.comm,
+                                                  stream_);
+  if (result != kNcclSuccess)
+    throw EngineError(std::string("averaging the gradients over the GPUs (NCCL): ") + rank_.nccl->getErrorString(result));
 }
 
 void CudaSession::captureSteps() {
@@ -340,15 +356,18 @@ void CudaSession::start(StartState state) {
 
 void CudaSession::beginEpoch(const std::vector<uint32_t>& order) {
   // the GPU is idle here (the last epoch ended with a synchronise): the pinned order can be rewritten
-  std::memcpy(hostOrder_.get(), order.data(), sizeof(uint32_t) * size_t(data_.count));
-  check(cudaMemcpyAsync(order_.get(), hostOrder_.get(), sizeof(uint32_t) * size_t(data_.count), cudaMemcpyHostToDevice,
+  if (int64_t(order.size()) != epochSamples_)
+    throw EngineError("an epoch's order of " + std::to_string(order.size()) + " samples for a session of " +
+                      std::to_string(epochSamples_) + " (internal error)");
+  std::memcpy(hostOrder_.get(), order.data(), sizeof(uint32_t) * size_t(epochSamples_));
+  check(cudaMemcpyAsync(order_.get(), hostOrder_.get(), sizeof(uint32_t) * size_t(epochSamples_), cudaMemcpyHostToDevice,
                         stream_),
         "uploading the epoch's order");
   check(cudaMemsetAsync(&state_.get()->epochStep, 0, sizeof(long long), stream_), "starting the epoch");
   check(cudaMemsetAsync(&state_.get()->sampleLossSum, 0,
                         offsetof(StepState, blocksDone) - offsetof(StepState, sampleLossSum), stream_),
         "starting the epoch");
-  gather_batch(stream_, nextBatch_, batch_, state_.get());
+  gather_batch(stream_, nextBatch_, int(std::min<int64_t>(batch_, epochSamples_)), state_.get());  // a rank's share may be under a batch
   epochLaunched_ = 0;
 }
 
@@ -448,15 +467,32 @@ std::vector<float> CudaSession::weights(WeightsKind which) {
 
 }  // namespace
 
-// The GPU memory check and every allocation, before the host builds the initial weights.
-std::unique_ptr<TrainingSession> CudaBackend::openSession(const SessionSetup& setup) {
-  check(cudaSetDevice(deviceIndex_), "selecting the GPU");
+void checkRankFits(const SessionSetup& setup, const std::string& deviceName) {
   // the weight average takes as much as the optimizer state's share per parameter
   const size_t stateFloats = optimizerStateSize(setup.spec, setup.plan.parameterCount) +
                              (setup.options.ema > 0 ? setup.plan.parameterCount : 0);
-  checkFitsOnGpu(setup.plan, stateFloats, setup.keepBest, setup.batch,
-                 setup.data, setup.validation, info_.name);
-  return std::make_unique<CudaSession>(setup, info_.name);
+  checkFitsOnGpu(setup.plan, stateFloats, setup.keepBest, setup.batch, setup.data, setup.validation, deviceName);
+}
+
+std::unique_ptr<TrainingSession> openRankSession(const SessionSetup& setup, const std::string& deviceName,
+                                                 const RankSetup& rank) {
+  return std::make_unique<CudaSession>(setup, deviceName, rank);
+}
+
+// The GPU memory check and every allocation, before the host builds the initial weights.
+std::unique_ptr<TrainingSession> CudaBackend::openSession(const SessionSetup& setup) {
+  const std::vector<int>& gpus = setup.options.gpus;
+  if (setup.ranks > 1) {
+    std::string why;
+    const NcclLibrary* nccl = ncclLibrary(&why);
+    if (!nccl) throw EngineError(why);  // dataParallelRanks said it loads (internal error otherwise)
+    return openDataParallelSession(setup, std::vector<int>(gpus.begin(), gpus.begin() + setup.ranks), *nccl);
+  }
+  const int device = gpus.empty() ? deviceIndex_ : gpus.front();
+  check(cudaSetDevice(device), "selecting the GPU");
+  const std::string name = device == deviceIndex_ ? info_.name : gpuName(device);
+  checkRankFits(setup, name);
+  return openRankSession(setup, name, RankSetup{});
 }
 
 }  // namespace nnstudio::cuda

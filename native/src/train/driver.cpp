@@ -18,6 +18,7 @@
 #include "spec/model.h"
 #include "train/checks.h"
 #include "train/epoch_order.h"
+#include "train/partition.h"
 #include "train/regression_metrics.h"
 #include "train/run_control.h"
 #include "train/session.h"
@@ -44,12 +45,13 @@ struct RunShape {
   NetworkPlan plan;
   int batch = 0;
   int64_t stepsPerEpoch = 0, totalSteps = 0;
+  int ranks = 1;  // devices training data-parallel
   LrPlan lrPlan;
   double trainTargetSst = 0;  // regression: the training targets' total sum of squares (trainR2's denominator)
 };
 
 RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
-                  const TrainOptions& options, const std::vector<float>* start) {
+                  const TrainOptions& options, const std::vector<float>* start, int ranks) {
   RunShape shape;
   shape.plan = planNetwork(spec);
   const NetworkPlan& plan = shape.plan;
@@ -64,7 +66,12 @@ RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetV
   if (start) checkParameters(plan, *start, "starting parameters");
   if (data.count > int64_t(0xFFFFFFFFu)) throw EngineError("training data: more than 2^32 samples");
   shape.batch = int(std::min<int64_t>(options.batchSize, data.count));
-  shape.stepsPerEpoch = (data.count + shape.batch - 1) / shape.batch;
+  // data-parallel: a global step reads a batch on every device (train/partition.h)
+  shape.ranks = ranks;
+  shape.stepsPerEpoch = ranks > 1 ? dataParallelSteps(data.count, shape.batch, ranks) : (data.count + shape.batch - 1) / shape.batch;
+  if (shape.stepsPerEpoch < 1)
+    throw EngineError("training data: " + std::to_string(data.count) + " samples cannot give each of " +
+                      std::to_string(ranks) + " GPUs one");
   shape.totalSteps = shape.stepsPerEpoch * options.epochs;
   if (options.resume) checkResumeState(*options.resume, spec, options, plan.parameterCount, shape.stepsPerEpoch);
   shape.lrPlan = makeLrPlan(options.lrSchedule, spec.optimizer.lr, shape.stepsPerEpoch, shape.totalSteps);
@@ -77,7 +84,7 @@ RunShape checkRun(const ModelSpec& spec, const DatasetView& data, const DatasetV
 class Driver {
  public:
   Driver(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation, const TrainOptions& options,
-         ProgressSink* progress, TrainControl* control, const std::vector<float>* start);
+         ProgressSink* progress, TrainControl* control, const std::vector<float>* start, int ranks);
   TrainResult run(Backend& backend);
 
  private:
@@ -126,7 +133,7 @@ class Driver {
 
 Driver::Driver(const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
                const TrainOptions& options, ProgressSink* progress, TrainControl* control,
-               const std::vector<float>* start)
+               const std::vector<float>* start, int ranks)
     : spec_(spec),
       data_(data),
       validation_(validation),
@@ -135,7 +142,7 @@ Driver::Driver(const ModelSpec& spec, const DatasetView& data, const DatasetView
       control_(control),
       start_(start),
       resume_(options.resume),
-      shape_(checkRun(spec, data, validation, options, start)),
+      shape_(checkRun(spec, data, validation, options, start, ranks)),
       stepsPerEpoch_(shape_.stepsPerEpoch),
       stopper_(options.earlyStopping, validation != nullptr, spec.task == TaskKind::Regression),
       keepBest_(stopper_.enabled() && options.earlyStopping.restoreBest),
@@ -154,7 +161,7 @@ Driver::Driver(const ModelSpec& spec, const DatasetView& data, const DatasetView
 // The backend allocates (or refuses the run) before the host builds the initial weights.
 void Driver::open(Backend& backend) {
   const SessionSetup setup{spec_,    shape_.plan,  data_,        validation_,
-                           options_, shape_.batch, shape_.lrPlan, keepBest_};
+                           options_, shape_.batch, shape_.lrPlan, keepBest_, shape_.ranks};
   session_ = backend.openSession(setup);
   result_.device = session_->deviceName();
   session_->start(startState());
@@ -367,8 +374,13 @@ TrainResult Driver::finishCompleted() {
 TrainResult runTraining(Backend& backend, const ModelSpec& spec, const DatasetView& data, const DatasetView* validation,
                         const TrainOptions& options, ProgressSink* progress, TrainControl* control,
                         const std::vector<float>* start) {
-  Driver driver(spec, data, validation, options, progress, control, start);
-  return driver.run(backend);
+  // how many GPUs first: a data-parallel epoch has fewer global steps, which the schedule and checks need
+  std::string fewerDevices;
+  const int ranks = std::max(1, backend.dataParallelRanks(options, &fewerDevices));
+  Driver driver(spec, data, validation, options, progress, control, start, ranks);
+  TrainResult result = driver.run(backend);
+  if (!fewerDevices.empty()) result.notes.insert(result.notes.begin(), fewerDevices);
+  return result;
 }
 
 }  // namespace nnstudio

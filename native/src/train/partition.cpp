@@ -20,6 +20,14 @@ int64_t dataParallelSteps(int64_t count, int batch, int ranks) {
   return full + (rest >= ranks ? 1 : 0);
 }
 
+int64_t rankSamples(int64_t count, int batch, int ranks, int rank) {
+  checkArguments(batch, ranks);
+  if (rank < 0 || rank >= ranks) throw std::invalid_argument("data-parallel partition: rank out of range");
+  const int64_t global = int64_t(batch) * ranks, full = count / global, rest = count - full * global;
+  const int64_t last = rest >= ranks ? rest / ranks + (rank < rest % ranks ? 1 : 0) : 0;
+  return full * batch + last;
+}
+
 std::vector<uint32_t> rankOrder(const std::vector<uint32_t>& order, int batch, int ranks, int rank) {
   checkArguments(batch, ranks);
   if (rank < 0 || rank >= ranks) throw std::invalid_argument("data-parallel partition: rank out of range");

@@ -14,6 +14,9 @@ namespace nnstudio {
 // Global steps of an epoch of `count` samples: every device runs this many.
 int64_t dataParallelSteps(int64_t count, int batch, int ranks);
 
+// How many samples device `rank` reads an epoch (rankOrder's size, without an order).
+int64_t rankSamples(int64_t count, int batch, int ranks, int rank);
+
 // Device `rank`'s samples in its step order: steps of `batch` (its last one possibly smaller), ready for
 // TrainingSession::beginEpoch with that batch size.
 std::vector<uint32_t> rankOrder(const std::vector<uint32_t>& order, int batch, int ranks, int rank);

@@ -43,7 +43,7 @@ void checkResumeState(const TrainState& state, const ModelSpec& spec, const Trai
     fail(std::to_string(state.history.size()) + " epochs of history for " + std::to_string(state.epoch) + " epochs");
   if (state.step != int64_t(state.epoch) * stepsPerEpoch)
     fail(std::to_string(state.step) + " steps after " + std::to_string(state.epoch) + " epochs, but this data and batch size make " +
-         std::to_string(stepsPerEpoch) + " steps per epoch (was it written for other data or another batch size?)");
+         std::to_string(stepsPerEpoch) + " steps per epoch (was it written for other data, another batch size or another number of GPUs?)");
   if (state.seed != options.seed)
     fail("written with seed " + std::to_string(state.seed) + ", resumed with seed " + std::to_string(options.seed));
   if (!(std::isfinite(state.learningRate) && state.learningRate > 0)) fail("the learning rate must be positive");

@@ -27,6 +27,7 @@ struct SessionSetup {
   int batch;                      // the batch size, at most data.count
   const LrPlan& lrPlan;
   bool keepBest;                  // early stopping keeps the best epoch's weights (restoreBest)
+  int ranks = 1;                  // devices training data-parallel (Backend::dataParallelRanks)
 };
 
 // The state a run starts from: initial weights, `start`, or a resumed TrainState.

@@ -264,6 +264,16 @@ describe('training, evaluation and model files', () => {
     assert.ok(done.history.length < 1000);
   });
 
+  test('training:start takes GPUs; several on the CPU are refused with the reason', async () => {
+    const iris = await openIris();
+    const onCpu = await api.dispatch('training:start', { datasetId: iris.id, device: 'cpu', gpus: [0, 1] });
+    assert.match(onCpu.error?.message ?? '', /several GPUs need the CUDA device/);
+    const twice = await api.dispatch('training:start', { datasetId: iris.id, gpus: [1, 1] });
+    assert.match(twice.error?.message ?? '', /lists a GPU twice/);
+    const none = await api.dispatch('training:start', { datasetId: iris.id, gpus: 0 });
+    assert.ok(none.error, 'a count of 0 GPUs is refused');
+  });
+
   test('training:start answers a model error at once', async () => {
     const iris = await openIris();
     const response = await api.dispatch('training:start', { datasetId: iris.id, model: { layers: 'dense:8,dense:4' } });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { decodeCheckpoint } from '../../../app/core/model/checkpointFile';
+import { decodeCheckpoint, saveCheckpoint } from '../../../app/core/model/checkpointFile';
 import { loadModel } from '../../../app/core/model/modelFile';
 import { parseRunRecord } from '../../../app/services/runRecord';
 import { resumeDevice } from '../../../app/services/trainingSetup';
@@ -127,6 +127,13 @@ test('--resume refuses a model file, a damaged checkpoint and flags it would ign
   const more = await runCli(['train', '--resume', 'iris.ckpt', '--epochs', '5', '--device', 'cpu', '--out', 'more.safetensors', '--json'], dir);
   assert.equal(more.code, 0, more.stderr);
   assert.equal(JSON.parse(more.stdout).history.length, 5);
+
+  // a data-parallel run's GPUs are in its record: a resume asks for them again (here, on the CPU: refused)
+  const written = decodeCheckpoint(fs.readFileSync(path.join(dir, 'iris.ckpt')), 'iris.ckpt');
+  await saveCheckpoint(path.join(dir, 'two-gpus.ckpt'), { ...written, run: { ...written.run, device: 'cuda', gpus: [0, 1] } });
+  assert.deepEqual(parseRunRecord(decodeCheckpoint(fs.readFileSync(path.join(dir, 'two-gpus.ckpt')), 'two-gpus.ckpt').run, 'two-gpus.ckpt').gpus, [0, 1]);
+  const twoGpus = await runCli(['train', '--resume', 'two-gpus.ckpt', '--epochs', '7', '--device', 'cpu', '--out', 'x.safetensors'], dir);
+  assert.match(errorLine(twoGpus), /several GPUs need the CUDA device/);
 });
 
 test('a checkpoint keeps the device its run trained on, and a resume without --device stays on the CPU', async () => {

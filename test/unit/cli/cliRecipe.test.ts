@@ -66,3 +66,13 @@ test('bad recipe values are one clear line', async () => {
   const tables = await runCli(['train', '--data', path.join(__dirname, '..', '..', '..', '..', 'resources', 'samples', 'iris.csv'), '--augment', 'translate=1', '--epochs', '1', '--device', 'cpu', '--no-history', '--out', 'x.safetensors'], dir);
   assert.match(errorLine(tables), /augmentation applies to images/);
 });
+
+test('--gpus: unreadable choices and several GPUs for a CPU run are one clear line', async () => {
+  const dir = scratchDir('recipe-gpus');
+  const unreadable = await runCli(['train', ...small, '--epochs', '1', '--gpus', 'two', '--out', 'g.safetensors'], dir);
+  assert.notEqual(unreadable.code, 0);
+  assert.match(errorLine(unreadable), /--gpus takes all, a count \(2: the first two\) or GPU numbers such as 0,1; got "two"/);
+  const onCpu = await runCli(['train', ...small, '--epochs', '1', '--gpus', '0,1', '--out', 'g.safetensors'], dir);
+  assert.notEqual(onCpu.code, 0);
+  assert.match(errorLine(onCpu), /several GPUs need the CUDA device \(--device cuda\); this run trains on the CPU/);
+});

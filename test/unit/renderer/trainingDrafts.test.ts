@@ -61,3 +61,17 @@ describe('adoptPresetTraining', () => {
     assert.equal(trainingOptions(draft, false).value?.augment, undefined);
   });
 });
+
+describe('several GPUs in the training settings', () => {
+  test('two or more chosen GPUs reach training:start in order; one, none or the CPU send none', () => {
+    const draft = newTrainingDraft();
+    assert.equal(trainingOptions(draft).value?.gpus, undefined, 'nothing chosen: the first GPU');
+    draft.gpus = [2, 0];
+    assert.deepEqual(trainingOptions(draft).value?.gpus, [0, 2]);
+    draft.gpus = [1];
+    assert.equal(trainingOptions(draft).value?.gpus, undefined, 'one GPU is the device choice alone');
+    draft.gpus = [0, 1];
+    draft.device = 'cpu';
+    assert.equal(trainingOptions(draft).value?.gpus, undefined, 'a CPU run takes no GPUs');
+  });
+});

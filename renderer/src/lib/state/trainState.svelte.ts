@@ -241,6 +241,7 @@ export class TrainState {
     Object.assign(this.settings.earlyStopping, saved.earlyStopping);
     if (saved.augment) Object.assign(this.settings.augment, saved.augment);
     this.settings.ema = saved.ema ?? null;
+    this.settings.gpus = [...(saved.gpus ?? [])];
     this.settings.batchSize = saved.batchSize;
     this.settings.epochs = saved.epochs;
     this.settings.device = saved.device;

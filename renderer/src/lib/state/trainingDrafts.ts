@@ -47,11 +47,13 @@ export interface TrainingDraft {
   augment: AugmentDraft;
   /** The weight average's decay; null: none. */
   ema: number | null;
+  /** The GPUs to train on when the machine has several; fewer than two: the first GPU alone. */
+  gpus: number[];
 }
 
 type StartPayload = PayloadOf<'training:start'>;
 /** The part of training:start these settings decide. */
-export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping' | 'augment' | 'ema'>;
+export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping' | 'augment' | 'ema' | 'gpus'>;
 
 export function newTrainingDraft(): TrainingDraft {
   return {
@@ -62,6 +64,7 @@ export function newTrainingDraft(): TrainingDraft {
     earlyStopping: { monitor: 'off', patience: 3, minDelta: 0, restoreBest: false },
     augment: { translate: null, flip: false, rotate: null, scale: null, erase: null },
     ema: null,
+    gpus: [],
   };
 }
 
@@ -220,6 +223,8 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
       ...(earlyStopping.value ? { earlyStopping: earlyStopping.value } : {}),
       ...(augment.value ? { augment: augment.value } : {}),
       ...(draft.ema !== null ? { ema: draft.ema } : {}),
+      // several GPUs train data-parallel; one (or none chosen) is the device's own
+      ...(draft.gpus.length > 1 && draft.device !== 'cpu' ? { gpus: [...draft.gpus].sort((a, b) => a - b) } : {}),
     },
   };
 }
