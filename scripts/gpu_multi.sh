@@ -53,7 +53,8 @@ for config in "${configs[@]}"; do
 done
 python3 - "$OUT_DIR/bench.jsonl" <<'PY'
 import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
+# NCCL writes its version line to standard output too
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
 one = {(r["framework"], r["config"]): r["secondsPerEpoch"] for r in rows if r.get("gpus", 1) == 1}
 print("| config | who | GPUs | s/epoch | images/s | scaling vs 1 GPU | test acc |")
 print("|---|---|---|---|---|---|---|")

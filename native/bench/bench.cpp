@@ -8,10 +8,12 @@
 #include <nnstudio/engine.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <optional>
 #include <stdexcept>
@@ -203,6 +205,11 @@ void checkCompleted(const nnstudio::TrainResult& result, const std::string& conf
   throw std::runtime_error(config + ": training " + status + (result.message.empty() ? "" : ": " + result.message));
 }
 
+// The GPUs that trained: the ones asked for, unless the engine noted why it took one.
+size_t gpusThatTrained(const nnstudio::TrainResult& result, const Options& options) {
+  return result.notes.empty() ? std::max<size_t>(1, options.gpus.size()) : 1;
+}
+
 // The preset's recipe (batch, schedule, augmentation, weight average) with the command line's overrides;
 // the epochs and the data order's seed are each run's own.
 nnstudio::TrainOptions presetTrainOptions(const Options& options, const Preset& preset) {
@@ -215,6 +222,7 @@ nnstudio::TrainOptions presetTrainOptions(const Options& options, const Preset& 
   trainOptions.augment = preset.augment;
   trainOptions.ema = preset.ema;
   trainOptions.gpus = options.gpus;
+  trainOptions.onlyWhereGpusPay = false;  // --gpus measures every GPU listed, short runs too
   return trainOptions;
 }
 
@@ -238,19 +246,21 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
   const nnstudio::TrainResult runA = backend.train(spec, train, nullptr, trainOptions, &recorderA, nullptr);
   checkCompleted(runA, preset.name);
   for (const std::string& note : runA.notes) std::fprintf(stderr, "  %s: note: %s\n", preset.name.c_str(), note.c_str());
-  // the GPUs that trained: the ones asked for, unless the engine said why it took one
-  const size_t gpusUsed = runA.notes.empty() ? std::max<size_t>(1, options.gpus.size()) : 1;
+  const size_t gpusUsed = gpusThatTrained(runA, options);
   const double accuracy1 = backend.evaluate(spec, runA.parameters, test).accuracy;
   const double epoch1Seconds = runA.history.empty() ? runA.seconds : runA.history.front().seconds;
 
   // Run B: N epochs from the same init, timed per epoch.
   std::vector<double> epochSeconds{epoch1Seconds};
   double accuracyN = accuracy1;
+  double startSeconds = -1;  // run B's time outside its epochs: opening the session (NCCL, graphs, data upload)
   std::string deviceName = runA.device;
   if (options.epochs > 1) {
     trainOptions.epochs = options.epochs;
     EpochRecorder recorderB(preset.name + " [" + std::to_string(options.epochs) + "-epoch run]");
+    const auto began = std::chrono::steady_clock::now();
     const nnstudio::TrainResult runB = backend.train(spec, train, nullptr, trainOptions, &recorderB, nullptr);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     checkCompleted(runB, preset.name);
     accuracyN = backend.evaluate(spec, runB.parameters, test).accuracy;
     epochSeconds = recorderB.seconds;
@@ -258,6 +268,7 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
       epochSeconds.clear();
       for (const auto& stats : runB.history) epochSeconds.push_back(stats.seconds);
     }
+    startSeconds = wall - std::accumulate(epochSeconds.begin(), epochSeconds.end(), 0.0);
   }
   double secondsPerEpoch = epochSeconds.front();
   if (epochSeconds.size() > 1) {
@@ -274,7 +285,8 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
                      std::to_string(spec.seed) +
                      ",\"gpus\":" + std::to_string(gpusUsed) +
                      ",\"secondsPerEpoch\":" + number(secondsPerEpoch) +
-                     ",\"imagesPerSecond\":" + number(double(train.count) / secondsPerEpoch) + ",\"epochSeconds\":[";
+                     ",\"imagesPerSecond\":" + number(double(train.count) / secondsPerEpoch) +
+                     ",\"startSeconds\":" + number(startSeconds) + ",\"epochSeconds\":[";
   for (size_t i = 0; i < epochSeconds.size(); ++i) line += (i ? "," : "") + number(epochSeconds[i]);
   line += "],\"epoch1Seconds\":" + number(epoch1Seconds) + ",\"testAccuracy1\":" + number(accuracy1, "%.4f") +
           ",\"testAccuracyN\":" + number(accuracyN, "%.4f") +
@@ -304,10 +316,12 @@ std::string recipeRun(nnstudio::Backend& backend, const Options& options, const 
     accuracies += (accuracies.empty() ? "" : ",") + number(epoch.validationAccuracy, "%.4f");
   }
   const double accuracy = backend.evaluate(spec, result.parameters, test).accuracy;
+  const size_t gpusUsed = gpusThatTrained(result, options);
   std::fprintf(stderr, "  %s seed %d: %.4f test accuracy after %.2f s of training\n", preset.name.c_str(), seed, accuracy, trainSeconds);
   return "{\"framework\":\"nnstudio\",\"mode\":\"recipe\",\"config\":" + jsonString(preset.name) +
          ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(result.device) +
-         ",\"seed\":" + std::to_string(seed) + ",\"epochs\":" + std::to_string(trainOptions.epochs) +
+         ",\"seed\":" + std::to_string(seed) + ",\"gpus\":" + std::to_string(gpusUsed) +
+         ",\"epochs\":" + std::to_string(trainOptions.epochs) +
          ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"trainSeconds\":" + number(trainSeconds) +
          ",\"epochSeconds\":[" + seconds + "],\"testAccuracies\":[" + accuracies + "],\"testAccuracy\":" +
          number(accuracy, "%.4f") + ",\"target\":" + number(options.target, "%.4f") +

@@ -66,6 +66,7 @@ TrainOptions options(int epochs, int batch, std::vector<int> gpus) {
   o.seed = 5;
   o.progressIntervalSeconds = 0;
   o.gpus = std::move(gpus);
+  o.onlyWhereGpusPay = false;  // these runs are short on purpose: they check the data-parallel path
   return o;
 }
 
@@ -80,6 +81,14 @@ void checkChoices(Backend& gpu, int gpus) {
   CHECK_THROWS(gpu.train(spec, tv, nullptr, options(1, 32, {gpus}), nullptr, nullptr), EngineError,
                "there is no GPU " + std::to_string(gpus));
   if (gpus >= 2) CHECK_THROWS(gpu.train(spec, tv, nullptr, options(1, 32, {1, 1}), nullptr, nullptr), EngineError, "listed twice");
+  if (gpus >= 2) {  // a run of 8 steps: the rule keeps it on the first GPU listed, bit for bit
+    TrainOptions ruled = options(1, 32, {0, 1});
+    ruled.onlyWhereGpusPay = true;
+    const TrainResult kept = gpu.train(spec, tv, nullptr, ruled, nullptr, nullptr);
+    CHECK_MSG(kept.parameters == alone.parameters && kept.notes.size() == 1 &&
+                  kept.notes[0].find("trained on GPU 0 only: this run is too short for 2 GPUs to pay") != std::string::npos,
+              "a short run stays on one GPU and says why: " + (kept.notes.empty() ? std::string("(no note)") : kept.notes[0]));
+  }
 }
 
 void checkWithoutNccl(Backend& gpu, const std::string& why) {

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "test_util.h"
+#include "nnstudio/engine.h"
 #include "train/epoch_order.h"
+#include "train/gpu_rule.h"
 #include "train/partition.h"
 
 using namespace nnstudio;
@@ -57,7 +59,35 @@ void checkCase(int64_t count, int batch, int ranks) {
 
 }  // namespace
 
+// The rule that keeps short runs on one GPU (train/gpu_rule.h), on models of the presets' sizes.
+void checkGpuRule() {
+  std::printf("when several GPUs pay\n");
+  const NetworkPlan mlp = planNetwork(parseModelSpec(
+      R"({"input":[784],"layers":[{"kind":"dense","units":128,"activation":"relu"},{"kind":"dense","units":10}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})"));
+  const NetworkPlan cnn = planNetwork(parseModelSpec(
+      R"({"input":[1,28,28],"layers":[{"kind":"conv2d","filters":64,"kernel":[3,3],"padding":"same","activation":"relu"},
+          {"kind":"conv2d","filters":64,"kernel":[3,3],"padding":"same","activation":"relu"},{"kind":"maxpool2d","size":2},
+          {"kind":"flatten"},{"kind":"dense","units":10}],"loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})"));
+  // MNIST's 60 000 images, 10 epochs: the MLP's steps are ~27 us (about 0.25 s in all), the CNN's ~30 M
+  // multiply-adds an image make seconds
+  const double mlpSeconds = oneGpuSecondsEstimate(mlp, 60000, 64, 10);
+  const double cnnSeconds = oneGpuSecondsEstimate(cnn, 60000, 128, 10);
+  CHECK_MSG(mlpSeconds > 0.2 && mlpSeconds < 0.4, "the MLP's estimate: " + std::to_string(mlpSeconds) + " s");
+  CHECK_MSG(cnnSeconds > 5, "the CNN's estimate: " + std::to_string(cnnSeconds) + " s");
+  const std::string why = severalGpusWouldNotPay(mlp, 60000, 64, 10, 2);
+  CHECK_MSG(why.find("too short for 2 GPUs to pay") != std::string::npos && why.find("about 0.") != std::string::npos,
+            "the MLP stays on one GPU, and the note says why: " + why);
+  CHECK_MSG(severalGpusWouldNotPay(cnn, 60000, 128, 10, 2).empty(), "the CNN takes 2 GPUs");
+  CHECK_MSG(severalGpusWouldNotPay(mlp, 60000, 64, 10, 1).empty(), "one GPU asked: nothing to say");
+  // longer runs pay; each further GPU needs a longer one
+  CHECK_MSG(severalGpusWouldNotPay(mlp, 60000, 64, 100, 2).empty(), "100 epochs of the MLP take 2 GPUs");
+  CHECK_MSG(!severalGpusWouldNotPay(mlp, 60000, 64, 100, 8).empty(), "but not 8");
+  CHECK_MSG(!severalGpusWouldNotPay(cnn, 1000, 128, 3, 2).empty(), "the CNN on 1 000 images for 3 epochs: one GPU");
+}
+
 int main() {
+  checkGpuRule();
   std::printf("data-parallel partition\n");
   checkCase(60000, 128, 1);
   checkCase(60000, 128, 2);

@@ -67,7 +67,7 @@ export function trainCommand(): Command {
     .option('--label-smoothing <s>', 'softmax cross-entropy: smooth the one-hot targets by s (0 to 0.5)', fractionAtMost('--label-smoothing', 0.5))
     .option('--augment <items>', 'images: augment each training batch on the device, e.g. translate=2,rotate=10,scale=0.1,erase=0.25,flip (flip is off unless named)', parseAugmentationOption)
     .option('--ema <decay>', 'keep a weight average with this decay (e.g. 0.999) for validation and as the saved model', emaOption)
-    .option('--gpus <which>', 'CUDA: train on several GPUs data-parallel: all, a count (2: the first two) or GPU numbers such as 0,1 (needs NCCL: docs/ARCHITECTURE.md)', gpusOption)
+    .option('--gpus <which>', 'CUDA: train on several GPUs data-parallel: all, a count (2: the first two) or GPU numbers such as 0,1 (needs NCCL; a run too short for them to pay stays on one: docs/ARCHITECTURE.md)', gpusOption)
     .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default iterative: estimated from the row\'s other columns)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
     .option('--missing-indicator', 'CSV: add a <column>_missing feature (1 where the cell was missing) for columns with missing cells')

@@ -273,6 +273,9 @@ struct TrainOptions {
   // batch of `batchSize` per step, gradients averaged (docs/ARCHITECTURE.md "Several GPUs"); without NCCL
   // the run takes the first and says why in TrainResult::notes. Empty: the backend's own GPU.
   std::vector<int> gpus;
+  // Several GPUs only where the run is long enough for them to pay (train/gpu_rule.h); false: every GPU of
+  // `gpus` (benchmarks and tests that measure or check data-parallel runs).
+  bool onlyWhereGpusPay = true;
 };
 
 struct StepProgress {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -214,6 +215,9 @@ DataParallelSession::DataParallelSession(const SessionSetup& setup, const std::v
                                          const NcclLibrary& nccl)
     : batch_(setup.batch), ranks_(int(devices.size())), nccl_(nccl), comms_(devices.size(), nullptr),
       orders_(devices.size()), totals_(devices.size()) {
+  // every connection made at start-up, none at a captured collective's first launch (NCCL >= 2.22 connects
+  // lazily by default); a user's own setting stands
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   const NcclResult made = nccl_.commInitAll(comms_.data(), ranks_, devices.data());
   if (made != kNcclSuccess)
     throw EngineError(std::string("starting NCCL on ") + std::to_string(ranks_) + " GPUs: " + nccl_.getErrorString(made));

@@ -143,6 +143,7 @@ class CudaSession final : public TrainingSession {
  private:
   void enqueueStep(int n);  // one step on batch rows 0..n-1 (captured, never run directly)
   void averageGradients();
+  void connectRanks();
   // what the loss compares with: the labels (classification, with the class weights if any) or targets
   LossTargets lossTargets(const int32_t* labels, const float* targets) const;
   void captureSteps();
@@ -269,6 +270,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName, cons
   nextBatch_.featureSize = data_.featureSize;
   nextBatch_.count = epochSamples_;
   nextBatch_.batch = batch_;
+  if (rank_.ranks > 1) connectRanks();
   captureSteps();
   for (int i = 0; i < kWindows; ++i) windows_.push_back(std::make_unique<Event>());
 }
@@ -311,6 +313,15 @@ void CudaSession::averageGradients() {
                                                   stream_);
   if (result != kNcclSuccess)
     throw EngineError(std::string("averaging the gradients over the GPUs (NCCL): ") + rank_.nccl->getErrorString(result));
+}
+
+// NCCL connects its peers at a collective's first launch, which a stream capture forbids ("failed to peer with
+// device 1: operation not permitted when stream is capturing"): one all-reduce of the captured one's size runs
+// first, uncaptured, on every rank at once (DataParallelSession builds the ranks' sessions together).
+void CudaSession::connectRanks() {
+  check(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), stream_), "clearing the gradients");
+  averageGradients();
+  check(cudaStreamSynchronize(stream_), "connecting the GPUs (NCCL)");
 }
 
 void CudaSession::captureSteps() {

@@ -18,6 +18,7 @@
 #include "spec/model.h"
 #include "train/checks.h"
 #include "train/epoch_order.h"
+#include "train/gpu_rule.h"
 #include "train/partition.h"
 #include "train/regression_metrics.h"
 #include "train/run_control.h"
@@ -376,7 +377,11 @@ TrainResult runTraining(Backend& backend, const ModelSpec& spec, const DatasetVi
                         const std::vector<float>* start) {
   // how many GPUs first: a data-parallel epoch has fewer global steps, which the schedule and checks need
   std::string fewerDevices;
-  const int ranks = std::max(1, backend.dataParallelRanks(options, &fewerDevices));
+  int ranks = std::max(1, backend.dataParallelRanks(options, &fewerDevices));
+  if (ranks > 1 && options.onlyWhereGpusPay) {
+    const std::string why = severalGpusWouldNotPay(planNetwork(spec), data.count, options.batchSize, options.epochs, ranks);
+    if (!why.empty()) ranks = 1, fewerDevices = "trained on GPU " + std::to_string(options.gpus.front()) + " only: " + why;
+  }
   Driver driver(spec, data, validation, options, progress, control, start, ranks);
   TrainResult result = driver.run(backend);
   if (!fewerDevices.empty()) result.notes.insert(result.notes.begin(), fewerDevices);
