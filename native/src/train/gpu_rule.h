@@ -10,8 +10,8 @@
 
 namespace nnstudio {
 
-// A low estimate of a run's training seconds on one GPU: its steps, each a fixed cost plus its forward
-// multiply-adds at a rate at or above what every preset reached on an H200 (so real runs take longer).
+// An estimate of a run's training seconds on one GPU, low for every preset but keras_cnn: its steps, each a
+// fixed cost plus its forward multiply-adds at a rate the other presets stayed below on an H200.
 double oneGpuSecondsEstimate(const NetworkPlan& plan, int64_t samples, int batch, int epochs);
 
 // Empty where `ranks` GPUs pay for this run; else why one GPU trains it (for TrainResult::notes).
