@@ -19,7 +19,7 @@ export interface SearchRequest {
   testData?: DataSource;
   /** Trials drawn (default 27). */
   trials?: number;
-  /** Epochs of the first rung (default 1) and of the last (default 9). */
+  /** Epochs of the first rung and of the last (default: 1 and 9 for images, 20 and 180 for tables, which train for longer). */
   minEpochs?: number;
   maxEpochs?: number;
   /** Each rung keeps the best 1/eta (default 3). */
@@ -49,7 +49,7 @@ export interface TrialRun {
 }
 
 export type SearchEvent =
-  | { type: 'plan'; kind: DataKind; space: SearchSpace; rungs: Rung[]; data: string }
+  | { type: 'plan'; kind: DataKind; space: SearchSpace; rungs: Rung[]; data: string; examples: number }
   | { type: 'trial'; run: TrialRun; done: number; total: number };
 
 export interface SearchHooks {
@@ -74,6 +74,9 @@ export interface SearchOutcome {
   seconds: number;
 }
 
+/** The rungs' epochs when the request names none: a table trains for longer (train's default is 200 epochs). */
+const defaultEpochs: Record<DataKind, { min: number; max: number }> = { image: { min: 1, max: 9 }, table: { min: 20, max: 180 } };
+
 export async function runSearch(request: SearchRequest, hooks: SearchHooks = {}): Promise<SearchOutcome> {
   const started = performance.now();
   const seed = request.seed ?? 0;
@@ -81,11 +84,13 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   if ((request.valSplit ?? 0.1) <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
-  const rungs = halvingPlan(request.trials ?? 27, request.minEpochs ?? 1, request.maxEpochs ?? 9, request.eta ?? 3);
+  const epochs = defaultEpochs[kind];
+  const minEpochs = request.minEpochs ?? Math.min(epochs.min, request.maxEpochs ?? epochs.min);
+  const rungs = halvingPlan(request.trials ?? 27, minEpochs, request.maxEpochs ?? Math.max(epochs.max, minEpochs), request.eta ?? 3);
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
-  hooks.onEvent?.({ type: 'plan', kind, space, rungs, data: describeDataSource(request.data) });
+  hooks.onEvent?.({ type: 'plan', kind, space, rungs, data: describeDataSource(request.data), examples: data.count });
 
   const runs: TrialRun[] = [];
   const outcomes = new Map<number, TrainOutcome>();
