@@ -104,6 +104,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
       const outcome = await trainModel(trialRequest(request, config, kind, head, rung.epochs, seed), {
         deferTest: true, signal: hooks.signal, ...(hooks.history ? { history: hooks.history } : {}),
       });
+      if (outcome.status === 'cancelled') break;  // a trial cut short ranks with none: the best so far stands
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
       outcomes.set(config.trial, outcome);
       rungRuns.push(run);

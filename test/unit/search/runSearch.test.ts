@@ -60,3 +60,15 @@ test('the same seed gives the same search; another seed another', async () => {
 test('a search refuses to select without validation data', async () => {
   await assert.rejects(runSearch({ ...request, valSplit: 0 }), /selects on validation data/);
 });
+
+test('a cancelled search keeps the trials that finished, and tests the best of them', async () => {
+  const abort = new AbortController();
+  const result = await runSearch({ ...request, trials: 4, maxEpochs: 1 }, {
+    signal: abort.signal,
+    onEvent: (event) => { if (event.type === 'trial' && event.done === 2) abort.abort(); },
+  });
+  assert.equal(result.cancelled, true);
+  assert.equal(result.runs.length, 2);
+  assert.ok(result.runs.every((run) => run.status !== 'cancelled'));
+  assert.ok(result.outcome.test, 'the best so far is tested');
+});
