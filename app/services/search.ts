@@ -10,9 +10,11 @@ import {
 import type { EpochRecord } from '../core/model/modelFile';
 import type { LrSchedule } from '../core/model/trainingControl';
 import type * as engine from '../engine';
-import { describeDataSource, loadDataSource, type DataSource } from './dataSources';
+import type { Dataset } from '../core/data/dataset';
+import { describeDataSource, type DataSource } from './dataSources';
 import type { RunNaming, RunStore } from './runs';
 import { trainModel, type TrainOutcome, type TrainRequest } from './training';
+import { fileReader, type DataReader } from './trainingSetup';
 
 export interface SearchRequest {
   data: DataSource;
@@ -80,7 +82,8 @@ const defaultEpochs: Record<DataKind, { min: number; max: number }> = { image: {
 export async function runSearch(request: SearchRequest, hooks: SearchHooks = {}): Promise<SearchOutcome> {
   const started = performance.now();
   const seed = request.seed ?? 0;
-  const data = await loadDataSource(request.data);
+  const reader = cachingReader();
+  const data = await reader.load(request.data);
   if ((request.valSplit ?? 0.1) <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
@@ -102,7 +105,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
     for (const config of standing) {
       if (hooks.signal?.aborted) break;
       const outcome = await trainModel(trialRequest(request, config, kind, head, rung.epochs, seed), {
-        deferTest: true, signal: hooks.signal, ...(hooks.history ? { history: hooks.history } : {}),
+        deferTest: true, reader, signal: hooks.signal, ...(hooks.history ? { history: hooks.history } : {}),
       });
       if (outcome.status === 'cancelled') break;  // a trial cut short ranks with none: the best so far stands
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
@@ -124,6 +127,19 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const outcome = outcomes.get(best.config.trial)!;
   await outcome.runTest?.();
   return { kind, space, rungs, runs, leaderboard, best, outcome, cancelled, seconds: (performance.now() - started) / 1000 };
+}
+
+/** The files read once for every trial (runs treat datasets as immutable: splits and normalisation copy). */
+function cachingReader(): DataReader {
+  const read = new Map<string, Promise<Dataset>>();
+  const once = (key: string, load: () => Promise<Dataset>) => {
+    if (!read.has(key)) read.set(key, load());
+    return read.get(key)!;
+  };
+  return {
+    load: (source) => once(JSON.stringify(source), () => fileReader.load(source)),
+    loadFor: (source, known) => once(JSON.stringify([source, known]), () => fileReader.loadFor(source, known)),
+  };
 }
 
 /** A trial as the training service's request: AdamW, the trial's layers and a head for the data. */

@@ -15,7 +15,7 @@ import { regressionEvaluation, type RegressionEvaluation } from './evaluation';
 import { CheckpointWriter } from './checkpointWriter';
 import type { TrainingControl } from './runControl';
 import { recordRun, type RunNaming, type RunStore } from './runs';
-import { modelOf, prepareRun, type PreparedRun, type ResumeRequest, type TrainRequest } from './trainingSetup';
+import { modelOf, prepareRun, type DataReader, type PreparedRun, type ResumeRequest, type TrainRequest } from './trainingSetup';
 
 export { TrainingControl } from './runControl';
 export { defaultTestSplit, defaultValSplit, planSplit, separateTestSource, type ResumeRequest, type TrainRequest } from './trainingSetup';
@@ -82,6 +82,8 @@ export interface TrainingHooks {
   history?: { store: RunStore; naming?: RunNaming };
   /** Leave the test set alone until the outcome's runTest() (a search selects on validation data only). */
   deferTest?: boolean;
+  /** Where the data comes from: its files by default; a search's trials share one reading. */
+  reader?: DataReader;
 }
 
 /**
@@ -92,7 +94,7 @@ export interface TrainingHooks {
  */
 export async function trainModel(request: TrainRequest | ResumeRequest, hooks: TrainingHooks = {}): Promise<TrainOutcome> {
   const startedAt = new Date();
-  const run = await prepareRun(request);
+  const run = await prepareRun(request, hooks.reader);
   hooks.onEvent?.({ type: 'plan', plan: run.plan });
   const { result, checkpoints } = await driveEngine(run, hooks);
   const outcome = await outcomeOf(run, result, checkpoints?.lastWritten, hooks.deferTest ?? false);
