@@ -8,6 +8,7 @@ import { importCommand } from './commands/import';
 import { inspectCommand } from './commands/inspect';
 import { predictCommand } from './commands/predict';
 import { runsCommand } from './commands/runs';
+import { searchCommand } from './commands/search';
 import { serveCommand } from './commands/serve';
 import { trainCommand } from './commands/train';
 import { translateCourseArgs } from './courseFlags';
@@ -19,7 +20,7 @@ export function buildProgram(): Command {
     .showSuggestionAfterError()
     .exitOverride();
   for (const command of [
-    trainCommand(), evalCommand(), predictCommand(), inspectCommand(), exportCommand(), importCommand(), runsCommand(), devicesCommand(), serveCommand(), benchCommand(),
+    trainCommand(), searchCommand(), evalCommand(), predictCommand(), inspectCommand(), exportCommand(), importCommand(), runsCommand(), devicesCommand(), serveCommand(), benchCommand(),
   ]) {
     program.addCommand(command.exitOverride());
   }

@@ -9,7 +9,7 @@ import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
 import { loadIdx, looksLikeIdx } from '../core/data/idx';
 import { nameClassesLike, renameClasses } from '../core/data/classNames';
-import { loadBuiltinMnist } from '../core/data/mnist';
+import { builtinMnistCounts, loadBuiltinMnist } from '../core/data/mnist';
 import type { ImageFit } from '../core/data/imageFolder';
 import { loadImageFolder } from './imageFolders';
 import { isZipFile } from './zipImages';
@@ -100,14 +100,24 @@ export async function dataSourceFromArgument(
 
 export function describeDataSource(source: DataSource): string {
   switch (source.kind) {
-    case 'mnist':
-      return `built-in MNIST (${source.split === 'train' ? '60 000 training' : '10 000 test'} images)`;
+    case 'mnist': {
+      const [total, name] = source.split === 'train' ? [builtinMnistCounts.train, 'training'] : [builtinMnistCounts.test, 'test'];
+      const all = `${spacedThousands(total)} ${name} images`;
+      return source.limit !== undefined && source.limit < total
+        ? `built-in MNIST (the first ${spacedThousands(source.limit)} of its ${all})`
+        : `built-in MNIST (${all})`;
+    }
     case 'idx':
       return source.test ? `${source.imagesPath} (test: ${source.test.imagesPath})` : source.imagesPath;
     case 'csv':
     case 'folder':
       return source.path;
   }
+}
+
+/** 60000 as "60 000", the way the data's descriptions write counts. */
+function spacedThousands(count: number): string {
+  return count.toLocaleString('en-US').replace(/,/g, ' ');
 }
 
 function definedOf<T extends object>(value: T): Partial<T> {

@@ -18,6 +18,7 @@ import {
 import { buildModelSpec, checkModelChoice } from './modelSpecs';
 import { defaultRunStore } from './runs';
 import { planSplit, settle, trainModel, TrainingControl } from './training';
+import { runSearch } from './search';
 import { runGpus } from './trainingSetup';
 
 export const services = {
@@ -53,6 +54,7 @@ export const services = {
     parseCourseModel: parseCourseModelText,
   },
   training: { train: trainModel, settle, control: () => new TrainingControl(), planSplit, gpus: runGpus },
+  search: { run: runSearch },
   /** Run history in the user's data folder (NNSTUDIO_DATA_DIR overrides it). */
   runs: {
     directory: () => defaultRunStore.directory,

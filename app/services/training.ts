@@ -15,7 +15,7 @@ import { regressionEvaluation, type RegressionEvaluation } from './evaluation';
 import { CheckpointWriter } from './checkpointWriter';
 import type { TrainingControl } from './runControl';
 import { recordRun, type RunNaming, type RunStore } from './runs';
-import { modelOf, prepareRun, type PreparedRun, type ResumeRequest, type TrainRequest } from './trainingSetup';
+import { modelOf, prepareRun, type DataReader, type PreparedRun, type ResumeRequest, type TrainRequest } from './trainingSetup';
 
 export { TrainingControl } from './runControl';
 export { defaultTestSplit, defaultValSplit, planSplit, separateTestSource, type ResumeRequest, type TrainRequest } from './trainingSetup';
@@ -55,6 +55,8 @@ export interface TrainOutcome {
   request: TrainRequest;
   /** With `history` in the hooks. */
   savedRun?: SavedRunResult;
+  /** With `deferTest` in the hooks: evaluates the test set once, filling `test`, `testPredictions` and the model's metrics. */
+  runTest?: () => Promise<void>;
 }
 
 /**
@@ -78,6 +80,10 @@ export interface TrainingHooks {
   control?: TrainingControl;
   /** Record the finished run (whatever its status) in this run history, its data named so when given. */
   history?: { store: RunStore; naming?: RunNaming };
+  /** Leave the test set alone until the outcome's runTest() (a search selects on validation data only). */
+  deferTest?: boolean;
+  /** Where the data comes from: its files by default; a search's trials share one reading. */
+  reader?: DataReader;
 }
 
 /**
@@ -88,10 +94,10 @@ export interface TrainingHooks {
  */
 export async function trainModel(request: TrainRequest | ResumeRequest, hooks: TrainingHooks = {}): Promise<TrainOutcome> {
   const startedAt = new Date();
-  const run = await prepareRun(request);
+  const run = await prepareRun(request, hooks.reader);
   hooks.onEvent?.({ type: 'plan', plan: run.plan });
   const { result, checkpoints } = await driveEngine(run, hooks);
-  const outcome = await outcomeOf(run, result, checkpoints?.lastWritten);
+  const outcome = await outcomeOf(run, result, checkpoints?.lastWritten, hooks.deferTest ?? false);
   if (hooks.history) outcome.savedRun = await recordInHistory(outcome, startedAt, hooks.history);
   const failure = checkpoints?.error;
   if (failure) {
@@ -192,12 +198,10 @@ async function testMetrics(run: PreparedRun, parameters: Float32Array) {
   };
 }
 
-async function outcomeOf(run: PreparedRun, result: engine.TrainResult, lastCheckpoint: string | undefined): Promise<TrainOutcome> {
-  const tested = await testMetrics(run, result.parameters);
+async function outcomeOf(run: PreparedRun, result: engine.TrainResult, lastCheckpoint: string | undefined, deferTest: boolean): Promise<TrainOutcome> {
   const best = result.stoppedEarly || result.restoredBest ? { bestEpoch: result.bestEpoch } : {};
   const model = modelOf(run, result, best);
-  if (tested) model.metrics = { test: tested.test.regression ?? tested.test.report, testLoss: tested.test.loss };
-  return {
+  const outcome: TrainOutcome = {
     status: result.status,
     message: result.message,
     notes: [...(result.notes ?? [])],
@@ -205,11 +209,19 @@ async function outcomeOf(run: PreparedRun, result: engine.TrainResult, lastCheck
     ...(result.bestEpoch > 0 ? { bestEpoch: result.bestEpoch } : {}),
     ...(lastCheckpoint ? { checkpointPath: lastCheckpoint } : {}),
     model,
-    test: tested?.test,
-    testPredictions: tested?.predictions,
     plan: run.plan,
     request: run.request,
   };
+  const runTest = async () => {
+    const tested = await testMetrics(run, result.parameters);
+    if (!tested) return;
+    model.metrics = { test: tested.test.regression ?? tested.test.report, testLoss: tested.test.loss };
+    outcome.test = tested.test;
+    outcome.testPredictions = tested.predictions;
+  };
+  if (deferTest) outcome.runTest = runTest;
+  else await runTest();
+  return outcome;
 }
 
 /** The run history is a convenience: a failure to record is reported beside the outcome, never thrown. */

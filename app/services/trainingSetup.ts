@@ -17,7 +17,7 @@ import type { EpochRecord, Model } from '../core/model/modelFile';
 import type { ModelSpec } from '../core/model/spec';
 import type { SplitPlan, TrainPlan } from '../core/model/trainingTypes';
 import * as engine from '../engine';
-import { describeDataSource, idxTestSource, knownData, loadDataSource, loadDataSourceFor, type DataSource } from './dataSources';
+import { describeDataSource, idxTestSource, knownData, loadDataSource, loadDataSourceFor, type DataSource, type KnownData } from './dataSources';
 import { buildModelSpec, type ModelChoice } from './modelSpecs';
 import { datasetDigest, parseRunRecord, type RunRecord } from './runRecord';
 
@@ -131,14 +131,22 @@ interface LoadedData {
   valSplit: number;
 }
 
+/** How a run reads its data: from its files (the default), or from a cache that a search keeps for its trials. */
+export interface DataReader {
+  load(source: DataSource): Promise<Dataset>;
+  loadFor(source: DataSource, known: KnownData): Promise<Dataset>;
+}
+
+export const fileReader: DataReader = { load: loadDataSource, loadFor: (source, known) => loadDataSourceFor(source, known) };
+
 async function loadSplitData(
-  request: TrainRequest, askedValSplit: number | undefined, testSplit: number, seed: number, fitted?: Imputation,
+  request: TrainRequest, askedValSplit: number | undefined, testSplit: number, seed: number, fitted: Imputation | undefined, reader: DataReader,
 ): Promise<LoadedData> {
-  const read = await loadDataSource(request.data);
+  const read = await reader.load(request.data);
   if (read.count === 0) throw new Error(`${describeDataSource(request.data)}: no examples`);
   const valSplit = askedValSplit ?? defaultValSplitFor(read);
   const testSource = separateTestSource(request.data, request.testData);
-  const readTest = testSource ? await loadDataSourceFor(testSource, knownData(read)) : undefined;
+  const readTest = testSource ? await reader.loadFor(testSource, knownData(read)) : undefined;
   const split = stratifiedSplit(stratificationKeys(read), { validation: valSplit, test: readTest ? 0 : testSplit }, seed);
   // Missing cells are filled as the training split says (a continued run keeps its checkpoint's values).
   const imputation = fitted ?? (imputes(read) ? fitImputation(read, split.train, request.imputation ?? defaultImputation) : undefined);
@@ -316,13 +324,13 @@ export interface PreparedRun {
 }
 
 /** Loads and splits the data, builds the spec and settings (or takes them from the checkpoint), normalises. */
-export async function prepareRun(asked: TrainRequest | ResumeRequest): Promise<PreparedRun> {
+export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: DataReader = fileReader): Promise<PreparedRun> {
   const { request: given, resumption } = 'resumeFrom' in asked ? await requestFromCheckpoint(asked) : { request: asked, resumption: undefined };
   const seed = given.seed ?? 0;
   const testSplit = given.testSplit ?? defaultTestSplit;
   if (given.valSplit !== undefined) checkFraction('--val-split', given.valSplit);
   checkFraction('--test-split', testSplit);
-  const data = await loadSplitData(given, given.valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation);
+  const data = await loadSplitData(given, given.valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation, reader);
   const { valSplit } = data;
   const { spec, epochs, batchSize, request } = runSettings(given, data, seed, resumption);
   checkCount(epochs, '--epochs', countLimits.epochs);

@@ -1,0 +1,170 @@
+// `nnstudio search`: a hyperparameter search (services/search.ts): seeded trials, successive halving on the
+// validation data, a leaderboard, the winner tested once and saved; every trial a run in the run history.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import { countLimits } from '../../core/model/countLimits';
+import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
+import { services } from '../../services';
+import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
+import { addDataOptions, countWithin, dataSourceFrom, fraction, threadCount, type DataOptions } from '../options';
+import { formatDuration } from '../progressBar';
+import { formatRegressionReport, formatReport } from '../report';
+
+interface SearchCommandOptions extends DataOptions {
+  testData?: string;
+  trials: number;
+  minEpochs?: number;
+  maxEpochs?: number;
+  eta: number;
+  space?: Partial<SearchSpace>;
+  seed: number;
+  valSplit?: number;
+  testSplit?: number;
+  device: 'auto' | 'cpu' | 'cuda';
+  threads?: number;
+  out: string;
+  json?: boolean;
+  history: boolean;
+}
+
+export function searchCommand(): Command {
+  const command = new Command('search').description('search layers and settings: seeded trials, successive halving on the validation data, the winner tested and saved');
+  addDataOptions(command, 'the data: a CSV file, an image folder, an IDX images file, or "mnist" (default: mnist)');
+  return command
+    .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
+    .option('--trials <n>', 'trials drawn', countWithin('--trials', { min: 1, max: 10000 }), 27)
+    .option('--min-epochs <n>', 'epochs of the first rung (default: 1 for images, 20 for tables)', countWithin('--min-epochs', countLimits.epochs))
+    .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for images, 180 for tables)', countWithin('--max-epochs', countLimits.epochs))
+    .option('--eta <n>', 'each rung keeps the best 1/eta and trains eta times longer', countWithin('--eta', { min: 2, max: 100 }), 3)
+    .option('--space <json>', 'parts of the search space as JSON, e.g. \'{"depth":[1,2],"lr":[0.001,0.01]}\' (docs/SEARCH.md)', parseSpace)
+    .option('--seed <n>', 'seed for the draws, splits, weights and data order', countWithin('--seed', countLimits.seed), 0)
+    .option('--val-split <f>', 'fraction of the training data the search selects on', fraction('--val-split'))
+    .option('--test-split <f>', 'fraction held out for the final test when there is no test data', fraction('--test-split'))
+    .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
+    .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
+    .option('--out <file>', 'where to save the best model', 'best.safetensors')
+    .option('--json', 'print one JSON object with the search instead of text')
+    .option('--no-history', 'do not record the trials in the run history (nnstudio runs)')
+    .action(async (options: SearchCommandOptions) => runSearchCommand(options));
+}
+
+function parseSpace(text: string): Partial<SearchSpace> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`--space takes JSON, e.g. '{"depth":[1,2]}', got ${text}`);
+  }
+  const checked = searchSpaceSchema.partial().safeParse(value);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new Error(`--space: ${issue.path.join('.') || 'the object'}: ${issue.message}`);
+  }
+  return checked.data;
+}
+
+async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
+  const folder = path.dirname(path.resolve(options.out));
+  if (!fs.existsSync(folder)) throw new Error(`--out ${options.out}: the folder ${folder} does not exist`);
+  const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
+  const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined, classNames: undefined }) : undefined;
+  const request: SearchRequest = {
+    data, ...(testData ? { testData } : {}),
+    trials: options.trials, eta: options.eta,
+    ...(options.minEpochs !== undefined ? { minEpochs: options.minEpochs } : {}),
+    ...(options.maxEpochs !== undefined ? { maxEpochs: options.maxEpochs } : {}),
+    ...(options.space ? { space: options.space } : {}),
+    seed: options.seed, device: options.device,
+    ...(options.valSplit !== undefined ? { valSplit: options.valSplit } : {}),
+    ...(options.testSplit !== undefined ? { testSplit: options.testSplit } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  };
+  const abort = new AbortController();
+  const onInterrupt = () => {
+    if (abort.signal.aborted) process.exit(130);
+    process.stderr.write('\nstopping the search after this trial (Ctrl-C again to quit without saving)...\n');
+    abort.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  const progress = progressLines();
+  let result: SearchOutcome;
+  try {
+    result = await services.search.run(request, {
+      signal: abort.signal,
+      onEvent: (event) => { if (!options.json) process.stderr.write(progress(event)); },
+      ...(options.history ? { history: { store: services.runs.store() } } : {}),
+    });
+  } finally {
+    process.off('SIGINT', onInterrupt);
+  }
+  await services.models.save(options.out, result.outcome.model);
+  process.stdout.write(options.json ? `${JSON.stringify(searchJson(result, options.out))}\n` : `${searchReport(result, options.out)}\n`);
+  if (result.cancelled) process.exitCode = 130;
+}
+
+/** Progress lines for stderr; a trial's layers read by the data's kind, which the plan event names. */
+function progressLines(): (event: SearchEvent) => string {
+  let kind: DataKind = 'table';
+  return (event) => {
+    if (event.type === 'plan') {
+      kind = event.kind;
+      const rungs = event.rungs.map((rung) => `${rung.trials} x ${rung.epochs} epoch${rung.epochs === 1 ? '' : 's'}`).join(', then ');
+      return `searching on ${event.data}: ${event.examples} ${kind === 'image' ? 'images' : 'rows'} before the splits; ${rungs}\n`;
+    }
+    const { run, done, total } = event;
+    return `  [${done}/${total}] trial ${run.config.trial}, ${run.epochs} epoch${run.epochs === 1 ? '' : 's'}: ${scoreText(run)}  ${describeTrial(run.config, kind)}\n`;
+  };
+}
+
+function scoreText(run: TrialRun): string {
+  return Number.isFinite(run.score) ? run.score.toFixed(4) : run.status;
+}
+
+/** A trial's settings in a line: "2 x 64 units, lr 0.0031 onecycle, batch 32, decay 0.0001". */
+export function describeTrial(config: TrialConfig, kind: DataKind): string {
+  const layers = kind === 'image'
+    ? `${config.depth} conv block${config.depth === 1 ? '' : 's'} from ${config.width} filters`
+    : `${config.depth} x ${config.width} units`;
+  const decay = config.weightDecay > 0 ? `decay ${config.weightDecay}` : 'no decay';
+  const augment = config.augment !== 'none' ? `, augment ${config.augment}` : '';
+  return `${layers}, lr ${config.lr} ${config.schedule}, batch ${config.batchSize}, ${decay}${augment}`;
+}
+
+function searchReport(result: SearchOutcome, out: string): string {
+  const measure = result.outcome.plan.task === 'regression' ? 'val R2' : 'val acc';
+  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${result.runs.length} trial runs`, '', 'leaderboard (the highest rung first, then the validation score):'];
+  lines.push(`  rank  trial  epochs  ${measure.padEnd(7)} settings`);
+  for (const [index, run] of result.leaderboard.slice(0, 10).entries()) {
+    lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${String(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);
+  }
+  if (result.leaderboard.length > 10) lines.push(`  ... ${result.leaderboard.length - 10} more`);
+  const test = result.outcome.test;
+  if (test) {
+    lines.push('', `the best trial (${result.best.config.trial}) on the test set (${result.outcome.plan.testCount} examples), evaluated once:`);
+    lines.push(test.regression ? formatRegressionReport(test.regression, test.loss) : formatReport(test.report, test.loss));
+  }
+  lines.push('', `saved the best model to ${out}`);
+  if (result.best.runId) lines.push(`its run: ${result.best.runId} (nnstudio runs show ${result.best.runId})`);
+  return lines.join('\n');
+}
+
+function durationText(seconds: number): string {
+  return seconds < 60 ? `${seconds.toFixed(1)} s` : formatDuration(seconds);
+}
+
+function searchJson(result: SearchOutcome, out: string) {
+  const test = result.outcome.test;
+  return {
+    cancelled: result.cancelled,
+    seconds: result.seconds,
+    kind: result.kind,
+    space: result.space,
+    rungs: result.rungs,
+    model: path.resolve(out),
+    best: result.best,
+    leaderboard: result.leaderboard,
+    runs: result.runs,
+    test: test ? { loss: test.loss, ...(test.regression ?? test.report) } : null,
+  };
+}

@@ -1,0 +1,57 @@
+// `nnstudio search` as a user runs it: a leaderboard, the winner tested and saved, the trials in the run
+// history; bad settings refused in one line.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { errorLine, hasStackTrace, repoRoot, runCli, scratchDir } from './cliHarness';
+
+const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
+const small = ['--trials', '4', '--min-epochs', '2', '--max-epochs', '4', '--eta', '2', '--device', 'cpu', '--threads', '1'];
+
+test('a search on iris prints its leaderboard and the winner\'s test metrics, and saves the winner', async () => {
+  const dir = scratchDir('search');
+  const text = await runCli(['search', '--data', iris, ...small, '--out', 'best.safetensors'], dir);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stderr, /searching on .*iris\.csv: 150 rows before the splits; 4 x 2 epochs, then 2 x 4 epochs/);
+  assert.match(text.stderr, /\[6\/6\] trial \d, 4 epochs: /);
+  assert.match(text.stdout, /leaderboard \(the highest rung first, then the validation score\):\n\s+rank\s+trial\s+epochs\s+val acc/);
+  assert.match(text.stdout, /the best trial \(\d\) on the test set \(30 examples\), evaluated once:\naccuracy /);
+  assert.ok(fs.existsSync(path.join(dir, 'best.safetensors')), 'the best model is saved');
+
+  const json = await runCli(['search', '--data', iris, ...small, '--out', 'best2.safetensors', '--json', '--no-history'], dir);
+  assert.equal(json.code, 0, json.stderr);
+  assert.equal(json.stderr, '', 'no progress with --json');
+  const result = JSON.parse(json.stdout);
+  assert.deepEqual(result.rungs, [{ epochs: 2, trials: 4 }, { epochs: 4, trials: 2 }]);
+  assert.equal(result.leaderboard.length, 4);
+  assert.equal(result.runs.length, 6);
+  assert.deepEqual(result.best, result.leaderboard[0]);
+  assert.equal(result.best.epochs, 4);
+  assert.ok(result.test.accuracy > 0.5, `test accuracy ${result.test.accuracy}`);
+  // the same seed, the same search: the text run's winner is the JSON run's
+  assert.match(text.stdout, new RegExp(`the best trial \\(${result.best.config.trial}\\)`));
+
+  const runs = await runCli(['runs', '--json'], dir);
+  const recorded = JSON.parse(runs.stdout);
+  assert.ok((recorded.runs ?? recorded).length >= 6, 'the first search\'s six trial runs are in the history');
+});
+
+test('bad search settings get one line naming the setting', async () => {
+  const dir = scratchDir('search-bad');
+  const cases: Array<[string[], RegExp]> = [
+    [['--space', '{"depth":[1,'], /--space takes JSON/],
+    [['--space', '{"lr":[0.1,0.01]}'], /--space: lr: a range is \[low, high\] with low <= high/],
+    [['--space', '{"schedules":["warmup"]}'], /--space: schedules\.0: /],
+    [['--min-epochs', '5', '--max-epochs', '2'], /1 <= min <= max, got 5 and 2/],
+    [['--eta', '1'], /--eta /],
+    [['--val-split', '0'], /selects on validation data/],
+  ];
+  for (const [args, pattern] of cases) {
+    const result = await runCli(['search', '--data', iris, '--device', 'cpu', '--trials', '2', ...args], dir);
+    assert.notEqual(result.code, 0, `${args.join(' ')} should fail`);
+    assert.ok(!hasStackTrace(result.stderr), result.stderr);
+    assert.match(errorLine(result), pattern, args.join(' '));
+  }
+  assert.deepEqual(fs.readdirSync(dir), [], 'nothing written');
+});

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { compareStandings, halvingPlan, plannedEpochs, promote } from '../../../app/core/search/halving';
+
+test('successive halving: each rung keeps the best 1/eta and trains eta times longer, up to the most epochs', () => {
+  assert.deepEqual(halvingPlan(27, 1, 9, 3), [{ epochs: 1, trials: 27 }, { epochs: 3, trials: 9 }, { epochs: 9, trials: 3 }]);
+  assert.deepEqual(halvingPlan(10, 1, 9, 3), [{ epochs: 1, trials: 10 }, { epochs: 3, trials: 3 }, { epochs: 9, trials: 1 }]);
+  // the last rung is capped at the most epochs; a single trial ends the plan
+  assert.deepEqual(halvingPlan(8, 2, 5, 2), [{ epochs: 2, trials: 8 }, { epochs: 4, trials: 4 }, { epochs: 5, trials: 2 }]);
+  assert.deepEqual(halvingPlan(1, 1, 9, 3), [{ epochs: 1, trials: 1 }]);
+  assert.deepEqual(halvingPlan(5, 3, 3, 3), [{ epochs: 3, trials: 5 }]);
+  assert.equal(plannedEpochs(halvingPlan(27, 1, 9, 3)), 27 + 27 + 27);
+});
+
+test('a halving plan refuses settings it cannot use, naming them', () => {
+  assert.throws(() => halvingPlan(0, 1, 9, 3), /trials must be a whole number of at least 1, got 0/);
+  assert.throws(() => halvingPlan(9, 4, 2, 3), /1 <= min <= max, got 4 and 2/);
+  assert.throws(() => halvingPlan(9, 1, 9, 1), /eta .* at least 2, got 1/);
+});
+
+test('promotion: the higher score first; ties to the lower validation loss, then the earlier trial; a diverged trial last', () => {
+  const standings = [
+    { trial: 1, score: 0.9, validationLoss: 0.3 },
+    { trial: 2, score: -Infinity, validationLoss: Infinity },
+    { trial: 3, score: 0.95, validationLoss: 0.5 },
+    { trial: 4, score: 0.9, validationLoss: 0.2 },
+    { trial: 5, score: 0.9, validationLoss: 0.2 },
+  ];
+  assert.deepEqual(promote(standings, 3).map((s) => s.trial), [3, 4, 5]);
+  assert.deepEqual([...standings].sort(compareStandings).map((s) => s.trial), [3, 4, 5, 1, 2]);
+});

@@ -1,0 +1,74 @@
+// The search service end to end on the CPU: iris, 6 trials over 2 rungs, recorded in a run history.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { RunStore } from '../../../app/services/runs';
+import { runSearch, type SearchEvent, type SearchRequest } from '../../../app/services/search';
+
+const repoRoot = path.resolve(__dirname, '../../../..');
+const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
+
+const request: SearchRequest = {
+  data: { kind: 'csv', path: iris },
+  trials: 6, minEpochs: 1, maxEpochs: 3, eta: 3, seed: 3, device: 'cpu', threads: 1,
+  space: { batchSizes: [16, 32] },
+};
+
+test('a search: every trial at the first rung, the best third at the next, the winner tested once, every run recorded', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-search-'));
+  const store = new RunStore(dir);
+  const events: SearchEvent[] = [];
+  const result = await runSearch(request, { history: { store }, onEvent: (event) => events.push(event) });
+
+  assert.deepEqual(result.rungs, [{ epochs: 1, trials: 6 }, { epochs: 3, trials: 2 }]);
+  assert.equal(result.kind, 'table');
+  assert.equal(result.runs.length, 8);
+  assert.deepEqual(result.runs.map((run) => run.epochs), [1, 1, 1, 1, 1, 1, 3, 3]);
+  // the second rung's trials are the first rung's two best
+  const first = result.runs.slice(0, 6).sort((a, b) => b.score - a.score || a.validationLoss - b.validationLoss || a.config.trial - b.config.trial);
+  assert.deepEqual(new Set(result.runs.slice(6).map((run) => run.config.trial)), new Set(first.slice(0, 2).map((run) => run.config.trial)));
+  // the leaderboard: the last rung's first, by score; one line per trial
+  assert.equal(result.leaderboard.length, 6);
+  assert.deepEqual(result.leaderboard.slice(0, 2).map((run) => run.rung), [1, 1]);
+  assert.ok(result.leaderboard[0].score >= result.leaderboard[1].score);
+  assert.equal(result.best, result.leaderboard[0]);
+  assert.ok(result.best.score > 0.5, `the best validates above chance: ${result.best.score}`);
+  // the test set: the winner's alone
+  assert.ok(result.outcome.test, 'the winner has test metrics');
+  assert.equal(result.outcome.model.metrics?.testLoss, result.outcome.test.loss);
+  assert.equal(result.outcome.request.epochs, 3);
+  // events: the plan, then one per trial run
+  assert.equal(events[0].type, 'plan');
+  assert.deepEqual(events.slice(1).map((event) => event.type === 'trial' && event.done), [1, 2, 3, 4, 5, 6, 7, 8]);
+  // the run history: every trial run, none with test metrics but the winner's record is a trial like the others
+  const listing = await store.list();
+  assert.equal(listing.runs.length, 8);
+  assert.ok(result.runs.every((run) => run.runId !== undefined));
+});
+
+test('the same seed gives the same search; another seed another', async () => {
+  const a = await runSearch({ ...request, trials: 3, maxEpochs: 1 });
+  const b = await runSearch({ ...request, trials: 3, maxEpochs: 1 });
+  const c = await runSearch({ ...request, trials: 3, maxEpochs: 1, seed: 4 });
+  assert.deepEqual(b.runs.map((run) => [run.config, run.score]), a.runs.map((run) => [run.config, run.score]));
+  assert.notDeepEqual(c.runs.map((run) => run.config), a.runs.map((run) => run.config));
+  assert.deepEqual(b.outcome.model.parameters, a.outcome.model.parameters);
+});
+
+test('a search refuses to select without validation data', async () => {
+  await assert.rejects(runSearch({ ...request, valSplit: 0 }), /selects on validation data/);
+});
+
+test('a cancelled search keeps the trials that finished, and tests the best of them', async () => {
+  const abort = new AbortController();
+  const result = await runSearch({ ...request, trials: 4, maxEpochs: 1 }, {
+    signal: abort.signal,
+    onEvent: (event) => { if (event.type === 'trial' && event.done === 2) abort.abort(); },
+  });
+  assert.equal(result.cancelled, true);
+  assert.equal(result.runs.length, 2);
+  assert.ok(result.runs.every((run) => run.status !== 'cancelled'));
+  assert.ok(result.outcome.test, 'the best so far is tested');
+});
