@@ -14,7 +14,7 @@ import type { Dataset } from '../core/data/dataset';
 import { describeDataSource, type DataSource } from './dataSources';
 import type { RunNaming, RunStore } from './runs';
 import { trainModel, type TrainOutcome, type TrainRequest } from './training';
-import { fileReader, type DataReader } from './trainingSetup';
+import { defaultValSplit, fileReader, type DataReader } from './trainingSetup';
 
 export interface SearchRequest {
   data: DataSource;
@@ -66,28 +66,38 @@ export interface SearchOutcome {
   rungs: Rung[];
   /** Every trial at every rung it reached, in the order they ran. */
   runs: TrialRun[];
-  /** Each trial's run at its highest rung, best first (the highest rung first, then by score). */
+  /** Each trial's best run, best first (compareRuns: the validation score, then the longer run). */
   leaderboard: TrialRun[];
+  /** The leaderboard's first. */
   best: TrialRun;
-  /** The best trial's run, its test set evaluated (the only test evaluation of the search). */
+  /** The best run's outcome, its test set evaluated (the only test evaluation of the search). */
   outcome: TrainOutcome;
-  /** The search ended before its last rung (cancelled): the best so far. */
+  /** Cancelled before every planned trial ran: the best so far. */
   cancelled: boolean;
   seconds: number;
 }
 
-/** The rungs' epochs when the request names none: a table trains for longer (train's default is 200 epochs). */
-const defaultEpochs: Record<DataKind, { min: number; max: number }> = { image: { min: 1, max: 9 }, table: { min: 20, max: 180 } };
+/**
+ * The rungs' epochs when the request names none: about as many examples seen at the last rung as 9 epochs of
+ * MNIST's 60 000 (small data trains for more epochs, up to 180, as `train`'s 200 for tables), the first
+ * rung a ninth of that.
+ */
+export function defaultEpochs(examples: number): { min: number; max: number } {
+  const max = Math.min(180, Math.max(9, Math.ceil(540_000 / Math.max(examples, 1))));
+  return { min: Math.max(1, Math.floor(max / 9)), max };
+}
 
 export async function runSearch(request: SearchRequest, hooks: SearchHooks = {}): Promise<SearchOutcome> {
   const started = performance.now();
   const seed = request.seed ?? 0;
+  // every trial validates on the same share, also where `train` would take none (a small regression table)
+  const valSplit = request.valSplit ?? defaultValSplit;
+  if (valSplit <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
   const reader = cachingReader();
   const data = await reader.load(request.data);
-  if ((request.valSplit ?? 0.1) <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
-  const epochs = defaultEpochs[kind];
+  const epochs = defaultEpochs(data.count);
   const minEpochs = request.minEpochs ?? Math.min(epochs.min, request.maxEpochs ?? epochs.min);
   const rungs = halvingPlan(request.trials ?? 27, minEpochs, request.maxEpochs ?? Math.max(epochs.max, minEpochs), request.eta ?? 3);
   const [, height, width] = data.featureShape;
@@ -96,37 +106,33 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   hooks.onEvent?.({ type: 'plan', kind, space, rungs, data: describeDataSource(request.data), examples: data.count });
 
   const runs: TrialRun[] = [];
-  const outcomes = new Map<number, TrainOutcome>();
+  // only the best run's outcome is kept (each holds its copies of the data until its test)
+  let leader: { run: TrialRun; outcome: TrainOutcome } | undefined;
   const total = rungs.reduce((sum, rung) => sum + rung.trials, 0);
   let standing = configs;
-  let cancelled = false;
   for (const [rungIndex, rung] of rungs.entries()) {
     const rungRuns: TrialRun[] = [];
     for (const config of standing) {
+      // Ctrl-C or a face's cancel: the search ends after the trial that is training
       if (hooks.signal?.aborted) break;
-      const outcome = await trainModel(trialRequest(request, config, kind, head, rung.epochs, seed), {
-        deferTest: true, reader, signal: hooks.signal, ...(hooks.history ? { history: hooks.history } : {}),
+      const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
+        deferTest: true, reader, ...(hooks.history ? { history: hooks.history } : {}),
       });
-      if (outcome.status === 'cancelled') break;  // a trial cut short ranks with none: the best so far stands
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
-      outcomes.set(config.trial, outcome);
+      if (!leader || compareRuns(run, leader.run) < 0) leader = { run, outcome };
       rungRuns.push(run);
       runs.push(run);
       hooks.onEvent?.({ type: 'trial', run, done: runs.length, total });
     }
-    if (hooks.signal?.aborted || rungRuns.length === 0) {
-      cancelled = true;
-      break;
-    }
     const next = rungs[rungIndex + 1];
-    if (next) standing = promote(rungRuns.map(asStanding), next.trials).map((s) => s.run.config);
+    if (!next || hooks.signal?.aborted) break;
+    standing = promote(rungRuns.map(asStanding), next.trials).map((s) => s.run.config);
   }
-  if (runs.length === 0) throw new Error('the search was cancelled before its first trial finished');
+  const cancelled = hooks.signal?.aborted === true && runs.length < total;
+  if (!leader) throw new Error('the search was cancelled before its first trial');
   const leaderboard = leaderboardOf(runs);
-  const best = leaderboard[0];
-  const outcome = outcomes.get(best.config.trial)!;
-  await outcome.runTest?.();
-  return { kind, space, rungs, runs, leaderboard, best, outcome, cancelled, seconds: (performance.now() - started) / 1000 };
+  await leader.outcome.runTest?.();
+  return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, seconds: (performance.now() - started) / 1000 };
 }
 
 /** The files read once for every trial (runs treat datasets as immutable: splits and normalisation copy). */
@@ -152,7 +158,8 @@ export function trialRequest(request: SearchRequest, config: TrialConfig, kind: 
       layers: [...hiddenLayers(config, kind), `dense:${head}`].join(','),
       optimizer: 'adamw',
       lr: config.lr,
-      ...(config.weightDecay > 0 ? { weightDecay: config.weightDecay } : {}),
+      // 0 too: the data's default spec has a decay of its own (tables 0.01), which "no decay" must not take
+      weightDecay: config.weightDecay,
       seed,
     },
     epochs,
@@ -176,12 +183,14 @@ function scheduleOf(choice: TrialConfig['schedule'], lr: number): LrSchedule {
 function trialRun(config: TrialConfig, rung: number, epochs: number, outcome: TrainOutcome): TrialRun {
   const history = outcome.model.training?.history ?? [];
   const last: EpochRecord | undefined = history[history.length - 1];
-  const score = last?.validationR2 ?? last?.validationAccuracy;
+  // a diverged run's history stops at its last finite epoch, whose weights it does not keep: it ranks last
+  const finished = outcome.status !== 'diverged';
+  const score = outcome.plan.task === 'regression' ? last?.validationR2 : last?.validationAccuracy;
   const loss = last?.validationLoss;
   return {
     config, rung, epochs,
-    score: typeof score === 'number' && Number.isFinite(score) ? score : -Infinity,
-    validationLoss: typeof loss === 'number' && Number.isFinite(loss) ? loss : Infinity,
+    score: finished && typeof score === 'number' && Number.isFinite(score) ? score : -Infinity,
+    validationLoss: finished && typeof loss === 'number' && Number.isFinite(loss) ? loss : Infinity,
     status: outcome.status,
     seconds: outcome.model.training?.seconds ?? 0,
     ...(outcome.savedRun?.runId ? { runId: outcome.savedRun.runId } : {}),
@@ -192,9 +201,21 @@ function asStanding(run: TrialRun): Standing & { run: TrialRun } {
   return { trial: run.config.trial, score: run.score, validationLoss: run.validationLoss, run };
 }
 
-/** Each trial's highest rung, the highest rungs first, then by score. */
+/**
+ * Runs in order, the best first: the higher validation score (at whatever rung: selection is on validation
+ * data alone), then the longer run, the lower validation loss, the earlier trial.
+ */
+export function compareRuns(a: TrialRun, b: TrialRun): number {
+  if (a.score !== b.score) return a.score > b.score ? -1 : 1;
+  return b.rung - a.rung || compareStandings(asStanding(a), asStanding(b));
+}
+
+/** Each trial's best run, best first. */
 function leaderboardOf(runs: readonly TrialRun[]): TrialRun[] {
-  const highest = new Map<number, TrialRun>();
-  for (const run of runs) highest.set(run.config.trial, run);
-  return [...highest.values()].sort((a, b) => b.rung - a.rung || compareStandings(asStanding(a), asStanding(b)));
+  const best = new Map<number, TrialRun>();
+  for (const run of runs) {
+    const held = best.get(run.config.trial);
+    if (!held || compareRuns(run, held) < 0) best.set(run.config.trial, run);
+  }
+  return [...best.values()].sort(compareRuns);
 }

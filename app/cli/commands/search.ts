@@ -34,12 +34,12 @@ export function searchCommand(): Command {
   return command
     .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
     .option('--trials <n>', 'trials drawn', countWithin('--trials', { min: 1, max: 10000 }), 27)
-    .option('--min-epochs <n>', 'epochs of the first rung (default: 1 for images, 20 for tables)', countWithin('--min-epochs', countLimits.epochs))
-    .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for images, 180 for tables)', countWithin('--max-epochs', countLimits.epochs))
+    .option('--min-epochs <n>', 'epochs of the first rung (default: a ninth of --max-epochs)', countWithin('--min-epochs', countLimits.epochs))
+    .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for 60 000 examples, more for fewer, up to 180)', countWithin('--max-epochs', countLimits.epochs))
     .option('--eta <n>', 'each rung keeps the best 1/eta and trains eta times longer', countWithin('--eta', { min: 2, max: 100 }), 3)
     .option('--space <json>', 'parts of the search space as JSON, e.g. \'{"depth":[1,2],"lr":[0.001,0.01]}\' (docs/SEARCH.md)', parseSpace)
     .option('--seed <n>', 'seed for the draws, splits, weights and data order', countWithin('--seed', countLimits.seed), 0)
-    .option('--val-split <f>', 'fraction of the training data the search selects on', fraction('--val-split'))
+    .option('--val-split <f>', 'fraction of the training data the search selects on (default 0.1)', fraction('--val-split'))
     .option('--test-split <f>', 'fraction held out for the final test when there is no test data', fraction('--test-split'))
     .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
@@ -133,7 +133,7 @@ export function describeTrial(config: TrialConfig, kind: DataKind): string {
 
 function searchReport(result: SearchOutcome, out: string): string {
   const measure = result.outcome.plan.task === 'regression' ? 'val R2' : 'val acc';
-  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${result.runs.length} trial runs`, '', 'leaderboard (the highest rung first, then the validation score):'];
+  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${result.runs.length} trial runs`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
   lines.push(`  rank  trial  epochs  ${measure.padEnd(7)} settings`);
   for (const [index, run] of result.leaderboard.slice(0, 10).entries()) {
     lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${String(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { RunStore } from '../../../app/services/runs';
-import { runSearch, type SearchEvent, type SearchRequest } from '../../../app/services/search';
+import { defaultEpochs, runSearch, trialRequest, type SearchEvent, type SearchRequest } from '../../../app/services/search';
 
 const repoRoot = path.resolve(__dirname, '../../../..');
 const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
@@ -29,16 +29,21 @@ test('a search: every trial at the first rung, the best third at the next, the w
   // the second rung's trials are the first rung's two best
   const first = result.runs.slice(0, 6).sort((a, b) => b.score - a.score || a.validationLoss - b.validationLoss || a.config.trial - b.config.trial);
   assert.deepEqual(new Set(result.runs.slice(6).map((run) => run.config.trial)), new Set(first.slice(0, 2).map((run) => run.config.trial)));
-  // the leaderboard: the last rung's first, by score; one line per trial
+  // the leaderboard: each trial's best run, by validation score
   assert.equal(result.leaderboard.length, 6);
-  assert.deepEqual(result.leaderboard.slice(0, 2).map((run) => run.rung), [1, 1]);
-  assert.ok(result.leaderboard[0].score >= result.leaderboard[1].score);
+  const scores = result.leaderboard.map((run) => run.score);
+  assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
   assert.equal(result.best, result.leaderboard[0]);
+  for (const promoted of result.runs.slice(6)) {
+    const first = result.runs.find((run) => run.config.trial === promoted.config.trial)!;
+    const listed = result.leaderboard.find((run) => run.config.trial === promoted.config.trial)!;
+    assert.equal(listed.score, Math.max(first.score, promoted.score), 'a promoted trial is listed with its better run');
+  }
   assert.ok(result.best.score > 0.5, `the best validates above chance: ${result.best.score}`);
   // the test set: the winner's alone
   assert.ok(result.outcome.test, 'the winner has test metrics');
   assert.equal(result.outcome.model.metrics?.testLoss, result.outcome.test.loss);
-  assert.equal(result.outcome.request.epochs, 3);
+  assert.equal(result.outcome.request.epochs, result.best.epochs);
   // events: the plan, then one per trial run
   assert.equal(events[0].type, 'plan');
   assert.deepEqual(events.slice(1).map((event) => event.type === 'trial' && event.done), [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -71,4 +76,28 @@ test('a cancelled search keeps the trials that finished, and tests the best of t
   assert.equal(result.runs.length, 2);
   assert.ok(result.runs.every((run) => run.status !== 'cancelled'));
   assert.ok(result.outcome.test, 'the best so far is tested');
+});
+
+test('the default epochs: 9 at the last rung for 60 000 examples, more for fewer (up to 180), the first rung a ninth', () => {
+  assert.deepEqual(defaultEpochs(60000), { min: 1, max: 9 });
+  assert.deepEqual(defaultEpochs(1797), { min: 20, max: 180 });
+  assert.deepEqual(defaultEpochs(10000), { min: 6, max: 54 });
+  assert.deepEqual(defaultEpochs(1_000_000), { min: 1, max: 9 });
+});
+
+test('a trial drawn without weight decay trains without it, though a table\'s default model has some', async () => {
+  const config = { trial: 1, depth: 1, width: 8, lr: 0.01, schedule: 'constant' as const, batchSize: 16, weightDecay: 0, augment: 'none' as const };
+  const trial = trialRequest(request, config, 'table', 3, 2, 0);
+  assert.equal(trial.model.weightDecay, 0);
+  const result = await runSearch({ ...request, trials: 1, maxEpochs: 1, space: { weightDecay: [1e-7, 1e-7], depth: [1, 1] } });
+  assert.ok([0, 1e-7].includes(result.outcome.model.spec.optimizer.weightDecay ?? 0), `decay ${result.outcome.model.spec.optimizer.weightDecay}`);
+});
+
+test('a small regression table still validates every trial (train would take no validation share under 50 rows)', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnstudio-search-reg-'));
+  const rows = ['x1,x2,y', ...Array.from({ length: 40 }, (_, i) => `${i % 7},${(i * 3) % 11},${(i % 7) * 2 + ((i * 3) % 11) * 0.5}`)];
+  fs.writeFileSync(path.join(dir, 'small.csv'), `${rows.join('\n')}\n`);
+  const result = await runSearch({ data: { kind: 'csv', path: path.join(dir, 'small.csv') }, trials: 3, maxEpochs: 2, device: 'cpu', threads: 1 });
+  assert.ok(result.runs.every((run) => Number.isFinite(run.score)), `R² scores: ${result.runs.map((run) => run.score)}`);
+  assert.ok(result.outcome.test?.regression, 'the winner\'s test is a regression report');
 });
