@@ -4,6 +4,7 @@ import type { DatasetRegistry } from './registries/datasets';
 import type { EvaluationRegistry } from './registries/evaluations';
 import { checkModel, presetInfos, type ModelRegistry } from './registries/models';
 import type { RunRegistry } from './registries/runs';
+import type { SearchRegistry } from './registries/searches';
 import type { SavedRunRegistry } from './registries/savedRuns';
 import type { WorkspaceRegistry } from './registries/workspace';
 import type { ProjectRegistry } from './registries/projects';
@@ -17,12 +18,13 @@ export interface Registries {
   models: ModelRegistry;
   evaluations: EvaluationRegistry;
   runs: RunRegistry;
+  searches: SearchRegistry;
   savedRuns: SavedRunRegistry;
   workspace: WorkspaceRegistry;
   projects: ProjectRegistry;
 }
 
-export function handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace, projects }: Registries): Handlers {
+export function handlerTable({ datasets, models, evaluations, runs, searches, savedRuns, workspace, projects }: Registries): Handlers {
   return {
     'devices:list': () => services.devices.list().map((device) => ({ ...device })),
 
@@ -52,6 +54,11 @@ export function handlerTable({ datasets, models, evaluations, runs, savedRuns, w
     'training:setLearningRate': ({ runId, lr }) => runs.setLearningRate(runId, lr),
     'training:status': ({ runId }) => runs.status(runId),
     'training:list': () => runs.list(),
+
+    'search:start': (payload) => searches.start(payload),
+    'search:cancel': ({ searchId }) => searches.cancel(searchId),
+    'search:status': ({ searchId }) => searches.status(searchId),
+    'search:list': () => searches.list(),
 
     'workspace:get': () => workspace.get(),
     'workspace:update': ({ clientId, state }) => workspace.update(state, clientId),

@@ -9,6 +9,7 @@ import { runIdPattern } from '../core/runs/runFile';
 import { augmentationSchema, earlyStoppingSchema, emaSchema, lrScheduleSchema } from '../core/model/trainingControl';
 import { countLimits, countSchema } from '../core/model/countLimits';
 import { workspaceSchema } from './workspace';
+import { searchSpaceSchema } from '../core/search/space';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
@@ -229,6 +230,25 @@ export const payloadSchemas = {
   'training:cancel': z.strictObject({ runId: id }),
   'training:status': z.strictObject({ runId: id }),
   'training:list': none,
+
+  /** A hyperparameter search on an open dataset (docs/SEARCH.md): trials drawn with the seed, successive halving. */
+  'search:start': z.strictObject({
+    datasetId: id,
+    testDatasetId: id.optional(),
+    trials: z.number().int().min(1).max(1000).optional(),
+    minEpochs: countSchema(countLimits.epochs).optional(),
+    maxEpochs: countSchema(countLimits.epochs).optional(),
+    eta: z.number().int().min(2).max(100).optional(),
+    space: searchSpaceSchema.partial().optional(),
+    seed: countSchema(countLimits.seed).optional(),
+    valSplit: fraction.optional(),
+    testSplit: fraction.optional(),
+    device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+  }),
+  /** Ends the search after the trial that is training; the best so far is tested and kept. */
+  'search:cancel': z.strictObject({ searchId: id }),
+  'search:status': z.strictObject({ searchId: id }),
+  'search:list': none,
 
   'workspace:get': none,
   /** The whole document, replacing the one kept; `clientId` names the tab (its own workspace:changed comes back with it). */

@@ -12,6 +12,7 @@ import { SessionEvents } from './registries/events';
 import { IdSequence } from './registries/ids';
 import { ModelRegistry } from './registries/models';
 import { RunRegistry } from './registries/runs';
+import { SearchRegistry } from './registries/searches';
 import { SavedRunRegistry } from './registries/savedRuns';
 import { SessionFolder } from './registries/sessionFolder';
 import { WorkspaceRegistry } from './registries/workspace';
@@ -80,16 +81,17 @@ export function createApi(options: ApiOptions = {}): Api {
   const folder = new SessionFolder(options.uploadDir);
   // A message about the session's files names them as the user knows them (an upload's name), never by path.
   const events = new SessionEvents(logger, (message) => folder.showNames(message));
-  const datasets: DatasetRegistry = new DatasetRegistry(ids, folder, (datasetId): boolean => runs.readsDataset(datasetId));
+  const datasets: DatasetRegistry = new DatasetRegistry(ids, folder, (datasetId): boolean => runs.readsDataset(datasetId) || searches.readsDataset(datasetId));
   const models = new ModelRegistry(ids, folder);
   const evaluations = new EvaluationRegistry(ids, models, datasets);
   const runStore = options.runHistory || defaultRunStore;
   const history = options.runHistory === false ? undefined : runStore;
-  const runs: RunRegistry = new RunRegistry({ ids, folder, events, datasets, models, evaluations, history });
+  const runs: RunRegistry = new RunRegistry({ ids, folder, events, datasets, models, evaluations, history, busy: () => searches.running() });
+  const searches: SearchRegistry = new SearchRegistry({ ids, events, datasets, models, evaluations, history, busy: () => runs.running() });
   const savedRuns = new SavedRunRegistry(runStore, models);
   const workspace = new WorkspaceRegistry(events);
   const projects = new ProjectRegistry({ datasets, models, runs, savedRuns, workspace, logger, keepLastSession: options.keepLastSession ?? false });
-  const handlers = handlerTable({ datasets, models, evaluations, runs, savedRuns, workspace, projects });
+  const handlers = handlerTable({ datasets, models, evaluations, runs, searches, savedRuns, workspace, projects });
   let closed = false;
 
   async function dispatch(channel: string, payload: unknown): Promise<ApiResponse<unknown>> {
@@ -127,7 +129,7 @@ export function createApi(options: ApiOptions = {}): Api {
     projects.close();
     closed = true;
     // The engine stops within one step; a run still loading its data finishes that first.
-    const stopped = runs.stopAll();
+    const stopped = Promise.all([runs.stopAll(), searches.stopAll()]);
     const removed = stopped.then(removeSessionFiles).catch((error: unknown) => {
       logger.error(`closing the session: removing its files in ${folder.path ?? '(no folder)'}`, error);
     });

@@ -129,6 +129,55 @@ export interface TrainingDone {
   bestEpoch?: number;
 }
 
+/** One trial of a search trained at one rung (services/search.ts TrialRun; a score that is not finite is null). */
+export interface SearchTrialRun {
+  trial: number;
+  /** 0-based. */
+  rung: number;
+  epochs: number;
+  /** Validation accuracy, or R² for a regression; null where the run diverged. */
+  score: number | null;
+  validationLoss: number | null;
+  status: RunStatus;
+  seconds: number;
+  /** The run in the run history. */
+  savedRunId?: string;
+  settings: { depth: number; width: number; lr: number; schedule: string; batchSize: number; weightDecay: number; augment: string };
+}
+
+export interface SearchPlan {
+  kind: 'table' | 'image';
+  rungs: { epochs: number; trials: number }[];
+  /** The data as described to the user, and its examples before the splits. */
+  data: string;
+  examples: number;
+  /** Trial runs in all (every rung). */
+  total: number;
+}
+
+/** search:progress: the plan once, then each trial run as it ends. */
+export type SearchProgress = { searchId: string } & ({ type: 'plan'; plan: SearchPlan } | { type: 'trial'; run: SearchTrialRun; done: number; total: number });
+
+export interface SearchInfo {
+  searchId: string;
+  datasetId: string;
+  /** 'starting': reading the data; 'stopping': cancelled, the running trial finishing. */
+  state: 'starting' | 'running' | 'stopping' | 'finished';
+  plan?: SearchPlan;
+  /** Every trial run so far, in the order they ran. */
+  runs: SearchTrialRun[];
+  /** Each trial's best run, the best first (finished searches). */
+  leaderboard?: SearchTrialRun[];
+  best?: SearchTrialRun;
+  /** The winner as a finished run: its model, test metrics and evaluation, as training:done gives them. */
+  outcome?: TrainingDone;
+  /** Cancelled before every planned trial ran (the best so far is the outcome). */
+  cancelled?: boolean;
+  /** Why the search failed. */
+  error?: string;
+  seconds?: number;
+}
+
 export interface RunInfo {
   runId: string;
   datasetId: string;
@@ -250,6 +299,11 @@ interface Results {
   'training:status': RunInfo;
   /** Every run of the session, oldest first (a reloaded page or a new tab finds the one running). */
   'training:list': RunInfo[];
+  'search:start': { searchId: string };
+  'search:cancel': SearchInfo;
+  'search:status': SearchInfo;
+  /** Every search of the session, oldest first. */
+  'search:list': SearchInfo[];
   'workspace:get': { revision: number; state: Workspace };
   'workspace:update': { revision: number };
   'projects:info': ProjectsInfo;
@@ -307,6 +361,8 @@ export interface SessionChanged {
 export type ApiEvent =
   | { event: 'training:progress'; payload: TrainingProgress }
   | { event: 'training:done'; payload: TrainingDone }
+  | { event: 'search:progress'; payload: SearchProgress }
+  | { event: 'search:done'; payload: SearchInfo }
   | { event: 'workspace:changed'; payload: WorkspaceChanged }
   | { event: 'session:changed'; payload: SessionChanged };
 export type ApiEventName = ApiEvent['event'];

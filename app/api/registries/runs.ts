@@ -53,6 +53,8 @@ export interface RunRegistryWiring {
   evaluations: EvaluationRegistry;
   /** Where finished runs are recorded; undefined records none. */
   history: RunStore | undefined;
+  /** Why nothing else may train now (a search going), or undefined. */
+  busy?: () => string | undefined;
 }
 
 export class RunRegistry {
@@ -115,11 +117,17 @@ export class RunRegistry {
    * both, and a tab that started it could not see why. The answer says which run and how to free the way.
    */
   private refuseWhileAnotherRuns(): void {
-    const running = [...this.records.values()].find((run) => run.info.state !== 'finished');
-    if (!running) return;
-    const { info } = running;
+    const why = this.running() ?? this.wiring.busy?.();
+    if (why) throw new Error(why);
+  }
+
+  /** Why another run may not start: the run going, or undefined. */
+  running(): string | undefined {
+    const going = [...this.records.values()].find((run) => run.info.state !== 'finished');
+    if (!going) return undefined;
+    const { info } = going;
     const where = info.lastStep && info.plan ? ` (epoch ${info.lastStep.epoch} of ${info.plan.epochs})` : '';
-    throw new Error(`${info.runId} is still training${where}: wait for it to finish, or cancel it on the Train screen, before starting another`);
+    return `${info.runId} is still training${where}: wait for it to finish, or cancel it on the Train screen, before starting another`;
   }
 
   private launch(run: Launch, request: TrainRequest | ResumeRequest): void {
@@ -291,7 +299,7 @@ function failedRun({ info }: RunEntry, error: unknown): TrainingDone {
 }
 
 /** `stopped`: a failure ended a run that had trained (a checkpoint not written): status failed, its model kept. */
-function trainingDone(runId: string, outcome: TrainOutcome, stopped: Error | undefined, modelId: string, evaluationId: string | undefined): TrainingDone {
+export function trainingDone(runId: string, outcome: TrainOutcome, stopped: Error | undefined, modelId: string, evaluationId: string | undefined): TrainingDone {
   const saved = outcome.savedRun;
   return {
     runId,

@@ -1,0 +1,156 @@
+// The session's hyperparameter searches by id (services/search.ts): search:start turns an open dataset into a
+// SearchRequest, each trial run becomes search:progress, and the end keeps the winner's model and test
+// evaluation (as a finished training run keeps its own) and sends search:done. One search or training at a
+// time: a second would share the device with the first.
+import { services } from '../../services';
+import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
+import { errorValue } from '../errors';
+import type { ParsedPayloadOf } from '../schemas';
+import type { SearchInfo, SearchTrialRun } from '../types';
+import type { DatasetRegistry } from './datasets';
+import type { EvaluationRegistry } from './evaluations';
+import type { SessionEvents } from './events';
+import type { IdSequence } from './ids';
+import type { ModelRegistry } from './models';
+import { trainingDone } from './runs';
+import type { RunStore } from '../../services/runs';
+
+interface SearchEntry {
+  info: SearchInfo;
+  abort: AbortController;
+  /** Settles (never rejects) once search:done was sent. */
+  finished: Promise<void>;
+}
+
+export interface SearchRegistryWiring {
+  ids: IdSequence;
+  events: SessionEvents;
+  datasets: DatasetRegistry;
+  models: ModelRegistry;
+  evaluations: EvaluationRegistry;
+  history: RunStore | undefined;
+  /** Why nothing else may train now (a training run going), or undefined. */
+  busy: () => string | undefined;
+}
+
+export class SearchRegistry {
+  private readonly records = new Map<string, SearchEntry>();
+
+  constructor(private readonly wiring: SearchRegistryWiring) {}
+
+  private get(searchId: string): SearchEntry {
+    const entry = this.records.get(searchId);
+    if (!entry) throw new Error(`no search with id "${searchId}"`);
+    return entry;
+  }
+
+  start(payload: ParsedPayloadOf<'search:start'>): { searchId: string } {
+    const { datasets, ids } = this.wiring;
+    const data = datasets.get(payload.datasetId);
+    const testData = payload.testDatasetId !== undefined ? datasets.get(payload.testDatasetId) : undefined;
+    if (data.info.unlabeled) throw Object.assign(new Error(`${data.info.name} was opened without a label column: open it again with its label column to search on it`), { field: 'datasetId' });
+    const why = this.wiring.busy() ?? this.running();
+    if (why) throw new Error(why);
+    const searchId = ids.next('search');
+    const request: SearchRequest = {
+      data: data.source,
+      ...(testData ? { testData: testData.source } : {}),
+      trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space,
+      seed: payload.seed, valSplit: payload.valSplit, testSplit: payload.testSplit, device: payload.device,
+    };
+    const entry: SearchEntry = { info: { searchId, datasetId: payload.datasetId, state: 'starting', runs: [] }, abort: new AbortController(), finished: Promise.resolve() };
+    this.records.set(searchId, entry);
+    const { history } = this.wiring;
+    const naming = data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {};
+    entry.finished = services.search
+      .run(request, { signal: entry.abort.signal, onEvent: (event) => this.progress(entry, event), ...(history ? { history: { store: history, naming } } : {}) })
+      .then((outcome) => this.finish(entry, outcome, data.info.name))
+      .catch((error: unknown) => this.done(entry, { error: errorValue(error).message }));
+    return { searchId };
+  }
+
+  /** Why another search may not start: the one going, or undefined. */
+  running(): string | undefined {
+    const going = [...this.records.values()].find((entry) => entry.info.state !== 'finished');
+    if (!going) return undefined;
+    const { info } = going;
+    const where = info.plan ? ` (${info.runs.length} of ${info.plan.total} trial runs)` : '';
+    return `${info.searchId} is still searching${where}: wait for it to finish, or stop it on the Search screen, before starting another`;
+  }
+
+  cancel(searchId: string): SearchInfo {
+    const entry = this.get(searchId);
+    if (entry.info.state === 'finished') throw new Error(`search ${searchId} has already finished`);
+    entry.abort.abort();
+    entry.info.state = 'stopping';
+    return entry.info;
+  }
+
+  status(searchId: string): SearchInfo {
+    return this.get(searchId).info;
+  }
+
+  list(): SearchInfo[] {
+    return [...this.records.values()].map((entry) => entry.info);
+  }
+
+  readsDataset(datasetId: string): boolean {
+    return [...this.records.values()].some((entry) => entry.info.state !== 'finished' && entry.info.datasetId === datasetId);
+  }
+
+  /** Every search cancelled; settles when each has ended (its running trial finishes first). */
+  stopAll(): Promise<void> {
+    for (const entry of this.records.values()) entry.abort.abort();
+    return Promise.all([...this.records.values()].map((entry) => entry.finished)).then(() => undefined);
+  }
+
+  private progress(entry: SearchEntry, event: SearchEvent): void {
+    const { info } = entry;
+    const emit = (payload: Parameters<SessionEvents['emit']>[0]) => this.wiring.events.emit(payload);
+    if (event.type === 'plan') {
+      const total = event.rungs.reduce((sum, rung) => sum + rung.trials, 0);
+      info.plan = { kind: event.kind, rungs: event.rungs, data: event.data, examples: event.examples, total };
+      if (info.state === 'starting') info.state = 'running';
+      return emit({ event: 'search:progress', payload: { searchId: info.searchId, type: 'plan', plan: info.plan } });
+    }
+    const run = trialRunInfo(event.run);
+    info.runs.push(run);
+    emit({ event: 'search:progress', payload: { searchId: info.searchId, type: 'trial', run, done: event.done, total: event.total } });
+  }
+
+  /** Keeps the winner's model and test evaluation in the session, as a finished training run does. */
+  private finish(entry: SearchEntry, result: SearchOutcome, datasetName: string): void {
+    const { models, evaluations } = this.wiring;
+    const { outcome, best } = result;
+    const modelId = models.add({ name: `${datasetName} (${entry.info.searchId}, trial ${best.config.trial})`, model: outcome.model });
+    const tested = outcome.testPredictions;
+    const evaluationId = tested && evaluations.keep({
+      modelId,
+      predictions: { classLabels: outcome.model.labels, inputShape: outcome.model.inputShape, ...tested },
+    });
+    this.done(entry, {
+      leaderboard: result.leaderboard.map(trialRunInfo),
+      best: trialRunInfo(best),
+      outcome: trainingDone(`${entry.info.searchId} trial ${best.config.trial}`, outcome, undefined, modelId, evaluationId),
+      cancelled: result.cancelled,
+      seconds: result.seconds,
+    });
+  }
+
+  private done(entry: SearchEntry, ending: Partial<SearchInfo>): void {
+    Object.assign(entry.info, ending, { state: 'finished' });
+    this.wiring.events.emit({ event: 'search:done', payload: entry.info });
+  }
+}
+
+function trialRunInfo(run: TrialRun): SearchTrialRun {
+  const { trial, depth, width, lr, schedule, batchSize, weightDecay, augment } = run.config;
+  return {
+    trial, rung: run.rung, epochs: run.epochs,
+    score: Number.isFinite(run.score) ? run.score : null,
+    validationLoss: Number.isFinite(run.validationLoss) ? run.validationLoss : null,
+    status: run.status, seconds: run.seconds,
+    ...(run.runId ? { savedRunId: run.runId } : {}),
+    settings: { depth, width, lr, schedule, batchSize, weightDecay, augment },
+  };
+}
