@@ -294,4 +294,16 @@ describe('layout and accessibility: every screen at 1024 × 768 and 1280 × 720,
     await eventually(async () => assert.equal(await page().getByRole('table', { name: 'Models of this session' }).locator('tbody > tr').count(), 3));
     await audit(page(), 'models-three');
   });
+
+  step('Search: the settings, the leaderboard, the plot and the trial runs of a small search (last: its winner joins the models)', 120_000, async () => {
+    await goTo(page(), 'Search');
+    await audit(page(), 'search-empty');
+    const settings = section(page(), 'Settings');
+    await settings.getByLabel('Trials').fill('3');
+    await settings.getByLabel('First epochs').fill('1');
+    await settings.getByLabel('Last epochs').fill('1');
+    await page().getByRole('button', { name: 'Start search' }).click();
+    await page().getByRole('status').filter({ hasText: /^Done$/ }).waitFor({ timeout: 100_000 });
+    await audit(page(), 'search', { shotTarget: (p) => section(p, 'Leaderboard') });
+  });
 });

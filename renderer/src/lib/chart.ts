@@ -1,4 +1,4 @@
-// chart.js with only what our charts use (smaller bundle): lines, the scatter plot and the bar chart; the
+// chart.js with only what our charts use (smaller bundle): lines, the scatter plots (linear or log axes) and the bar chart; the
 // theme's colours read from CSS.
 import {
   BarController,
@@ -7,6 +7,7 @@ import {
   Chart,
   Legend,
   LinearScale,
+  LogarithmicScale,
   LineController,
   LineElement,
   PointElement,
@@ -17,7 +18,7 @@ import type { ChartConfiguration, ChartType } from 'chart.js';
 import { untrack } from 'svelte';
 import type { Attachment } from 'svelte/attachments';
 
-Chart.register(LineController, LineElement, PointElement, ScatterController, BarController, BarElement, LinearScale, CategoryScale, Legend, Tooltip);
+Chart.register(LineController, LineElement, PointElement, ScatterController, BarController, BarElement, LinearScale, LogarithmicScale, CategoryScale, Legend, Tooltip);
 
 export { Chart };
 

@@ -1,7 +1,7 @@
 // Small, general ways of reading and driving the UI by role and accessible name, as a user would.
 import type { Locator, Page } from 'playwright-core';
 
-export type ScreenTitle = 'Data' | 'Model' | 'Train' | 'Evaluate' | 'Models';
+export type ScreenTitle = 'Data' | 'Model' | 'Train' | 'Search' | 'Evaluate' | 'Models';
 
 /** The step buttons read "<n> <title> <hint>", e.g. "3 Train Fit the weights"; the hint changes. */
 export function navButton(page: Page, title: ScreenTitle): Locator {

@@ -10,13 +10,14 @@ import { ModelState } from './modelState.svelte';
 import { ModelsState } from './modelsState.svelte';
 import { PredictFileState } from './predictFileState.svelte';
 import { SavedRunsState } from './savedRunsState.svelte';
+import { SearchState } from './searchState.svelte';
 import { TrainState } from './trainState.svelte';
 import { WorkspaceSync } from './workspaceSync.svelte';
 import { ProjectState } from './projectState.svelte';
 
-export type Screen = 'data' | 'model' | 'train' | 'evaluate' | 'models';
+export type Screen = 'data' | 'model' | 'train' | 'search' | 'evaluate' | 'models';
 
-const screens: readonly Screen[] = ['data', 'model', 'train', 'evaluate', 'models'];
+const screens: readonly Screen[] = ['data', 'model', 'train', 'search', 'evaluate', 'models'];
 
 /** The screen this tab showed before a reload (each tab has its own). */
 function savedScreen(): Screen {
@@ -64,6 +65,14 @@ class Studio {
       void this.models.refresh();
     },
   });
+  readonly search: SearchState = new SearchState({
+    datasetId: () => this.data.datasetId,
+    device: () => this.train.settings.device,
+    ended: () => {
+      void this.models.refresh();
+      this.savedRuns.runRecorded();
+    },
+  });
   readonly evaluate: EvaluateState = new EvaluateState({
     models: () => this.models.models,
     datasets: () => this.data.datasets,
@@ -90,6 +99,7 @@ class Studio {
     api.onEvent((event) => {
       if (event.event === 'workspace:changed') return void this.workspace.changed(event.payload);
       if (event.event === 'session:changed') return void this.reloadLists(event.payload.lists);
+      if (event.event === 'search:progress' || event.event === 'search:done') return void this.search.receive(event);
       this.train.receive(event);
       if (event.event === 'training:done') this.savedRuns.runRecorded();
     });
@@ -161,6 +171,7 @@ class Studio {
     if (models.result) this.models.listed(models.result);
     void this.project.refresh();
     await this.workspace.restore();
+    await this.search.attachLatest();
     // a part that failed is said, not left empty without a word
     const failed = [
       ['devices', devices.error],
@@ -179,6 +190,7 @@ export const studio = new Studio();
 export const dataState = studio.data;
 export const modelState = studio.model;
 export const trainState = studio.train;
+export const searchState = studio.search;
 export const evaluateState = studio.evaluate;
 export const modelsState = studio.models;
 export const savedRunsState = studio.savedRuns;
