@@ -7,7 +7,7 @@ import { skipWithoutBrowser } from './support/browser';
 import { flowerCsv, flowerLabelColumn, scratchDir, writeFile } from './support/data';
 import { sequentialSteps } from './support/steps';
 import { openStudio, type Studio } from './support/studio';
-import { goTo, navButton, readTable, section } from './support/ui';
+import { goTo, navButton, readTable, screenHeading, section } from './support/ui';
 import { openCsv } from './flows/data';
 import { readHeadline } from './flows/evaluate';
 
@@ -52,6 +52,14 @@ describe('Search flow: a small search on a CSV, its leaderboard, the best model 
     const runs = await readTable(section(page(), 'Trial runs').getByRole('table'));
     assert.equal(runs.rows.length, 6);
     assert.match(await navButton(page(), 'Search').innerText(), /best 0\.\d{3}/);
+  });
+
+  step('a reload comes back to the Search screen and the finished search', 30_000, async () => {
+    await page().reload();
+    await screenHeading(page(), 'Search').waitFor();
+    await page().getByRole('status').filter({ hasText: /^Done$/ }).waitFor();
+    const leaderboard = await readTable(section(page(), 'Leaderboard').getByRole('table'));
+    assert.equal(leaderboard.rows.length, 4);
   });
 
   step('evaluate the best model in one click', 20_000, async () => {
