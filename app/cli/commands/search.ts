@@ -4,12 +4,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { countLimits } from '../../core/model/countLimits';
+import { counted } from '../../core/files/messages';
 import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
 import { services } from '../../services';
 import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
 import { addDataOptions, countWithin, dataSourceFrom, fraction, threadCount, type DataOptions } from '../options';
 import { formatDuration } from '../progressBar';
 import { formatRegressionReport, formatReport } from '../report';
+import { untilInterrupted } from '../interrupt';
 
 interface SearchCommandOptions extends DataOptions {
   testData?: string;
@@ -80,24 +82,12 @@ async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
     ...(options.testSplit !== undefined ? { testSplit: options.testSplit } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   };
-  const abort = new AbortController();
-  const onInterrupt = () => {
-    if (abort.signal.aborted) process.exit(130);
-    process.stderr.write('\nstopping the search after this trial (Ctrl-C again to quit without saving)...\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onInterrupt);
   const progress = progressLines();
-  let result: SearchOutcome;
-  try {
-    result = await services.search.run(request, {
-      signal: abort.signal,
-      onEvent: (event) => { if (!options.json) process.stderr.write(progress(event)); },
-      ...(options.history ? { history: { store: services.runs.store() } } : {}),
-    });
-  } finally {
-    process.off('SIGINT', onInterrupt);
-  }
+  const result = await untilInterrupted((signal) => services.search.run(request, {
+    signal,
+    onEvent: (event) => { if (!options.json) process.stderr.write(progress(event)); },
+    ...(options.history ? { history: { store: services.runs.store() } } : {}),
+  }), 'the search after this trial');
   await services.models.save(options.out, result.outcome.model);
   process.stdout.write(options.json ? `${JSON.stringify(searchJson(result, options.out))}\n` : `${searchReport(result, options.out)}\n`);
   if (result.cancelled) process.exitCode = 130;
@@ -133,7 +123,7 @@ export function describeTrial(config: TrialConfig, kind: DataKind): string {
 
 function searchReport(result: SearchOutcome, out: string): string {
   const measure = result.outcome.plan.task === 'regression' ? 'val R2' : 'val acc';
-  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${result.runs.length} trial runs`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
+  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${counted(result.runs.length, 'trial run')}`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
   lines.push(`  rank  trial  epochs  ${measure.padEnd(7)} settings`);
   for (const [index, run] of result.leaderboard.slice(0, 10).entries()) {
     lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${String(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);

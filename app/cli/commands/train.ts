@@ -19,6 +19,7 @@ import { defaultImputation, imputationStrategies, type ImputationSetting, type I
 import { parseEarlyStop, parseLrSchedule } from '../trainControl';
 import { emaSchema, parseAugmentation, type Augmentation } from '../../core/model/trainingControl';
 import { parseGpuChoice, type GpuChoice } from '../../core/model/gpuChoice';
+import { untilInterrupted } from '../interrupt';
 
 interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   testData?: string;
@@ -234,7 +235,7 @@ async function runTrain(options: TrainCommandOptions): Promise<void> {
   const reporter = progressReporter(options);
   // A continued run (--resume) is recorded with the request rebuilt from its checkpoint.
   const history = options.history ? { history: { store: services.runs.store() } } : {};
-  const outcome = await untilInterrupted((signal) => services.training.train(request, { onEvent: (event) => reporter.onEvent(event), signal, ...history }))
+  const outcome = await untilInterrupted((signal) => services.training.train(request, { onEvent: (event) => reporter.onEvent(event), signal, ...history }), 'after this step')
     .finally(() => reporter.done());
 
   await services.models.save(options.out, outcome.model);
@@ -253,22 +254,6 @@ function checkFlags(options: TrainCommandOptions): void {
   if (options.resume !== undefined) {
     const given = fixedByCheckpoint.filter(([key]) => options[key] !== undefined).map(([, flag]) => flag);
     if (given.length > 0) throw new Error(`--resume continues the checkpoint's run as it was: leave out ${given.join(', ')}`);
-  }
-}
-
-/** First Ctrl-C stops training and still saves the weights so far; a second one quits at once. */
-async function untilInterrupted<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const abort = new AbortController();
-  const onInterrupt = () => {
-    if (abort.signal.aborted) process.exit(130);
-    process.stderr.write('\nstopping after this step (Ctrl-C again to quit without saving)...\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onInterrupt);
-  try {
-    return await run(abort.signal);
-  } finally {
-    process.off('SIGINT', onInterrupt);
   }
 }
 
