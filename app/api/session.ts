@@ -87,7 +87,7 @@ export function createApi(options: ApiOptions = {}): Api {
   const runStore = options.runHistory || defaultRunStore;
   const history = options.runHistory === false ? undefined : runStore;
   const runs: RunRegistry = new RunRegistry({ ids, folder, events, datasets, models, evaluations, history, busy: () => searches.running() });
-  const searches: SearchRegistry = new SearchRegistry({ ids, events, datasets, models, evaluations, history, busy: () => runs.running() });
+  const searches: SearchRegistry = new SearchRegistry({ ids, folder, events, datasets, models, evaluations, history, busy: () => runs.running() });
   const savedRuns = new SavedRunRegistry(runStore, models);
   const workspace = new WorkspaceRegistry(events);
   const projects = new ProjectRegistry({ datasets, models, runs, savedRuns, workspace, logger, keepLastSession: options.keepLastSession ?? false });
@@ -135,7 +135,7 @@ export function createApi(options: ApiOptions = {}): Api {
     });
     const timeoutMs = options.closeTimeoutMs ?? defaultCloseTimeoutMs;
     if (await settlesWithin(stopped, timeoutMs)) return removed;
-    logger.warn(`closing the session: ${runs.unfinished().join(', ')} still stopping after ${timeoutMs} ms; ` +
+    logger.warn(`closing the session: ${[...runs.unfinished(), ...searches.unfinished()].join(', ')} still stopping after ${timeoutMs} ms; ` +
       `the session's files in ${folder.path} are removed when they end`);
   }
 

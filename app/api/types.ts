@@ -147,6 +147,8 @@ export interface SearchTrialRun {
 
 export interface SearchPlan {
   kind: 'table' | 'image';
+  /** Regression trials score R²; classification ones accuracy. */
+  task: 'classification' | 'regression';
   rungs: { epochs: number; trials: number }[];
   /** The data as described to the user, and its examples before the splits. */
   data: string;
@@ -171,7 +173,7 @@ export interface SearchInfo {
   best?: SearchTrialRun;
   /** The winner as a finished run: its model, test metrics and evaluation, as training:done gives them. */
   outcome?: TrainingDone;
-  /** Cancelled before every planned trial ran (the best so far is the outcome). */
+  /** Stopped before every planned trial ran: the best so far is the outcome (none when no trial had ended). */
   cancelled?: boolean;
   /** Why the search failed. */
   error?: string;

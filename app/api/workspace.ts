@@ -88,7 +88,7 @@ export const workspaceSchema = z.strictObject({
   /** The run the Train screen shows (running or finished). */
   watchedRunId: id.optional(),
   /** The evaluation the Evaluate screen shows: an evaluation:evaluate answer or a run's test set. */
-  shownEvaluation: z.union([z.strictObject({ evaluationId: id, title: name }), z.strictObject({ runId: id })]).optional(),
+  shownEvaluation: z.union([z.strictObject({ evaluationId: id, title: name }), z.strictObject({ runId: id }), z.strictObject({ searchId: id })]).optional(),
 });
 
 export type Workspace = z.infer<typeof workspaceSchema>;

@@ -36,6 +36,14 @@ export interface SearchRequest {
   threads?: number;
 }
 
+/** A search stopped before its first trial ended: there is no best to keep. */
+export class SearchCancelledError extends Error {
+  constructor() {
+    super('the search was stopped before its first trial ended');
+    this.name = 'SearchCancelledError';
+  }
+}
+
 /** One trial trained at one rung. */
 export interface TrialRun {
   config: TrialConfig;
@@ -51,12 +59,15 @@ export interface TrialRun {
 }
 
 export type SearchEvent =
-  | { type: 'plan'; kind: DataKind; space: SearchSpace; rungs: Rung[]; data: string; examples: number }
+  | { type: 'plan'; kind: DataKind; task: 'classification' | 'regression'; space: SearchSpace; rungs: Rung[]; data: string; examples: number }
   | { type: 'trial'; run: TrialRun; done: number; total: number };
 
 export interface SearchHooks {
   onEvent?: (event: SearchEvent) => void;
+  /** Ends the search after the trial that is training (Ctrl-C, Stop). */
   signal?: AbortSignal;
+  /** Ends it now: the trial training is cancelled and left out (a session closing). */
+  stopNow?: AbortSignal;
   history?: { store: RunStore; naming?: RunNaming };
 }
 
@@ -103,7 +114,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
-  hooks.onEvent?.({ type: 'plan', kind, space, rungs, data: describeDataSource(request.data), examples: data.count });
+  hooks.onEvent?.({ type: 'plan', kind, task: data.task ?? 'classification', space, rungs, data: describeDataSource(request.data), examples: data.count });
 
   const runs: TrialRun[] = [];
   // only the best run's outcome is kept (each holds its copies of the data until its test)
@@ -114,10 +125,11 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
     const rungRuns: TrialRun[] = [];
     for (const config of standing) {
       // Ctrl-C or a face's cancel: the search ends after the trial that is training
-      if (hooks.signal?.aborted) break;
+      if (hooks.signal?.aborted || hooks.stopNow?.aborted) break;
       const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
-        deferTest: true, reader, ...(hooks.history ? { history: hooks.history } : {}),
+        deferTest: true, reader, ...(hooks.stopNow ? { signal: hooks.stopNow } : {}), ...(hooks.history ? { history: hooks.history } : {}),
       });
+      if (outcome.status === 'cancelled') break;  // stopped now: a trial cut short ranks with none
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
       if (!leader || compareRuns(run, leader.run) < 0) leader = { run, outcome };
       rungRuns.push(run);
@@ -125,11 +137,11 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
       hooks.onEvent?.({ type: 'trial', run, done: runs.length, total });
     }
     const next = rungs[rungIndex + 1];
-    if (!next || hooks.signal?.aborted) break;
+    if (!next || hooks.signal?.aborted || hooks.stopNow?.aborted) break;
     standing = promote(rungRuns.map(asStanding), next.trials).map((s) => s.run.config);
   }
-  const cancelled = hooks.signal?.aborted === true && runs.length < total;
-  if (!leader) throw new Error('the search was cancelled before its first trial');
+  const cancelled = (hooks.signal?.aborted === true || hooks.stopNow?.aborted === true) && runs.length < total;
+  if (!leader) throw new SearchCancelledError();
   const leaderboard = leaderboardOf(runs);
   await leader.outcome.runTest?.();
   return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, seconds: (performance.now() - started) / 1000 };

@@ -67,5 +67,9 @@ describe('Search flow: a small search on a CSV, its leaderboard, the best model 
     const headline = await readHeadline(page());
     assert.match(headline.title, /search-1, trial \d/);
     assert.ok(headline.accuracy > 0.3, `test accuracy ${headline.accuracy}`);
+    // a reload shows the same evaluation (the workspace names the search)
+    await page().reload();
+    await screenHeading(page(), 'Evaluate').waitFor();
+    assert.deepEqual(await readHeadline(page()), headline);
   });
 });

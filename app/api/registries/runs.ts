@@ -87,6 +87,7 @@ export class RunRegistry {
     this.refuseWhileAnotherRuns();
     const runId = ids.next('run');
     const checkpointPath = await folder.checkpointFile(runId);
+    this.refuseWhileAnotherRuns();  // again: a run or search may have started while the folder was made
     const request = trainRequestOf(payload, data, testData, checkpointPath);
     this.launch({ runId, datasetId: payload.datasetId, datasetName: data.info.name, checkpointPath, naming: namingOf(data, testData) }, request);
     return { runId };
@@ -104,6 +105,7 @@ export class RunRegistry {
     this.refuseWhileAnotherRuns();
     const runId = this.wiring.ids.next('run');
     const checkpointPath = await this.wiring.folder.checkpointFile(runId);
+    this.refuseWhileAnotherRuns();  // again, as in start
     const epochs = payload.moreEpochs !== undefined ? info.checkpointEpoch + payload.moreEpochs : payload.epochs;
     const request: ResumeRequest = { resumeFrom: previous.checkpointPath, epochs, device: payload.device, checkpointPath };
     // The run history records it like the first run (the same data, named the same way).

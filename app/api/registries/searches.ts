@@ -3,7 +3,7 @@
 // evaluation (as a finished training run keeps its own) and sends search:done. One search or training at a
 // time: a second would share the device with the first.
 import { services } from '../../services';
-import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
+import { SearchCancelledError, type SearchEvent, type SearchOutcome, type SearchRequest, type TrialRun } from '../../services/search';
 import { errorValue } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
 import type { SearchInfo, SearchTrialRun } from '../types';
@@ -12,18 +12,23 @@ import type { EvaluationRegistry } from './evaluations';
 import type { SessionEvents } from './events';
 import type { IdSequence } from './ids';
 import type { ModelRegistry } from './models';
+import type { SessionFolder } from './sessionFolder';
 import { trainingDone } from './runs';
 import type { RunStore } from '../../services/runs';
 
 interface SearchEntry {
   info: SearchInfo;
+  /** Stop: after the trial that is training. */
   abort: AbortController;
+  /** The session closing: now. */
+  stopNow: AbortController;
   /** Settles (never rejects) once search:done was sent. */
   finished: Promise<void>;
 }
 
 export interface SearchRegistryWiring {
   ids: IdSequence;
+  folder: SessionFolder;
   events: SessionEvents;
   datasets: DatasetRegistry;
   models: ModelRegistry;
@@ -58,14 +63,20 @@ export class SearchRegistry {
       trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space,
       seed: payload.seed, valSplit: payload.valSplit, testSplit: payload.testSplit, device: payload.device,
     };
-    const entry: SearchEntry = { info: { searchId, datasetId: payload.datasetId, state: 'starting', runs: [] }, abort: new AbortController(), finished: Promise.resolve() };
+    const entry: SearchEntry = {
+      info: { searchId, datasetId: payload.datasetId, state: 'starting', runs: [] },
+      abort: new AbortController(), stopNow: new AbortController(), finished: Promise.resolve(),
+    };
     this.records.set(searchId, entry);
     const { history } = this.wiring;
     const naming = data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {};
     entry.finished = services.search
-      .run(request, { signal: entry.abort.signal, onEvent: (event) => this.progress(entry, event), ...(history ? { history: { store: history, naming } } : {}) })
+      .run(request, {
+        signal: entry.abort.signal, stopNow: entry.stopNow.signal,
+        onEvent: (event) => this.progress(entry, event), ...(history ? { history: { store: history, naming } } : {}),
+      })
       .then((outcome) => this.finish(entry, outcome, data.info.name))
-      .catch((error: unknown) => this.done(entry, { error: errorValue(error).message }));
+      .catch((error: unknown) => this.done(entry, error instanceof SearchCancelledError ? { cancelled: true } : { error: this.wiring.folder.showNames(errorValue(error).message) }));
     return { searchId };
   }
 
@@ -98,9 +109,14 @@ export class SearchRegistry {
     return [...this.records.values()].some((entry) => entry.info.state !== 'finished' && entry.info.datasetId === datasetId);
   }
 
-  /** Every search cancelled; settles when each has ended (its running trial finishes first). */
+  /** The searches not finished yet. */
+  unfinished(): string[] {
+    return [...this.records.values()].filter((entry) => entry.info.state !== 'finished').map((entry) => entry.info.searchId);
+  }
+
+  /** Every search stopped now (its training trial cancelled); settles when each has ended. */
   stopAll(): Promise<void> {
-    for (const entry of this.records.values()) entry.abort.abort();
+    for (const entry of this.records.values()) entry.stopNow.abort();
     return Promise.all([...this.records.values()].map((entry) => entry.finished)).then(() => undefined);
   }
 
@@ -109,7 +125,7 @@ export class SearchRegistry {
     const emit = (payload: Parameters<SessionEvents['emit']>[0]) => this.wiring.events.emit(payload);
     if (event.type === 'plan') {
       const total = event.rungs.reduce((sum, rung) => sum + rung.trials, 0);
-      info.plan = { kind: event.kind, rungs: event.rungs, data: event.data, examples: event.examples, total };
+      info.plan = { kind: event.kind, task: event.task, rungs: event.rungs, data: this.wiring.folder.showNames(event.data), examples: event.examples, total };
       if (info.state === 'starting') info.state = 'running';
       return emit({ event: 'search:progress', payload: { searchId: info.searchId, type: 'plan', plan: info.plan } });
     }
@@ -122,16 +138,18 @@ export class SearchRegistry {
   private finish(entry: SearchEntry, result: SearchOutcome, datasetName: string): void {
     const { models, evaluations } = this.wiring;
     const { outcome, best } = result;
-    const modelId = models.add({ name: `${datasetName} (${entry.info.searchId}, trial ${best.config.trial})`, model: outcome.model });
+    // the winner's run in the run history: a saved project or the last session keeps the model through it
+    const modelId = models.add({ name: `${datasetName} (${entry.info.searchId}, trial ${best.config.trial})`, model: outcome.model, ...(best.runId ? { savedRunId: best.runId } : {}) });
     const tested = outcome.testPredictions;
     const evaluationId = tested && evaluations.keep({
       modelId,
       predictions: { classLabels: outcome.model.labels, inputShape: outcome.model.inputShape, ...tested },
     });
+    const done = trainingDone(`${entry.info.searchId} trial ${best.config.trial}`, outcome, undefined, modelId, evaluationId);
     this.done(entry, {
       leaderboard: result.leaderboard.map(trialRunInfo),
       best: trialRunInfo(best),
-      outcome: trainingDone(`${entry.info.searchId} trial ${best.config.trial}`, outcome, undefined, modelId, evaluationId),
+      outcome: { ...done, message: this.wiring.folder.showNames(done.message) },
       cancelled: result.cancelled,
       seconds: result.seconds,
     });

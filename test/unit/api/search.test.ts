@@ -61,10 +61,12 @@ test('a search: progress per trial run, then the leaderboard and the winner kept
   // a confusion cell's examples come from the kept evaluation, as for a training run's test set
   const examples = resultOf(await api.dispatch('evaluation:examples', { evaluationId: outcome.evaluationId!, actual: 0, predicted: 0 })) as { total: number };
   assert.equal(examples.total, outcome.test.report.confusion[0][0]);
-  // status and list answer the same; JSON-safe (no Infinity)
-  assert.deepEqual(resultOf(await api.dispatch('search:status', { searchId })), info);
-  assert.equal((resultOf(await api.dispatch('search:list', {})) as SearchInfo[]).length, 1);
-  assert.doesNotThrow(() => JSON.parse(JSON.stringify(info)));
+  // status and list answer what search:done said (a copy made before any later change)
+  const said = structuredClone(info);
+  assert.deepEqual(resultOf(await api.dispatch('search:status', { searchId })), said);
+  assert.deepEqual((resultOf(await api.dispatch('search:list', {})) as SearchInfo[]).map((each) => each.searchId), [searchId]);
+  assert.equal(info.plan?.task, 'classification');
+  assert.ok(info.runs.every((run) => run.score === null || (Number.isFinite(run.score) && run.score >= 0 && run.score <= 1)), 'scores are accuracies or null');
   // every trial run is in the run history
   const runs = resultOf(await api.dispatch('runs:list', {})) as { runs: unknown[] };
   assert.equal(runs.runs.length, 6);
@@ -96,4 +98,44 @@ test('bad search requests are refused with the field named', async () => {
   assert.match(badSpace.error?.message ?? '', /space/);
   const noSearch = await api.dispatch('search:status', { searchId: 'search-99' });
   assert.match(noSearch.error?.message ?? '', /no search with id "search-99"/);
+});
+
+test('stopped while reading the data: finished, cancelled, no error, no winner', async () => {
+  const iris = resultOf(await api.dispatch('datasets:open', { source: { kind: 'path', path: irisCsv } })) as DatasetInfo;
+  const events: ApiEvent[] = [];
+  let searchId: string | undefined;
+  const done = searchDone(() => searchId, events);
+  searchId = (resultOf(await api.dispatch('search:start', { datasetId: iris.id, trials: 2, device: 'cpu' })) as { searchId: string }).searchId;
+  resultOf(await api.dispatch('search:cancel', { searchId }));
+  const info = await within(done, 60_000, 'search:done');
+  assert.equal(info.cancelled, true);
+  assert.equal(info.error, undefined);
+  assert.equal(info.outcome, undefined);
+});
+
+test('a session closing stops a search at once, its training trial cancelled', async () => {
+  const own = createApi({ uploadDir: path.join(scratch, 'uploads-close'), runHistory: false });
+  const iris = resultOf(await own.dispatch('datasets:open', { source: { kind: 'path', path: irisCsv } })) as DatasetInfo;
+  const firstTrial = new Promise<number>((resolve) => own.subscribe((event) => {
+    if (event.event === 'search:progress' && event.payload.type === 'trial') resolve(event.payload.run.seconds);
+  }));
+  // long trials: 400 epochs each, batch 1
+  resultOf(await own.dispatch('search:start', { datasetId: iris.id, trials: 3, minEpochs: 400, maxEpochs: 400, device: 'cpu', space: { batchSizes: [1] } }));
+  const trialSeconds = await within(firstTrial, 120_000, 'the first trial');
+  const started = performance.now();
+  await own.close();
+  const closedSeconds = (performance.now() - started) / 1000;
+  assert.ok(closedSeconds < trialSeconds / 2, `closed in ${closedSeconds.toFixed(2)} s, a trial takes ${trialSeconds.toFixed(2)} s: not after the running trial`);
+});
+
+test('a regression search says so in its plan, and scores R²', async () => {
+  const csv = path.join(scratch, 'line.csv');
+  fs.writeFileSync(csv, ['x,y', ...Array.from({ length: 120 }, (_, i) => `${i / 10},${(i / 10) * 2 + 1}`)].join('\n') + '\n');
+  const line = resultOf(await api.dispatch('datasets:open', { source: { kind: 'path', path: csv } })) as DatasetInfo;
+  let searchId: string | undefined;
+  const done = searchDone(() => searchId, []);
+  searchId = (resultOf(await api.dispatch('search:start', { datasetId: line.id, trials: 2, minEpochs: 2, maxEpochs: 2, device: 'cpu' })) as { searchId: string }).searchId;
+  const info = await within(done, 60_000, 'search:done');
+  assert.equal(info.plan?.task, 'regression');
+  assert.ok(info.outcome?.test?.regression, 'the winner\'s test is a regression report');
 });

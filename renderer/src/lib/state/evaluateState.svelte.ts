@@ -1,7 +1,7 @@
 // The Evaluate screen: the evaluation shown (a finished run's test set, or a model evaluated on a dataset),
 // the confusion cell whose examples are open, the worst prediction whose row is open (regression), and the
 // model the digit canvas tries.
-import type { ApiError, DatasetInfo, EvaluationResult, ClassificationReport, ModelInfo, RegressionReport, RegressionResult, RunInfo, TrainingDone, Workspace } from '../../../../app/api/types';
+import type { ApiError, ClassificationReport, DatasetInfo, EvaluationResult, ModelInfo, RegressionReport, RegressionResult, RunInfo, SearchInfo, TrainingDone, Workspace } from '../../../../app/api/types';
 import { api } from '../api';
 import { CellBrowser } from './cellBrowser.svelte';
 import type { Device } from './trainingDrafts';
@@ -78,6 +78,11 @@ export class EvaluateState {
       if (done) this.showTestResult(origin.runId, done);
       return;
     }
+    if ('searchId' in origin) {
+      const search = await api.invoke('search:status', { searchId: origin.searchId });
+      if (search.result) this.showSearchWinner(search.result);
+      return;
+    }
     const answer = await api.invoke('evaluation:get', { evaluationId: origin.evaluationId });
     if (answer.result) this.show({ ...describeEvaluation(answer.result, this.deps.models(), this.deps.datasets()), title: origin.title });
   }
@@ -90,6 +95,14 @@ export class EvaluateState {
     const count = test.regression ? test.regression.count : sum(test.report.perClass.map((row) => row.support));
     const regression = test.regression ? { regression: test.regression, ...(test.details ? { regressionDetails: test.details } : {}) } : {};
     this.show({ title: `Test set of ${runId}`, origin: { runId }, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
+  }
+
+  /** A finished search's winner: its test set, evaluated by the server as the search ended. */
+  showSearchWinner(search: SearchInfo): void {
+    const done = search.outcome;
+    if (!done?.test || !search.best) return;
+    this.showTestResult(`${search.searchId}, trial ${search.best.trial}`, done);
+    if (this.evaluation) this.evaluation = { ...this.evaluation, origin: { searchId: search.searchId } };
   }
 
   /** Shows the feature values of one of the worst predictions (undefined: closes them). */

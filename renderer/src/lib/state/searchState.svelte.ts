@@ -16,7 +16,7 @@ export interface SearchDraft {
 export interface SearchDeps {
   datasetId(): string | undefined;
   device(): PayloadOf<'search:start'>['device'];
-  /** The search ended with a winner (its model is in the session). */
+  /** A search ended (its trials are saved runs; with a winner, its model is in the session). */
   ended(info: SearchInfo): void;
 }
 
@@ -75,9 +75,9 @@ export class SearchState {
     const searchEvent = event as SearchEvent;
     const shown = this.search;
     if (searchEvent.event === 'search:done') {
-      if (shown && shown.searchId !== searchEvent.payload.searchId) return;
-      this.search = searchEvent.payload;
-      if (searchEvent.payload.outcome) this.deps.ended(searchEvent.payload);
+      // any search's end (another tab's too) adds a model and saved runs to the lists
+      this.deps.ended(searchEvent.payload);
+      if (!shown || shown.searchId === searchEvent.payload.searchId || shown.state === 'finished') this.search = searchEvent.payload;
       return;
     }
     const progress = searchEvent.payload;
