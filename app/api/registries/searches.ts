@@ -7,14 +7,8 @@ import { SearchCancelledError, type SearchEvent, type SearchOutcome, type Search
 import { errorValue } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
 import type { SearchInfo, SearchTrialRun } from '../types';
-import type { DatasetRegistry } from './datasets';
-import type { EvaluationRegistry } from './evaluations';
 import type { SessionEvents } from './events';
-import type { IdSequence } from './ids';
-import type { ModelRegistry } from './models';
-import type { SessionFolder } from './sessionFolder';
-import { trainingDone } from './runs';
-import type { RunStore } from '../../services/runs';
+import { trainingDone, type RunRegistryWiring } from './runs';
 
 interface SearchEntry {
   info: SearchInfo;
@@ -26,17 +20,8 @@ interface SearchEntry {
   finished: Promise<void>;
 }
 
-export interface SearchRegistryWiring {
-  ids: IdSequence;
-  folder: SessionFolder;
-  events: SessionEvents;
-  datasets: DatasetRegistry;
-  models: ModelRegistry;
-  evaluations: EvaluationRegistry;
-  history: RunStore | undefined;
-  /** Why nothing else may train now (a training run going), or undefined. */
-  busy: () => string | undefined;
-}
+/** A training run's wiring (the same registries and run history), with `busy` required: the training runs. */
+export type SearchRegistryWiring = RunRegistryWiring & { busy: () => string | undefined };
 
 export class SearchRegistry {
   private readonly records = new Map<string, SearchEntry>();
