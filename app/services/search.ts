@@ -147,16 +147,20 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, seconds: (performance.now() - started) / 1000 };
 }
 
-/** The files read once for every trial (runs treat datasets as immutable: splits and normalisation copy). */
+/**
+ * The files read, split and normalised once for every trial (runs treat datasets as immutable: what they change
+ * they copy). Only the search's own results live here, so the cache goes with the search.
+ */
 function cachingReader(): DataReader {
-  const read = new Map<string, Promise<Dataset>>();
-  const once = (key: string, load: () => Promise<Dataset>) => {
-    if (!read.has(key)) read.set(key, load());
-    return read.get(key)!;
+  const kept = new Map<string, Promise<unknown>>();
+  const once = <T>(key: string, compute: () => Promise<T>): Promise<T> => {
+    if (!kept.has(key)) kept.set(key, compute());
+    return kept.get(key) as Promise<T>;
   };
   return {
-    load: (source) => once(JSON.stringify(source), () => fileReader.load(source)),
-    loadFor: (source, known) => once(JSON.stringify([source, known]), () => fileReader.loadFor(source, known)),
+    load: (source) => once(JSON.stringify(['read', source]), () => fileReader.load(source)),
+    loadFor: (source, known) => once(JSON.stringify(['read for', source, known]), () => fileReader.loadFor(source, known)),
+    memo: once,
   };
 }
 

@@ -135,6 +135,15 @@ interface LoadedData {
 export interface DataReader {
   load(source: DataSource): Promise<Dataset>;
   loadFor(source: DataSource, known: KnownData): Promise<Dataset>;
+  /**
+   * A search's trials share their splits and normalised sets: the same key (the data, the shares, the seed, the
+   * normalisation) gives the same result, computed once (datasets are never changed in place).
+   */
+  memo?<T>(key: string, compute: () => Promise<T>): Promise<T>;
+}
+
+function memoized<T>(reader: DataReader, key: unknown, compute: () => Promise<T>): Promise<T> {
+  return reader.memo ? reader.memo(JSON.stringify(key), compute) : compute();
 }
 
 export const fileReader: DataReader = { load: loadDataSource, loadFor: (source, known) => loadDataSourceFor(source, known) };
@@ -330,7 +339,9 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   const testSplit = given.testSplit ?? defaultTestSplit;
   if (given.valSplit !== undefined) checkFraction('--val-split', given.valSplit);
   checkFraction('--test-split', testSplit);
-  const data = await loadSplitData(given, given.valSplit, testSplit, seed, resumption?.checkpoint.model.preprocessing.imputation, reader);
+  const fitted = resumption?.checkpoint.model.preprocessing.imputation;
+  const splitKey = { split: [given.data, given.testData ?? null, given.valSplit ?? null, testSplit, seed, given.imputation ?? null, fitted ?? null] };
+  const data = await memoized(reader, splitKey, () => loadSplitData(given, given.valSplit, testSplit, seed, fitted, reader));
   const { valSplit } = data;
   const { spec, epochs, batchSize, request } = runSettings(given, data, seed, resumption);
   checkCount(epochs, '--epochs', countLimits.epochs);
@@ -339,11 +350,11 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   const normalize = request.normalize ?? (data.all.featureShape.length === 3 ? 'none' : 'zscore');
   // a continued run takes the checkpoint's statistics (the same numbers, fitted on the same split)
   const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitPreprocessing(normalize, data.train, data.imputation);
-  const sets = {
+  const sets = await memoized(reader, { sets: splitKey, preprocessing }, async () => ({
     train: engineSet(preprocessing, data.train),
     validation: data.validation && engineSet(preprocessing, data.validation),
     test: data.test && engineSet(preprocessing, data.test),
-  };
+  }));
   const device = engine.resolveDevice(request.device ?? 'auto');
   const plan: TrainPlan = {
     spec, device, epochs, batchSize,

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { RunStore } from '../../../app/services/runs';
+import { trainModel } from '../../../app/services/training';
 import { defaultEpochs, runSearch, trialRequest, type SearchEvent, type SearchRequest } from '../../../app/services/search';
 
 const repoRoot = path.resolve(__dirname, '../../../..');
@@ -100,4 +101,11 @@ test('a small regression table still validates every trial (train would take no 
   const result = await runSearch({ data: { kind: 'csv', path: path.join(dir, 'small.csv') }, trials: 3, maxEpochs: 2, device: 'cpu', threads: 1 });
   assert.ok(result.runs.every((run) => Number.isFinite(run.score)), `R² scores: ${result.runs.map((run) => run.score)}`);
   assert.ok(result.outcome.test?.regression, 'the winner\'s test is a regression report');
+});
+
+test('the trials\' shared splits and sets give the bits of a trial trained on its own', async () => {
+  const result = await runSearch({ ...request, trials: 3, maxEpochs: 2, minEpochs: 2 });
+  const alone = await trainModel(trialRequest({ ...request, valSplit: 0.1 }, result.best.config, 'table', 3, result.best.epochs, 3));
+  assert.deepEqual(alone.model.parameters, result.outcome.model.parameters);
+  assert.deepEqual(alone.plan.validationCount, result.outcome.plan.validationCount);
 });
