@@ -239,6 +239,8 @@ export const payloadSchemas = {
     minEpochs: countSchema(countLimits.epochs).optional(),
     maxEpochs: countSchema(countLimits.epochs).optional(),
     eta: z.number().int().min(2).max(100).optional(),
+    /** Seconds the search may take (no trial starts after them; a week at most). */
+    budgetSeconds: z.number().positive().max(7 * 24 * 3600).optional(),
     space: searchSpaceSchema.partial().optional(),
     seed: countSchema(countLimits.seed).optional(),
     valSplit: fraction.optional(),

@@ -175,6 +175,8 @@ export interface SearchInfo {
   outcome?: TrainingDone;
   /** Stopped before every planned trial ran: the best so far is the outcome (none when no trial had ended). */
   cancelled?: boolean;
+  /** Its time budget ended it before every planned trial ran. */
+  outOfTime?: boolean;
   /** Why the search failed. */
   error?: string;
   seconds?: number;

@@ -26,6 +26,8 @@ export interface SearchRequest {
   maxEpochs?: number;
   /** Each rung keeps the best 1/eta (default 3). */
   eta?: number;
+  /** Seconds the search may take: no trial starts after them (the one training finishes), the best so far wins. */
+  budgetSeconds?: number;
   /** Replaces parts of the data kind's default space. */
   space?: Partial<SearchSpace>;
   /** Draws, splits and every trial's weights (default 0). */
@@ -85,6 +87,8 @@ export interface SearchOutcome {
   outcome: TrainOutcome;
   /** Cancelled before every planned trial ran: the best so far. */
   cancelled: boolean;
+  /** The time budget ended the search before every planned trial ran. */
+  outOfTime: boolean;
   seconds: number;
 }
 
@@ -121,11 +125,17 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   let leader: { run: TrialRun; outcome: TrainOutcome } | undefined;
   const total = rungs.reduce((sum, rung) => sum + rung.trials, 0);
   let standing = configs;
+  const overBudget = () => request.budgetSeconds !== undefined && (performance.now() - started) / 1000 >= request.budgetSeconds;
+  let outOfTime = false;
   for (const [rungIndex, rung] of rungs.entries()) {
     const rungRuns: TrialRun[] = [];
     for (const config of standing) {
       // Ctrl-C or a face's cancel: the search ends after the trial that is training
       if (hooks.signal?.aborted || hooks.stopNow?.aborted) break;
+      if (runs.length > 0 && overBudget()) {  // the first trial always trains: there is a best to keep
+        outOfTime = true;
+        break;
+      }
       const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
         deferTest: true, reader, ...(hooks.stopNow ? { signal: hooks.stopNow } : {}), ...(hooks.history ? { history: hooks.history } : {}),
       });
@@ -137,14 +147,14 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
       hooks.onEvent?.({ type: 'trial', run, done: runs.length, total });
     }
     const next = rungs[rungIndex + 1];
-    if (!next || hooks.signal?.aborted || hooks.stopNow?.aborted) break;
+    if (!next || outOfTime || hooks.signal?.aborted || hooks.stopNow?.aborted) break;
     standing = promote(rungRuns.map(asStanding), next.trials).map((s) => s.run.config);
   }
   const cancelled = (hooks.signal?.aborted === true || hooks.stopNow?.aborted === true) && runs.length < total;
   if (!leader) throw new SearchCancelledError();
   const leaderboard = leaderboardOf(runs);
   await leader.outcome.runTest?.();
-  return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, seconds: (performance.now() - started) / 1000 };
+  return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, outOfTime, seconds: (performance.now() - started) / 1000 };
 }
 
 /**

@@ -45,7 +45,7 @@ export class SearchRegistry {
     const request: SearchRequest = {
       data: data.source,
       ...(testData ? { testData: testData.source } : {}),
-      trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space,
+      trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space, budgetSeconds: payload.budgetSeconds,
       seed: payload.seed, valSplit: payload.valSplit, testSplit: payload.testSplit, device: payload.device,
     };
     const entry: SearchEntry = {
@@ -136,6 +136,7 @@ export class SearchRegistry {
       best: trialRunInfo(best),
       outcome: { ...done, message: this.wiring.folder.showNames(done.message) },
       cancelled: result.cancelled,
+      ...(result.outOfTime ? { outOfTime: true } : {}),
       seconds: result.seconds,
     });
   }

@@ -8,7 +8,7 @@ import { counted } from '../../core/files/messages';
 import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
 import { services } from '../../services';
 import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
-import { addDataOptions, countWithin, dataSourceFrom, fraction, threadCount, type DataOptions } from '../options';
+import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatDuration } from '../progressBar';
 import { formatRegressionReport, formatReport } from '../report';
 import { untilInterrupted } from '../interrupt';
@@ -19,6 +19,7 @@ interface SearchCommandOptions extends DataOptions {
   minEpochs?: number;
   maxEpochs?: number;
   eta: number;
+  budget?: number;
   space?: Partial<SearchSpace>;
   seed: number;
   valSplit?: number;
@@ -39,6 +40,7 @@ export function searchCommand(): Command {
     .option('--min-epochs <n>', 'epochs of the first rung (default: a ninth of --max-epochs)', countWithin('--min-epochs', countLimits.epochs))
     .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for 60 000 examples, more for fewer, up to 180)', countWithin('--max-epochs', countLimits.epochs))
     .option('--eta <n>', 'each rung keeps the best 1/eta and trains eta times longer', countWithin('--eta', { min: 2, max: 100 }), 3)
+    .option('--budget <seconds>', 'stop starting trials after this many seconds (the best so far wins)', positiveNumber('--budget'))
     .option('--space <json>', 'parts of the search space as JSON, e.g. \'{"depth":[1,2],"lr":[0.001,0.01]}\' (docs/SEARCH.md)', parseSpace)
     .option('--seed <n>', 'seed for the draws, splits, weights and data order', countWithin('--seed', countLimits.seed), 0)
     .option('--val-split <f>', 'fraction of the training data the search selects on (default 0.1)', fraction('--val-split'))
@@ -74,6 +76,7 @@ async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
   const request: SearchRequest = {
     data, ...(testData ? { testData } : {}),
     trials: options.trials, eta: options.eta,
+    ...(options.budget !== undefined ? { budgetSeconds: options.budget } : {}),
     ...(options.minEpochs !== undefined ? { minEpochs: options.minEpochs } : {}),
     ...(options.maxEpochs !== undefined ? { maxEpochs: options.maxEpochs } : {}),
     ...(options.space ? { space: options.space } : {}),
@@ -123,7 +126,8 @@ export function describeTrial(config: TrialConfig, kind: DataKind): string {
 
 function searchReport(result: SearchOutcome, out: string): string {
   const measure = result.outcome.plan.task === 'regression' ? 'val R2' : 'val acc';
-  const lines = [`${result.cancelled ? 'search stopped early' : 'search done'} in ${durationText(result.seconds)}: ${counted(result.runs.length, 'trial run')}`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
+  const ending = result.outOfTime ? 'search stopped by its time budget' : result.cancelled ? 'search stopped early' : 'search done';
+  const lines = [`${ending} in ${durationText(result.seconds)}: ${counted(result.runs.length, 'trial run')}`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
   lines.push(`  rank  trial  epochs  ${measure.padEnd(7)} settings`);
   for (const [index, run] of result.leaderboard.slice(0, 10).entries()) {
     lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${String(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);
@@ -147,6 +151,7 @@ function searchJson(result: SearchOutcome, out: string) {
   const test = result.outcome.test;
   return {
     cancelled: result.cancelled,
+    outOfTime: result.outOfTime,
     seconds: result.seconds,
     kind: result.kind,
     space: result.space,

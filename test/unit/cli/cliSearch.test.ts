@@ -38,6 +38,14 @@ test('a search on iris prints its leaderboard and the winner\'s test metrics, an
   assert.ok((recorded.runs ?? recorded).length >= 6, 'the first search\'s six trial runs are in the history');
 });
 
+test('--budget stops starting trials after its seconds, and says so', async () => {
+  const dir = scratchDir('search-budget');
+  const result = await runCli(['search', '--data', iris, ...small, '--budget', '0.001', '--out', 'best.safetensors', '--no-history'], dir);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /^search stopped by its time budget in [\d.]+ s: 1 trial run\n/);
+  assert.ok(fs.existsSync(path.join(dir, 'best.safetensors')));
+});
+
 test('bad search settings get one line naming the setting', async () => {
   const dir = scratchDir('search-bad');
   const cases: Array<[string[], RegExp]> = [
@@ -47,6 +55,7 @@ test('bad search settings get one line naming the setting', async () => {
     [['--min-epochs', '5', '--max-epochs', '2'], /1 <= min <= max, got 5 and 2/],
     [['--eta', '1'], /--eta /],
     [['--val-split', '0'], /selects on validation data/],
+    [['--budget', '0'], /--budget/],
   ];
   for (const [args, pattern] of cases) {
     const result = await runCli(['search', '--data', iris, '--device', 'cpu', '--trials', '2', ...args], dir);

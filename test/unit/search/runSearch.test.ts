@@ -109,3 +109,14 @@ test('the trials\' shared splits and sets give the bits of a trial trained on it
   assert.deepEqual(alone.model.parameters, result.outcome.model.parameters);
   assert.deepEqual(alone.plan.validationCount, result.outcome.plan.validationCount);
 });
+
+test('a time budget: no trial starts after it, the first always trains, the best so far is tested', async () => {
+  const result = await runSearch({ ...request, trials: 5, maxEpochs: 1, budgetSeconds: 0.001 });
+  assert.equal(result.outOfTime, true);
+  assert.equal(result.cancelled, false);
+  assert.equal(result.runs.length, 1);
+  assert.ok(result.outcome.test, 'the only trial is the winner, tested');
+  const roomy = await runSearch({ ...request, trials: 2, maxEpochs: 1, budgetSeconds: 3600 });
+  assert.equal(roomy.outOfTime, false);
+  assert.equal(roomy.runs.length, 2);
+});

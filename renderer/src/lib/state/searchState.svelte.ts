@@ -11,6 +11,8 @@ export interface SearchDraft {
   maxEpochs: number | null;
   eta: number | null;
   seed: number | null;
+  /** Seconds; empty: no limit. */
+  budgetSeconds: number | null;
 }
 
 export interface SearchDeps {
@@ -23,7 +25,7 @@ export interface SearchDeps {
 type SearchEvent = Extract<ApiEvent, { event: 'search:progress' | 'search:done' }>;
 
 export class SearchState {
-  readonly settings = $state<SearchDraft>({ trials: 27, minEpochs: null, maxEpochs: null, eta: 3, seed: 0 });
+  readonly settings = $state<SearchDraft>({ trials: 27, minEpochs: null, maxEpochs: null, eta: 3, seed: 0, budgetSeconds: null });
   search = $state.raw<SearchInfo | undefined>();
   starting = $state(false);
   error = $state<ApiError | undefined>();
@@ -34,7 +36,7 @@ export class SearchState {
   async start(): Promise<void> {
     const datasetId = this.deps.datasetId();
     if (!datasetId || this.running || this.starting) return;
-    const { trials, minEpochs, maxEpochs, eta, seed } = this.settings;
+    const { trials, minEpochs, maxEpochs, eta, seed, budgetSeconds } = this.settings;
     const payload: PayloadOf<'search:start'> = {
       datasetId,
       ...(trials !== null ? { trials } : {}),
@@ -42,6 +44,7 @@ export class SearchState {
       ...(maxEpochs !== null ? { maxEpochs } : {}),
       ...(eta !== null ? { eta } : {}),
       ...(seed !== null ? { seed } : {}),
+      ...(budgetSeconds !== null ? { budgetSeconds } : {}),
       ...(this.deps.device() ? { device: this.deps.device() } : {}),
     };
     this.error = undefined;
