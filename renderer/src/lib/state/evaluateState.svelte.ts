@@ -89,20 +89,23 @@ export class EvaluateState {
 
   /** A finished run's test set, evaluated by the server as the run ended. */
   showTestResult(runId: string, done: TrainingDone): void {
+    this.showDone(runId, { runId }, done);
+  }
+
+  /** A finished run's test set under `name` ("Test set of <name>"), remembered in the workspace as `origin`. */
+  private showDone(name: string, origin: NonNullable<Workspace['shownEvaluation']>, done: TrainingDone): void {
     const test = done.test;
     if (!test) return;
     const { evaluationId, modelId } = done;
     const count = test.regression ? test.regression.count : sum(test.report.perClass.map((row) => row.support));
     const regression = test.regression ? { regression: test.regression, ...(test.details ? { regressionDetails: test.details } : {}) } : {};
-    this.show({ title: `Test set of ${runId}`, origin: { runId }, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
+    this.show({ title: `Test set of ${name}`, origin, report: test.report, count, loss: test.loss, evaluationId, modelId, ...regression });
   }
 
   /** A finished search's winner: its test set, evaluated by the server as the search ended. */
   showSearchWinner(search: SearchInfo): void {
-    const done = search.outcome;
-    if (!done?.test || !search.best) return;
-    this.showTestResult(`${search.searchId}, trial ${search.best.trial}`, done);
-    if (this.evaluation) this.evaluation = { ...this.evaluation, origin: { searchId: search.searchId } };
+    if (!search.outcome || !search.best) return;
+    this.showDone(`${search.searchId}, trial ${search.best.trial}`, { searchId: search.searchId }, search.outcome);
   }
 
   /** Shows the feature values of one of the worst predictions (undefined: closes them). */
