@@ -289,7 +289,7 @@ function gpuChoiceOf(gpus: 'all' | number | number[]): GpuChoice {
 }
 
 /** An upload's path is a temporary file: the run history names it as the user does. */
-function namingOf(data: DatasetRecord, testData: DatasetRecord | undefined): RunNaming {
+export function namingOf(data: DatasetRecord, testData: DatasetRecord | undefined): RunNaming {
   return {
     ...(data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {}),
     ...(testData ? { testDataDescription: testData.info.description } : {}),

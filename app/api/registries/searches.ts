@@ -8,7 +8,7 @@ import { errorValue } from '../errors';
 import type { ParsedPayloadOf } from '../schemas';
 import type { SearchInfo, SearchTrialRun } from '../types';
 import type { SessionEvents } from './events';
-import { trainingDone, type RunRegistryWiring } from './runs';
+import { namingOf, trainingDone, type RunRegistryWiring } from './runs';
 
 interface SearchEntry {
   info: SearchInfo;
@@ -54,7 +54,7 @@ export class SearchRegistry {
     };
     this.records.set(searchId, entry);
     const { history } = this.wiring;
-    const naming = data.uploadedFiles.length > 0 ? { dataName: data.info.name, dataDescription: data.info.description } : {};
+    const naming = namingOf(data, testData);
     entry.finished = services.search
       .run(request, {
         signal: entry.abort.signal, stopNow: entry.stopNow.signal,
