@@ -1,4 +1,6 @@
 // Parsing of option values shared by the commands: numbers, column references, data sources.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CsvOptions } from '../core/data/csv';
 import { splitClassNames } from '../core/data/classNames';
@@ -180,4 +182,11 @@ export function presetHelp(): string {
   } catch {
     return 'see nnstudio inspect --preset';
   }
+}
+
+/** An output file's folder must exist, and the file must not be a folder (checked before any work). */
+export function checkOutputPath(file: string, flag = '--out'): void {
+  const folder = path.dirname(path.resolve(file));
+  if (!fs.existsSync(folder)) throw new Error(`${flag} ${file}: the folder ${folder} does not exist`);
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`${flag} ${file}: is a folder`);
 }

@@ -1,6 +1,5 @@
 // `nnstudio search`: a hyperparameter search (services/search.ts): seeded trials, successive halving on the
 // validation data, a leaderboard, the winner tested once and saved; every trial a run in the run history.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { countLimits } from '../../core/model/countLimits';
@@ -8,7 +7,7 @@ import { counted } from '../../core/files/messages';
 import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
 import { services } from '../../services';
 import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
-import { addDataOptions, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, checkOutputPath, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatDuration } from '../progressBar';
 import { formatRegressionReport, formatReport } from '../report';
 import { untilInterrupted } from '../interrupt';
@@ -69,8 +68,7 @@ function parseSpace(text: string): Partial<SearchSpace> {
 }
 
 async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
-  const folder = path.dirname(path.resolve(options.out));
-  if (!fs.existsSync(folder)) throw new Error(`--out ${options.out}: the folder ${folder} does not exist`);
+  checkOutputPath(options.out);
   const data = await dataSourceFrom(options.data ?? 'mnist', 'train', options);
   const testData = options.testData !== undefined ? await dataSourceFrom(options.testData, 'test', { ...options, limit: undefined, classNames: undefined }) : undefined;
   const request: SearchRequest = {

@@ -1,7 +1,6 @@
 // `nnstudio train`: load data, build the model, train with a progress bar, report test metrics, save.
 // With --checkpoint a checkpoint is written after every epoch; --resume continues one exactly. Both go through
 // the services' one training path, which also records the run in the run history (unless --no-history).
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { normalizationKinds, type NormalizationKind } from '../../core/data/preprocess';
@@ -11,7 +10,7 @@ import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
-import { addDataOptions, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, checkOutputPath, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
@@ -94,12 +93,6 @@ export function trainCommand(): Command {
 }
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
-
-function checkOutputPath(file: string, flag = '--out'): void {
-  const folder = path.dirname(path.resolve(file));
-  if (!fs.existsSync(folder)) throw new Error(`${flag} ${file}: the folder ${folder} does not exist`);
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`${flag} ${file}: is a folder`);
-}
 
 /** Progress on stderr: a redrawn bar on a terminal, a line per epoch otherwise, nothing with --json. */
 function progressReporter(options: TrainCommandOptions) {
