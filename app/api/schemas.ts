@@ -236,7 +236,8 @@ export const payloadSchemas = {
     datasetId: id,
     testDatasetId: id.optional(),
     trials: z.number().int().min(1).max(1000).optional(),
-    minEpochs: countSchema(countLimits.epochs).optional(),
+    /** Below 1: one pass over that share of the training split. */
+    minEpochs: z.union([countSchema(countLimits.epochs), z.number().gt(0).lt(1)]).optional(),
     maxEpochs: countSchema(countLimits.epochs).optional(),
     eta: z.number().int().min(2).max(100).optional(),
     /** Seconds the search may take (no trial starts after them; a week at most). */

@@ -30,6 +30,8 @@ export interface RunRecord {
   ema?: number;
   /** The GPUs a data-parallel run trained on: the steps of an epoch depend on their count, so a resume takes them again. */
   gpus?: number[];
+  /** The share of the training split the run trained on (a search's screening rung); absent: all of it. */
+  trainShare?: number;
   /** sha256 of the training split's features and labels (before normalisation). */
   trainDigest: string;
   counts: { train: number; validation: number; test: number };
@@ -65,6 +67,7 @@ const runRecordSchema = z.strictObject({
   augment: augmentationSchema.optional(),
   ema: emaSchema.optional(),
   gpus: z.array(z.number().int().nonnegative()).min(2).max(64).optional(),
+  trainShare: z.number().gt(0).lt(1).optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
   counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
 });

@@ -2,7 +2,7 @@
 // validation data (core/search/halving.ts), every trial a run of the training service (in the run history
 // when the face asks), and the test set evaluated once, for the winner. The CLI's `nnstudio search` runs it.
 import { headOfDataset } from '../core/model/head';
-import { compareStandings, halvingPlan, promote, type Rung, type Standing } from '../core/search/halving';
+import { compareStandings, firstRungEpochs, halvingPlan, promote, type Rung, type Standing } from '../core/search/halving';
 import {
   augmentationOf, defaultSearchSpace, drawTrials, hiddenLayers, maxImageDepth, searchSpaceSchema,
   type DataKind, type SearchSpace, type TrialConfig,
@@ -21,7 +21,11 @@ export interface SearchRequest {
   testData?: DataSource;
   /** Trials drawn (default 27). */
   trials?: number;
-  /** Epochs of the first rung and of the last (default: 1 and 9 for images, 20 and 180 for tables, which train for longer). */
+  /**
+   * Epochs of the first rung (below 1: one pass over that share of the training split) and of the last. Default
+   * last: 9 for 60 000 examples, more for fewer (defaultEpochs); first: as many rungs below as the trials allow
+   * (firstRungEpochs).
+   */
   minEpochs?: number;
   maxEpochs?: number;
   /** Each rung keeps the best 1/eta (default 3). */
@@ -93,13 +97,20 @@ export interface SearchOutcome {
 }
 
 /**
- * The rungs' epochs when the request names none: about as many examples seen at the last rung as 9 epochs of
- * MNIST's 60 000 (small data trains for more epochs, up to 180, as `train`'s 200 for tables), the first
- * rung a ninth of that.
+ * The last rung's epochs when the request names none: about as many examples seen as 9 epochs of MNIST's 60 000
+ * (small data trains for more epochs, up to 180, as `train`'s 200 for tables).
  */
-export function defaultEpochs(examples: number): { min: number; max: number } {
-  const max = Math.min(180, Math.max(9, Math.ceil(540_000 / Math.max(examples, 1))));
-  return { min: Math.max(1, Math.floor(max / 9)), max };
+export function defaultMaxEpochs(examples: number): number {
+  return Math.min(180, Math.max(9, Math.ceil(540_000 / Math.max(examples, 1))));
+}
+
+/** The rungs a request asks for, on data of `examples` rows of which about `trainExamples` train. */
+export function searchPlan(request: Pick<SearchRequest, 'trials' | 'minEpochs' | 'maxEpochs' | 'eta'>, examples: number, trainExamples: number): Rung[] {
+  const trials = request.trials ?? 27;
+  const eta = request.eta ?? 3;
+  const maxEpochs = request.maxEpochs ?? Math.max(defaultMaxEpochs(examples), Math.ceil(request.minEpochs ?? 1));
+  const minEpochs = request.minEpochs ?? firstRungEpochs(trials, maxEpochs, eta, trainExamples);
+  return halvingPlan(trials, minEpochs, maxEpochs, eta);
 }
 
 export async function runSearch(request: SearchRequest, hooks: SearchHooks = {}): Promise<SearchOutcome> {
@@ -112,9 +123,8 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const data = await reader.load(request.data);
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
-  const epochs = defaultEpochs(data.count);
-  const minEpochs = request.minEpochs ?? Math.min(epochs.min, request.maxEpochs ?? epochs.min);
-  const rungs = halvingPlan(request.trials ?? 27, minEpochs, request.maxEpochs ?? Math.max(epochs.max, minEpochs), request.eta ?? 3);
+  // the training split's size before the search's own split: near enough for the first rung's share
+  const rungs = searchPlan(request, data.count, Math.round(data.count * (1 - valSplit)));
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
@@ -174,7 +184,7 @@ function cachingReader(): DataReader {
   };
 }
 
-/** A trial as the training service's request: AdamW, the trial's layers and a head for the data. */
+/** A trial as the training service's request: AdamW, the trial's layers and a head for the data; below 1 epoch, one pass over that share. */
 export function trialRequest(request: SearchRequest, config: TrialConfig, kind: DataKind, head: number, epochs: number, seed: number): TrainRequest {
   const augment = kind === 'image' ? augmentationOf(config.augment) : undefined;
   return {
@@ -188,7 +198,8 @@ export function trialRequest(request: SearchRequest, config: TrialConfig, kind: 
       weightDecay: config.weightDecay,
       seed,
     },
-    epochs,
+    epochs: Math.max(1, Math.round(epochs)),
+    ...(epochs < 1 ? { trainShare: epochs } : {}),
     batchSize: config.batchSize,
     seed,
     lrSchedule: scheduleOf(config.schedule, config.lr),

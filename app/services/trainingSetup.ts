@@ -34,6 +34,8 @@ export interface TrainRequest {
   valSplit?: number;
   /** Fraction held out for the test metrics when there is no separate test set (default 0.2). */
   testSplit?: number;
+  /** Train on this share of the training split (a stratified, seeded subset; default 1): a search's screening rungs. */
+  trainShare?: number;
   seed?: number;
   device?: engine.DeviceChoice;
   threads?: number;
@@ -217,6 +219,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     classWeights: record.classWeights,
     ...(record.augment ? { augment: record.augment } : {}),
     ...(record.ema !== undefined ? { ema: record.ema } : {}),
+    ...(record.trainShare !== undefined ? { trainShare: record.trainShare } : {}),
     ...(request.gpus ? { gpus: request.gpus } : record.gpus ? { gpus: { kind: 'list' as const, gpus: record.gpus } } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
@@ -339,6 +342,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   const testSplit = given.testSplit ?? defaultTestSplit;
   if (given.valSplit !== undefined) checkFraction('--val-split', given.valSplit);
   checkFraction('--test-split', testSplit);
+  if (given.trainShare !== undefined && !(given.trainShare > 0 && given.trainShare <= 1)) throw new Error(`the share of the training split must be in (0, 1], got ${given.trainShare}`);
   const fitted = resumption?.checkpoint.model.preprocessing.imputation;
   const splitKey = { split: [given.data, given.testData ?? null, given.valSplit ?? null, testSplit, seed, given.imputation ?? null, fitted ?? null] };
   const data = await memoized(reader, splitKey, () => loadSplitData(given, given.valSplit, testSplit, seed, fitted, reader));
@@ -350,11 +354,14 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   const normalize = request.normalize ?? (data.all.featureShape.length === 3 ? 'none' : 'zscore');
   // a continued run takes the checkpoint's statistics (the same numbers, fitted on the same split)
   const preprocessing = resumption ? resumption.checkpoint.model.preprocessing : fitPreprocessing(normalize, data.train, data.imputation);
-  const sets = await memoized(reader, { sets: splitKey, preprocessing }, async () => ({
+  const fullSets = await memoized(reader, { sets: splitKey, preprocessing }, async () => ({
     train: engineSet(preprocessing, data.train),
     validation: data.validation && engineSet(preprocessing, data.validation),
     test: data.test && engineSet(preprocessing, data.test),
   }));
+  const share = request.trainShare ?? 1;
+  const sets = share >= 1 ? fullSets
+    : await memoized(reader, { share, sets: splitKey, preprocessing }, async () => ({ ...fullSets, train: shareOf(fullSets.train, share, seed) }));
   const device = engine.resolveDevice(request.device ?? 'auto');
   const plan: TrainPlan = {
     spec, device, epochs, batchSize,
@@ -397,6 +404,12 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
     recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
     scheduleOptions: schedules,
   };
+}
+
+/** A stratified, seeded `share` of a training set (at least one example). */
+function shareOf(train: Dataset, share: number, seed: number): Dataset {
+  if (Math.round(train.count * share) < 1) return subset(train, [0]);
+  return subset(train, stratifiedSplit(stratificationKeys(train), { validation: 1 - share, test: 0 }, seed).train);
 }
 
 /** Per-class loss weights for the engine: balanced from the training split's counts, or as given. */
@@ -449,6 +462,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.augment ? { augment: request.augment } : {}),
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
     ...(prepared.gpus ? { gpus: [...prepared.gpus] } : {}),
+    ...(request.trainShare !== undefined && request.trainShare < 1 ? { trainShare: request.trainShare } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };

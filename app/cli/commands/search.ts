@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { countLimits } from '../../core/model/countLimits';
 import { counted } from '../../core/files/messages';
+import { epochsShort, epochsText } from '../../core/search/halving';
 import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
 import { services } from '../../services';
 import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
@@ -36,7 +37,7 @@ export function searchCommand(): Command {
   return command
     .option('--test-data <source>', 'separate test data (default: MNIST\'s test images, or --test-split of the data)')
     .option('--trials <n>', 'trials drawn', countWithin('--trials', { min: 1, max: 10000 }), 27)
-    .option('--min-epochs <n>', 'epochs of the first rung (default: a ninth of --max-epochs)', countWithin('--min-epochs', countLimits.epochs))
+    .option('--min-epochs <n>', 'epochs of the first rung; below 1 (0.1, 1/9), one pass over that share of the training data (default: as many rungs below --max-epochs as the trials allow)', epochsOrShare)
     .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for 60 000 examples, more for fewer, up to 180)', countWithin('--max-epochs', countLimits.epochs))
     .option('--eta <n>', 'each rung keeps the best 1/eta and trains eta times longer', countWithin('--eta', { min: 2, max: 100 }), 3)
     .option('--budget <seconds>', 'stop starting trials after this many seconds (the best so far wins)', positiveNumber('--budget'))
@@ -100,12 +101,21 @@ function progressLines(): (event: SearchEvent) => string {
   return (event) => {
     if (event.type === 'plan') {
       kind = event.kind;
-      const rungs = event.rungs.map((rung) => `${rung.trials} x ${rung.epochs} epoch${rung.epochs === 1 ? '' : 's'}`).join(', then ');
+      const rungs = event.rungs.map((rung) => `${rung.trials} x ${epochsText(rung.epochs)}`).join(', then ');
       return `searching on ${event.data}: ${event.examples} ${kind === 'image' ? 'images' : 'rows'} before the splits; ${rungs}\n`;
     }
     const { run, done, total } = event;
-    return `  [${done}/${total}] trial ${run.config.trial}, ${run.epochs} epoch${run.epochs === 1 ? '' : 's'}: ${scoreText(run)}  ${describeTrial(run.config, kind)}\n`;
+    return `  [${done}/${total}] trial ${run.config.trial}, ${epochsText(run.epochs)}: ${scoreText(run)}  ${describeTrial(run.config, kind)}\n`;
   };
+}
+
+/** --min-epochs: whole epochs, or a share of one pass below 1 ("0.25", "1/9"). */
+function epochsOrShare(value: string): number {
+  const text = value.trim();
+  const ratio = /^1\/(\d+)$/.exec(text);
+  const number = ratio ? 1 / Number(ratio[1]) : Number(text);
+  if (text !== '' && Number.isFinite(number) && number > 0 && number < 1) return number;
+  return countWithin('--min-epochs', countLimits.epochs)(value);
 }
 
 function scoreText(run: TrialRun): string {
@@ -128,7 +138,7 @@ function searchReport(result: SearchOutcome, out: string): string {
   const lines = [`${ending} in ${durationText(result.seconds)}: ${counted(result.runs.length, 'trial run')}`, '', 'leaderboard (each trial\'s best run, the best validation score first):'];
   lines.push(`  rank  trial  epochs  ${measure.padEnd(7)} settings`);
   for (const [index, run] of result.leaderboard.slice(0, 10).entries()) {
-    lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${String(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);
+    lines.push(`  ${String(index + 1).padStart(4)}  ${String(run.config.trial).padStart(5)}  ${epochsShort(run.epochs).padStart(6)}  ${scoreText(run).padEnd(7)} ${describeTrial(run.config, result.kind)}`);
   }
   if (result.leaderboard.length > 10) lines.push(`  ... ${result.leaderboard.length - 10} more`);
   const test = result.outcome.test;

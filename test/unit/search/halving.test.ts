@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareStandings, halvingPlan, plannedEpochs, promote } from '../../../app/core/search/halving';
+import { compareStandings, epochsText, firstRungEpochs, halvingPlan, plannedEpochs, promote } from '../../../app/core/search/halving';
 
 test('successive halving: each rung keeps the best 1/eta and trains eta times longer, up to the most epochs', () => {
   assert.deepEqual(halvingPlan(27, 1, 9, 3), [{ epochs: 1, trials: 27 }, { epochs: 3, trials: 9 }, { epochs: 9, trials: 3 }]);
@@ -12,9 +12,27 @@ test('successive halving: each rung keeps the best 1/eta and trains eta times lo
   assert.equal(plannedEpochs(halvingPlan(27, 1, 9, 3)), 27 + 27 + 27);
 });
 
+test('a first rung below one epoch screens on a share of the data; the products land on whole epochs', () => {
+  assert.deepEqual(halvingPlan(100, 1 / 9, 9, 3), [
+    { epochs: 1 / 9, trials: 100 }, { epochs: 0.3333, trials: 33 }, { epochs: 1, trials: 11 }, { epochs: 3, trials: 3 }, { epochs: 9, trials: 1 },
+  ]);
+  assert.deepEqual(halvingPlan(8, 0.2, 2, 2).map((rung) => rung.epochs), [0.2, 0.4, 0.8, 2]);
+  assert.deepEqual(halvingPlan(8, 0.4, 2, 2).map((rung) => rung.epochs), [0.4, 0.8, 2]);
+  assert.equal(firstRungEpochs(100, 9, 3, 54000), 0.1111);
+  assert.equal(firstRungEpochs(27, 9, 3, 54000), 0.3333);
+  assert.equal(firstRungEpochs(1, 9, 3, 54000), 9);
+  assert.equal(firstRungEpochs(100, 9, 3, 5400), 0.3704, 'at least 2000 examples a trial');
+  assert.equal(firstRungEpochs(27, 180, 3, 100), 20, 'small data: whole epochs, at least 2000 examples');
+  assert.equal(firstRungEpochs(27, 180, 3, 100, 500), 6);
+  assert.deepEqual([epochsText(1 / 9), epochsText(0.3333), epochsText(0.15), epochsText(1), epochsText(3)], ['1/9 epoch', '1/3 epoch', '0.15 epoch', '1 epoch', '3 epochs']);
+});
+
 test('a halving plan refuses settings it cannot use, naming them', () => {
   assert.throws(() => halvingPlan(0, 1, 9, 3), /trials must be a whole number of at least 1, got 0/);
-  assert.throws(() => halvingPlan(9, 4, 2, 3), /1 <= min <= max, got 4 and 2/);
+  assert.throws(() => halvingPlan(9, 4, 2, 3), /0 < min <= max, got 4 and 2/);
+  assert.throws(() => halvingPlan(9, 1.5, 9, 3), /whole numbers .* got 1.5 and 9/);
+  assert.throws(() => halvingPlan(9, 0, 9, 3), /got 0 and 9/);
+  assert.throws(() => halvingPlan(9, 0.5, 2.5, 3), /got 0.5 and 2.5/);
   assert.throws(() => halvingPlan(9, 1, 9, 1), /eta .* at least 2, got 1/);
 });
 

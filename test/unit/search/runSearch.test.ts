@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { RunStore } from '../../../app/services/runs';
 import { trainModel } from '../../../app/services/training';
-import { defaultEpochs, runSearch, trialRequest, type SearchEvent, type SearchRequest } from '../../../app/services/search';
+import { defaultMaxEpochs, runSearch, searchPlan, trialRequest, type SearchEvent, type SearchRequest } from '../../../app/services/search';
 
 const repoRoot = path.resolve(__dirname, '../../../..');
 const iris = path.join(repoRoot, 'resources', 'samples', 'iris.csv');
@@ -79,11 +79,24 @@ test('a cancelled search keeps the trials that finished, and tests the best of t
   assert.ok(result.outcome.test, 'the best so far is tested');
 });
 
-test('the default epochs: 9 at the last rung for 60 000 examples, more for fewer (up to 180), the first rung a ninth', () => {
-  assert.deepEqual(defaultEpochs(60000), { min: 1, max: 9 });
-  assert.deepEqual(defaultEpochs(1797), { min: 20, max: 180 });
-  assert.deepEqual(defaultEpochs(10000), { min: 6, max: 54 });
-  assert.deepEqual(defaultEpochs(1_000_000), { min: 1, max: 9 });
+test('the default epochs: 9 at the last rung for 60 000 examples, more for fewer (up to 180)', () => {
+  assert.equal(defaultMaxEpochs(60000), 9);
+  assert.equal(defaultMaxEpochs(1797), 180);
+  assert.equal(defaultMaxEpochs(10000), 54);
+  assert.equal(defaultMaxEpochs(1_000_000), 9);
+});
+
+test('the default plan: as many rungs as the trials allow, screening on shares of the data where it is large', () => {
+  // MNIST, 100 trials: 1/9, 1/3, 1, 3 and 9 epochs, about 51 epochs in all instead of 100 + 99 + 99
+  assert.deepEqual(searchPlan({ trials: 100 }, 60000, 54000), [
+    { epochs: 0.1111, trials: 100 }, { epochs: 0.3333, trials: 33 }, { epochs: 1, trials: 11 }, { epochs: 3, trials: 3 }, { epochs: 9, trials: 1 },
+  ]);
+  // digits: a trial sees at least 2000 examples, so the first rung stays at whole epochs
+  assert.deepEqual(searchPlan({ trials: 27 }, 1797, 1617).map((rung) => rung.epochs), [6, 18, 54, 162]);
+  assert.deepEqual(searchPlan({ trials: 27 }, 150, 135).map((rung) => rung.epochs), [14, 42, 126, 180]);
+  // what the request names wins
+  assert.deepEqual(searchPlan({ trials: 9, minEpochs: 2, maxEpochs: 6, eta: 3 }, 60000, 54000), [{ epochs: 2, trials: 9 }, { epochs: 6, trials: 3 }]);
+  assert.deepEqual(searchPlan({ trials: 9, minEpochs: 0.25, maxEpochs: 1, eta: 2 }, 60000, 54000).map((rung) => rung.epochs), [0.25, 0.5, 1]);
 });
 
 test('a trial drawn without weight decay trains without it, though a table\'s default model has some', async () => {
