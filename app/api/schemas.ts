@@ -10,6 +10,7 @@ import { augmentationSchema, earlyStoppingSchema, emaSchema, lrScheduleSchema } 
 import { countLimits, countSchema } from '../core/model/countLimits';
 import { workspaceSchema } from './workspace';
 import { searchSpaceSchema } from '../core/search/space';
+import { precisionSchema } from '../core/model/precision';
 
 const id = z.string().min(1).max(100);
 const positiveInt = z.number().int().positive();
@@ -211,6 +212,8 @@ export const payloadSchemas = {
     ema: emaSchema.optional(),
     /** CUDA: 'all', a count (the first N) or GPU numbers; several train data-parallel (issue 17). */
     gpus: gpusSchema.optional(),
+    /** CUDA: the convolutions' arithmetic (fp32 default, tf32 faster); the CPU computes in FP32. */
+    precision: precisionSchema.optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),
   /** A new base learning rate (the schedule scales with it) from the next step; only while running or paused. */
@@ -247,6 +250,7 @@ export const payloadSchemas = {
     valSplit: fraction.optional(),
     testSplit: fraction.optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
+    precision: precisionSchema.optional(),
   }),
   /** Ends the search after the trial that is training; the best so far is tested and kept. */
   'search:cancel': z.strictObject({ searchId: id }),

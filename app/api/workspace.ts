@@ -4,6 +4,7 @@
 // its meaning, the server keeps it, validates it here and hands it to every tab. A project file stores it.
 import { z } from 'zod';
 import { earlyStoppingMonitors } from '../core/model/trainingControl';
+import { precisionSchema } from '../core/model/precision';
 
 const id = z.string().min(1).max(100);
 const name = z.string().max(200);
@@ -63,6 +64,7 @@ const trainingDraft = z.strictObject({
   augment: z.strictObject({ translate: draftNumber, flip: z.boolean(), rotate: draftNumber, scale: draftNumber, erase: draftNumber }).optional(),
   ema: draftNumber.optional(),
   gpus: z.array(z.number().int().min(0).max(1023)).max(1024).optional(),
+  precision: precisionSchema.optional(),
 });
 
 const fillDraft = z.strictObject({

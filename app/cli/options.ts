@@ -9,6 +9,7 @@ import { parseImageSize } from '../core/data/imageFolder';
 import type { ImageReading } from '../services/dataSources';
 import { listPresets, presetNames } from '../core/model/presets';
 import { countLimits, countRange, isCountWithin, type CountLimit } from '../core/model/countLimits';
+import { precisions } from '../core/model/precision';
 import { services, type DataSource } from '../services';
 
 export function positiveInteger(name: string) {
@@ -189,4 +190,10 @@ export function checkOutputPath(file: string, flag = '--out'): void {
   const folder = path.dirname(path.resolve(file));
   if (!fs.existsSync(folder)) throw new Error(`${flag} ${file}: the folder ${folder} does not exist`);
   if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`${flag} ${file}: is a folder`);
+}
+
+/** --precision: the CUDA convolutions' arithmetic (core/model/precision.ts). */
+export function precisionOption(): Option {
+  return new Option('--precision <kind>', 'CUDA: the convolutions\' arithmetic: fp32 (FP32 accuracy, the default) or tf32 (faster, a 10-bit mantissa as PyTorch\'s default; docs/PRECISION.md); the CPU computes in FP32')
+    .choices([...precisions]);
 }

@@ -24,6 +24,8 @@ import type { DeviceKind } from '../core/model/trainingTypes';
 export type { DeviceKind };
 /** What the user asks for: 'auto' picks CUDA when available, else the CPU. */
 export type DeviceChoice = 'auto' | DeviceKind;
+export type { Precision } from '../core/model/precision';
+import type { Precision } from '../core/model/precision';
 
 export type DeviceInfo = NativeDevice;
 export type LayerShape = NativeLayerInfo;
@@ -56,6 +58,8 @@ export interface TrainOptions {
   augment?: Augmentation;
   /** CUDA: the GPUs to train on (indices); several train data-parallel through NCCL, else the first alone. */
   gpus?: number[];
+  /** CUDA: the convolutions' arithmetic (default fp32; the CPU always computes in FP32). */
+  precision?: Precision;
   /** Decay of the weight average (EMA) used for validation and returned as the weights. */
   ema?: number;
   /** Continue this state exactly (same spec, data, batch size, shuffle and seed); `epochs` counts all epochs. */
@@ -189,6 +193,7 @@ export function train(
       ...(options.augment ? { augment: options.augment } : {}),
       ...(options.ema ? { ema: options.ema } : {}),
       ...(options.gpus && options.gpus.length > 0 ? { gpus: options.gpus } : {}),
+      ...(options.precision ? { precision: options.precision } : {}),
       resume: options.resume,
       checkpoints: options.checkpoints,
       classWeights: options.classWeights,

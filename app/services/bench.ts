@@ -5,6 +5,7 @@ import type { Dataset } from '../core/data/dataset';
 import { loadBuiltinMnist } from '../core/data/mnist';
 import { listPresets, type Preset } from '../core/model/presets';
 import * as engine from '../engine';
+import { effectivePrecision, type Precision } from '../core/model/precision';
 
 export interface BenchOptions {
   device: engine.DeviceChoice;
@@ -12,6 +13,8 @@ export interface BenchOptions {
   configs?: string[];
   epochs?: number;
   threads?: number;
+  /** CUDA: the convolutions' arithmetic (default fp32). */
+  precision?: Precision;
 }
 
 export interface BenchResult {
@@ -27,6 +30,7 @@ export interface BenchResult {
   testAccuracy1: number;
   testAccuracyN: number;
   threads: number;
+  precision: Precision;
 }
 
 export function benchPresets(device: engine.DeviceKind, names?: string[]): Preset[] {
@@ -59,6 +63,7 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
     device,
     threads: options.threads ?? 0,
     progressIntervalSeconds: 1,
+    precision: effectivePrecision(options.precision, device),
   });
   const result = await run.promise;
   if (result.status !== 'completed') throw new Error(`${preset.name}: training ${result.status}: ${result.message}`);
@@ -76,5 +81,6 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
     testAccuracy1: accuracy(0),
     testAccuracyN: accuracy(epochs - 1),
     threads: options.threads ?? 0,
+    precision: effectivePrecision(options.precision, device),
   };
 }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { Dataset } from '../core/data/dataset';
 import { normalizationKinds } from '../core/data/preprocess';
 import { countLimits, countSchema } from '../core/model/countLimits';
+import { precisionSchema, type Precision } from '../core/model/precision';
 import { augmentationSchema, earlyStoppingSchema, emaSchema, lrScheduleSchema, type Augmentation, type EarlyStopping, type LrSchedule } from '../core/model/trainingControl';
 import type { DataSource } from './dataSources';
 
@@ -30,6 +31,8 @@ export interface RunRecord {
   ema?: number;
   /** The GPUs a data-parallel run trained on: the steps of an epoch depend on their count, so a resume takes them again. */
   gpus?: number[];
+  /** The convolutions' arithmetic asked for (a resume keeps it); absent: fp32. */
+  precision?: Precision;
   /** The share of the training split the run trained on (a search's screening rung); absent: all of it. */
   trainShare?: number;
   /** sha256 of the training split's features and labels (before normalisation). */
@@ -68,6 +71,7 @@ const runRecordSchema = z.strictObject({
   ema: emaSchema.optional(),
   gpus: z.array(z.number().int().nonnegative()).min(2).max(64).optional(),
   trainShare: z.number().gt(0).lt(1).optional(),
+  precision: precisionSchema.optional(),
   trainDigest: z.string().regex(/^[0-9a-f]{64}$/),
   counts: z.strictObject({ train: z.number().int().positive(), validation: z.number().int().nonnegative(), test: z.number().int().nonnegative() }),
 });

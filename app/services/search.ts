@@ -40,6 +40,8 @@ export interface SearchRequest {
   testSplit?: number;
   device?: engine.DeviceChoice;
   threads?: number;
+  /** CUDA: every trial's convolutions' arithmetic (default fp32). */
+  precision?: engine.Precision;
 }
 
 /** A search stopped before its first trial ended: there is no best to keep. */
@@ -208,6 +210,7 @@ export function trialRequest(request: SearchRequest, config: TrialConfig, kind: 
     ...(request.testSplit !== undefined ? { testSplit: request.testSplit } : {}),
     ...(request.device ? { device: request.device } : {}),
     ...(request.threads !== undefined ? { threads: request.threads } : {}),
+    ...(request.precision ? { precision: request.precision } : {}),
   };
 }
 

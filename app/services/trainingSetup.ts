@@ -4,6 +4,7 @@
 import { counted } from '../core/files/messages';
 import { classCounts, type Dataset } from '../core/data/dataset';
 import { resolveGpus, type GpuChoice } from '../core/model/gpuChoice';
+import { effectivePrecision, precisionNotes, type Precision } from '../core/model/precision';
 import { applyNormalization, fitNormalization, preprocessingSchema, type NormalizationKind, type Preprocessing } from '../core/data/preprocess';
 import { builtinMnistCounts } from '../core/data/mnist';
 import { stratificationKeys, stratifiedSplit, subset } from '../core/data/split';
@@ -52,6 +53,8 @@ export interface TrainRequest {
   ema?: number;
   /** CUDA: the GPUs to train on; several train data-parallel (docs/ARCHITECTURE.md "Several GPUs"). */
   gpus?: GpuChoice;
+  /** CUDA: the convolutions' arithmetic (core/model/precision.ts; default fp32). */
+  precision?: Precision;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
 }
@@ -220,6 +223,7 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     ...(record.augment ? { augment: record.augment } : {}),
     ...(record.ema !== undefined ? { ema: record.ema } : {}),
     ...(record.trainShare !== undefined ? { trainShare: record.trainShare } : {}),
+    ...(record.precision ? { precision: record.precision } : {}),
     ...(request.gpus ? { gpus: request.gpus } : record.gpus ? { gpus: { kind: 'list' as const, gpus: record.gpus } } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
@@ -375,6 +379,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
     ...planNotes([
       ...(resumption ? [] : smallTableNotes(data.all, given, spec)),
       ...batchnormLagNotes(spec, sets.train.count, batchSize),
+      ...precisionNotes(request.precision, device),
       ...(request.data.kind === 'folder' ? data.all.notes ?? [] : []),
     ]),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
@@ -382,7 +387,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   };
   const threads = request.threads ?? 0;
   const effectiveTestSplit = data.separateTest ? 0 : testSplit;
-  const engineOptions = { epochs, batchSize, seed, device, threads };
+  const engineOptions = { epochs, batchSize, seed, device, threads, precision: effectivePrecision(request.precision, device) };
   const targetScaling = preprocessing.target ? { targetMean: preprocessing.target.mean, targetStd: preprocessing.target.std } : {};
   const weights = request.classWeights !== undefined ? { classWeights: classWeightsFor(request.classWeights, data.train) } : {};
   const schedules = {
@@ -463,6 +468,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
     ...(prepared.gpus ? { gpus: [...prepared.gpus] } : {}),
     ...(request.trainShare !== undefined && request.trainShare < 1 ? { trainShare: request.trainShare } : {}),
+    ...(request.precision ? { precision: request.precision } : {}),
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };

@@ -88,13 +88,18 @@ struct Options {
   std::vector<int> seeds{0};      // --seeds, for --recipe
   double target = 0.99;           // --target: the test accuracy that "time to target" waits for
   std::vector<int> gpus;          // --gpus 0,1: data-parallel on these GPUs (cuda)
+  nnstudio::Precision precision = nnstudio::Precision::Fp32;  // --precision fp32|tf32 (cuda convolutions)
 };
+
+const char* precisionName(nnstudio::Precision precision) {
+  return precision == nnstudio::Precision::Tf32 ? "tf32" : "fp32";
+}
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
                "                      [--epochs N] [--threads N] [--seed N] [--lr-schedule onecycle:MAX:PCT:DIV:FINALDIV]\n"
-               "                      [--recipe [--seeds 0,1,2] [--target 0.996]] [--gpus 0,1]\n"
+               "                      [--recipe [--seeds 0,1,2] [--target 0.996]] [--gpus 0,1] [--precision fp32|tf32]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
@@ -106,6 +111,7 @@ void usage(std::FILE* to) {
                "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
                "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
                "  --gpus     cuda: train data-parallel on these GPUs (a batch of the preset's size on each)\n"
+               "  --precision  cuda: the convolutions' arithmetic, fp32 (3xTF32 tensor cores; default) or tf32\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -170,6 +176,9 @@ Options parseArgs(int argc, char** argv) {
       if (options.seeds.empty()) throw std::invalid_argument("--seeds expects a list such as 0,1,2");
     } else if (flag == "--gpus") {
       for (const std::string& gpu : splitList(value)) options.gpus.push_back(parseInt(flag, gpu, 0));
+    } else if (flag == "--precision") {
+      if (value != "fp32" && value != "tf32") throw std::invalid_argument("--precision expects fp32 or tf32, got '" + value + "'");
+      options.precision = value == "tf32" ? nnstudio::Precision::Tf32 : nnstudio::Precision::Fp32;
     } else if (flag == "--target") {
       options.target = std::atof(value.c_str());
       if (!(options.target > 0 && options.target <= 1)) throw std::invalid_argument("--target expects a fraction in (0, 1], got '" + value + "'");
@@ -223,6 +232,7 @@ nnstudio::TrainOptions presetTrainOptions(const Options& options, const Preset& 
   trainOptions.ema = preset.ema;
   trainOptions.gpus = options.gpus;
   trainOptions.onlyWhereGpusPay = false;  // --gpus measures every GPU listed, short runs too
+  trainOptions.precision = options.precision;
   return trainOptions;
 }
 
@@ -283,7 +293,7 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
                      ",\"epochs\":" + std::to_string(options.epochs) +
                      ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"seed\":" +
                      std::to_string(spec.seed) +
-                     ",\"gpus\":" + std::to_string(gpusUsed) +
+                     ",\"gpus\":" + std::to_string(gpusUsed) + ",\"precision\":\"" + precisionName(options.precision) + "\"" +
                      ",\"secondsPerEpoch\":" + number(secondsPerEpoch) +
                      ",\"imagesPerSecond\":" + number(double(train.count) / secondsPerEpoch) +
                      ",\"startSeconds\":" + number(startSeconds) + ",\"epochSeconds\":[";
@@ -321,6 +331,7 @@ std::string recipeRun(nnstudio::Backend& backend, const Options& options, const 
   return "{\"framework\":\"nnstudio\",\"mode\":\"recipe\",\"config\":" + jsonString(preset.name) +
          ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(result.device) +
          ",\"seed\":" + std::to_string(seed) + ",\"gpus\":" + std::to_string(gpusUsed) +
+         ",\"precision\":\"" + precisionName(options.precision) + "\"" +
          ",\"epochs\":" + std::to_string(trainOptions.epochs) +
          ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"trainSeconds\":" + number(trainSeconds) +
          ",\"epochSeconds\":[" + seconds + "],\"testAccuracies\":[" + accuracies + "],\"testAccuracy\":" +

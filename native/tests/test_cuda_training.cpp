@@ -231,6 +231,41 @@ void testWholeRuns() {
   }
 }
 
+// ---- TF32 precision ----
+
+// A run with Precision::Tf32 takes the tensor-core convolutions with one TF32 product per multiply: its
+// weights differ from the FP32 run's (the path is taken), stay close to them, learn as well, and are the
+// same bits run after run. The CPU ignores the setting (its run equals its FP32 run).
+void testTf32Precision() {
+  std::printf("TF32 precision\n");
+  const ModelSpec spec = parseModelSpec(
+      R"({"input":[1,16,16],"layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same","activation":"relu"},
+        {"kind":"conv2d","filters":32,"kernel":[3,3],"padding":"same","activation":"relu"},{"kind":"maxpool2d","size":2},
+        {"kind":"flatten"},{"kind":"dense","units":4}],"loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":13})");
+  const Data train = bands(960, 1, 16, 16, 4, 41), valid = bands(300, 1, 16, 16, 4, 42);
+  const DatasetView tv = train.view(), vv = valid.view();
+  auto gpu = createBackend(DeviceKind::CUDA);
+  auto cpu = createBackend(DeviceKind::CPU, 2);
+  TrainOptions fp32 = runOptions(2, 32), tf32 = fp32;
+  tf32.precision = Precision::Tf32;
+  const TrainResult a = gpu->train(spec, tv, &vv, fp32, nullptr, nullptr);
+  const TrainResult b = gpu->train(spec, tv, &vv, tf32, nullptr, nullptr);
+  CHECK_MSG(b.status == TrainStatus::Completed && b.steps == a.steps, "tf32: the run completes");
+  const double wErr = relError(b.parameters, a.parameters, 1e-3);
+  CHECK_MSG(b.parameters != a.parameters, "tf32: the weights differ from the fp32 run's (the TF32 kernels ran)");
+  CHECK_MSG(wErr <= 5e-2, "tf32: final weights near the fp32 run's (rel error " + nnstudio_test::num(wErr) + ")");
+  const EpochStats &ea = a.history.back(), &eb = b.history.back();
+  CHECK_MSG(std::fabs(eb.validationLoss - ea.validationLoss) <= 0.05 * (1 + ea.validationLoss) &&
+                std::fabs(eb.validationAccuracy - ea.validationAccuracy) <= 0.03 && eb.validationAccuracy >= 0.9,
+            "tf32: validation loss " + nnstudio_test::num(eb.validationLoss) + " vs " + nnstudio_test::num(ea.validationLoss) +
+                ", accuracy " + nnstudio_test::num(eb.validationAccuracy) + " vs " + nnstudio_test::num(ea.validationAccuracy));
+  const TrainResult again = gpu->train(spec, tv, &vv, tf32, nullptr, nullptr);
+  CHECK_MSG(again.parameters == b.parameters, "tf32: deterministic on the GPU");
+  const TrainResult onCpu = cpu->train(spec, tv, &vv, tf32, nullptr, nullptr);
+  const TrainResult onCpuFp32 = cpu->train(spec, tv, &vv, fp32, nullptr, nullptr);
+  CHECK_MSG(onCpu.parameters == onCpuFp32.parameters, "tf32 on the CPU: the FP32 run's bits");
+}
+
 // ---- regression, class weights, weight decay ----
 
 // (count, 8) features in [-1, 1] and `width` target columns: a linear mix plus a product, with noise.
@@ -562,6 +597,7 @@ int main() {
       testNetworks("never fused");
     }
     testWholeRuns();
+    testTf32Precision();
     testTaskNetworks();
     testTaskRuns();
     testRunBehaviour();

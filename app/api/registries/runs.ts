@@ -279,6 +279,7 @@ function trainRequestOf(payload: ParsedPayloadOf<'training:start'>, data: Datase
     ...(payload.augment ? { augment: payload.augment } : {}),
     ...(payload.ema !== undefined ? { ema: payload.ema } : {}),
     ...(payload.gpus !== undefined ? { gpus: gpuChoiceOf(payload.gpus) } : {}),
+    ...(payload.precision ? { precision: payload.precision } : {}),
     checkpointPath,
   };
 }

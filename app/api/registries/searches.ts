@@ -47,6 +47,7 @@ export class SearchRegistry {
       ...(testData ? { testData: testData.source } : {}),
       trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space, budgetSeconds: payload.budgetSeconds,
       seed: payload.seed, valSplit: payload.valSplit, testSplit: payload.testSplit, device: payload.device,
+      ...(payload.precision ? { precision: payload.precision } : {}),
     };
     const entry: SearchEntry = {
       info: { searchId, datasetId: payload.datasetId, state: 'starting', runs: [] },

@@ -8,7 +8,8 @@ import { epochsShort, epochsText } from '../../core/search/halving';
 import { searchSpaceSchema, type DataKind, type SearchSpace, type TrialConfig } from '../../core/search/space';
 import { services } from '../../services';
 import type { SearchEvent, SearchOutcome, SearchRequest, TrialRun } from '../../services/search';
-import { addDataOptions, checkOutputPath, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, checkOutputPath, countWithin, dataSourceFrom, fraction, positiveNumber, precisionOption, threadCount, type DataOptions } from '../options';
+import type { Precision } from '../../core/model/precision';
 import { formatDuration } from '../progressBar';
 import { formatRegressionReport, formatReport } from '../report';
 import { untilInterrupted } from '../interrupt';
@@ -25,6 +26,7 @@ interface SearchCommandOptions extends DataOptions {
   valSplit?: number;
   testSplit?: number;
   device: 'auto' | 'cpu' | 'cuda';
+  precision?: Precision;
   threads?: number;
   out: string;
   json?: boolean;
@@ -46,6 +48,7 @@ export function searchCommand(): Command {
     .option('--val-split <f>', 'fraction of the training data the search selects on (default 0.1)', fraction('--val-split'))
     .option('--test-split <f>', 'fraction held out for the final test when there is no test data', fraction('--test-split'))
     .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
+    .addOption(precisionOption())
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .option('--out <file>', 'where to save the best model', 'best.safetensors')
     .option('--json', 'print one JSON object with the search instead of text')
@@ -80,6 +83,7 @@ async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
     ...(options.maxEpochs !== undefined ? { maxEpochs: options.maxEpochs } : {}),
     ...(options.space ? { space: options.space } : {}),
     seed: options.seed, device: options.device,
+    ...(options.precision ? { precision: options.precision } : {}),
     ...(options.valSplit !== undefined ? { valSplit: options.valSplit } : {}),
     ...(options.testSplit !== undefined ? { testSplit: options.testSplit } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),

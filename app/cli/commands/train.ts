@@ -10,7 +10,8 @@ import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
-import { addDataOptions, checkOutputPath, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, threadCount, type DataOptions } from '../options';
+import { addDataOptions, checkOutputPath, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, precisionOption, threadCount, type DataOptions } from '../options';
+import type { Precision } from '../../core/model/precision';
 import { formatRegressionReport, formatReport } from '../report';
 import type { EarlyStopping, LrSchedule } from '../../engine';
 import type { EpochProgress } from '../../core/model/trainingTypes';
@@ -43,6 +44,7 @@ interface TrainCommandOptions extends DataOptions, Omit<ModelChoice, 'seed'> {
   augment?: Augmentation;
   ema?: number;
   gpus?: GpuChoice;
+  precision?: Precision;
   impute?: ImputationStrategy;
   imputeColumn: Record<string, ImputationSetting>;
   missingIndicator?: boolean;
@@ -67,6 +69,7 @@ export function trainCommand(): Command {
     .option('--label-smoothing <s>', 'softmax cross-entropy: smooth the one-hot targets by s (0 to 0.5)', fractionAtMost('--label-smoothing', 0.5))
     .option('--augment <items>', 'images: augment each training batch on the device, e.g. translate=2,rotate=10,scale=0.1,erase=0.25,flip (flip is off unless named)', parseAugmentationOption)
     .option('--ema <decay>', 'keep a weight average with this decay (e.g. 0.999) for validation and as the saved model', emaOption)
+    .addOption(precisionOption())
     .option('--gpus <which>', 'CUDA: train on several GPUs data-parallel: all, a count (2: the first two) or GPU numbers such as 0,1 (needs NCCL; a run too short for them to pay stays on one: docs/ARCHITECTURE.md)', gpusOption)
     .addOption(new Option('--impute <strategy>', 'CSV: how missing cells are filled, fitted on the training split (default iterative: estimated from the row\'s other columns)').choices(imputationStrategies))
     .option('--impute-column <column=strategy[:value]>', 'CSV: another strategy for one column (repeatable), e.g. age=median or code=constant:-1', collectImputeColumn, {})
@@ -150,7 +153,7 @@ const fixedByCheckpoint: [keyof TrainCommandOptions, string][] = [
   ['valSplit', '--val-split'], ['testSplit', '--test-split'], ['normalize', '--normalize'], ['lrSchedule', '--lr-schedule'],
   ['earlyStop', '--early-stop'], ['restoreBest', '--restore-best'], ['weightDecay', '--weight-decay'], ['classWeight', '--class-weight'],
   ['nesterov', '--nesterov'], ['decoupledDecay', '--decoupled-decay'], ['labelSmoothing', '--label-smoothing'], ['augment', '--augment'], ['ema', '--ema'],
-  ['impute', '--impute'], ['missingIndicator', '--missing-indicator'],
+  ['impute', '--impute'], ['missingIndicator', '--missing-indicator'], ['precision', '--precision'],
 ];
 
 function parseAugmentationOption(text: string): Augmentation {
@@ -284,6 +287,7 @@ async function newRunRequest(options: TrainCommandOptions): Promise<TrainRequest
     ...(options.augment ? { augment: options.augment } : {}),
     ...(options.ema !== undefined ? { ema: options.ema } : {}),
     ...(options.gpus ? { gpus: options.gpus } : {}),
+    ...(options.precision ? { precision: options.precision } : {}),
     imputation: imputationSettings(options),
     earlyStopping: options.earlyStop && { ...options.earlyStop, restoreBest: options.restoreBest ?? false },
     checkpointPath: options.checkpoint,

@@ -135,6 +135,15 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
   return value.As<Napi::Boolean>().Value();
 }
 
+// options.precision: "fp32" (default) or "tf32", the CUDA convolutions' arithmetic.
+nnstudio::Precision precisionOption(const Napi::Object& options) {
+  const Napi::Value value = options.Get("precision");
+  if (value.IsUndefined() || value.IsNull()) return nnstudio::Precision::Fp32;
+  const std::string name = value.IsString() ? value.As<Napi::String>().Utf8Value() : "";
+  if (name != "fp32" && name != "tf32") throwRange(options.Env(), "options.precision must be \"fp32\" or \"tf32\"");
+  return name == "tf32" ? nnstudio::Precision::Tf32 : nnstudio::Precision::Fp32;
+}
+
 // options.gpus: GPU indices (whole numbers from 0); the backend checks they exist.
 std::vector<int> gpuListOption(const Napi::Object& options) {
   const Napi::Value value = options.Get("gpus");
@@ -209,6 +218,7 @@ TrainOptions trainOptions(Napi::Env env, const Napi::Object& options) {
   result.augment = augmentationValue(env, options.Get("augment"));
   result.ema = numberOption(options, "ema", 0.0, 0.0, 0.999999, "options");
   result.gpus = gpuListOption(options);
+  result.precision = precisionOption(options);
   return result;
 }
 

@@ -61,6 +61,7 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
 std::vector<float> floatListOption(const Napi::Object& options, const char* key, const char* where);
 // options.gpus (TrainOptions::gpus)
 std::vector<int> gpuListOption(const Napi::Object& options);
+nnstudio::Precision precisionOption(const Napi::Object& options);
 // All but options.resume (which needs the spec: train_state.h).
 TrainOptions trainOptions(Napi::Env env, const Napi::Object& options);
 

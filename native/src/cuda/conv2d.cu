@@ -498,12 +498,21 @@ void checkElementwise(ActivationFn fn) {
 
 // ---- launchers ----
 
+// The overrides in force, with a run's TF32 precision where no NNSTUDIO_CONV_TC override decides the
+// tensor cores: TF32 takes the same kernels where they pay, with one product per multiply (the workspace
+// of the weight gradient is the same either way).
+static KernelOverrides overridesFor(Precision precision) {
+  KernelOverrides o = kernelOverrides();
+  if (precision == Precision::Tf32 && o.convTc == ConvTcMode::Auto) o.convTc = ConvTcMode::Tf32;
+  return o;
+}
+
 void conv2d_forward(cudaStream_t stream, float* out, const float* in, const float* weight, const float* bias, int N,
-                    const ConvGeometry& g, ActivationFn act, float alpha) {
+                    const ConvGeometry& g, ActivationFn act, float alpha, Precision precision) {
   checkElementwise(act);
   if (N <= 0 || g.F <= 0 || g.OH <= 0 || g.OW <= 0) return;
   checkSizes(N, g);
-  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), kernelOverrides(), ConvPass::Forward, N, g);
+  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), overridesFor(precision), ConvPass::Forward, N, g);
   switch (c.kernel) {
     case ConvKernel::Direct:
       conv2d_direct_forward(stream, c.direct, out, in, weight, bias, N, g, act, alpha);
@@ -525,10 +534,10 @@ size_t conv2d_weights_workspace(int N, const ConvGeometry& g) {
 }
 
 void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
-                             int N, const ConvGeometry& g, float* workspace) {
+                             int N, const ConvGeometry& g, float* workspace, Precision precision) {
   if (g.F <= 0 || g.colRows() <= 0) return;
   checkSizes(std::max(N, 0), g);
-  const ConvWgradPlan plan = chooseConvWeightGrad(currentDeviceCaps(), kernelOverrides(), N, g);
+  const ConvWgradPlan plan = chooseConvWeightGrad(currentDeviceCaps(), overridesFor(precision), N, g);
   const ConvWgradArgs a = convWgradArgs(dWeight, dBias, dOut, in, workspace, N, g, plan.chunk);
   if (plan.tc) {
     conv2d_tc_backward_weights(stream, plan, a);
@@ -562,11 +571,11 @@ void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, 
 }
 
 void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, const float* weight, const float* in,
-                           int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha) {
+                           int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha, Precision precision) {
   checkElementwise(inAct);
   if (N <= 0 || g.C <= 0 || g.H <= 0 || g.W <= 0) return;
   checkSizes(N, g);
-  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), kernelOverrides(), ConvPass::InputGradient, N, g);
+  const ConvPassChoice c = chooseConvPass(currentDeviceCaps(), overridesFor(precision), ConvPass::InputGradient, N, g);
   switch (c.kernel) {
     case ConvKernel::Direct:
       conv2d_direct_backward_input(stream, c.direct, dIn, dOut, weight, in, N, g, inAct, inAlpha);

@@ -95,7 +95,8 @@ void conv2d_forward(cudaStream_t stream,
                     const float* in,      // (N, C, H, W)
                     const float* weight,  // (F, C, kh, kw)
                     const float* bias,    // (F)
-                    int N, const ConvGeometry& g, ActivationFn act, float alpha);
+                    int N, const ConvGeometry& g, ActivationFn act, float alpha,
+                    Precision precision = Precision::Fp32);
 // dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
 // `workspace`, conv2d_weights_workspace(N, g) floats (enough for any batch up to N), then one reduction
 // (the split is the chooser's; tests force one with KernelOverrides::convWgradSplits, for both calls).
@@ -105,14 +106,16 @@ void conv2d_backward_weights(cudaStream_t stream,
                              float* dBias,         // (F)
                              const float* dOut,    // (N, F, OH, OW)
                              const float* in,      // (N, C, H, W)
-                             int N, const ConvGeometry& g, float* workspace);
+                             int N, const ConvGeometry& g, float* workspace,
+                             Precision precision = Precision::Fp32);
 // dIn = conv_transpose(dOut, weight) * inAct'(in)
 void conv2d_backward_input(cudaStream_t stream,
                            float* dIn,           // (N, C, H, W)
                            const float* dOut,    // (N, F, OH, OW)
                            const float* weight,  // (F, C, kh, kw)
                            const float* in,      // (N, C, H, W), read only when inAct != Linear
-                           int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha);
+                           int N, const ConvGeometry& g, ActivationFn inAct, float inAlpha,
+                           Precision precision = Precision::Fp32);
 
 // ---- pool.cu ----
 // argmax holds, per output, the index of the max within the sample's (C, H, W) input (as the CPU).

@@ -24,9 +24,10 @@ bool takesGate(LayerKind kind) {
 
 }  // namespace
 
-Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable, bool weightedLoss)
+Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool trainable, bool weightedLoss,
+                 Precision precision)
     : plan_(planNetwork(spec)), maxBatch_(std::max(maxBatch, 1)), inputGradient_(inputGradient && trainable),
-      trainable_(trainable) {
+      trainable_(trainable), precision_(precision) {
   const size_t L = plan_.layers.size();
   out_.assign(L, nullptr);
   grad_.assign(L, nullptr);
@@ -221,12 +222,12 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         }
         if (pre) {
           conv2d_forward(stream, pre, x, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
-                         ActivationFn::Linear, lp.alpha);
+                         ActivationFn::Linear, lp.alpha, precision_);
           activation_forward(stream, y, pre, n, lp.outSize, lp.activation, lp.alpha);
           break;
         }
         conv2d_forward(stream, y, x, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
-                       elementwise(lp.activation) ? lp.activation : ActivationFn::Linear, lp.alpha);
+                       elementwise(lp.activation) ? lp.activation : ActivationFn::Linear, lp.alpha, precision_);
         if (!elementwise(lp.activation)) activation_forward(stream, y, y, n, lp.outSize, lp.activation, lp.alpha);
         break;
       case LayerKind::MaxPool2D:
@@ -347,10 +348,10 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
           activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         }
         conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, convGeom_[li],
-                                workspace_.get());
+                                workspace_.get(), precision_);
         if (dIn)
           conv2d_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, convGeom_[li], inAct_[li],
-                                inAlpha_[li]);
+                                inAlpha_[li], precision_);
         break;
       case LayerKind::MaxPool2D:
         // the gate act'(input) is needed only at each window's argmax, where the input equals the pooled
@@ -405,7 +406,7 @@ void Network::residualForward(cudaStream_t stream, size_t i, const float* params
   const int64_t count = int64_t(n) * lp.outSize;
   if (!lp.projection) return residual_add(stream, y, x, blockIn, count);
   conv2d_forward(stream, y, blockIn, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
-                 ActivationFn::Linear, 0.0f);
+                 ActivationFn::Linear, 0.0f, precision_);
   residual_add(stream, y, y, x, count);
 }
 
@@ -425,10 +426,10 @@ void Network::residualBackward(cudaStream_t stream, size_t i, const float* param
   const size_t begin = size_t(lp.blockBegin);
   const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
   conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, blockIn, n, convGeom_[i],
-                          workspace_.get());
+                          workspace_.get(), precision_);
   if (keep)
     conv2d_backward_input(stream, keep, dOut, params + lp.weightOffset, blockIn, n, convGeom_[i], ActivationFn::Linear,
-                          0.0f);
+                          0.0f, precision_);
 }
 
 }  // namespace nnstudio::cuda

@@ -22,9 +22,9 @@ class Network {
  public:
   // inputGradient: also compute dLoss/dInput (tests only; training never needs it).
   // trainable = false: forward only (evaluation), no gradient buffers. weightedLoss: the loss will take
-  // class weights (which the fused head does not).
+  // class weights (which the fused head does not). precision: the convolutions' arithmetic (engine.h).
   Network(const ModelSpec& spec, int maxBatch, bool inputGradient = false, bool trainable = true,
-          bool weightedLoss = false);
+          bool weightedLoss = false, Precision precision = Precision::Fp32);
 
   const NetworkPlan& plan() const { return plan_; }
   int maxBatch() const { return maxBatch_; }
@@ -60,6 +60,7 @@ class Network {
   int maxBatch_ = 0;
   bool inputGradient_ = false;
   bool trainable_ = true;  // false: no gradient buffers nor dropout masks (evaluation only)
+  Precision precision_ = Precision::Fp32;
   size_t bytes_ = 0;
   const float* input_ = nullptr;
   bool headFused_ = false;                    // the last dense layer, loss and backward in one kernel

@@ -217,7 +217,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName, cons
       batch_(setup.batch),
       P_(setup.plan.parameterCount),
       momentCount_(optimizerStateSize(setup.spec, setup.plan.parameterCount)),
-      net_(setup.spec, setup.batch, false, true, !setup.options.classWeights.empty()),
+      net_(setup.spec, setup.batch, false, true, !setup.options.classWeights.empty(), setup.options.precision),
       params_(std::max<size_t>(P_, 1), "allocating the weights"),
       grads_(std::max<size_t>(P_, 1), "allocating the gradients"),
       backup_(std::max<size_t>(P_, 1), "allocating the weights' backup"),

@@ -49,11 +49,13 @@ export interface TrainingDraft {
   ema: number | null;
   /** The GPUs to train on when the machine has several; fewer than two: the first GPU alone. */
   gpus: number[];
+  /** The GPU convolutions' arithmetic (the CPU computes in FP32). */
+  precision: 'fp32' | 'tf32';
 }
 
 type StartPayload = PayloadOf<'training:start'>;
 /** The part of training:start these settings decide. */
-export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping' | 'augment' | 'ema' | 'gpus'>;
+export type TrainingOptions = Pick<StartPayload, 'epochs' | 'batchSize' | 'device' | 'lrSchedule' | 'earlyStopping' | 'augment' | 'ema' | 'gpus' | 'precision'>;
 
 export function newTrainingDraft(): TrainingDraft {
   return {
@@ -65,6 +67,7 @@ export function newTrainingDraft(): TrainingDraft {
     augment: { translate: null, flip: false, rotate: null, scale: null, erase: null },
     ema: null,
     gpus: [],
+    precision: 'fp32',
   };
 }
 
@@ -225,6 +228,7 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
       ...(draft.ema !== null ? { ema: draft.ema } : {}),
       // several GPUs train data-parallel; one (or none chosen) is the device's own
       ...(draft.gpus.length > 1 && draft.device !== 'cpu' ? { gpus: [...draft.gpus].sort((a, b) => a - b) } : {}),
+      ...(draft.precision === 'tf32' && draft.device !== 'cpu' ? { precision: draft.precision } : {}),
     },
   };
 }
