@@ -28,7 +28,9 @@ test('tf32 asked on the CPU: FP32 is computed, the plan says so, the model recor
 
 test('the effective precision: the asked one on CUDA, FP32 on the CPU; a note only where they differ', () => {
   assert.equal(effectivePrecision('tf32', 'cuda'), 'tf32');
-  assert.equal(effectivePrecision(undefined, 'cuda'), 'fp32');
+  assert.equal(effectivePrecision(undefined, 'cuda'), 'tf32', 'TF32 is the GPU\'s default');
+  assert.equal(effectivePrecision('fp32', 'cuda'), 'fp32');
+  assert.equal(effectivePrecision(undefined, 'cpu'), 'fp32');
   assert.equal(effectivePrecision('tf32', 'cpu'), 'fp32');
   assert.deepEqual(precisionNotes('fp32', 'cpu'), []);
   assert.deepEqual(precisionNotes('tf32', 'cuda'), []);

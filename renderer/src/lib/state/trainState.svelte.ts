@@ -242,7 +242,7 @@ export class TrainState {
     if (saved.augment) Object.assign(this.settings.augment, saved.augment);
     this.settings.ema = saved.ema ?? null;
     this.settings.gpus = [...(saved.gpus ?? [])];
-    this.settings.precision = saved.precision ?? 'fp32';
+    this.settings.precision = saved.precision ?? 'tf32';
     this.settings.batchSize = saved.batchSize;
     this.settings.epochs = saved.epochs;
     this.settings.device = saved.device;

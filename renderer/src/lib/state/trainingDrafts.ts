@@ -67,7 +67,7 @@ export function newTrainingDraft(): TrainingDraft {
     augment: { translate: null, flip: false, rotate: null, scale: null, erase: null },
     ema: null,
     gpus: [],
-    precision: 'fp32',
+    precision: 'tf32',
   };
 }
 
@@ -228,7 +228,7 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
       ...(draft.ema !== null ? { ema: draft.ema } : {}),
       // several GPUs train data-parallel; one (or none chosen) is the device's own
       ...(draft.gpus.length > 1 && draft.device !== 'cpu' ? { gpus: [...draft.gpus].sort((a, b) => a - b) } : {}),
-      ...(draft.precision === 'tf32' && draft.device !== 'cpu' ? { precision: draft.precision } : {}),
+      ...(draft.device !== 'cpu' ? { precision: draft.precision } : {}),
     },
   };
 }
