@@ -36,7 +36,7 @@ export function firstRungEpochs(trials: number, maxEpochs: number, eta: number, 
   const rungsBelow = Math.floor(Math.log(Math.max(trials, 1)) / Math.log(eta) + 1e-9);
   const floor = minExamples / Math.max(trainExamples, 1);
   const epochs = Math.max(floor, maxEpochs / eta ** rungsBelow);
-  return Math.min(maxEpochs, epochs >= 1 ? Math.floor(epochs) : tidyEpochs(epochs));
+  return Math.min(maxEpochs, epochs >= 1 ? Math.round(epochs) : tidyEpochs(epochs));
 }
 
 /** Whole epochs from 1 on (a product like 3 x 0.3333 lands a hair off 1); a share below 1 to 4 digits. */

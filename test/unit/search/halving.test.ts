@@ -23,7 +23,7 @@ test('a first rung below one epoch screens on a share of the data; the products 
   assert.equal(firstRungEpochs(1, 9, 3, 54000), 9);
   assert.equal(firstRungEpochs(100, 9, 3, 5400), 0.3704, 'at least 2000 examples a trial');
   assert.equal(firstRungEpochs(27, 180, 3, 100), 20, 'small data: whole epochs, at least 2000 examples');
-  assert.equal(firstRungEpochs(27, 180, 3, 100, 500), 6);
+  assert.equal(firstRungEpochs(27, 180, 3, 100, 500), 7, '180 / 27, to whole epochs');
   assert.deepEqual([epochsText(1 / 9), epochsText(0.3333), epochsText(0.15), epochsText(1), epochsText(3)], ['1/9 epoch', '1/3 epoch', '0.15 epoch', '1 epoch', '3 epochs']);
 });
 
