@@ -75,3 +75,15 @@ describe('several GPUs in the training settings', () => {
     assert.equal(trainingOptions(draft).value?.gpus, undefined, 'a CPU run takes no GPUs');
   });
 });
+
+describe('the GPU arithmetic in the training settings', () => {
+  test('TF32 by default (the server\'s default, so not sent); FP32 reaches training:start unless the run is on the CPU', () => {
+    const draft = newTrainingDraft();
+    assert.equal(draft.precision, 'tf32');
+    assert.equal(trainingOptions(draft).value?.precision, undefined, 'the default is the server\'s');
+    draft.precision = 'fp32';
+    assert.equal(trainingOptions(draft).value?.precision, 'fp32');
+    draft.device = 'cpu';
+    assert.equal(trainingOptions(draft).value?.precision, undefined, 'the CPU computes in FP32 and is asked nothing');
+  });
+});

@@ -228,7 +228,8 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
       ...(draft.ema !== null ? { ema: draft.ema } : {}),
       // several GPUs train data-parallel; one (or none chosen) is the device's own
       ...(draft.gpus.length > 1 && draft.device !== 'cpu' ? { gpus: [...draft.gpus].sort((a, b) => a - b) } : {}),
-      ...(draft.device !== 'cpu' ? { precision: draft.precision } : {}),
+      // TF32 is the GPU's default (the server's too): only FP32 is asked for, so that a CPU-only machine's runs carry no note
+      ...(draft.device !== 'cpu' && draft.precision !== 'tf32' ? { precision: draft.precision } : {}),
     },
   };
 }
