@@ -27,7 +27,7 @@ device, inside the captured step), weight average ("ema"), AdamW and label smoot
 (scripts/torch_model.py) covers every layer kind of the presets, batchnorm and residual blocks included.
 
 Usage: /usr/bin/python3 scripts/bench_pytorch.py [--data DIR] [--presets DIR] [--device cpu|cuda]
-           [--mode eager|graph|graph-bf16|compile] [--configs seed000,mlp] [--epochs 3] [--threads N]
+           [--mode eager|graph|graph-fp32|graph-bf16|compile|compile-bf16] [--configs seed000,mlp] [--epochs 3] [--threads N]
            [--init engine|torch] [--seed N] [--one-cycle MAXLR,PCT,DIV,FINALDIV[,cos|linear]]
            [--recipe [--seeds 0,1,2] [--target 0.996]]
 
@@ -293,7 +293,7 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--mode", choices=["eager", "graph", "graph-fp32", "graph-bf16", "compile", "compile-bf16"], default="eager",
                         help="eager; graph: the train step in one CUDA graph; graph-fp32: the same without TF32; graph-bf16: the same under bf16 "
-                             "autocast; compile: torch.compile(mode='reduce-overhead') + fused optimizers")
+                             "autocast; compile: torch.compile(mode='reduce-overhead') + fused optimizers; compile-bf16: the same under bf16 autocast")
     parser.add_argument("--graph", action="store_true", help="the same as --mode graph")
     parser.add_argument("--configs", default="")
     parser.add_argument("--epochs", type=int, default=3)

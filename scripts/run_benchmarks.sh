@@ -121,8 +121,12 @@ for name in "${names[@]}"; do
       | tee -a "$RESULTS" || failures=$((failures + 1))
   fi
   if [[ ${#cli[@]} -gt 0 ]]; then
-    echo "== $name: nnstudio (npx nnstudio bench)" >&2
-    "${cli[@]}" --configs "$name" | tee -a "$RESULTS" || failures=$((failures + 1))
+    for precision in "${precisions[@]}"; do
+      echo "== $name: nnstudio (npx nnstudio bench, $precision)" >&2
+      label=$([[ $precision == fp32 ]] && echo nnstudio-node || echo "nnstudio-node-$precision")
+      "${cli[@]}" --configs "$name" --precision "$precision" | sed "s/\"framework\":\"nnstudio-node\"/\"framework\":\"$label\"/" \
+        | tee -a "$RESULTS" || failures=$((failures + 1))
+    done
   fi
   for mode in "${modes[@]}"; do
     echo "== $name: pytorch ($mode)" >&2

@@ -140,6 +140,8 @@ export interface SearchTrialRun {
   validationLoss: number | null;
   status: RunStatus;
   seconds: number;
+  /** The training examples of each of its epochs (fewer on a share of the split). */
+  trainExamples: number;
   /** The run in the run history. */
   savedRunId?: string;
   settings: { depth: number; width: number; lr: number; schedule: string; batchSize: number; weightDecay: number; augment: string };

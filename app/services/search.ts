@@ -14,7 +14,7 @@ import type { Dataset } from '../core/data/dataset';
 import { describeDataSource, type DataSource } from './dataSources';
 import type { RunNaming, RunStore } from './runs';
 import { trainModel, type TrainOutcome, type TrainRequest } from './training';
-import { defaultValSplit, fileReader, type DataReader } from './trainingSetup';
+import { defaultTestSplit, defaultValSplit, fileReader, separateTestSource, type DataReader } from './trainingSetup';
 
 export interface SearchRequest {
   data: DataSource;
@@ -40,7 +40,7 @@ export interface SearchRequest {
   testSplit?: number;
   device?: engine.DeviceChoice;
   threads?: number;
-  /** CUDA: every trial's convolutions' arithmetic (default fp32). */
+  /** CUDA: every trial's convolutions' arithmetic (default TF32). */
   precision?: engine.Precision;
 }
 
@@ -63,6 +63,8 @@ export interface TrialRun {
   validationLoss: number;
   status: engine.TrainStatus;
   seconds: number;
+  /** The training examples of each of its epochs (fewer on a share of the split). */
+  trainExamples: number;
   runId?: string;
 }
 
@@ -125,8 +127,9 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const data = await reader.load(request.data);
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
-  // the training split's size before the search's own split: near enough for the first rung's share
-  const rungs = searchPlan(request, data.count, Math.round(data.count * (1 - valSplit)));
+  // the training split's size, for the first rung's share: what the validation and (without test data) test splits leave
+  const testShare = separateTestSource(request.data, request.testData) ? 0 : request.testSplit ?? defaultTestSplit;
+  const rungs = searchPlan(request, data.count, Math.round(data.count * (1 - valSplit - testShare)));
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
@@ -233,6 +236,7 @@ function trialRun(config: TrialConfig, rung: number, epochs: number, outcome: Tr
     validationLoss: finished && typeof loss === 'number' && Number.isFinite(loss) ? loss : Infinity,
     status: outcome.status,
     seconds: outcome.model.training?.seconds ?? 0,
+    trainExamples: outcome.plan.trainCount,
     ...(outcome.savedRun?.runId ? { runId: outcome.savedRun.runId } : {}),
   };
 }

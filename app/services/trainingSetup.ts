@@ -53,7 +53,7 @@ export interface TrainRequest {
   ema?: number;
   /** CUDA: the GPUs to train on; several train data-parallel (docs/ARCHITECTURE.md "Several GPUs"). */
   gpus?: GpuChoice;
-  /** CUDA: the convolutions' arithmetic (core/model/precision.ts; default fp32). */
+  /** CUDA: the convolutions' arithmetic (core/model/precision.ts; default TF32, the CPU FP32). */
   precision?: Precision;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;
@@ -223,7 +223,8 @@ async function requestFromCheckpoint(request: ResumeRequest): Promise<{ request:
     ...(record.augment ? { augment: record.augment } : {}),
     ...(record.ema !== undefined ? { ema: record.ema } : {}),
     ...(record.trainShare !== undefined ? { trainShare: record.trainShare } : {}),
-    ...(record.precision ? { precision: record.precision } : {}),
+    // what the run computed with (checkpoints from before precisions existed trained in FP32)
+    precision: record.precision ?? 'fp32',
     ...(request.gpus ? { gpus: request.gpus } : record.gpus ? { gpus: { kind: 'list' as const, gpus: record.gpus } } : {}),
     checkpointPath: request.checkpointPath ?? request.resumeFrom,
   };
@@ -405,15 +406,14 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   return {
     request, plan, spec, data, preprocessing, sets, resumption,
     engineOptions: { ...engineOptions, ...targetScaling, ...weights, ...recipe, lrSchedule: request.lrSchedule, earlyStopping: request.earlyStopping },
-    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, digest: data.digest, counts: data.counts, ...(recipe.gpus && recipe.gpus.length > 1 ? { gpus: recipe.gpus } : {}) }),
-    recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, data: plan.dataDescription },
+    record: runRecordOf(request, { epochs, batchSize, normalize, valSplit, testSplit: effectiveTestSplit, seed, device, precision: engineOptions.precision, digest: data.digest, counts: data.counts, ...(recipe.gpus && recipe.gpus.length > 1 ? { gpus: recipe.gpus } : {}) }),
+    recordedOptions: { ...engineOptions, normalize, valSplit, testSplit: effectiveTestSplit, ...(share < 1 ? { trainShare: share } : {}), data: plan.dataDescription },
     scheduleOptions: schedules,
   };
 }
 
-/** A stratified, seeded `share` of a training set (at least one example). */
+/** A stratified, seeded `share` of a training set (every class keeps an example: stratifiedSplit). */
 function shareOf(train: Dataset, share: number, seed: number): Dataset {
-  if (Math.round(train.count * share) < 1) return subset(train, [0]);
   return subset(train, stratifiedSplit(stratificationKeys(train), { validation: 1 - share, test: 0 }, seed).train);
 }
 
@@ -468,7 +468,7 @@ function runRecordOf(request: TrainRequest, prepared: Omit<RunRecord, 'data' | '
     ...(request.ema !== undefined ? { ema: request.ema } : {}),
     ...(prepared.gpus ? { gpus: [...prepared.gpus] } : {}),
     ...(request.trainShare !== undefined && request.trainShare < 1 ? { trainShare: request.trainShare } : {}),
-    ...(request.precision ? { precision: request.precision } : {}),
+    precision: prepared.precision,
     trainDigest: prepared.digest,
     counts: prepared.counts,
   };

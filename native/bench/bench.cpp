@@ -111,7 +111,8 @@ void usage(std::FILE* to) {
                "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
                "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
                "  --gpus     cuda: train data-parallel on these GPUs (a batch of the preset's size on each)\n"
-               "  --precision  cuda: the convolutions' arithmetic, fp32 (3xTF32 tensor cores; default) or tf32\n"
+               "  --precision  cuda: the convolutions' arithmetic, fp32 (3xTF32 tensor cores; the engine's default) or tf32\n"
+               "             (the app's default on CUDA: `nnstudio bench` runs tf32 unless told)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -293,7 +294,7 @@ std::string benchConfig(nnstudio::Backend& backend, const Options& options, cons
                      ",\"epochs\":" + std::to_string(options.epochs) +
                      ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"seed\":" +
                      std::to_string(spec.seed) +
-                     ",\"gpus\":" + std::to_string(gpusUsed) + ",\"precision\":\"" + precisionName(options.precision) + "\"" +
+                     ",\"gpus\":" + std::to_string(gpusUsed) + ",\"precision\":\"" + precisionName(options.device == "cuda" ? options.precision : nnstudio::Precision::Fp32) + "\"" +
                      ",\"secondsPerEpoch\":" + number(secondsPerEpoch) +
                      ",\"imagesPerSecond\":" + number(double(train.count) / secondsPerEpoch) +
                      ",\"startSeconds\":" + number(startSeconds) + ",\"epochSeconds\":[";
@@ -331,7 +332,7 @@ std::string recipeRun(nnstudio::Backend& backend, const Options& options, const 
   return "{\"framework\":\"nnstudio\",\"mode\":\"recipe\",\"config\":" + jsonString(preset.name) +
          ",\"device\":" + jsonString(options.device) + ",\"deviceName\":" + jsonString(result.device) +
          ",\"seed\":" + std::to_string(seed) + ",\"gpus\":" + std::to_string(gpusUsed) +
-         ",\"precision\":\"" + precisionName(options.precision) + "\"" +
+         ",\"precision\":\"" + precisionName(options.device == "cuda" ? options.precision : nnstudio::Precision::Fp32) + "\"" +
          ",\"epochs\":" + std::to_string(trainOptions.epochs) +
          ",\"batchSize\":" + std::to_string(preset.batchSize) + ",\"trainSeconds\":" + number(trainSeconds) +
          ",\"epochSeconds\":[" + seconds + "],\"testAccuracies\":[" + accuracies + "],\"testAccuracy\":" +

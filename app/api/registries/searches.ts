@@ -154,7 +154,7 @@ function trialRunInfo(run: TrialRun): SearchTrialRun {
     trial, rung: run.rung, epochs: run.epochs,
     score: Number.isFinite(run.score) ? run.score : null,
     validationLoss: Number.isFinite(run.validationLoss) ? run.validationLoss : null,
-    status: run.status, seconds: run.seconds,
+    status: run.status, seconds: run.seconds, trainExamples: run.trainExamples,
     ...(run.runId ? { savedRunId: run.runId } : {}),
     settings: { depth, width, lr, schedule, batchSize, weightDecay, augment },
   };

@@ -1,7 +1,7 @@
 // `nnstudio search`: a hyperparameter search (services/search.ts): seeded trials, successive halving on the
 // validation data, a leaderboard, the winner tested once and saved; every trial a run in the run history.
 import * as path from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { countLimits } from '../../core/model/countLimits';
 import { counted } from '../../core/files/messages';
 import { epochsShort, epochsText } from '../../core/search/halving';
@@ -41,7 +41,7 @@ export function searchCommand(): Command {
     .option('--trials <n>', 'trials drawn', countWithin('--trials', { min: 1, max: 10000 }), 27)
     .option('--min-epochs <n>', 'epochs of the first rung; below 1 (0.1, 1/9), one pass over that share of the training data (default: as many rungs below --max-epochs as the trials allow)', epochsOrShare)
     .option('--max-epochs <n>', 'epochs of the last rung (default: 9 for 60 000 examples, more for fewer, up to 180)', countWithin('--max-epochs', countLimits.epochs))
-    .option('--eta <n>', 'each rung keeps the best 1/eta and trains eta times longer', countWithin('--eta', { min: 2, max: 100 }), 3)
+    .option('--eta <n>', 'each rung keeps the best 1/eta, which train longer (eta times by default), up to --max-epochs', countWithin('--eta', { min: 2, max: 100 }), 3)
     .option('--budget <seconds>', 'stop starting trials after this many seconds (the best so far wins)', positiveNumber('--budget'))
     .option('--space <json>', 'parts of the search space as JSON, e.g. \'{"depth":[1,2],"lr":[0.001,0.01]}\' (docs/SEARCH.md)', parseSpace)
     .option('--seed <n>', 'seed for the draws, splits, weights and data order', countWithin('--seed', countLimits.seed), 0)
@@ -113,13 +113,14 @@ function progressLines(): (event: SearchEvent) => string {
   };
 }
 
-/** --min-epochs: whole epochs, or a share of one pass below 1 ("0.25", "1/9"). */
+/** --min-epochs: whole epochs, or a share of one pass below 1 ("0.25", "1/9", "2/9"). */
 function epochsOrShare(value: string): number {
   const text = value.trim();
-  const ratio = /^1\/(\d+)$/.exec(text);
-  const number = ratio ? 1 / Number(ratio[1]) : Number(text);
+  const ratio = /^(\d+)\/(\d+)$/.exec(text);
+  const number = ratio ? Number(ratio[1]) / Number(ratio[2]) : Number(text);
   if (text !== '' && Number.isFinite(number) && number > 0 && number < 1) return number;
-  return countWithin('--min-epochs', countLimits.epochs)(value);
+  if (Number.isInteger(number) && number >= 1) return countWithin('--min-epochs', countLimits.epochs)(String(number));
+  throw new InvalidArgumentError(`--min-epochs takes whole epochs, or a share of one pass below 1 such as 0.25 or 1/9, got "${value}"`);
 }
 
 function scoreText(run: TrialRun): string {

@@ -11,7 +11,12 @@ export interface Rung {
   trials: number;
 }
 
-/** The rungs for `trials` trials from `minEpochs` up to `maxEpochs`, keeping the best 1/eta each time. */
+/**
+ * The rungs for `trials` trials from `minEpochs` up to `maxEpochs`, keeping the best 1/eta each time: as many
+ * rungs as it takes the trials to dwindle to one or eta-fold epochs to reach the most, their epochs spaced
+ * evenly on a log scale from the first to `maxEpochs` (eta-fold when the ends allow it), so that the last rung
+ * always trains the most epochs.
+ */
 export function halvingPlan(trials: number, minEpochs: number, maxEpochs: number, eta: number): Rung[] {
   if (!(Number.isInteger(trials) && trials >= 1)) throw new Error(`trials must be a whole number of at least 1, got ${trials}`);
   const wholeOrShare = (epochs: number) => epochs > 0 && (epochs < 1 || Number.isInteger(epochs));
@@ -19,12 +24,14 @@ export function halvingPlan(trials: number, minEpochs: number, maxEpochs: number
     throw new Error(`epochs per trial must be whole numbers (the first rung's may be a share below 1) with 0 < min <= max, got ${minEpochs} and ${maxEpochs}`);
   }
   if (!(Number.isInteger(eta) && eta >= 2)) throw new Error(`eta (the halving factor) must be a whole number of at least 2, got ${eta}`);
-  const rungs: Rung[] = [{ epochs: minEpochs, trials }];
-  for (;;) {
-    const last = rungs[rungs.length - 1];
-    if (last.epochs >= maxEpochs || last.trials <= 1) return rungs;
-    rungs.push({ epochs: Math.min(maxEpochs, tidyEpochs(last.epochs * eta)), trials: Math.max(1, Math.floor(last.trials / eta)) });
+  const counts = [trials];
+  for (let epochs = minEpochs; epochs < maxEpochs * (1 - 1e-9) && counts[counts.length - 1] > 1; epochs *= eta) {
+    counts.push(Math.max(1, Math.floor(counts[counts.length - 1] / eta)));
   }
+  if (counts.length === 1) return [{ epochs: minEpochs, trials }];
+  const last = counts.length - 1;
+  const epochsAt = (rung: number) => rung === 0 ? minEpochs : rung === last ? maxEpochs : tidyEpochs(minEpochs * (maxEpochs / minEpochs) ** (rung / last));
+  return counts.map((count, rung) => ({ epochs: epochsAt(rung), trials: count }));
 }
 
 /**

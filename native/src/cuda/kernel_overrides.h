@@ -13,7 +13,8 @@ namespace nnstudio::cuda {
 enum class Switch { Auto, Off, On };
 
 // The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 (where it
-// pays, but 1xTF32 products: faster, and outside the CPU-parity tolerance on keras conv2; comparisons only).
+// pays, but 1xTF32 products: faster, and outside the CPU-parity tolerance on keras conv2). A run's
+// Precision::Tf32 selects Tf32 where this is Auto (conv2d.cu overridesFor); set here, it wins over the run's.
 enum class ConvTcMode { Auto, Off, On, Tf32 };
 
 // A forced launch shape of the direct convolution; 0 = the planner's choice.

@@ -92,8 +92,9 @@ test('the default plan: as many rungs as the trials allow, screening on shares o
     { epochs: 0.1111, trials: 100 }, { epochs: 0.3333, trials: 33 }, { epochs: 1, trials: 11 }, { epochs: 3, trials: 3 }, { epochs: 9, trials: 1 },
   ]);
   // digits: a trial sees at least 2000 examples, so the first rung stays at whole epochs
-  assert.deepEqual(searchPlan({ trials: 27 }, 1797, 1617).map((rung) => rung.epochs), [7, 21, 63, 180]);
-  assert.deepEqual(searchPlan({ trials: 27 }, 150, 135).map((rung) => rung.epochs), [15, 45, 135, 180]);
+  assert.deepEqual(searchPlan({ trials: 27 }, 1797, 1258).map((rung) => rung.epochs), [7, 21, 61, 180]);
+  // iris: at least 2000 examples a trial (15 epochs of 105), then evenly up to 180 on a log scale
+  assert.deepEqual(searchPlan({ trials: 27 }, 150, 105).map((rung) => rung.epochs), [19, 40, 85, 180]);
   // what the request names wins
   assert.deepEqual(searchPlan({ trials: 9, minEpochs: 2, maxEpochs: 6, eta: 3 }, 60000, 54000), [{ epochs: 2, trials: 9 }, { epochs: 6, trials: 3 }]);
   assert.deepEqual(searchPlan({ trials: 9, minEpochs: 0.25, maxEpochs: 1, eta: 2 }, 60000, 54000).map((rung) => rung.epochs), [0.25, 0.5, 1]);

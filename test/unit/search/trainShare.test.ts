@@ -30,6 +30,11 @@ test('a search whose first rung is a share: its trials train on that share, the 
   const result = await runSearch({ data: iris, trials: 4, minEpochs: 0.5, maxEpochs: 1, eta: 2, seed: 1, device: 'cpu', threads: 1 });
   assert.deepEqual(result.rungs, [{ epochs: 0.5, trials: 4 }, { epochs: 1, trials: 2 }]);
   assert.deepEqual(result.runs.map((run) => run.epochs), [0.5, 0.5, 0.5, 0.5, 1, 1]);
+  const [screened, full] = [result.runs[0].trainExamples, result.runs[5].trainExamples];
+  assert.ok(Math.abs(screened - full / 2) <= 1, `half the training split: ${screened} of ${full}`);
+  assert.ok(result.runs.slice(0, 4).every((run) => run.trainExamples === screened));
   assert.equal(result.outcome.model.training?.history.length, 1, 'a share is one pass');
+  const options = result.outcome.model.training?.options as Record<string, unknown>;
+  assert.equal(options.trainShare, result.best.epochs < 1 ? result.best.epochs : undefined, 'a winner from a share says so');
   assert.ok(result.outcome.test, 'the winner is tested');
 });
