@@ -369,7 +369,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
     : await memoized(reader, { share, sets: splitKey, preprocessing }, async () => ({ ...fullSets, train: shareOf(fullSets.train, share, seed) }));
   const device = engine.resolveDevice(request.device ?? 'auto');
   const plan: TrainPlan = {
-    spec, device, epochs, batchSize,
+    spec, device, precision: effectivePrecision(request.precision, device), epochs, batchSize,
     trainCount: sets.train.count,
     validationCount: sets.validation?.count ?? 0,
     testCount: sets.test?.count ?? 0,

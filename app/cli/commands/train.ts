@@ -113,7 +113,7 @@ function progressReporter(options: TrainCommandOptions) {
           : `${plan.classLabels.length} classes`;
         stream.write(
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
-            `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}\n`,
+            `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}${plan.device === 'cuda' && plan.precision ? ` (${plan.precision.toUpperCase()} convolutions)` : ''}\n`,
         );
         if (plan.resumedFrom) stream.write(`resuming ${options.resume} after epoch ${plan.resumedFrom.epoch}\n`);
         for (const note of plan.notes ?? []) stream.write(`note: ${note}\n`);

@@ -113,6 +113,8 @@ export interface TrainingRecord {
 export interface TrainPlan {
   spec: ModelSpec;
   device: DeviceKind;
+  /** The convolutions' arithmetic (core/model/precision.ts): always fp32 on the CPU. */
+  precision?: 'fp32' | 'tf32';
   epochs: number;
   batchSize: number;
   trainCount: number;

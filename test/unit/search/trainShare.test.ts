@@ -19,6 +19,8 @@ test('a share of the training split: fewer rows, every class kept, the same vali
   assert.deepEqual(third.sets.test?.features, whole.sets.test?.features);
   assert.deepEqual(new Set(third.sets.train.labels), new Set(whole.sets.train.labels), 'stratified: every class stays');
   assert.equal(third.record.trainShare, 1 / 3);
+  assert.equal(whole.plan.precision, 'fp32', 'the CPU computes in FP32, and the plan says so');
+  assert.equal(whole.record.precision, 'fp32');
   assert.equal(whole.record.trainShare, undefined);
   const again = await prepareRun({ ...base, trainShare: 1 / 3 });
   assert.deepEqual(again.sets.train.features, third.sets.train.features, 'seeded: the same rows');
