@@ -18,6 +18,8 @@ export interface SearchDraft {
 export interface SearchDeps {
   datasetId(): string | undefined;
   device(): PayloadOf<'search:start'>['device'];
+  /** The Train screen's GPU arithmetic, which the trials take too. */
+  precision(): 'fp32' | 'tf32';
   /** A search ended (its trials are saved runs; with a winner, its model is in the session). */
   ended(info: SearchInfo): void;
 }
@@ -46,6 +48,8 @@ export class SearchState {
       ...(seed !== null ? { seed } : {}),
       ...(budgetSeconds !== null ? { budgetSeconds } : {}),
       ...(this.deps.device() ? { device: this.deps.device() } : {}),
+      // TF32 is the server's default on the GPU: only FP32 is asked for (as training:start)
+      ...(this.deps.device() !== 'cpu' && this.deps.precision() === 'fp32' ? { precision: 'fp32' as const } : {}),
     };
     this.error = undefined;
     this.starting = true;

@@ -68,6 +68,7 @@ class Studio {
   readonly search: SearchState = new SearchState({
     datasetId: () => this.data.datasetId,
     device: () => this.train.settings.device,
+    precision: () => this.train.settings.precision,
     ended: () => {
       void this.models.refresh();
       this.savedRuns.runRecorded();
