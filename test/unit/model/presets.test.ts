@@ -185,6 +185,8 @@ describe('the fast_mnist recipe', () => {
       epochs: 1,
       lrSchedule: { kind: 'onecycle', maxLr: 0.01, pctStart: 0.2, divFactor: 20, finalDivFactor: 100 },
     });
+    // 0.05: 20 of 20 seeds at 99.0 % or more on the CPU, against 11 of 20 without (docs/BENCHMARKS.md, "Fast MNIST")
+    assert.equal(preset.spec.labelSmoothing, 0.05);
     assert.equal(preset.gpuOnly, true);
   });
 
