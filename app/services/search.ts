@@ -9,7 +9,7 @@ import {
 } from '../core/search/space';
 import type { EpochRecord } from '../core/model/modelFile';
 import type { LrSchedule } from '../core/model/trainingControl';
-import type * as engine from '../engine';
+import * as engine from '../engine';
 import type { Dataset } from '../core/data/dataset';
 import { describeDataSource, type DataSource } from './dataSources';
 import type { RunNaming, RunStore } from './runs';
@@ -123,6 +123,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   // every trial validates on the same share, also where `train` would take none (a small regression table)
   const valSplit = request.valSplit ?? defaultValSplit;
   if (valSplit <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
+  engine.resolveDevice(request.device ?? 'auto');  // no CUDA device for --device cuda: said before any plan
   const reader = cachingReader();
   const data = await reader.load(request.data);
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';

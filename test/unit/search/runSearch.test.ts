@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import * as engine from '../../../app/engine';
 import { RunStore } from '../../../app/services/runs';
 import { trainModel } from '../../../app/services/training';
 import { defaultMaxEpochs, runSearch, searchPlan, trialRequest, type SearchEvent, type SearchRequest } from '../../../app/services/search';
@@ -133,4 +134,10 @@ test('a time budget: no trial starts after it, the first always trains, the best
   const roomy = await runSearch({ ...request, trials: 2, maxEpochs: 1, budgetSeconds: 3600 });
   assert.equal(roomy.outOfTime, false);
   assert.equal(roomy.runs.length, 2);
+});
+
+test('--device cuda without a CUDA device: refused before the plan is announced', { skip: engine.cudaAvailable() }, async () => {
+  const events: SearchEvent[] = [];
+  await assert.rejects(runSearch({ ...request, trials: 2, device: 'cuda' }, { onEvent: (event) => events.push(event) }), /no CUDA device/);
+  assert.equal(events.length, 0);
 });
