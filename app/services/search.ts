@@ -14,7 +14,7 @@ import type { Dataset } from '../core/data/dataset';
 import { describeDataSource, type DataSource } from './dataSources';
 import type { RunNaming, RunStore } from './runs';
 import { trainModel, type TrainOutcome, type TrainRequest } from './training';
-import { defaultTestSplit, defaultValSplit, fileReader, separateTestSource, type DataReader } from './trainingSetup';
+import { defaultValSplit, fileReader, planSplit, type DataReader } from './trainingSetup';
 
 export interface SearchRequest {
   data: DataSource;
@@ -128,9 +128,9 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const data = await reader.load(request.data);
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
   const space = searchSpaceSchema.parse({ ...defaultSearchSpace(kind), ...request.space });
-  // the training split's size, for the first rung's share: what the validation and (without test data) test splits leave
-  const testShare = separateTestSource(request.data, request.testData) ? 0 : request.testSplit ?? defaultTestSplit;
-  const rungs = searchPlan(request, data.count, Math.round(data.count * (1 - valSplit - testShare)));
+  // the training split's size, for the first rung's share (the test set's own count does not matter here)
+  const { trainCount } = planSplit(data, request.data, { valSplit, testSplit: request.testSplit, ...(request.testData ? { test: { source: request.testData, count: 0 } } : {}) });
+  const rungs = searchPlan(request, data.count, trainCount);
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
