@@ -54,6 +54,7 @@ export async function loadBenchData(): Promise<{ train: Dataset; test: Dataset }
 export async function runBenchmark(preset: Preset, data: { train: Dataset; test: Dataset }, options: BenchOptions): Promise<BenchResult> {
   const epochs = options.epochs ?? 3;
   const device = engine.resolveDevice(options.device);
+  const precision = effectivePrecision(options.precision, device);
   const run = engine.train(preset.spec, data.train, data.test, {
     epochs,
     batchSize: preset.training.batchSize,
@@ -63,7 +64,7 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
     device,
     threads: options.threads ?? 0,
     progressIntervalSeconds: 1,
-    precision: effectivePrecision(options.precision, device),
+    precision,
   });
   const result = await run.promise;
   if (result.status !== 'completed') throw new Error(`${preset.name}: training ${result.status}: ${result.message}`);
@@ -81,6 +82,6 @@ export async function runBenchmark(preset: Preset, data: { train: Dataset; test:
     testAccuracy1: accuracy(0),
     testAccuracyN: accuracy(epochs - 1),
     threads: options.threads ?? 0,
-    precision: effectivePrecision(options.precision, device),
+    precision,
   };
 }

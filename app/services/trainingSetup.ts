@@ -368,8 +368,9 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   const sets = share >= 1 ? fullSets
     : await memoized(reader, { share, sets: splitKey, preprocessing }, async () => ({ ...fullSets, train: shareOf(fullSets.train, share, seed) }));
   const device = engine.resolveDevice(request.device ?? 'auto');
+  const precision = effectivePrecision(request.precision, device);
   const plan: TrainPlan = {
-    spec, device, precision: effectivePrecision(request.precision, device), epochs, batchSize,
+    spec, device, precision, epochs, batchSize,
     trainCount: sets.train.count,
     validationCount: sets.validation?.count ?? 0,
     testCount: sets.test?.count ?? 0,
@@ -388,7 +389,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
   };
   const threads = request.threads ?? 0;
   const effectiveTestSplit = data.separateTest ? 0 : testSplit;
-  const engineOptions = { epochs, batchSize, seed, device, threads, precision: effectivePrecision(request.precision, device) };
+  const engineOptions = { epochs, batchSize, seed, device, threads, precision };
   const targetScaling = preprocessing.target ? { targetMean: preprocessing.target.mean, targetStd: preprocessing.target.std } : {};
   const weights = request.classWeights !== undefined ? { classWeights: classWeightsFor(request.classWeights, data.train) } : {};
   const schedules = {
