@@ -87,3 +87,8 @@ describe('the GPU arithmetic in the training settings', () => {
     assert.equal(trainingOptions(draft).value?.precision, undefined, 'the CPU computes in FP32 and is asked nothing');
   });
 });
+
+test('the renderer\'s GPU default is the server\'s', async () => {
+  const { defaultGpuPrecision } = await import('../../../app/core/model/precision');
+  assert.equal(loadRendererModule<typeof Drafts>('renderer/src/lib/state/trainingDrafts.ts').gpuDefaultPrecision, defaultGpuPrecision);
+});

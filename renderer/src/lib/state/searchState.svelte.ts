@@ -3,6 +3,8 @@
 // latest search (search:list). docs/SEARCH.md says what a search does.
 import type { ApiError, ApiEvent, PayloadOf, SearchInfo, TrainingDone } from '../../../../app/api/types';
 import { api } from '../api';
+import type { Precision } from '../../../../app/core/model/precision';
+import { askedPrecision } from './trainingDrafts';
 
 export interface SearchDraft {
   trials: number | null;
@@ -19,7 +21,7 @@ export interface SearchDeps {
   datasetId(): string | undefined;
   device(): PayloadOf<'search:start'>['device'];
   /** The Train screen's GPU arithmetic, which the trials take too. */
-  precision(): 'fp32' | 'tf32';
+  precision(): Precision;
   /** A search ended (its trials are saved runs; with a winner, its model is in the session). */
   ended(info: SearchInfo): void;
 }
@@ -48,8 +50,7 @@ export class SearchState {
       ...(seed !== null ? { seed } : {}),
       ...(budgetSeconds !== null ? { budgetSeconds } : {}),
       ...(this.deps.device() ? { device: this.deps.device() } : {}),
-      // TF32 is the server's default on the GPU: only FP32 is asked for (as training:start)
-      ...(this.deps.device() !== 'cpu' && this.deps.precision() === 'fp32' ? { precision: 'fp32' as const } : {}),
+      ...askedPrecision(this.deps.device() ?? 'auto', this.deps.precision()),
     };
     this.error = undefined;
     this.starting = true;

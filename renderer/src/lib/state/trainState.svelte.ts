@@ -20,7 +20,7 @@ import { addPoint, emptySeries, type ThinSeries } from '../series';
 import type { ModelChoice } from './modelState.svelte';
 import type { ImputationState } from './imputationState.svelte';
 import type { SplitState } from './splitState.svelte';
-import { adoptPresetTraining, newTrainingDraft, trainingOptions, type TrainingDraft } from './trainingDrafts';
+import { adoptPresetTraining, gpuDefaultPrecision, newTrainingDraft, trainingOptions, type TrainingDraft } from './trainingDrafts';
 
 export interface RunView {
   runId: string;
@@ -242,7 +242,7 @@ export class TrainState {
     if (saved.augment) Object.assign(this.settings.augment, saved.augment);
     this.settings.ema = saved.ema ?? null;
     this.settings.gpus = [...(saved.gpus ?? [])];
-    this.settings.precision = saved.precision ?? 'tf32';
+    this.settings.precision = saved.precision ?? gpuDefaultPrecision;
     this.settings.batchSize = saved.batchSize;
     this.settings.epochs = saved.epochs;
     this.settings.device = saved.device;

@@ -3,6 +3,10 @@
 // schemas (app/core/model/trainingControl.ts, app/api/schemas.ts) stay the authority; the bounds checked
 // here are theirs, so a bad value is named by its control before any request.
 import type { ApiError, EarlyStopping, EarlyStoppingMonitor, LrSchedule, PayloadOf, PresetInfo } from '../../../../app/api/types';
+import type { Precision } from '../../../../app/core/model/precision';
+
+/** core/model/precision.ts's defaultGpuPrecision (this module loads in the unit tests with type imports alone). */
+export const gpuDefaultPrecision: Precision = 'tf32';
 
 export type Device = 'auto' | 'cpu' | 'cuda';
 export type LrScheduleKind = LrSchedule['kind'];
@@ -50,7 +54,7 @@ export interface TrainingDraft {
   /** The GPUs to train on when the machine has several; fewer than two: the first GPU alone. */
   gpus: number[];
   /** The GPU convolutions' arithmetic (the CPU computes in FP32). */
-  precision: 'fp32' | 'tf32';
+  precision: Precision;
 }
 
 type StartPayload = PayloadOf<'training:start'>;
@@ -67,7 +71,7 @@ export function newTrainingDraft(): TrainingDraft {
     augment: { translate: null, flip: false, rotate: null, scale: null, erase: null },
     ema: null,
     gpus: [],
-    precision: 'tf32',
+    precision: gpuDefaultPrecision,
   };
 }
 
@@ -228,8 +232,15 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
       ...(draft.ema !== null ? { ema: draft.ema } : {}),
       // several GPUs train data-parallel; one (or none chosen) is the device's own
       ...(draft.gpus.length > 1 && draft.device !== 'cpu' ? { gpus: [...draft.gpus].sort((a, b) => a - b) } : {}),
-      // TF32 is the GPU's default (the server's too): only FP32 is asked for, so that a CPU-only machine's runs carry no note
-      ...(draft.device !== 'cpu' && draft.precision !== 'tf32' ? { precision: draft.precision } : {}),
+      ...askedPrecision(draft.device, draft.precision),
     },
   };
+}
+
+/**
+ * The GPU arithmetic a start payload (training:start, search:start) asks for: none for the CPU, and none for the
+ * server's own default, so that a CPU-only machine's runs (device auto) carry no TF32 note.
+ */
+export function askedPrecision(device: Device, precision: Precision): { precision?: Precision } {
+  return device !== 'cpu' && precision !== gpuDefaultPrecision ? { precision } : {};
 }
