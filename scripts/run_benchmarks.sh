@@ -105,27 +105,32 @@ if command -v node >/dev/null && [[ -f $ROOT/dist/app/cli/main.js ]]; then
 fi
 
 failures=0
+# runs a bench command and appends its lines to RESULTS, their framework renamed from $1 to $2
+record() {
+  local from="$1" to="$2"
+  shift 2
+  "$@" | sed "s/\"framework\":\"$from\"/\"framework\":\"$to\"/" | tee -a "$RESULTS"
+}
+# a precision's framework name: fp32 keeps the plain one
+labelled() { [[ $2 == fp32 ]] && echo "$1" || echo "$1-$2"; }
 IFS=',' read -ra names <<<"$CONFIGS"
 IFS=',' read -ra modes <<<"$MODES"
 IFS=',' read -ra precisions <<<"$PRECISIONS"
 for name in "${names[@]}"; do
   for precision in "${precisions[@]}"; do
     echo "== $name: nnstudio ($precision)" >&2
-    label=$([[ $precision == fp32 ]] && echo nnstudio || echo "nnstudio-$precision")
-    "${ours[@]}" --configs "$name" --precision "$precision" | sed "s/\"framework\":\"nnstudio\"/\"framework\":\"$label\"/" \
-      | tee -a "$RESULTS" || failures=$((failures + 1))
+    record nnstudio "$(labelled nnstudio "$precision")" "${ours[@]}" --configs "$name" --precision "$precision" \
+      || failures=$((failures + 1))
   done
   if [[ -n $OTHER_BENCH ]]; then
     echo "== $name: nnstudio ($OTHER_LABEL)" >&2
-    "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" | sed "s/\"framework\":\"nnstudio\"/\"framework\":\"nnstudio-$OTHER_LABEL\"/" \
-      | tee -a "$RESULTS" || failures=$((failures + 1))
+    record nnstudio "nnstudio-$OTHER_LABEL" "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" || failures=$((failures + 1))
   fi
   if [[ ${#cli[@]} -gt 0 ]]; then
     for precision in "${precisions[@]}"; do
       echo "== $name: nnstudio (npx nnstudio bench, $precision)" >&2
-      label=$([[ $precision == fp32 ]] && echo nnstudio-node || echo "nnstudio-node-$precision")
-      "${cli[@]}" --configs "$name" --precision "$precision" | sed "s/\"framework\":\"nnstudio-node\"/\"framework\":\"$label\"/" \
-        | tee -a "$RESULTS" || failures=$((failures + 1))
+      record nnstudio-node "$(labelled nnstudio-node "$precision")" "${cli[@]}" --configs "$name" --precision "$precision" \
+        || failures=$((failures + 1))
     done
   fi
   for mode in "${modes[@]}"; do
