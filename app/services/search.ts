@@ -23,7 +23,7 @@ export interface SearchRequest {
   trials?: number;
   /**
    * Epochs of the first rung (below 1: one pass over that share of the training split) and of the last. Default
-   * last: 9 for 60 000 examples, more for fewer (defaultEpochs); first: as many rungs below as the trials allow
+   * last: 9 for 60 000 examples, more for fewer (defaultMaxEpochs); first: as many rungs below as the trials allow
    * (firstRungEpochs).
    */
   minEpochs?: number;
@@ -108,7 +108,7 @@ export function defaultMaxEpochs(examples: number): number {
   return Math.min(180, Math.max(9, Math.ceil(540_000 / Math.max(examples, 1))));
 }
 
-/** The rungs a request asks for, on data of `examples` rows of which about `trainExamples` train. */
+/** The rungs a request asks for, on data of `examples` rows of which `trainExamples` train. */
 export function searchPlan(request: Pick<SearchRequest, 'trials' | 'minEpochs' | 'maxEpochs' | 'eta'>, examples: number, trainExamples: number): Rung[] {
   const trials = request.trials ?? 27;
   const eta = request.eta ?? 3;
