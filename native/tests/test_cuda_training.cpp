@@ -24,6 +24,7 @@
 
 #include "cuda/device_caps.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/mlp_step_launch.h"
 #include "cuda/network.h"
 #include "cuda_test_util.h"
 #include "nnstudio/engine.h"
@@ -229,6 +230,82 @@ void testWholeRuns() {
     unlabeled.labels = nullptr;
     const EvalResult ep = gpu->evaluate(spec, a.parameters, unlabeled, 64);
     CHECK_MSG(ep.predictions == ec.predictions && ep.confusion.empty() && ep.loss == 0, std::string(c.name) + ": prediction without labels");
+  }
+}
+
+// ---- the fused MLP step (mlp_step.h) ----
+
+struct FusedCase {
+  const char* name;
+  const char* spec;
+  int C, H, W, classes, count, batch, epochs;
+  LrScheduleKind schedule;
+};
+
+// Small MLPs the fused step takes: label smoothing with Nesterov momentum and coupled decay, AdamW on a one-cycle
+// schedule, plain SGD on a batch of 7 over 16 blocks (blocks without rows, columns not a multiple of the
+// blocks); each with a last partial batch.
+const FusedCase kFusedRuns[] = {
+    {"relu, sgd nesterov + weight decay, label smoothing 0.1, batch 20 (tail 10)",
+     R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":40,"activation":"relu"},{"kind":"dense","units":3}],
+        "loss":"softmax_cross_entropy","labelSmoothing":0.1,
+        "optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9,"nesterov":true,"weightDecay":0.001},"seed":12})",
+     3, 5, 5, 3, 1390, 20, 2, LrScheduleKind::Constant},
+    {"leaky relu, adamw on one-cycle, batch 64 (tail 40)",
+     R"({"input":[1,16,16],"layers":[{"kind":"flatten"},{"kind":"dense","units":64,"activation":"leaky_relu","alpha":0.1},
+        {"kind":"dense","units":4}],"loss":"softmax_cross_entropy",
+        "optimizer":{"kind":"adamw","lr":0.003,"weightDecay":0.01},"seed":13})",
+     1, 16, 16, 4, 1000, 64, 2, LrScheduleKind::OneCycle},
+    {"sigmoid, 17 inputs without flatten, plain sgd, batch 7 (tail 6)",
+     R"({"input":[17],"layers":[{"kind":"dense","units":6,"activation":"sigmoid"},{"kind":"dense","units":3}],
+        "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.2},"seed":14})",
+     1, 1, 17, 3, 300, 7, 3, LrScheduleKind::Constant},
+};
+
+// Each case with the fused step on and off and on the CPU: the fused run takes the path (its bits differ from
+// the unfused run's where the GPU has the cluster), its weights and per-epoch losses are the CPU's within the
+// whole-run tolerances, and it is deterministic.
+void testFusedStep() {
+  std::printf("the fused MLP step, against the unfused CUDA run and the CPU\n");
+  auto cpu = createBackend(DeviceKind::CPU, 2);
+  auto gpu = createBackend(DeviceKind::CUDA);
+  for (const FusedCase& c : kFusedRuns) {
+    const ModelSpec spec = parseModelSpec(c.spec);
+    const Data train = bands(c.count, c.C, c.H, c.W, c.classes, 51);
+    const Data valid = bands(200, c.C, c.H, c.W, c.classes, 52);
+    const DatasetView tv = train.view(), vv = valid.view();
+    TrainOptions o = runOptions(c.epochs, c.batch);
+    o.lrSchedule.kind = c.schedule;
+    o.lrSchedule.maxLr = 0.01;
+    const std::string name = c.name;
+    const cuda::MlpStepShape shape = cuda::mlpStepShape(planNetwork(spec), spec.optimizer, c.batch);
+    const bool fusable = cuda::mlp_step_blocks(shape) > 0;
+    CHECK_MSG(cuda::mlpStepRefusal(planNetwork(spec), {}).empty(), name + ": the fused step takes the network");
+    auto gpuRun = [&](cuda::Switch fused) {
+      cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& k) { k.fusedStep = fused; });
+      return gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    };
+    const TrainResult ref = cpu->train(spec, tv, &vv, o, nullptr, nullptr);
+    const TrainResult off = gpuRun(cuda::Switch::Off);
+    const TrainResult on = gpuRun(cuda::Switch::On);
+    CHECK_MSG(on.status == TrainStatus::Completed && on.steps == ref.steps && on.history.size() == ref.history.size(),
+              name + ": completed " + std::to_string(on.steps) + " steps");
+    if (fusable) CHECK_MSG(on.parameters != off.parameters, name + ": the fused step ran (its bits differ from the unfused run's)");
+    else std::printf("  note  %s: no cluster for the fused step on this GPU (the unfused path ran)\n", c.name);
+    const double wErr = relError(on.parameters, ref.parameters, 1e-3);
+    const double wErrOff = relError(off.parameters, ref.parameters, 1e-3);
+    CHECK_MSG(wErr <= 2e-3, name + ": final weights vs the CPU (rel error " + nnstudio_test::num(wErr) + "; unfused " +
+                                nnstudio_test::num(wErrOff) + ")");
+    for (size_t e = 0; e < ref.history.size() && e < on.history.size(); ++e) {
+      const EpochStats &ea = ref.history[e], &eb = on.history[e];
+      const bool close = std::fabs(ea.trainLoss - eb.trainLoss) <= 1e-3 * (1 + ea.trainLoss) &&
+                         std::fabs(ea.trainAccuracy - eb.trainAccuracy) <= 0.01 &&
+                         std::fabs(ea.validationLoss - eb.validationLoss) <= 1e-3 * (1 + ea.validationLoss);
+      CHECK_MSG(close, name + ": epoch " + std::to_string(e + 1) + " train loss " + nnstudio_test::num(eb.trainLoss) +
+                           " vs " + nnstudio_test::num(ea.trainLoss) + ", accuracy " + nnstudio_test::num(eb.trainAccuracy) +
+                           " vs " + nnstudio_test::num(ea.trainAccuracy));
+    }
+    CHECK_MSG(gpuRun(cuda::Switch::On).parameters == on.parameters, name + ": deterministic");
   }
 }
 
@@ -599,12 +676,19 @@ int main() {
       testNetworks("never fused");
     }
     testWholeRuns();
+    testFusedStep();
     testTf32Precision();
     testTaskNetworks();
     testTaskRuns();
     testRunBehaviour();
     auto gpu = createBackend(DeviceKind::CUDA);
     nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);
+    {  // their MLPs take the fused step where the GPU has clusters
+      cuda::ScopedKernelOverride fused([](cuda::KernelOverrides& o) { o.fusedStep = cuda::Switch::On; });
+      std::printf("(the same with the fused MLP step forced on)\n");
+      testRunBehaviour();
+      nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);
+    }
   } catch (const std::exception& e) {
     std::printf("  FAIL  unexpected exception: %s\n", e.what());
     ++nnstudio_test::failed();

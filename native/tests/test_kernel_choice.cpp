@@ -21,6 +21,7 @@
 
 #include "cuda/kernel_choice.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/mlp_step.h"
 #include "cuda/per_device.h"
 #include "spec/json.h"
 #include "spec/model.h"
@@ -287,6 +288,58 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CUDA_MEMORY_CHECK", "1"}}).memoryCheck);
 }
 
+// The fused MLP step (mlp_step.h): the networks and runs it takes, its shared-memory layout, and the choice.
+void testFusedMlpStep() {
+  const Preset mlp = loadPreset("mlp");
+  const NetworkPlan plan = planNetwork(mlp.spec);
+  CHECK_MSG(mlpStepRefusal(plan, {}).empty(), "the mlp preset takes the fused step");
+  MlpStepRun weighted;
+  weighted.classWeights = true;
+  CHECK(mlpStepRefusal(plan, weighted) == "class weights");
+  MlpStepRun twoGpus;
+  twoGpus.dataParallel = true;
+  CHECK(mlpStepRefusal(plan, twoGpus) == "several GPUs");
+  MlpStepRun averaged;
+  averaged.weightAverage = true;
+  CHECK(!mlpStepRefusal(plan, averaged).empty());
+  CHECK_MSG(!mlpStepRefusal(planNetwork(loadPreset("seed001").spec), {}).empty(), "a CNN is refused");
+  const char* deep = R"({"input":[8],"layers":[{"kind":"dense","units":8,"activation":"relu"},
+      {"kind":"dense","units":8,"activation":"relu"},{"kind":"dense","units":3}],"loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})";
+  CHECK(mlpStepRefusal(planNetwork(parseModelSpec(deep)), {}) == "not exactly two dense layers");
+  const char* gelu = R"({"input":[8],"layers":[{"kind":"dense","units":8,"activation":"gelu"},{"kind":"dense","units":3}],
+      "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})";
+  CHECK(mlpStepRefusal(planNetwork(parseModelSpec(gelu)), {}) == "the hidden layer's activation");
+  const char* mse = R"({"input":[8],"layers":[{"kind":"dense","units":8,"activation":"relu"},{"kind":"dense","units":3}],
+      "loss":"mse","optimizer":{"kind":"sgd","lr":0.1},"seed":1})";
+  CHECK(!mlpStepRefusal(planNetwork(parseModelSpec(mse)), {}).empty());
+
+  const MlpStepShape shape = mlpStepShape(plan, mlp.spec.optimizer, mlp.batch);
+  CHECK(shape.inputs == 784 && shape.hidden == 128 && shape.classes == 10 && shape.maxRows == 64);
+  const MlpStepLayout l = mlpStepLayout(shape, 16);
+  CHECK_MSG(l.cols == 49 && l.rowsPer == 4 && l.NP == 64 && l.HP == 128 && l.IcP == 52 && l.KP == 12,
+            "784 columns over 16 blocks: 49 each; 64 rows: 4 each");
+  const size_t offsets[] = {l.w1t, l.xT, l.xN, l.part, l.hRows, l.dhRows, l.z, l.dz, l.rowLoss, l.rowRight,
+                            l.lossPart, l.dW2, l.w2s, l.b1s, l.b2s, l.rows};
+  bool aligned = true, ordered = true;
+  for (size_t i = 0; i < std::size(offsets); ++i) {
+    aligned = aligned && offsets[i] % 4 == 0;
+    if (i > 0) ordered = ordered && offsets[i] > offsets[i - 1];
+  }
+  CHECK_MSG(aligned && ordered && l.rows + size_t(l.NP) <= l.floats, "offsets ascend, 16-byte aligned, inside the block");
+  CHECK_MSG(l.bytes() <= 227 * 1024, "the mlp preset's layout fits the H100's shared memory (" + std::to_string(l.bytes()) + " B)");
+  CHECK(mlpStepLayout(shape, 0).blocks == 0);
+
+  KernelOverrides on;
+  on.fusedStep = Switch::On;
+  CHECK_MSG(!chooseMlpStep(h100(), KernelOverrides(), shape, 16), "Auto does not take it (measured slower, mlp_step.h)");
+  CHECK_MSG(chooseMlpStep(h100(), on, shape, 16), "forced on, the H100 takes it for the mlp preset");
+  CHECK_MSG(!chooseMlpStep(smallGpu(), on, shape, 0) && !chooseMlpStep(h100(), on, shape, 1),
+            "never without a cluster of at least 2 blocks");
+  CHECK(parse({{"NNSTUDIO_CUDA_FUSED_STEP", "0"}}).fusedStep == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CUDA_FUSED_STEP", "1"}}).fusedStep == Switch::On);
+  CHECK(parse({}).fusedStep == Switch::Auto);
+}
+
 void testScopedOverrides() {
   const Switch before = kernelOverrides().fusion;
   {
@@ -439,6 +492,7 @@ int main(int argc, char** argv) {
     testDirectLimits();
     testParsing();
     testScopedOverrides();
+    testFusedMlpStep();
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
   } catch (const std::exception& e) {

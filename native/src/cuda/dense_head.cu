@@ -45,6 +45,7 @@ struct HeadArgs {
   int N, I, K;
   ActivationFn act, inAct;
   float alpha, inAlpha;
+  float smoothing;        // softmax cross-entropy's label smoothing (loss_math.cuh softmaxTarget)
   // the split, chosen on the host (denseHeadLayout)
   int blocks;   // the cluster's blocks (1: a plain launch)
   int rowsPer;  // rows per block
@@ -192,7 +193,10 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
         for (int k = 0; k < K; ++k) sum += terms[n * KP + k];
         const double lse = rowMax(y, K) + log(sum);
         stats[n] = lse;
-        total += lse - y[label];
+        double zSum = 0;
+        if (a.smoothing != 0.0f)
+          for (int k = 0; k < K; ++k) zSum += y[k];
+        total += softmaxLoss(lse, y[label], zSum, a.smoothing, K);
       } else {
         double row = 0;
         for (int k = 0; k < K; ++k) row += terms[n * KP + k];
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
       const int n = e / KP, k = e - n * KP;
       if (k < K) {
         const float y = ys[e];
-        dz[e] = gateGradient(softmaxGradient(y, stats[n], k == labels[n], scale), y, a.act, a.alpha);
+        dz[e] = gateGradient(softmaxGradient(y, stats[n], k == labels[n], scale, a.smoothing, K), y, a.act, a.alpha);
       }
     }
     __syncthreads();
@@ -366,7 +370,7 @@ bool dense_head_supported(int N, int inputs, int units) {
 void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWeight, float* dBias, float* dIn,
                       const float* in, const float* weight, const float* bias, const int32_t* labels, int N,
                       int inputs, int units, ActivationFn act, float alpha, ActivationFn inAct, float inAlpha,
-                      StepState* state, int blocks) {
+                      StepState* state, int blocks, float smoothing) {
   if (N == 0) return;
   const DeviceCaps& caps = currentDeviceCaps();
   blocks = denseHeadBlocks(caps, blocks);
@@ -391,6 +395,7 @@ void dense_head_fused(cudaStream_t stream, LossKind loss, float* out, float* dWe
   a.alpha = alpha;
   a.inAct = inAct == ActivationFn::Softmax ? ActivationFn::Linear : inAct;
   a.inAlpha = inAlpha;
+  a.smoothing = loss == LossKind::SoftmaxCrossEntropy ? smoothing : 0.0f;
   a.blocks = l.blocks;
   a.rowsPer = l.rowsPer;
   a.P = l.P;

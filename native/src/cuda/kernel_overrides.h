@@ -34,6 +34,7 @@ enum class GemmTileForce { Auto = -1, Large64x64 = 0, Medium32x32 = 1, Wide16x64
 
 struct KernelOverrides {
   Switch fusion = Switch::Auto;             // NNSTUDIO_CUDA_FUSION: conv + max pool, and the dense head
+  Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)
   bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off
   bool gemmWideClusters = true;             // NNSTUDIO_GEMM_MAXSPLIT <= 8: split-K over at most 8 blocks

@@ -73,7 +73,8 @@ void dense_backward_input(cudaStream_t stream,
 // labels as loss_forward_backward (StepState totals and divergence flag included; out is written too),
 // dz = dLoss/dout * act'(out), and the backward: dWeight = dz^T . in, dBias = column sums of dz, and
 // dIn = (dz . weight) * inAct'(in) when dIn is not null. One block, or a cluster of `blocks` blocks that
-// split the rows (0: chosen for the shape), with everything in shared memory; deterministic.
+// split the rows (0: chosen for the shape), with everything in shared memory; deterministic. smoothing:
+// softmax cross-entropy's label smoothing (as loss_forward_backward's LossConfig).
 // dense_head_supported says whether a shape fits (units <= 32, shared memory).
 bool dense_head_supported(int N, int inputs, int units);
 void dense_head_fused(cudaStream_t stream, LossKind loss,
@@ -86,7 +87,7 @@ void dense_head_fused(cudaStream_t stream, LossKind loss,
                       const float* bias,      // (units)
                       const int32_t* labels,  // (N)
                       int N, int inputs, int units, ActivationFn act, float alpha, ActivationFn inAct, float inAlpha,
-                      StepState* state, int blocks = 0);
+                      StepState* state, int blocks = 0, float smoothing = 0.0f);
 
 // ---- conv2d.cu ----
 // out = act(conv(in, weight) + bias), any stride and padding (g.padTop/padLeft are the leading pads).

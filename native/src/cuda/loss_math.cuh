@@ -42,8 +42,17 @@ __device__ __forceinline__ double rowMax(const float* z, int K) {
   return m;
 }
 __device__ __forceinline__ double softmaxTerm(float zk, double m) { return exp(double(zk) - m); }
-__device__ __forceinline__ float softmaxGradient(float zk, double lse, bool label, double scale) {
-  return float((exp(double(zk) - lse) - (label ? 1.0 : 0.0)) * scale);
+// the target of output k: one-hot, or with label smoothing s cpu/loss.cpp's (1 - s) one-hot + s / K
+__device__ __forceinline__ double softmaxTarget(bool label, double smoothing, int K) {
+  return smoothing == 0.0 ? (label ? 1.0 : 0.0) : (label ? 1.0 - smoothing : 0.0) + smoothing / K;
+}
+__device__ __forceinline__ float softmaxGradient(float zk, double lse, bool label, double scale, double smoothing = 0.0,
+                                                 int K = 1) {
+  return float((exp(double(zk) - lse) - softmaxTarget(label, smoothing, K)) * scale);
+}
+// the row's loss lse - sum_k target_k z_k; zSum = sum_k z_k (read only with smoothing)
+__device__ __forceinline__ double softmaxLoss(double lse, float zLabel, double zSum, double smoothing, int K) {
+  return smoothing == 0.0 ? lse - zLabel : lse - ((1.0 - smoothing) * zLabel + smoothing * zSum / K);
 }
 
 // the element-wise losses (binary cross-entropy on logits, mse, mae, huber with `delta`) of output zk
@@ -89,18 +98,12 @@ __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K
     double sum = 0;
     for (int k = 0; k < K; ++k) sum += softmaxTerm(z[k], m);
     const double lse = m + log(sum);
-    if (smoothing == 0.0) {
-      total = lse - z[y];
-      if (dz)
-        for (int k = 0; k < K; ++k) dz[k] = softmaxGradient(z[k], lse, k == y, scale);
-      return total;
-    }
     double zSum = 0;
-    for (int k = 0; k < K; ++k) zSum += z[k];
-    total = lse - ((1.0 - smoothing) * z[y] + smoothing * zSum / K);
+    if (smoothing != 0.0)
+      for (int k = 0; k < K; ++k) zSum += z[k];
+    total = softmaxLoss(lse, z[y], zSum, smoothing, K);
     if (dz)
-      for (int k = 0; k < K; ++k)
-        dz[k] = float((exp(double(z[k]) - lse) - ((k == y ? 1.0 - smoothing : 0.0) + smoothing / K)) * scale);
+      for (int k = 0; k < K; ++k) dz[k] = softmaxGradient(z[k], lse, k == y, scale, smoothing, K);
     return total;
   }
   for (int k = 0; k < K; ++k) {

@@ -154,9 +154,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   // the head: a dense layer with an elementwise activation (Linear when folded into the loss)
   const LayerPlan& head = plan_.layers.back();
   // (its loss math is the classifier's: labels, unweighted, no huber)
-  // (label smoothing: the plain loss kernel; the fused head's math has no smoothing yet)
-  const bool headLoss =
-      !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss && plan_.labelSmoothing == 0.0f;
+  const bool headLoss = !plan_.regression() && plan_.loss != LossKind::Huber && !weightedLoss;
   headFused_ = trainable && head.kind == LayerKind::Dense && headLoss && !gelu(head.activation) &&
                chooseDenseHeadFusion(caps, overrides, maxBatch_, head.inSize, head.outSize, head.activation);
 
@@ -317,7 +315,8 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     if (headPending_ && li + 1 == plan_.layers.size()) {
       dense_head_fused(stream, plan_.loss, out_[li], grads + lp.weightOffset, grads + lp.biasOffset, dIn, x,
                        params + lp.weightOffset, params + lp.biasOffset, headLabels_, n, int(lp.inSize),
-                       int(lp.outSize), lp.activation, lp.alpha, inAct_[li], inAlpha_[li], headState_);
+                       int(lp.outSize), lp.activation, lp.alpha, inAct_[li], inAlpha_[li], headState_, 0,
+                       plan_.labelSmoothing);
       continue;
     }
     if (pre_[li].get()) gelu_backward(stream, dOut, dOut, pre_[li].get(), int64_t(n) * lp.outSize);  // d(pre-act.)

@@ -10,6 +10,7 @@
 #include "cuda/check.h"
 #include "cuda/kernel_choice.h"
 #include "cuda/launch.cuh"
+#include "cuda/optim_math.cuh"
 #include "cuda/kernels.h"
 #include "spec/lr_schedule.h"
 
@@ -34,16 +35,6 @@ __device__ __forceinline__ void finishStep(StepState* state) {
   }
 }
 
-// The gradient with coupled L2 decay where the mask allows (cpu/optim.cpp's rule); g itself without decay.
-__device__ __forceinline__ float decayedGradient(float g, float p, size_t i, const WeightDecay& decay) {
-  return decay.rate != 0.0f && !decay.decoupled && (!decay.mask || decay.mask[i]) ? g + decay.rate * p : g;
-}
-
-// Decoupled decay (AdamW, SGDW): p * (1 - lr * rate) where the mask allows, before the update.
-__device__ __forceinline__ float shrunk(float p, size_t i, float lr, const WeightDecay& decay) {
-  return decay.rate != 0.0f && decay.decoupled && (!decay.mask || decay.mask[i]) ? p * (1.0f - lr * decay.rate) : p;
-}
-
 __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepState* state) {
   if (next.batchFeatures)
     copyNextBatch(next, state, blockIdx.x * int64_t(blockDim.x) + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
@@ -57,15 +48,7 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float old = params[i];
       backup[i] = old;
-      const float g = decayedGradient(grads[i], old, i, decay);
-      const float p = shrunk(old, i, lr, decay);
-      if (momentum == 0.0f) {
-        params[i] = p - lr * g;
-      } else {
-        const float v = momentum * velocity[i] + g;
-        velocity[i] = v;
-        params[i] = p - lr * (nesterov ? g + momentum * v : v);
-      }
+      params[i] = sgdUpdate(old, grads[i], i, lr, momentum, nesterov, decay, velocity[i]);
     }
   }
   gatherNext(next, state);
@@ -78,20 +61,11 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
   startAfterPreviousKernel();
   if (!state->diverged) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
-    const double t = double(state->globalStep + 1);
-    const float stepSize = float(double(lr) / (1.0 - pow(double(beta1), t)));
-    const float bias2Sqrt = float(sqrt(1.0 - pow(double(beta2), t)));
-    const float oneMinusB1 = 1.0f - beta1, oneMinusB2 = 1.0f - beta2;
+    const AdamCorrections corrections = adamCorrections(lr, beta1, beta2, state->globalStep + 1);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float old = params[i];
-      const float g = decayedGradient(grads[i], old, i, decay);
       backup[i] = old;
-      const float p = shrunk(old, i, lr, decay);
-      const float mi = beta1 * m[i] + oneMinusB1 * g;
-      const float vi = beta2 * v[i] + oneMinusB2 * g * g;
-      m[i] = mi;
-      v[i] = vi;
-      params[i] = p - stepSize * mi / (sqrtf(vi) / bias2Sqrt + eps);
+      params[i] = adamUpdate(old, grads[i], i, lr, corrections, beta1, beta2, eps, decay, m[i], v[i]);
     }
   }
   gatherNext(next, state);

@@ -19,6 +19,7 @@
 #include "cuda/backend.h"
 #include "cuda/buffer.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/mlp_step_launch.h"
 #include "cuda/network.h"
 #include "cuda/rank_session.h"
 #include "cuda/resident.h"
@@ -147,6 +148,7 @@ class CudaSession final : public TrainingSession {
   // what the loss compares with: the labels (classification, with the class weights if any) or targets
   LossTargets lossTargets(const int32_t* labels, const float* targets) const;
   void captureSteps();
+  void chooseFusedStep(const SessionSetup& setup);
 
   // ---- the run ----
   const std::string deviceName_;
@@ -192,6 +194,9 @@ class CudaSession final : public TrainingSession {
   const int64_t fullSteps_;
   const int group_;
   GraphExec fullStep_, groupSteps_, tailStep_;
+  // a small MLP's whole step in one launch (mlp_step.h), when chosen: layout.blocks > 0
+  MlpStepLayout fusedLayout_;
+  MlpStepArgs fusedArgs_;
   // ---- the queue's bound and the asynchronous totals ----
   std::vector<std::unique_ptr<Event>> windows_;
   Event progressEvent_;
@@ -271,6 +276,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName, cons
   nextBatch_.count = epochSamples_;
   nextBatch_.batch = batch_;
   if (rank_.ranks > 1) connectRanks();
+  chooseFusedStep(setup);
   captureSteps();
   for (int i = 0; i < kWindows; ++i) windows_.push_back(std::make_unique<Event>());
 }
@@ -283,7 +289,55 @@ LossTargets CudaSession::lossTargets(const int32_t* labels, const float* targets
   return t;
 }
 
+// The fused step where the network, the run and the device allow it and the chooser takes it (mlp_step.h).
+void CudaSession::chooseFusedStep(const SessionSetup& setup) {
+  if (kernelOverrides().fusedStep == Switch::Off) return;
+  const MlpStepRun run{!setup.options.classWeights.empty(), setup.options.augment.enabled(), setup.options.ema > 0,
+                       rank_.ranks > 1};
+  if (!mlpStepRefusal(setup.plan, run).empty()) return;
+  const MlpStepShape shape = mlpStepShape(setup.plan, setup.spec.optimizer, batch_);
+  const int blocks = mlp_step_blocks(shape);
+  if (!chooseMlpStep(currentDeviceCaps(), kernelOverrides(), shape, blocks)) return;
+  std::vector<const LayerPlan*> dense;
+  for (const LayerPlan& lp : setup.plan.layers)
+    if (lp.kind == LayerKind::Dense) dense.push_back(&lp);
+  const OptimizerSpec& opt = spec_.optimizer;
+  MlpStepArgs& a = fusedArgs_;
+  a.features = trainData_.features.get();
+  a.labels = trainData_.labels.get();
+  a.order = order_.get();
+  a.batch = batch_;
+  a.inputs = shape.inputs;
+  a.hidden = shape.hidden;
+  a.classes = shape.classes;
+  a.act = dense[0]->activation;
+  a.alpha = dense[0]->alpha;
+  a.smoothing = setup.plan.labelSmoothing;
+  a.params = params_.get();
+  a.backup = backup_.get();
+  a.m = moments_.get();
+  a.v = opt.kind == OptimizerKind::SGD ? nullptr : moments_.get() + P_;
+  a.w1 = dense[0]->weightOffset;
+  a.b1 = dense[0]->biasOffset;
+  a.w2 = dense[1]->weightOffset;
+  a.b2 = dense[1]->biasOffset;
+  a.state = state_.get();
+  a.schedule = lrPlan_;
+  a.adam = opt.kind != OptimizerKind::SGD;
+  a.momentum = opt.momentum;
+  a.nesterov = opt.nesterov;
+  a.beta1 = opt.beta1;
+  a.beta2 = opt.beta2;
+  a.eps = opt.eps;
+  a.decay = WeightDecay{opt.weightDecay, nullptr, opt.decoupled()};
+  fusedLayout_ = mlpStepLayout(shape, blocks);
+}
+
 void CudaSession::enqueueStep(int n) {
+  if (fusedLayout_.blocks > 0) {
+    mlp_step_fused(stream_, fusedArgs_, fusedLayout_, n, 1);
+    return;
+  }
   const OptimizerSpec& opt = spec_.optimizer;
   const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get(), opt.decoupled()};
   const float* input = batchFeatures_.get();
@@ -328,6 +382,7 @@ void CudaSession::captureSteps() {
   fullStep_.capture(stream_, [&] { enqueueStep(batch_); });
   if (group_ > 1)
     groupSteps_.capture(stream_, [&] {
+      if (fusedLayout_.blocks > 0) return mlp_step_fused(stream_, fusedArgs_, fusedLayout_, batch_, group_);
       for (int i = 0; i < group_; ++i) enqueueStep(batch_);
     });
   if (tailBatch_) tailStep_.capture(stream_, [&] { enqueueStep(tailBatch_); });

@@ -1,0 +1,475 @@
+// The fused training step of a small MLP: see mlp_step.h for the split over the cluster's blocks. One launch
+// runs `steps` consecutive steps (the session's group of full steps, or one): the blocks read the step
+// counters and the base learning rate once, keep their W1 columns in shared memory, and block 0 books each
+// step into StepState (the batch loss, divergence, the counters) exactly as the loss and optimizer kernels
+// do. Every block sums the blocks' loss partials in the same order, so all of them agree on a diverged step
+// without reading global memory back.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/activation_math.cuh"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+#include "cuda/launch.cuh"
+#include "cuda/loss_math.cuh"
+#include "cuda/mlp_step_launch.h"
+#include "cuda/optim_math.cuh"
+#include "spec/lr_schedule.h"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+constexpr int kThreads = kMlpStepThreads;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+namespace cg = cooperative_groups;
+
+// The step's optimizer constants.
+struct StepRule {
+  float lr;
+  AdamCorrections corrections;
+};
+
+// One owned parameter on chip: slot arrays [0] value, [1] before the last applied update, [2], [3] the
+// optimizer state (SGD's velocity, or Adam's moments), each at index j.
+struct Owned {
+  float* slot[4];
+};
+__device__ __forceinline__ Owned ownedAt(float* smem, const size_t (&offsets)[4], int slots) {
+  Owned o;
+  for (int c = 0; c < 4; ++c) o.slot[c] = c < 2 + slots ? smem + offsets[c] : nullptr;
+  return o;
+}
+
+// Updates owned parameter j (flat index i, for the decay rule) with gradient g; returns the new value.
+// Weights decay (as weightDecayMask: dense weights do, biases never).
+__device__ __forceinline__ float updateOwned(const MlpStepArgs& a, const Owned& o, int j, size_t i, float g,
+                                             const StepRule& rule, bool weight) {
+  const WeightDecay decay = weight ? a.decay : WeightDecay{};
+  const float old = o.slot[0][j];
+  o.slot[1][j] = old;
+  float p;
+  if (a.adam) {
+    p = adamUpdate(old, g, i, rule.lr, rule.corrections, a.beta1, a.beta2, a.eps, decay, o.slot[2][j], o.slot[3][j]);
+  } else {
+    float unused = 0.0f;
+    p = sgdUpdate(old, g, i, rule.lr, a.momentum, a.nesterov, decay, a.momentum != 0.0f ? o.slot[2][j] : unused);
+  }
+  o.slot[0][j] = p;
+  return p;
+}
+
+// Four consecutive units of one W1 column (slot index j, flat index i of the first; `valid` of them are real
+// units), updated from their gradients g with float4 accesses to the slots.
+__device__ __forceinline__ void updateW1Quad(const MlpStepArgs& a, const Owned& o, int j, size_t i, int valid,
+                                             const float (&g)[4], const StepRule& rule) {
+  float4* value = reinterpret_cast<float4*>(o.slot[0] + j);
+  const float4 old4 = *value;
+  float old[4] = {old4.x, old4.y, old4.z, old4.w}, m[4] = {}, v[4] = {}, p[4];
+  if (o.slot[2]) {
+    const float4 m4 = *reinterpret_cast<const float4*>(o.slot[2] + j);
+    m[0] = m4.x, m[1] = m4.y, m[2] = m4.z, m[3] = m4.w;
+  }
+  if (o.slot[3]) {
+    const float4 v4 = *reinterpret_cast<const float4*>(o.slot[3] + j);
+    v[0] = v4.x, v[1] = v4.y, v[2] = v4.z, v[3] = v4.w;
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const size_t at = i + size_t(r) * size_t(a.inputs);  // W1 is (H, I): the next unit is a row further
+    p[r] = r >= valid ? old[r]
+           : a.adam  ? adamUpdate(old[r], g[r], at, rule.lr, rule.corrections, a.beta1, a.beta2, a.eps, a.decay, m[r], v[r])
+                     : sgdUpdate(old[r], g[r], at, rule.lr, a.momentum, a.nesterov, a.decay, m[r]);
+  }
+  *reinterpret_cast<float4*>(o.slot[1] + j) = old4;
+  *value = make_float4(p[0], p[1], p[2], p[3]);
+  if (o.slot[2]) *reinterpret_cast<float4*>(o.slot[2] + j) = make_float4(m[0], m[1], m[2], m[3]);
+  if (o.slot[3]) *reinterpret_cast<float4*>(o.slot[3] + j) = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// Moves `count` owned parameters between global memory (flat indices at(j)) and their slots: load (the values,
+// their copy as the backup, the optimizer state) or store (values, backup and state).
+template <class At>
+__device__ void loadOwned(const MlpStepArgs& a, const Owned& o, int slots, int count, At at) {
+  for (int j = threadIdx.x; j < count; j += kThreads) {
+    const size_t i = at(j);
+    const float p = a.params[i];
+    o.slot[0][j] = p;
+    o.slot[1][j] = p;
+    if (slots >= 1) o.slot[2][j] = a.m[i];
+    if (slots >= 2) o.slot[3][j] = a.v[i];
+  }
+}
+template <class At>
+__device__ void storeOwned(const MlpStepArgs& a, const Owned& o, int slots, int count, At at) {
+  for (int j = threadIdx.x; j < count; j += kThreads) {
+    const size_t i = at(j);
+    a.params[i] = o.slot[0][j];
+    a.backup[i] = o.slot[1][j];
+    if (slots >= 1) a.m[i] = o.slot[2][j];
+    if (slots >= 2) a.v[i] = o.slot[3][j];
+  }
+}
+
+// sum over the cluster's blocks of `local`'s counterpart in each, in rank order; the loads are issued together
+__device__ __forceinline__ float clusterSum(cg::cluster_group& cluster, const float* local, int C) {
+  float v[kMlpStepMaxBlocks];
+#pragma unroll
+  for (int c = 0; c < kMlpStepMaxBlocks; ++c) v[c] = c < C ? *cluster.map_shared_rank(local, c) : 0.0f;
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kMlpStepMaxBlocks; ++c)
+    if (c < C) sum += v[c];
+  return sum;
+}
+
+// x's columns [col0, col0 + cols) of the step's rows (`rows`: their dataset indices), in both layouts (zeros
+// past N and cols); eight loads in flight per thread
+__device__ void stageBatch(const MlpStepArgs& a, const MlpStepLayout& l, float* xT, float* xN, const uint32_t* rows,
+                           int N, int col0, int cols) {
+  constexpr int kBatch = 8;
+  const int IcP = l.IcP, NP = l.NP, total = NP * IcP;
+  for (int base = threadIdx.x; base < total; base += kBatch * kThreads) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
+      v[u] = e < total && n < N && i < cols ? __ldg(a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
+      if (e < total) {
+        xN[e] = v[u];
+        xT[i * l.xTStride + n] = v[u];
+      }
+    }
+  }
+}
+
+// part (NP, HP) = x[:, cols] . W1[:, cols]^T: a thread per 4 rows x 4 units
+__device__ void forwardPartials(const MlpStepLayout& l, const float* xT, const float* w1t, float* part, int cols) {
+  const int TN = l.NP / 4, TU = l.HP / 4;
+  for (int t = threadIdx.x; t < TN * TU; t += kThreads) {
+    const int tn = t % TN, tu = t / TN;
+    float acc[4][4] = {};
+#pragma unroll 4
+    for (int i = 0; i < cols; ++i) {
+      const float4 x = *reinterpret_cast<const float4*>(xT + i * l.xTStride + 4 * tn);
+      const float4 w = *reinterpret_cast<const float4*>(w1t + i * l.HP + 4 * tu);
+      const float xs[4] = {x.x, x.y, x.z, x.w}, ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(xs[r], ws[c], acc[r][c]);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      *reinterpret_cast<float4*>(part + (4 * tn + r) * l.HP + 4 * tu) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStepLayout l, int N, int steps) {
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ float4 shared4[];
+  float* smem = reinterpret_cast<float*>(shared4);
+  float* w1t = smem + l.w1t;
+  float* xT = smem + l.xT;
+  float* xN = smem + l.xN;
+  float* part = smem + l.part;
+  float* hRows = smem + l.hRows;
+  float* dhRows = smem + l.dhRows;
+  float* z = smem + l.z;
+  float* dz = smem + l.dz;
+  double* rowLosses = reinterpret_cast<double*>(smem + l.rowLoss);
+  float* rowRight = smem + l.rowRight;
+  double* lossPart = reinterpret_cast<double*>(smem + l.lossPart);
+  float* dW2 = smem + l.dW2;
+  float* w2s = smem + l.w2s;
+  float* b1s = smem + l.b1s;
+  float* b2s = smem + l.b2s;
+  uint32_t* rows = reinterpret_cast<uint32_t*>(smem + l.rows);
+  double* terms = reinterpret_cast<double*>(smem + l.terms);
+  double* rowStat = reinterpret_cast<double*>(smem + l.rowStat);
+  __shared__ int skipStep;
+  __shared__ int anyApplied;
+
+  const int C = l.blocks, rank = int(cluster.block_rank()), tid = threadIdx.x;
+  const int H = a.hidden, K = a.classes, HP = l.HP, KP = l.KP, KH = K * H;
+  const int64_t I = a.inputs;
+  const int col0 = rank * l.cols;
+  const int cols = I - col0 <= 0 ? 0 : int(I - col0 < l.cols ? I - col0 : l.cols);
+  const int row0 = rank * l.rowsPer, R = max(0, min(l.rowsPer, N - row0));
+  const int slots = a.adam ? 2 : a.momentum != 0.0f ? 1 : 0;
+  // this block's parameters: W1's columns [col0, col0 + cols), W2/b2 entries [own2Begin, own2End), b1 units
+  const int own2Begin = min(KH + K, rank * l.per2), own2Count = min(KH + K, own2Begin + l.per2) - own2Begin;
+  const int b1Begin = min(H, rank * l.perB1), b1Count = min(H, b1Begin + l.perB1) - b1Begin;
+  const Owned w1 = ownedAt(smem, l.w1, slots), own2 = ownedAt(smem, l.own2, slots), ownB1 = ownedAt(smem, l.ownB1, slots);
+  auto w1Index = [&](int j) {  // j = i * HP + u
+    const int i = j / HP, u = j - i * HP;
+    return a.w1 + size_t(u) * size_t(I) + col0 + i;
+  };
+  auto own2Index = [&](int j) {
+    const int e = own2Begin + j;
+    return e < KH ? a.w2 + size_t(e) : a.b2 + size_t(e - KH);
+  };
+  auto b1Index = [&](int j) { return a.b1 + size_t(b1Begin + j); };
+
+  // the run state: read by every block before its first barrier; block 0's thread 0 books every step into its
+  // copy and writes it back at the end
+  StepState booked = *a.state;
+  const long long globalStep0 = booked.globalStep, epochStep0 = booked.epochStep;
+  bool diverged = booked.diverged != 0;
+
+  for (size_t e = tid; e < l.floats; e += kThreads) smem[e] = 0.0f;  // the paddings stay zero
+  if (tid == 0) anyApplied = 0;
+  __syncthreads();
+  for (int e = tid; e < H * cols; e += kThreads) {  // W1's columns, coalesced along them
+    const int u = e / cols, i = e - u * cols, j = i * HP + u;
+    const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
+    const float p = a.params[at];
+    w1.slot[0][j] = p;
+    w1.slot[1][j] = p;
+    if (slots >= 1) w1.slot[2][j] = a.m[at];
+    if (slots >= 2) w1.slot[3][j] = a.v[at];
+  }
+  loadOwned(a, own2, slots, own2Count, own2Index);
+  loadOwned(a, ownB1, slots, b1Count, b1Index);
+
+  for (int s = 0; s < steps; ++s) {
+    const uint32_t* order = a.order + size_t(epochStep0 + s) * size_t(a.batch);
+    // ---- forward partials over this block's columns ----
+    for (int n = tid; n < N; n += kThreads) rows[n] = order[n];
+    __syncthreads();
+    stageBatch(a, l, xT, xN, rows, N, col0, cols);
+    __syncthreads();
+    forwardPartials(l, xT, w1t, part, cols);
+    __syncthreads();
+    cluster.sync();  // (1) every block's partials, and its owned parameters of the last step
+
+    // ---- this block's rows: h, logits, loss, dz, dh; its partial dW2 and db2 ----
+    for (int e = tid; e < KH + K; e += kThreads) {  // W2, b2 and b1 from their owners
+      const int owner = e / l.per2;
+      const float v = *cluster.map_shared_rank(own2.slot[0] + (e - owner * l.per2), owner);
+      if (e < KH) w2s[(e / H) * HP + e % H] = v;
+      else b2s[e - KH] = v;
+    }
+    for (int u = tid; u < H; u += kThreads) {
+      const int owner = u / l.perB1;
+      b1s[u] = *cluster.map_shared_rank(ownB1.slot[0] + (u - owner * l.perB1), owner);
+    }
+    __syncthreads();
+    for (int e = tid; e < R * H; e += kThreads) {
+      const int r = e / H, u = e - r * H;
+      const float sum = clusterSum(cluster, part + (row0 + r) * HP + u, C);
+      hRows[r * HP + u] = activate(sum + b1s[u], a.act, a.alpha);
+    }
+    __syncthreads();
+    {  // logits: a warp per (row, class)
+      const int warp = tid / 32, lane = tid & 31;
+      for (int t = warp; t < R * K; t += kThreads / 32) {
+        const int r = t / K, k = t - r * K;
+        float sum = 0.0f;
+        for (int u = lane; u < H; u += 32) sum = fmaf(hRows[r * HP + u], w2s[k * HP + u], sum);
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) z[r * KP + k] = sum + b2s[k];
+      }
+    }
+    __syncthreads();
+    // the softmax cross-entropy in rowLoss's pieces and order (loss_math.cuh): a thread per row, then per output
+    for (int r = tid; r < R; r += kThreads) rowStat[r] = rowMax(z + r * KP, K);
+    __syncthreads();
+    for (int e = tid; e < R * K; e += kThreads) {
+      const int r = e / K, k = e - r * K;
+      terms[r * KP + k] = softmaxTerm(z[r * KP + k], rowStat[r]);
+    }
+    __syncthreads();
+    for (int r = tid; r < R; r += kThreads) {
+      const float* zr = z + r * KP;
+      const int32_t label = a.labels[rows[row0 + r]];
+      double sum = 0, zSum = 0;
+      for (int k = 0; k < K; ++k) sum += terms[r * KP + k];
+      if (a.smoothing != 0.0f)
+        for (int k = 0; k < K; ++k) zSum += zr[k];
+      const double lse = rowStat[r] + log(sum);
+      rowStat[r] = lse;
+      rowLosses[r] = softmaxLoss(lse, zr[label], zSum, a.smoothing, K);
+      rowRight[r] = predictRow(LossKind::SoftmaxCrossEntropy, zr, K) == label ? 1.0f : 0.0f;
+      rows[row0 + r] = uint32_t(label);  // the row's index is no longer needed: its label is
+    }
+    __syncthreads();
+    for (int e = tid; e < R * K; e += kThreads) {
+      const int r = e / K, k = e - r * K;
+      dz[r * KP + k] = softmaxGradient(z[r * KP + k], rowStat[r], k == int32_t(rows[row0 + r]), 1.0 / N, a.smoothing, K);
+    }
+    if (tid == 0) {
+      double total = 0, right = 0;
+      for (int r = 0; r < R; ++r) {
+        total += rowLosses[r];
+        right += rowRight[r];
+      }
+      lossPart[0] = total;
+      lossPart[1] = right;
+    }
+    __syncthreads();
+    for (int e = tid; e < R * H; e += kThreads) {
+      const int r = e / H, u = e - r * H;
+      float sum = 0.0f;
+      for (int k = 0; k < K; ++k) sum = fmaf(dz[r * KP + k], w2s[k * HP + u], sum);
+      dhRows[r * HP + u] = gateGradient(sum, hRows[r * HP + u], a.act, a.alpha);
+    }
+    for (int e = tid; e < KH + K; e += kThreads) {
+      float sum = 0.0f;
+      if (e < KH) {
+        const int k = e / H, u = e - k * H;
+        for (int r = 0; r < R; ++r) sum = fmaf(dz[r * KP + k], hRows[r * HP + u], sum);
+      } else {
+        for (int r = 0; r < R; ++r) sum += dz[r * KP + e - KH];
+      }
+      dW2[e] = sum;
+    }
+    __syncthreads();
+    cluster.sync();  // (2) every block's rows
+
+    // ---- the step's loss: warp 0 sums the blocks' partials (the same tree in every block); block 0 books it ----
+    if (tid < 32) {
+      double total = 0, right = 0;
+      if (tid < C) {
+        const double* other = cluster.map_shared_rank(lossPart, tid);
+        total = other[0];
+        right = other[1];
+      }
+      for (int o = 16; o > 0; o >>= 1) {
+        total += __shfl_xor_sync(0xffffffffu, total, o);
+        right += __shfl_xor_sync(0xffffffffu, right, o);
+      }
+      if (tid == 0) {
+        if (rank == 0) {
+          recordBatchLoss(&booked, total, (long long)right, N, double(N));
+          booked.globalStep += 1;
+          booked.epochStep += 1;
+        }
+        skipStep = diverged || !isfinite(total / N) ? 1 : 0;
+      }
+    }
+    // every row's dh (over the partials: every block read them before the second barrier)
+    float* dhAll = part;
+    const int HQ = HP / 4;
+    constexpr int kBatch = 4;  // remote loads in flight per thread
+    for (int base = tid; base < N * HQ; base += kBatch * kThreads) {
+      float4 v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int e = base + u * kThreads, n = e / HQ, q = e - n * HQ, owner = n / l.rowsPer;
+        if (e < N * HQ)
+          v[u] = *reinterpret_cast<const float4*>(
+              cluster.map_shared_rank(dhRows + (n - owner * l.rowsPer) * HP + 4 * q, owner));
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int e = base + u * kThreads, n = e / HQ, q = e - n * HQ;
+        if (e < N * HQ) *reinterpret_cast<float4*>(dhAll + n * HP + 4 * q) = v[u];
+      }
+    }
+    __syncthreads();
+    diverged = skipStep != 0;
+    if (!diverged) {
+      if (tid == 0) anyApplied = 1;
+      const long long t = globalStep0 + s;
+      StepRule rule;
+      rule.lr = stepLearningRate(a.schedule, booked.baseLr, t);
+      rule.corrections = a.adam ? adamCorrections(rule.lr, a.beta1, a.beta2, t + 1) : AdamCorrections{0.0f, 1.0f};
+      // W2 and b2: this block's entries, summed over the blocks in rank order
+      for (int j = tid; j < own2Count; j += kThreads) {
+        const int e = own2Begin + j;
+        updateOwned(a, own2, j, own2Index(j), clusterSum(cluster, dW2 + e, C), rule, e < KH);
+      }
+      // W1's columns: dW1 = dh^T . x, a thread per 4 units x 4 columns; a warp's threads take consecutive units
+      // (its dh loads and its parameters' float4 accesses are conflict-free, its x loads one broadcast)
+      const int TI = l.IcP / 4, TU = HP / 4;
+      for (int t = tid; t < TU * TI; t += kThreads) {
+        const int tu = t % TU, ti = t / TU;
+        float acc[4][4] = {};  // [column][unit]
+        float db1[4] = {};     // the units' bias gradients (the first column's threads pass every row anyway)
+        for (int n = 0; n < N; ++n) {
+          const float4 d = *reinterpret_cast<const float4*>(dhAll + n * HP + 4 * tu);
+          const float4 x = *reinterpret_cast<const float4*>(xN + n * l.IcP + 4 * ti);
+          const float ds[4] = {d.x, d.y, d.z, d.w}, xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[c][r] = fmaf(ds[r], xs[c], acc[c][r]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) db1[r] += ds[r];
+        }
+        if (ti == 0)  // b1: the units this block owns
+          for (int r = 0; r < 4; ++r) {
+            const int j = 4 * tu + r - b1Begin;
+            if (j >= 0 && j < b1Count) updateOwned(a, ownB1, j, b1Index(j), db1[r], rule, false);
+          }
+        for (int c = 0; c < 4; ++c) {
+          const int i = 4 * ti + c;
+          if (i < cols) updateW1Quad(a, w1, i * HP + 4 * tu, w1Index(i * HP + 4 * tu), H - 4 * tu, acc[c], rule);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  cluster.sync();  // no block leaves while another still reads its shared memory
+  // ---- write back: the owned parameters (when a step applied), and block 0's booking ----
+  if (anyApplied) {
+    for (int e = tid; e < H * cols; e += kThreads) {
+      const int u = e / cols, i = e - u * cols, j = i * HP + u;
+      const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
+      a.params[at] = w1.slot[0][j];
+      a.backup[at] = w1.slot[1][j];
+      if (slots >= 1) a.m[at] = w1.slot[2][j];
+      if (slots >= 2) a.v[at] = w1.slot[3][j];
+    }
+    storeOwned(a, own2, slots, own2Count, own2Index);
+    storeOwned(a, ownB1, slots, b1Count, b1Index);
+  }
+  if (rank == 0 && tid == 0) *a.state = booked;
+}
+#else
+__global__ void mlpStepKernel(MlpStepArgs, MlpStepLayout, int, int) { __trap(); }  // sm_90+ only
+#endif
+
+}  // namespace
+
+int mlp_step_blocks(const MlpStepShape& shape) {
+  const DeviceCaps& caps = currentDeviceCaps();
+  if (!caps.clusterLaunch || caps.computeMajor < 9) return 0;
+  cudaFuncAttributes attr{};
+  const bool code = cudaFuncGetAttributes(&attr, mlpStepKernel) == cudaSuccess && attr.binaryVersion >= 90;
+  cudaGetLastError();
+  if (!code) return 0;
+  // the whole opt-in (less the kernel's own shared variable): any layout that fits may launch, with no
+  // attribute set while a step is being captured
+  const size_t optin = caps.sharedOptin - 64;
+  if (cudaFuncSetAttribute(mlpStepKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)) != cudaSuccess ||
+      cudaFuncSetAttribute(mlpStepKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  for (int blocks = kMlpStepMaxBlocks; blocks >= 2; blocks /= 2) {
+    const MlpStepLayout l = mlpStepLayout(shape, blocks);
+    if (l.bytes() <= optin && clusterFits(mlpStepKernel, kThreads, l.bytes(), blocks)) return blocks;
+  }
+  return 0;
+}
+
+void mlp_step_fused(cudaStream_t stream, const MlpStepArgs& args, const MlpStepLayout& layout, int rows, int steps) {
+  if (rows < 1 || steps < 1) return;
+  if (rows > layout.NP || layout.blocks < 2)
+    throw EngineError("fused MLP step: " + std::to_string(rows) + " rows for a layout of " + std::to_string(layout.NP) +
+                      " (internal error)");
+  launchClusterKernel("mlpStepKernel", mlpStepKernel, dim3(unsigned(layout.blocks)), kThreads, layout.bytes(), stream,
+                      layout.blocks, args, layout, rows, steps);
+  checkLaunch("fused MLP step");
+}
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,97 @@
+// The fused training step of a small MLP (mlp_step.cu): the whole step of [flatten] -> dense (hidden units,
+// an elementwise activation) -> dense (classes) -> softmax cross-entropy, with its optimizer update, in one
+// launch of one thread-block cluster, for one or several steps. Launch-bound networks such as the `mlp`
+// preset spend most of a step in the gaps between its five launches; here the blocks meet at two cluster
+// barriers a step instead. Block r of C owns the r-th slice of the input columns (its W1 slice stays in
+// shared memory across the launch's steps) and the r-th share of the batch rows:
+//   forward   partial pre-activations P_r = x[:, cols_r] . W1[:, cols_r]^T      (local)      -> barrier
+//   rows_r    h = act(b1 + sum_r P_r), logits, the loss, dz, dh = (dz . W2) * act'(h),
+//             and the rows' partial dW2, db2                                       (DSMEM reads) -> barrier
+//   update    dW2, db2 (each block its share of the entries), db1 (its units), dW1[:, cols_r] = dh^T . x
+//             (every block gathers dh), each parameter updated as the optimizer kernels do (optim_math.cuh)
+// Every sum has a fixed order: the results are deterministic. Plain C++ (the layout and the refusal reasons),
+// tested on the CPU; the chooser's rule is fusedStepBlocks in kernel_choice.h's spirit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cuda/device_caps.h"
+#include "cuda/kernel_overrides.h"
+#include "spec/model.h"
+
+namespace nnstudio::cuda {
+
+constexpr int kMlpStepThreads = 512;   // per block
+constexpr int kMlpStepMaxBlocks = 16;  // a cluster (more than 8: non-portable, where the GPU schedules it)
+
+struct MlpStepShape {
+  int64_t inputs = 0;  // I
+  int hidden = 0;      // H
+  int classes = 0;     // K
+  int maxRows = 0;     // the batch
+  int stateSlots = 0;  // optimizer state per parameter: 0 (plain SGD), 1 (momentum), 2 (Adam)
+};
+
+// Shared memory of one block, in floats (every offset a multiple of 4: float4 and double accesses). A launch
+// keeps the parameters each block owns on chip, with the values before the last applied update (the
+// divergence backup) and the optimizer state, and writes them to global memory once, at its end: its W1
+// columns, its share `per2` of W2's and b2's entries (K * H + K, in that order) and its share `perB1` of b1.
+struct MlpStepLayout {
+  int blocks = 0;   // the cluster's blocks (0: the fused step cannot run)
+  int cols = 0;     // input columns per block (the last block may have fewer)
+  int rowsPer = 0;  // batch rows per block
+  int NP = 0, HP = 0, IcP = 0, KP = 0;  // rows, hidden units, columns and classes rounded up to 4
+  size_t w1t = 0;      // (IcP, HP)  the block's W1 columns, transposed
+  size_t xT = 0;       // (IcP, xTStride)  the batch's columns, transposed (forward)
+  int xTStride = 0;    // NP + 4: the staging's stores of consecutive columns fall in different banks
+  size_t xN = 0;       // (NP, IcP)  the same, row-major (weight gradient)
+  size_t part = 0;     // (NP, HP)   partial pre-activations; then every row's dh
+  size_t hRows = 0;    // (rowsPer, HP)  the block's rows: h
+  size_t dhRows = 0;   // (rowsPer, HP)  and dh
+  size_t z = 0;        // (rowsPer, KP)  logits
+  size_t dz = 0;       // (rowsPer, KP)  their gradient
+  size_t rowLoss = 0;  // (rowsPer) doubles: each row's loss
+  size_t rowRight = 0; // (rowsPer) 1 where the prediction is right
+  size_t lossPart = 0; // 2 doubles: the block's loss sum and right count
+  size_t dW2 = 0;      // (K * H + K)  the block's partial dW2 (K, H), then db2
+  size_t w2s = 0;      // (K, HP)
+  size_t b1s = 0;      // (HP)
+  size_t b2s = 0;      // (KP)
+  size_t rows = 0;     // (NP) the step's rows' dataset indices (uint32)
+  size_t terms = 0;    // (rowsPer, KP) doubles: exp(z - max)
+  size_t rowStat = 0;  // (rowsPer) doubles: the row's max, then its log-sum-exp
+  int per2 = 0, perB1 = 0;
+  // owned parameters: [0] the values, [1] before the last applied update, [2], [3] the optimizer state
+  size_t w1[4] = {};   // (IcP, HP) each; w1[0] is w1t
+  size_t own2[4] = {}; // (per2) each
+  size_t ownB1[4] = {};// (perB1) each
+  size_t floats = 0;
+  size_t bytes() const { return floats * sizeof(float); }
+};
+
+MlpStepLayout mlpStepLayout(const MlpStepShape& shape, int blocks);
+
+// What a run brings besides its plan.
+struct MlpStepRun {
+  bool classWeights = false;
+  bool augment = false;
+  bool weightAverage = false;  // ema
+  bool dataParallel = false;
+};
+
+// Why the fused step does not take this network and run ("" when it does): the layers must be
+// [flatten] dense(H, elementwise activation but GELU) dense(K >= 2, linear) with softmax cross-entropy
+// (label smoothing allowed), unweighted, without augmentation, weight average or several GPUs.
+std::string mlpStepRefusal(const NetworkPlan& plan, const MlpStepRun& run);
+// The shape of a network the fused step takes.
+MlpStepShape mlpStepShape(const NetworkPlan& plan, const OptimizerSpec& optimizer, int batch);
+
+// Auto does not take it yet: on an H200 (2026-11-26, docs/BENCHMARKS.md "The fused MLP step") the mlp preset's
+// epoch took 0.0284 s fused against 0.0261 s in the unfused graph; its phases' clock counts are there, with what
+// would make it pay (tensor-core products, fewer cluster-wide phases). On: wherever the device and shape allow
+// (tests, comparisons). `fitsBlocks`: the largest cluster the device co-schedules for the layout (0: none).
+bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, const MlpStepShape& shape, int fitsBlocks);
+
+}  // namespace nnstudio::cuda
