@@ -280,6 +280,9 @@ void testFusedStep() {
     const std::string name = c.name;
     const cuda::MlpStepShape shape = cuda::mlpStepShape(planNetwork(spec), spec.optimizer, c.batch);
     const bool fusable = cuda::mlp_step_blocks(shape) > 0;
+    const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
+    if (caps.clusterLaunch && caps.computeMajor >= 9)
+      CHECK_MSG(fusable, name + ": a GPU with clusters (sm_90+) runs the fused step (it fits and co-schedules)");
     CHECK_MSG(cuda::mlpStepRefusal(planNetwork(spec), {}).empty(), name + ": the fused step takes the network");
     auto gpuRun = [&](cuda::Switch fused) {
       cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& k) { k.fusedStep = fused; });

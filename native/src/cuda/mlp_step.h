@@ -88,9 +88,9 @@ std::string mlpStepRefusal(const NetworkPlan& plan, const MlpStepRun& run);
 // The shape of a network the fused step takes.
 MlpStepShape mlpStepShape(const NetworkPlan& plan, const OptimizerSpec& optimizer, int batch);
 
-// Auto does not take it yet: on an H200 (2026-11-26, docs/BENCHMARKS.md "The fused MLP step") the mlp preset's
-// epoch took 0.0284 s fused against 0.0261 s in the unfused graph; its phases' clock counts are there, with what
-// would make it pay (tensor-core products, fewer cluster-wide phases). On: wherever the device and shape allow
+// Auto does not take it yet: on an H100 (2026-11-26, docs/BENCHMARKS.md "The fused MLP step") the mlp preset's
+// epoch took 0.0264 s fused against 0.0271 s in the unfused graph (3 %; on an H200 it was slower), too close to
+// call; the phases' clock counts are there, with what would make it pay. On: wherever the device and shape allow
 // (tests, comparisons). `fitsBlocks`: the largest cluster the device co-schedules for the layout (0: none).
 bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, const MlpStepShape& shape, int fitsBlocks);
 
