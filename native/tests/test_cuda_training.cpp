@@ -686,9 +686,9 @@ int main() {
     testRunBehaviour();
     auto gpu = createBackend(DeviceKind::CUDA);
     nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);
-    {  // their MLPs take the fused step where the GPU has clusters
-      cuda::ScopedKernelOverride fused([](cuda::KernelOverrides& o) { o.fusedStep = cuda::Switch::On; });
-      std::printf("(the same with the fused MLP step forced on)\n");
+    {  // above, their MLPs took the fused step where the GPU has clusters (mlp_step.h); here, the separate kernels
+      cuda::ScopedKernelOverride unfused([](cuda::KernelOverrides& o) { o.fusedStep = cuda::Switch::Off; });
+      std::printf("(the same without the fused MLP step)\n");
       testRunBehaviour();
       nnstudio_test::checkTrainControl(*gpu, /*exactSteps=*/false);
     }

@@ -316,25 +316,42 @@ void testFusedMlpStep() {
   const MlpStepShape shape = mlpStepShape(plan, mlp.spec.optimizer, mlp.batch);
   CHECK(shape.inputs == 784 && shape.hidden == 128 && shape.classes == 10 && shape.maxRows == 64);
   const MlpStepLayout l = mlpStepLayout(shape, 16);
-  CHECK_MSG(l.cols == 49 && l.rowsPer == 4 && l.NP == 64 && l.HP == 128 && l.IcP == 52 && l.KP == 12,
-            "784 columns over 16 blocks: 49 each; 64 rows: 4 each");
-  const size_t offsets[] = {l.w1t, l.xT, l.xN, l.part, l.hRows, l.dhRows, l.z, l.dz, l.rowLoss, l.rowRight,
-                            l.lossPart, l.dW2, l.w2s, l.b1s, l.b2s, l.rows};
+  CHECK_MSG(l.cols == 49 && l.rowsPer == 4 && l.NP == 64 && l.HP == 128 && l.IcP == 56 && l.KP == 12,
+            "784 columns over 16 blocks: 49 each (56 for the products' steps of 8); 64 rows: 4 each");
+  const size_t offsets[] = {l.w1t, l.xN,  l.part, l.hRows, l.dhRows, l.dz, l.rowLoss, l.rowRight,
+                            l.lossPart, l.dW2, l.w2s, l.b1s, l.b2s, l.rows, l.w1[1], l.own2[0], l.ownB1[0]};
   bool aligned = true, ordered = true;
   for (size_t i = 0; i < std::size(offsets); ++i) {
     aligned = aligned && offsets[i] % 4 == 0;
     if (i > 0) ordered = ordered && offsets[i] > offsets[i - 1];
   }
-  CHECK_MSG(aligned && ordered && l.rows + size_t(l.NP) <= l.floats, "offsets ascend, 16-byte aligned, inside the block");
+  CHECK_MSG(aligned && ordered && l.ownB1[1] + size_t(l.perB1) <= l.floats && l.w1[2] == 0,
+            "offsets ascend, 16-byte aligned, inside the block; plain SGD keeps no optimizer slots");
+  CHECK_MSG(l.xs % 32 == 28 && l.w1s % 32 == 8 && l.w2Stride % 2 == 1, "strides off the bank period");
   CHECK_MSG(l.bytes() <= 227 * 1024, "the mlp preset's layout fits the H100's shared memory (" + std::to_string(l.bytes()) + " B)");
+  MlpStepShape adam = shape;
+  adam.stateSlots = 2;
+  CHECK_MSG(mlpStepLayout(adam, 16).bytes() <= 227 * 1024 && mlpStepLayout(adam, 16).w1[3] > 0,
+            "with Adam's two moments too (" + std::to_string(mlpStepLayout(adam, 16).bytes()) + " B)");
   CHECK(mlpStepLayout(shape, 0).blocks == 0);
 
   KernelOverrides on;
   on.fusedStep = Switch::On;
-  CHECK_MSG(!chooseMlpStep(h100(), KernelOverrides(), shape, 16), "Auto does not take it (3 % on an H100: too close to call, mlp_step.h)");
-  CHECK_MSG(chooseMlpStep(h100(), on, shape, 16), "forced on, the H100 takes it for the mlp preset");
+  CHECK_MSG(chooseMlpStep(h100(), KernelOverrides(), shape, 16), "the H100 takes it for the mlp preset (measured faster)");
   CHECK_MSG(!chooseMlpStep(smallGpu(), on, shape, 0) && !chooseMlpStep(h100(), on, shape, 1),
             "never without a cluster of at least 2 blocks");
+  KernelOverrides off;
+  off.fusedStep = Switch::Off;
+  CHECK(!chooseMlpStep(h100(), off, shape, 16));
+  MlpStepShape withAdam = shape;
+  withAdam.stateSlots = 2;
+  CHECK_MSG(!chooseMlpStep(h100(), KernelOverrides(), withAdam, 16) && chooseMlpStep(h100(), on, withAdam, 16),
+            "Adam: measured no faster, so not taken unless forced");
+  MlpStepShape big = shape;
+  big.hidden = 512;
+  big.maxRows = 256;
+  CHECK_MSG(!chooseMlpStep(h100(), KernelOverrides(), big, 16) && chooseMlpStep(h100(), on, big, 16),
+            "a wide layer on large batches: not measured, so not taken unless forced");
   CHECK(parse({{"NNSTUDIO_CUDA_FUSED_STEP", "0"}}).fusedStep == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_FUSED_STEP", "1"}}).fusedStep == Switch::On);
   CHECK(parse({}).fusedStep == Switch::Auto);

@@ -6,20 +6,24 @@
 namespace nnstudio::cuda {
 
 namespace {
-int roundUp4(int64_t v) { return int((v + 3) / 4 * 4); }
 int ceilDiv(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 }  // namespace
 
 MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
   MlpStepLayout l;
   if (blocks < 1 || s.inputs < 1 || s.hidden < 1 || s.classes < 1 || s.maxRows < 1) return l;
+  auto roundUp = [](int64_t v, int m) { return int((v + m - 1) / m * m); };
   l.blocks = blocks;
   l.cols = ceilDiv(s.inputs, blocks);
   l.rowsPer = ceilDiv(s.maxRows, blocks);
-  l.NP = roundUp4(s.maxRows);
-  l.HP = roundUp4(s.hidden);
-  l.IcP = roundUp4(l.cols);
-  l.KP = roundUp4(s.classes);
+  l.NP = roundUp(s.maxRows, 32);
+  l.HP = roundUp(s.hidden, 32);
+  l.IcP = roundUp(l.cols + 1, 8);
+  l.KP = roundUp(s.classes, 4);
+  l.xs = l.IcP + 4;
+  l.w1s = l.HP + 8;
+  l.w2Stride = l.HP + 1;
+  l.ps = l.HP + 8;
   size_t at = 0;
   auto take = [&](size_t floats) {
     const size_t offset = at;
@@ -27,30 +31,25 @@ MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
     return offset;
   };
   const size_t R = size_t(l.rowsPer), K = size_t(s.classes), H = size_t(s.hidden);
-  l.w1t = take(size_t(l.IcP) * l.HP);
-  l.xTStride = l.NP + 4;
-  l.xT = take(size_t(l.IcP) * l.xTStride);
-  l.xN = take(size_t(l.NP) * l.IcP);
-  l.part = take(size_t(l.NP) * l.HP);
+  l.w1t = take(size_t(l.IcP) * l.w1s);
+  l.xN = take(size_t(l.NP) * l.xs);
+  l.part = take(size_t(l.NP) * l.ps);
   l.hRows = take(R * l.HP);
   l.dhRows = take(R * l.HP);
-  l.z = take(R * l.KP);
   l.dz = take(R * l.KP);
   l.rowLoss = take(2 * R);
   l.rowRight = take(R);
   l.lossPart = take(4);
   l.dW2 = take(K * H + K);
-  l.w2s = take(K * l.HP);
+  l.w2s = take(K * l.w2Stride);
   l.b1s = take(size_t(l.HP));
   l.b2s = take(size_t(l.KP));
   l.rows = take(size_t(l.NP));
-  l.terms = take(2 * R * l.KP);
-  l.rowStat = take(2 * R);
   l.per2 = ceilDiv(int64_t(K * H + K), blocks);
   l.perB1 = ceilDiv(s.hidden, blocks);
   const int copies = 2 + std::clamp(s.stateSlots, 0, 2);  // values, backup, state
   l.w1[0] = l.w1t;
-  for (int c = 1; c < copies; ++c) l.w1[c] = take(size_t(l.IcP) * l.HP);
+  for (int c = 1; c < copies; ++c) l.w1[c] = take(size_t(l.IcP) * l.w1s);
   for (int c = 0; c < copies; ++c) l.own2[c] = take(size_t(l.per2));
   for (int c = 0; c < copies; ++c) l.ownB1[c] = take(size_t(l.perB1));
   l.floats = at;
@@ -90,8 +89,10 @@ MlpStepShape mlpStepShape(const NetworkPlan& plan, const OptimizerSpec& optimize
 }
 
 bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, const MlpStepShape& shape, int fitsBlocks) {
-  (void)shape;  // every shape that fits is taken when forced; Auto takes none (mlp_step.h)
-  return overrides.fusedStep == Switch::On && fitsBlocks >= 2 && caps.clusterLaunch && caps.computeMajor >= 9;
+  if (overrides.fusedStep == Switch::Off || fitsBlocks < 2 || !caps.clusterLaunch || caps.computeMajor < 9) return false;
+  if (overrides.fusedStep == Switch::On) return true;
+  const double blockMacs = 2.0 * double(shape.maxRows) * double(shape.inputs) * shape.hidden / fitsBlocks;
+  return shape.stateSlots <= 1 && blockMacs <= kMlpStepMaxBlockMacs;
 }
 
 }  // namespace nnstudio::cuda

@@ -16,6 +16,7 @@
 #include "cuda/loss_math.cuh"
 #include "cuda/mlp_step_launch.h"
 #include "cuda/optim_math.cuh"
+#include "cuda/tc_mma.cuh"
 #include "spec/lr_schedule.h"
 
 namespace nnstudio::cuda {
@@ -23,6 +24,7 @@ namespace nnstudio::cuda {
 namespace {
 
 constexpr int kThreads = kMlpStepThreads;
+constexpr int kWarps = kThreads / 32;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace cg = cooperative_groups;
@@ -126,10 +128,10 @@ __device__ __forceinline__ float clusterSum(cg::cluster_group& cluster, const fl
   return sum;
 }
 
-// x's columns [col0, col0 + cols) of the step's rows (`rows`: their dataset indices), in both layouts (zeros
-// past N and cols); eight loads in flight per thread
-__device__ void stageBatch(const MlpStepArgs& a, const MlpStepLayout& l, float* xT, float* xN, const uint32_t* rows,
-                           int N, int col0, int cols) {
+// x's columns [col0, col0 + cols) of the step's rows (`rows`: their dataset indices) and a column of ones
+// (whose weight gradient is b1's), zeros past N; eight loads in flight per thread
+__device__ void stageBatch(const MlpStepArgs& a, const MlpStepLayout& l, float* xN, const uint32_t* rows, int N,
+                           int col0, int cols) {
   constexpr int kBatch = 8;
   const int IcP = l.IcP, NP = l.NP, total = NP * IcP;
   for (int base = threadIdx.x; base < total; base += kBatch * kThreads) {
@@ -137,52 +139,100 @@ __device__ void stageBatch(const MlpStepArgs& a, const MlpStepLayout& l, float* 
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
-      v[u] = e < total && n < N && i < cols ? __ldg(a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i) : 0.0f;
+      v[u] = e < total && n < N ? (i < cols ? __ldg(a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i)
+                                            : i == cols ? 1.0f : 0.0f)
+                                : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
-      if (e < total) {
-        xN[e] = v[u];
-        xT[i * l.xTStride + n] = v[u];
-      }
+      if (e < total) xN[n * l.xs + i] = v[u];
     }
   }
 }
 
-// part (NP, HP) = x[:, cols] . W1[:, cols]^T: a thread per 4 rows x 4 units
-__device__ void forwardPartials(const MlpStepLayout& l, const float* xT, const float* w1t, float* part, int cols) {
-  const int TN = l.NP / 4, TU = l.HP / 4;
-  for (int t = threadIdx.x; t < TN * TU; t += kThreads) {
-    const int tn = t % TN, tu = t / TN;
-    float acc[4][4] = {};
-#pragma unroll 4
-    for (int i = 0; i < cols; ++i) {
-      const float4 x = *reinterpret_cast<const float4*>(xT + i * l.xTStride + 4 * tn);
-      const float4 w = *reinterpret_cast<const float4*>(w1t + i * l.HP + 4 * tu);
-      const float xs[4] = {x.x, x.y, x.z, x.w}, ws[4] = {w.x, w.y, w.z, w.w};
+// part (NP, ps) = x[:, cols] . W1[:, cols]^T on the tensor cores (tc_mma.cuh): a warp per 32 x 32 tile
+template <int SPLIT>
+__device__ void forwardPartials(const MlpStepLayout& l, const float* xN, const float* w1t, float* part, int N) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  const int TM = l.NP / 32, TN = l.HP / 32;
+  for (int tile = warp; tile < TM * TN; tile += kWarps) {
+    const int m0 = (tile % TM) * 32, n0 = (tile / TM) * 32;
+    if (m0 >= N) continue;
+    float acc[2][4][4];
+    tc::clearWarpTile(acc);
+    for (int k8 = 0; k8 < l.IcP; k8 += 8)
+      tc::mmaWarpTile<SPLIT>(acc, k8, g, t, [&](int r, int k) { return xN[(m0 + r) * l.xs + k]; },
+                             [&](int k, int c) { return w1t[k * l.w1s + n0 + c]; });
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(xs[r], ws[c], acc[r][c]);
-    }
+      for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
-      *reinterpret_cast<float4*>(part + (4 * tn + r) * l.HP + 4 * tu) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        for (int half = 0; half < 2; ++half)
+          *reinterpret_cast<float2*>(part + (m0 + 16 * mt + g + 8 * half) * l.ps + n0 + 8 * nt + 2 * t) =
+              make_float2(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1]);
   }
 }
 
+// One row of this block (a warp): logits, the softmax cross-entropy (loss_math.cuh's pieces; the sums over the
+// classes as a butterfly), dz, and dh = (dz . W2) * act'(h), all into this block's shared memory.
+__device__ void rowStep(const MlpStepArgs& a, const MlpStepLayout& l, float* smem, int r, int32_t label, int N) {
+  const int lane = threadIdx.x & 31, H = a.hidden, K = a.classes;
+  const float* h = smem + l.hRows + r * l.HP;
+  const float* w2 = smem + l.w2s;
+  float* dz = smem + l.dz + r * l.KP;
+  const bool live = lane < K;
+  float z = -INFINITY;
+  if (live) {
+    float sum = 0.0f;
+    const float* wk = w2 + lane * l.w2Stride;
+    for (int u = 0; u < H; ++u) sum = fmaf(h[u], wk[u], sum);
+    z = sum + smem[l.b2s + lane];
+  }
+  // the row's max and first argmax (predictRow's), the sums of exp(z - max) and of z
+  double m = live ? double(z) : -INFINITY;
+  float best = z;
+  int bestAt = live ? lane : 32;
+  for (int o = 16; o > 0; o >>= 1) {
+    m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+    const int oa = __shfl_xor_sync(0xffffffffu, bestAt, o);
+    if (ob > best || (ob == best && oa < bestAt)) {
+      best = ob;
+      bestAt = oa;
+    }
+  }
+  double term = live ? softmaxTerm(z, m) : 0.0, zSum = live ? double(z) : 0.0;
+  for (int o = 16; o > 0; o >>= 1) {
+    term += __shfl_xor_sync(0xffffffffu, term, o);
+    zSum += __shfl_xor_sync(0xffffffffu, zSum, o);
+  }
+  const double lse = m + log(term);
+  const float zLabel = __shfl_sync(0xffffffffu, z, label);
+  if (live) dz[lane] = softmaxGradient(z, lse, lane == label, 1.0 / N, a.smoothing, K);
+  if (lane == 0) {
+    reinterpret_cast<double*>(smem + l.rowLoss)[r] = softmaxLoss(lse, zLabel, zSum, a.smoothing, K);
+    smem[l.rowRight + r] = bestAt == label ? 1.0f : 0.0f;
+  }
+  __syncwarp();
+  for (int u = lane; u < H; u += 32) {
+    float sum = 0.0f;
+    for (int k = 0; k < K; ++k) sum = fmaf(dz[k], w2[k * l.w2Stride + u], sum);
+    smem[l.dhRows + r * l.HP + u] = gateGradient(sum, h[u], a.act, a.alpha);
+  }
+}
+
+template <int SPLIT>
 __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStepLayout l, int N, int steps) {
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ float4 shared4[];
   float* smem = reinterpret_cast<float*>(shared4);
   float* w1t = smem + l.w1t;
-  float* xT = smem + l.xT;
   float* xN = smem + l.xN;
   float* part = smem + l.part;
   float* hRows = smem + l.hRows;
   float* dhRows = smem + l.dhRows;
-  float* z = smem + l.z;
   float* dz = smem + l.dz;
   double* rowLosses = reinterpret_cast<double*>(smem + l.rowLoss);
   float* rowRight = smem + l.rowRight;
@@ -192,12 +242,10 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   float* b1s = smem + l.b1s;
   float* b2s = smem + l.b2s;
   uint32_t* rows = reinterpret_cast<uint32_t*>(smem + l.rows);
-  double* terms = reinterpret_cast<double*>(smem + l.terms);
-  double* rowStat = reinterpret_cast<double*>(smem + l.rowStat);
   __shared__ int skipStep;
   __shared__ int anyApplied;
 
-  const int C = l.blocks, rank = int(cluster.block_rank()), tid = threadIdx.x;
+  const int C = l.blocks, rank = int(cluster.block_rank()), tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const int H = a.hidden, K = a.classes, HP = l.HP, KP = l.KP, KH = K * H;
   const int64_t I = a.inputs;
   const int col0 = rank * l.cols;
@@ -208,8 +256,8 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   const int own2Begin = min(KH + K, rank * l.per2), own2Count = min(KH + K, own2Begin + l.per2) - own2Begin;
   const int b1Begin = min(H, rank * l.perB1), b1Count = min(H, b1Begin + l.perB1) - b1Begin;
   const Owned w1 = ownedAt(smem, l.w1, slots), own2 = ownedAt(smem, l.own2, slots), ownB1 = ownedAt(smem, l.ownB1, slots);
-  auto w1Index = [&](int j) {  // j = i * HP + u
-    const int i = j / HP, u = j - i * HP;
+  auto w1Index = [&](int j) {  // j = i * w1s + u
+    const int i = j / l.w1s, u = j - i * l.w1s;
     return a.w1 + size_t(u) * size_t(I) + col0 + i;
   };
   auto own2Index = [&](int j) {
@@ -228,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   if (tid == 0) anyApplied = 0;
   __syncthreads();
   for (int e = tid; e < H * cols; e += kThreads) {  // W1's columns, coalesced along them
-    const int u = e / cols, i = e - u * cols, j = i * HP + u;
+    const int u = e / cols, i = e - u * cols, j = i * l.w1s + u;
     const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
     const float p = a.params[at];
     w1.slot[0][j] = p;
@@ -244,9 +292,9 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     // ---- forward partials over this block's columns ----
     for (int n = tid; n < N; n += kThreads) rows[n] = order[n];
     __syncthreads();
-    stageBatch(a, l, xT, xN, rows, N, col0, cols);
+    stageBatch(a, l, xN, rows, N, col0, cols);
     __syncthreads();
-    forwardPartials(l, xT, w1t, part, cols);
+    forwardPartials<SPLIT>(l, xN, w1t, part, N);
     __syncthreads();
     cluster.sync();  // (1) every block's partials, and its owned parameters of the last step
 
@@ -254,7 +302,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     for (int e = tid; e < KH + K; e += kThreads) {  // W2, b2 and b1 from their owners
       const int owner = e / l.per2;
       const float v = *cluster.map_shared_rank(own2.slot[0] + (e - owner * l.per2), owner);
-      if (e < KH) w2s[(e / H) * HP + e % H] = v;
+      if (e < KH) w2s[(e / H) * l.w2Stride + e % H] = v;
       else b2s[e - KH] = v;
     }
     for (int u = tid; u < H; u += kThreads) {
@@ -264,47 +312,12 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     __syncthreads();
     for (int e = tid; e < R * H; e += kThreads) {
       const int r = e / H, u = e - r * H;
-      const float sum = clusterSum(cluster, part + (row0 + r) * HP + u, C);
+      const float sum = clusterSum(cluster, part + (row0 + r) * l.ps + u, C);
       hRows[r * HP + u] = activate(sum + b1s[u], a.act, a.alpha);
     }
     __syncthreads();
-    {  // logits: a warp per (row, class)
-      const int warp = tid / 32, lane = tid & 31;
-      for (int t = warp; t < R * K; t += kThreads / 32) {
-        const int r = t / K, k = t - r * K;
-        float sum = 0.0f;
-        for (int u = lane; u < H; u += 32) sum = fmaf(hRows[r * HP + u], w2s[k * HP + u], sum);
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        if (lane == 0) z[r * KP + k] = sum + b2s[k];
-      }
-    }
+    for (int r = tid / 32; r < R; r += kWarps) rowStep(a, l, smem, r, a.labels[rows[row0 + r]], N);
     __syncthreads();
-    // the softmax cross-entropy in rowLoss's pieces and order (loss_math.cuh): a thread per row, then per output
-    for (int r = tid; r < R; r += kThreads) rowStat[r] = rowMax(z + r * KP, K);
-    __syncthreads();
-    for (int e = tid; e < R * K; e += kThreads) {
-      const int r = e / K, k = e - r * K;
-      terms[r * KP + k] = softmaxTerm(z[r * KP + k], rowStat[r]);
-    }
-    __syncthreads();
-    for (int r = tid; r < R; r += kThreads) {
-      const float* zr = z + r * KP;
-      const int32_t label = a.labels[rows[row0 + r]];
-      double sum = 0, zSum = 0;
-      for (int k = 0; k < K; ++k) sum += terms[r * KP + k];
-      if (a.smoothing != 0.0f)
-        for (int k = 0; k < K; ++k) zSum += zr[k];
-      const double lse = rowStat[r] + log(sum);
-      rowStat[r] = lse;
-      rowLosses[r] = softmaxLoss(lse, zr[label], zSum, a.smoothing, K);
-      rowRight[r] = predictRow(LossKind::SoftmaxCrossEntropy, zr, K) == label ? 1.0f : 0.0f;
-      rows[row0 + r] = uint32_t(label);  // the row's index is no longer needed: its label is
-    }
-    __syncthreads();
-    for (int e = tid; e < R * K; e += kThreads) {
-      const int r = e / K, k = e - r * K;
-      dz[r * KP + k] = softmaxGradient(z[r * KP + k], rowStat[r], k == int32_t(rows[row0 + r]), 1.0 / N, a.smoothing, K);
-    }
     if (tid == 0) {
       double total = 0, right = 0;
       for (int r = 0; r < R; ++r) {
@@ -313,13 +326,6 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
       }
       lossPart[0] = total;
       lossPart[1] = right;
-    }
-    __syncthreads();
-    for (int e = tid; e < R * H; e += kThreads) {
-      const int r = e / H, u = e - r * H;
-      float sum = 0.0f;
-      for (int k = 0; k < K; ++k) sum = fmaf(dz[r * KP + k], w2s[k * HP + u], sum);
-      dhRows[r * HP + u] = gateGradient(sum, hRows[r * HP + u], a.act, a.alpha);
     }
     for (int e = tid; e < KH + K; e += kThreads) {
       float sum = 0.0f;
@@ -357,6 +363,8 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     }
     // every row's dh (over the partials: every block read them before the second barrier)
     float* dhAll = part;
+    const int K8 = (N + 7) / 8 * 8;  // the weight gradient's reduction over rows, in steps of 8: zero rows past N
+    for (int e = tid; e < (K8 - N) * l.ps; e += kThreads) dhAll[N * l.ps + e] = 0.0f;
     const int HQ = HP / 4;
     constexpr int kBatch = 4;  // remote loads in flight per thread
     for (int base = tid; base < N * HQ; base += kBatch * kThreads) {
@@ -371,7 +379,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int e = base + u * kThreads, n = e / HQ, q = e - n * HQ;
-        if (e < N * HQ) *reinterpret_cast<float4*>(dhAll + n * HP + 4 * q) = v[u];
+        if (e < N * HQ) *reinterpret_cast<float4*>(dhAll + n * l.ps + 4 * q) = v[u];
       }
     }
     __syncthreads();
@@ -387,34 +395,38 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
         const int e = own2Begin + j;
         updateOwned(a, own2, j, own2Index(j), clusterSum(cluster, dW2 + e, C), rule, e < KH);
       }
-      // W1's columns: dW1 = dh^T . x, a thread per 4 units x 4 columns; a warp's threads take consecutive units
-      // (its dh loads and its parameters' float4 accesses are conflict-free, its x loads one broadcast)
-      const int TI = l.IcP / 4, TU = HP / 4;
-      for (int t = tid; t < TU * TI; t += kThreads) {
-        const int tu = t % TU, ti = t / TU;
-        float acc[4][4] = {};  // [column][unit]
-        float db1[4] = {};     // the units' bias gradients (the first column's threads pass every row anyway)
-        for (int n = 0; n < N; ++n) {
-          const float4 d = *reinterpret_cast<const float4*>(dhAll + n * HP + 4 * tu);
-          const float4 x = *reinterpret_cast<const float4*>(xN + n * l.IcP + 4 * ti);
-          const float ds[4] = {d.x, d.y, d.z, d.w}, xs[4] = {x.x, x.y, x.z, x.w};
+      // W1's columns' gradient dW1^T = dh^T . x on the tensor cores, into the backup slot (the update reads it
+      // there before it writes the backup); the ones column's is b1's
+      float* grad = w1.slot[1];
+      const int TM = HP / 32, TN = (l.IcP + 31) / 32, g = lane / 4, t4 = lane % 4;
+      for (int tile = warp; tile < TM * TN; tile += kWarps) {
+        const int m0 = (tile % TM) * 32, n0 = (tile / TM) * 32;
+        if (n0 > cols) continue;
+        float acc[2][4][4];
+        tc::clearWarpTile(acc);
+        for (int k8 = 0; k8 < K8; k8 += 8)
+          tc::mmaWarpTile<SPLIT>(acc, k8, g, t4, [&](int r, int k) { return dhAll[k * l.ps + m0 + r]; },
+                                 [&](int k, int c) { return xN[k * l.xs + n0 + c]; });
 #pragma unroll
-          for (int c = 0; c < 4; ++c)
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[c][r] = fmaf(ds[r], xs[c], acc[c][r]);
+          for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) db1[r] += ds[r];
-        }
-        if (ti == 0)  // b1: the units this block owns
-          for (int r = 0; r < 4; ++r) {
-            const int j = 4 * tu + r - b1Begin;
-            if (j >= 0 && j < b1Count) updateOwned(a, ownB1, j, b1Index(j), db1[r], rule, false);
-          }
-        for (int c = 0; c < 4; ++c) {
-          const int i = 4 * ti + c;
-          if (i < cols) updateW1Quad(a, w1, i * HP + 4 * tu, w1Index(i * HP + 4 * tu), H - 4 * tu, acc[c], rule);
-        }
+            for (int c = 0; c < 4; ++c) {
+              const int u = m0 + 16 * mt + g + (c >= 2 ? 8 : 0), i = n0 + 8 * nt + 2 * t4 + (c & 1);
+              if (i <= cols) grad[i * l.w1s + u] = acc[mt][nt][c];
+            }
       }
+      __syncthreads();
+      const int quads = HP / 4;
+      for (int q = tid; q < cols * quads; q += kThreads) {  // a thread per 4 units of a column
+        const int i = q / quads, u0 = 4 * (q - i * quads), j = i * l.w1s + u0;
+        const float4 g4 = *reinterpret_cast<const float4*>(grad + j);
+        const float gq[4] = {g4.x, g4.y, g4.z, g4.w};
+        updateW1Quad(a, w1, j, w1Index(j), H - u0, gq, rule);
+      }
+      for (int j = tid; j < b1Count; j += kThreads)  // b1: the units this block owns
+        updateOwned(a, ownB1, j, b1Index(j), grad[cols * l.w1s + b1Begin + j], rule, false);
     }
     __syncthreads();
   }
@@ -422,7 +434,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   // ---- write back: the owned parameters (when a step applied), and block 0's booking ----
   if (anyApplied) {
     for (int e = tid; e < H * cols; e += kThreads) {
-      const int u = e / cols, i = e - u * cols, j = i * HP + u;
+      const int u = e / cols, i = e - u * cols, j = i * l.w1s + u;
       const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
       a.params[at] = w1.slot[0][j];
       a.backup[at] = w1.slot[1][j];
@@ -435,8 +447,13 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   if (rank == 0 && tid == 0) *a.state = booked;
 }
 #else
+template <int SPLIT>
 __global__ void mlpStepKernel(MlpStepArgs, MlpStepLayout, int, int) { __trap(); }  // sm_90+ only
 #endif
+
+using KernelFn = void (*)(MlpStepArgs, MlpStepLayout, int, int);
+// the products in 3xTF32 (FP32 accuracy) or, for a TF32 run, 1xTF32
+KernelFn kernelFor(Precision precision) { return precision == Precision::Tf32 ? mlpStepKernel<1> : mlpStepKernel<3>; }
 
 }  // namespace
 
@@ -444,20 +461,21 @@ int mlp_step_blocks(const MlpStepShape& shape) {
   const DeviceCaps& caps = currentDeviceCaps();
   if (!caps.clusterLaunch || caps.computeMajor < 9) return 0;
   cudaFuncAttributes attr{};
-  const bool code = cudaFuncGetAttributes(&attr, mlpStepKernel) == cudaSuccess && attr.binaryVersion >= 90;
+  const bool code = cudaFuncGetAttributes(&attr, kernelFor(Precision::Fp32)) == cudaSuccess && attr.binaryVersion >= 90;
   cudaGetLastError();
-  if (!code) return 0;
-  // the whole opt-in (less the kernel's own shared variable): any layout that fits may launch, with no
+  if (!code || attr.sharedSizeBytes >= caps.sharedOptin) return 0;
+  // the whole opt-in less the kernel's static shared variables: any layout that fits may launch, with no
   // attribute set while a step is being captured
-  const size_t optin = caps.sharedOptin - 64;
-  if (cudaFuncSetAttribute(mlpStepKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)) != cudaSuccess ||
-      cudaFuncSetAttribute(mlpStepKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
+  const size_t optin = caps.sharedOptin - attr.sharedSizeBytes;
+  for (Precision p : {Precision::Fp32, Precision::Tf32})
+    if (cudaFuncSetAttribute(kernelFor(p), cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)) != cudaSuccess ||
+        cudaFuncSetAttribute(kernelFor(p), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
   for (int blocks = kMlpStepMaxBlocks; blocks >= 2; blocks /= 2) {
     const MlpStepLayout l = mlpStepLayout(shape, blocks);
-    if (l.bytes() <= optin && clusterFits(mlpStepKernel, kThreads, l.bytes(), blocks)) return blocks;
+    if (l.bytes() <= optin && clusterFits(kernelFor(Precision::Fp32), kThreads, l.bytes(), blocks)) return blocks;
   }
   return 0;
 }
@@ -467,8 +485,8 @@ void mlp_step_fused(cudaStream_t stream, const MlpStepArgs& args, const MlpStepL
   if (rows > layout.NP || layout.blocks < 2)
     throw EngineError("fused MLP step: " + std::to_string(rows) + " rows for a layout of " + std::to_string(layout.NP) +
                       " (internal error)");
-  launchClusterKernel("mlpStepKernel", mlpStepKernel, dim3(unsigned(layout.blocks)), kThreads, layout.bytes(), stream,
-                      layout.blocks, args, layout, rows, steps);
+  launchClusterKernel("mlpStepKernel", kernelFor(args.precision), dim3(unsigned(layout.blocks)), kThreads,
+                      layout.bytes(), stream, layout.blocks, args, layout, rows, steps);
   checkLaunch("fused MLP step");
 }
 

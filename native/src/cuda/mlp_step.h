@@ -42,29 +42,30 @@ struct MlpStepLayout {
   int blocks = 0;   // the cluster's blocks (0: the fused step cannot run)
   int cols = 0;     // input columns per block (the last block may have fewer)
   int rowsPer = 0;  // batch rows per block
-  int NP = 0, HP = 0, IcP = 0, KP = 0;  // rows, hidden units, columns and classes rounded up to 4
-  size_t w1t = 0;      // (IcP, HP)  the block's W1 columns, transposed
-  size_t xT = 0;       // (IcP, xTStride)  the batch's columns, transposed (forward)
-  int xTStride = 0;    // NP + 4: the staging's stores of consecutive columns fall in different banks
-  size_t xN = 0;       // (NP, IcP)  the same, row-major (weight gradient)
-  size_t part = 0;     // (NP, HP)   partial pre-activations; then every row's dh
+  // rows and hidden units rounded up to the 32 x 32 warp tiles of the tensor-core products, columns (and the
+  // ones column) to their reduction step of 8, classes to 4
+  int NP = 0, HP = 0, IcP = 0, KP = 0;
+  int xs = 0;        // x's row stride: IcP + 4 (the fragment loads of 8 rows fall in different banks)
+  int w1s = 0;       // the W1 slots' row stride (a row per column): HP + 8 (likewise)
+  int w2Stride = 0;  // W2's row stride: HP + 1 (a lane per class reads down its row)
+  int ps = 0;        // the partials' (then dh's) row stride: HP + 8 (the weight gradient's fragment loads)
+  size_t w1t = 0;      // (IcP, w1s)  the block's W1 columns, transposed (w1[0])
+  size_t xN = 0;       // (NP, xs)    the batch's columns and a column of ones, zero past N
+  size_t part = 0;     // (NP, ps)    partial pre-activations; then every row's dh
   size_t hRows = 0;    // (rowsPer, HP)  the block's rows: h
   size_t dhRows = 0;   // (rowsPer, HP)  and dh
-  size_t z = 0;        // (rowsPer, KP)  logits
-  size_t dz = 0;       // (rowsPer, KP)  their gradient
+  size_t dz = 0;       // (rowsPer, KP)  the logits' gradient
   size_t rowLoss = 0;  // (rowsPer) doubles: each row's loss
   size_t rowRight = 0; // (rowsPer) 1 where the prediction is right
   size_t lossPart = 0; // 2 doubles: the block's loss sum and right count
   size_t dW2 = 0;      // (K * H + K)  the block's partial dW2 (K, H), then db2
-  size_t w2s = 0;      // (K, HP)
+  size_t w2s = 0;      // (K, w2Stride)
   size_t b1s = 0;      // (HP)
   size_t b2s = 0;      // (KP)
   size_t rows = 0;     // (NP) the step's rows' dataset indices (uint32)
-  size_t terms = 0;    // (rowsPer, KP) doubles: exp(z - max)
-  size_t rowStat = 0;  // (rowsPer) doubles: the row's max, then its log-sum-exp
   int per2 = 0, perB1 = 0;
   // owned parameters: [0] the values, [1] before the last applied update, [2], [3] the optimizer state
-  size_t w1[4] = {};   // (IcP, HP) each; w1[0] is w1t
+  size_t w1[4] = {};   // (IcP, w1s) each; w1[0] is w1t
   size_t own2[4] = {}; // (per2) each
   size_t ownB1[4] = {};// (perB1) each
   size_t floats = 0;
@@ -88,10 +89,14 @@ std::string mlpStepRefusal(const NetworkPlan& plan, const MlpStepRun& run);
 // The shape of a network the fused step takes.
 MlpStepShape mlpStepShape(const NetworkPlan& plan, const OptimizerSpec& optimizer, int batch);
 
-// Auto does not take it yet: on an H100 (2026-11-26, docs/BENCHMARKS.md "The fused MLP step") the mlp preset's
-// epoch took 0.0264 s fused against 0.0271 s in the unfused graph (3 %; on an H200 it was slower), too close to
-// call; the phases' clock counts are there, with what would make it pay. On: wherever the device and shape allow
-// (tests, comparisons). `fitsBlocks`: the largest cluster the device co-schedules for the layout (0: none).
+// The multiply-adds of one block's step (its columns' forward and weight gradient) up to which Auto takes it, for
+// SGD (plain or with momentum): on an H100 (2026-11-26, docs/BENCHMARKS.md "The fused MLP step") the mlp preset
+// (784-128-10, batch 64: 0.8 M a block of 16) trained 1.25x faster in FP32 and 1.37x in TF32, with momentum 1.24x
+// and 1.34x; with Adam (its two moments on chip) 0.98x in FP32 and 1.05x in TF32, so Adam is left to the separate
+// kernels. Larger shapes are not measured yet.
+constexpr double kMlpStepMaxBlockMacs = 1.0e6;
+// Auto: that rule where the device has clusters; On: wherever the device and shape allow (tests, comparisons).
+// `fitsBlocks`: the largest cluster the device co-schedules for the layout (0: none).
 bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, const MlpStepShape& shape, int fitsBlocks);
 
 }  // namespace nnstudio::cuda

@@ -330,6 +330,7 @@ void CudaSession::chooseFusedStep(const SessionSetup& setup) {
   a.beta2 = opt.beta2;
   a.eps = opt.eps;
   a.decay = WeightDecay{opt.weightDecay, nullptr, opt.decoupled()};
+  a.precision = setup.options.precision;
   fusedLayout_ = mlpStepLayout(shape, blocks);
 }
 
