@@ -309,6 +309,13 @@ void testFusedStep() {
                            " vs " + nnstudio_test::num(ea.trainAccuracy));
     }
     CHECK_MSG(gpuRun(cuda::Switch::On).parameters == on.parameters, name + ": deterministic");
+    // TF32: one TF32 product per multiply in its two products (1xTF32 instead of 3xTF32)
+    o.precision = Precision::Tf32;
+    const TrainResult tf32 = gpuRun(cuda::Switch::On);
+    const double tErr = relError(tf32.parameters, on.parameters, 1e-3);
+    CHECK_MSG(tf32.status == TrainStatus::Completed && tErr <= 5e-2 && (!fusable || tf32.parameters != on.parameters),
+              name + ": TF32 takes its own products and stays near the FP32 run (rel error " + nnstudio_test::num(tErr) + ")");
+    CHECK_MSG(gpuRun(cuda::Switch::On).parameters == tf32.parameters, name + ": TF32 deterministic");
   }
 }
 
