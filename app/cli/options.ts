@@ -192,8 +192,8 @@ export function checkOutputPath(file: string, flag = '--out'): void {
   if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new Error(`${flag} ${file}: is a folder`);
 }
 
-/** --precision: the CUDA convolutions' arithmetic (core/model/precision.ts). */
+/** --precision: the CUDA tensor-core products' arithmetic (core/model/precision.ts). */
 export function precisionOption(): Option {
-  return new Option('--precision <kind>', 'CUDA: the convolutions\' arithmetic: tf32 (the default: a 10-bit mantissa, as PyTorch\'s default, up to 12 % faster) or fp32 (FP32 accuracy); docs/PRECISION.md. The CPU computes in FP32')
+  return new Option('--precision <kind>', 'CUDA: the tensor-core products\' arithmetic (convolutions, small MLPs): tf32 (the default: a 10-bit mantissa, as PyTorch\'s default, up to 12 % faster) or fp32 (FP32 accuracy); docs/PRECISION.md. The CPU computes in FP32')
     .choices([...precisions]);
 }

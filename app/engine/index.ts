@@ -58,7 +58,7 @@ export interface TrainOptions {
   augment?: Augmentation;
   /** CUDA: the GPUs to train on (indices); several train data-parallel through NCCL, else the first alone. */
   gpus?: number[];
-  /** CUDA: the convolutions' arithmetic (default fp32; the CPU always computes in FP32). */
+  /** CUDA: the tensor-core products' arithmetic (default fp32; the CPU always computes in FP32). */
   precision?: Precision;
   /** Decay of the weight average (EMA) used for validation and returned as the weights. */
   ema?: number;

@@ -31,7 +31,7 @@ export interface RunRecord {
   ema?: number;
   /** The GPUs a data-parallel run trained on: the steps of an epoch depend on their count, so a resume takes them again. */
   gpus?: number[];
-  /** The convolutions' arithmetic the run computed with (a resume keeps it); absent (older checkpoints): fp32. */
+  /** The tensor-core arithmetic the run computed with (a resume keeps it); absent (older checkpoints): fp32. */
   precision?: Precision;
   /** The share of the training split the run trained on (a search's screening rung); absent: all of it. */
   trainShare?: number;

@@ -40,7 +40,7 @@ export interface SearchRequest {
   testSplit?: number;
   device?: engine.DeviceChoice;
   threads?: number;
-  /** CUDA: every trial's convolutions' arithmetic (default TF32). */
+  /** CUDA: every trial's tensor-core arithmetic (default TF32). */
   precision?: engine.Precision;
 }
 

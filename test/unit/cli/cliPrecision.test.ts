@@ -1,4 +1,4 @@
-// --precision (issue 16): the CUDA convolutions' arithmetic. On the CPU a TF32 request trains in FP32, says
+// --precision (issue 16): the CUDA tensor-core products' arithmetic. On the CPU a TF32 request trains in FP32, says
 // so in the plan, and the model records what it computed; a checkpoint keeps the asked precision for its
 // resume; bad values and a --precision beside --resume are one clear line; the addon refuses unknown names.
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ test('tf32 asked on the CPU: FP32 is computed, the plan says so, the model recor
   const dir = scratchDir('precision');
   const run = await runCli(['train', ...small, '--epochs', '1', '--precision', 'tf32', '--checkpoint', 'run.ckpt', '--out', 'm.safetensors'], dir);
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stderr + run.stdout, /TF32 applies to the GPU's convolutions: the CPU trains in FP32/);
+  assert.match(run.stderr + run.stdout, /TF32 applies to the GPU's tensor-core products: the CPU trains in FP32/);
   const model = await loadModel(path.join(dir, 'm.safetensors'));
   assert.equal((model.training?.options as Record<string, unknown>).precision, 'fp32');
   const again = await runCli(['train', '--resume', 'run.ckpt', '--epochs', '2', '--precision', 'fp32', '--device', 'cpu', '--out', 'r.safetensors', '--no-history'], dir);

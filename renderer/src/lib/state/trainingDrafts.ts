@@ -53,7 +53,7 @@ export interface TrainingDraft {
   ema: number | null;
   /** The GPUs to train on when the machine has several; fewer than two: the first GPU alone. */
   gpus: number[];
-  /** The GPU convolutions' arithmetic (the CPU computes in FP32). */
+  /** The GPU's tensor-core products' arithmetic (the CPU computes in FP32). */
   precision: Precision;
 }
 
