@@ -262,6 +262,30 @@ const FusedCase kFusedRuns[] = {
      1, 1, 17, 3, 300, 7, 3, LrScheduleKind::Constant},
 };
 
+// A learning rate of 1e30: the first step's loss is finite, its update overflows, the second step's loss is not.
+// The fused step stops at the unfused run's (and the CPU's) step with the same last finite weights (the initial
+// ones: the backup of a launch in which one step applied).
+void testFusedStepDivergence() {
+  const ModelSpec spec = parseModelSpec(
+      R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":16,"activation":"relu"},
+          {"kind":"dense","units":3}],"loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":1e30},"seed":1})");
+  const Data train = bands(400, 3, 5, 5, 3, 61);
+  const DatasetView tv = train.view();
+  auto gpu = createBackend(DeviceKind::CUDA);
+  auto gpuRun = [&](cuda::Switch fused) {
+    cuda::ScopedKernelOverride force([&](cuda::KernelOverrides& k) { k.fusedStep = fused; });
+    return gpu->train(spec, tv, nullptr, runOptions(2, 20), nullptr, nullptr);
+  };
+  const TrainResult c = createBackend(DeviceKind::CPU, 2)->train(spec, tv, nullptr, runOptions(2, 20), nullptr, nullptr);
+  const TrainResult off = gpuRun(cuda::Switch::Off), on = gpuRun(cuda::Switch::On);
+  CHECK_MSG(on.status == TrainStatus::Diverged && off.status == TrainStatus::Diverged && c.status == TrainStatus::Diverged &&
+                on.steps == off.steps && on.steps == c.steps && allFinite(on.parameters),
+            "fused step, divergence: stopped at the unfused run's and the CPU's step (" + std::to_string(on.steps) + ", " +
+                std::to_string(off.steps) + ", " + std::to_string(c.steps) + "): " + on.message);
+  CHECK_MSG(relError(on.parameters, off.parameters, 1e-3) <= 1e-6 && relError(on.parameters, c.parameters, 1e-3) <= 1e-6,
+            "fused step, divergence: the same last finite weights");
+}
+
 // Each case with the fused step on and off and on the CPU: the fused run takes the path (its bits differ from
 // the unfused run's where the GPU has the cluster), its weights and per-epoch losses are the CPU's within the
 // whole-run tolerances, and it is deterministic.
@@ -316,6 +340,15 @@ void testFusedStep() {
     CHECK_MSG(tf32.status == TrainStatus::Completed && tErr <= 5e-2 && (!fusable || tf32.parameters != on.parameters),
               name + ": TF32 takes its own products and stays near the FP32 run (rel error " + nnstudio_test::num(tErr) + ")");
     CHECK_MSG(gpuRun(cuda::Switch::On).parameters == tf32.parameters, name + ": TF32 deterministic");
+  }
+  testFusedStepDivergence();
+  {  // a stop after 2 epochs and a resume give the 4-epoch run's bits (the state written back at each launch's end)
+    cuda::ScopedKernelOverride fused([](cuda::KernelOverrides& o) { o.fusedStep = cuda::Switch::On; });
+    nnstudio_test::checkResumeExact(*gpu, "fused MLP step, SGD with momentum",
+                                    R"({"input":[1,8,8],"layers":[{"kind":"flatten"},{"kind":"dense","units":16,"activation":"relu"},
+                                      {"kind":"dense","units":2}],"loss":"softmax_cross_entropy",
+                                      "optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9},"seed":3})",
+                                    LrSchedule{});
   }
 }
 

@@ -247,7 +247,8 @@ struct Augmentation {
   bool enabled() const { return translate > 0 || flip || rotate > 0 || scale > 0 || erase > 0; }
 };
 
-// The arithmetic of the CUDA backend's convolutions (the CPU computes in FP32 whatever is asked):
+// The arithmetic of the CUDA backend's tensor-core products: the convolutions that run there and the fused MLP
+// step's two (the SIMT kernels, dense layers included, are FP32 either way; the CPU computes in FP32 whatever is asked):
 // Fp32: FP32 accuracy (the tensor-core passes as 3xTF32, each operand split into two TF32 halves);
 // Tf32: one TF32 product per multiply (a 10-bit mantissa, as PyTorch's default for cuDNN convolutions),
 // FP32 accumulation, weights, optimizer state, batchnorm statistics and losses: faster, within about 1e-3.
@@ -282,7 +283,7 @@ struct TrainOptions {
   // Several GPUs only where the run is long enough for them to pay (train/gpu_rule.h); false: every GPU of
   // `gpus` (benchmarks and tests that measure or check data-parallel runs).
   bool onlyWhereGpusPay = true;
-  Precision precision = Precision::Fp32;  // CUDA: the convolutions' arithmetic (see Precision)
+  Precision precision = Precision::Fp32;  // CUDA: the tensor-core products' arithmetic (see Precision)
 };
 
 struct StepProgress {

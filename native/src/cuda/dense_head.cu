@@ -352,7 +352,9 @@ int denseHeadClusterLimit(size_t sharedBytes, bool clusterLaunch) {
           "dense head (shared memory)");
   // the cluster code exists only in machine code for sm_90+
   cudaFuncAttributes attr{};
-  const bool code = cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess && attr.binaryVersion >= 90;
+  // (binaryVersion alone reads 90 for older PTX JIT-compiled on a Hopper: that code is the __trap() stub)
+  const bool code = cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess && attr.ptxVersion >= 90 &&
+                    attr.binaryVersion >= 90;
   cudaGetLastError();
   if (!clusterLaunch || !code) return 1;
   for (int kp : {4, 8, 12, 16, 32})

@@ -225,6 +225,7 @@ __device__ void rowStep(const MlpStepArgs& a, const MlpStepLayout& l, float* sme
 
 template <int SPLIT>
 __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStepLayout l, int N, int steps) {
+  startAfterPreviousKernel();  // as every kernel: under NNSTUDIO_CUDA_PDL=1 the launch may start early
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ float4 shared4[];
   float* smem = reinterpret_cast<float*>(shared4);
@@ -461,7 +462,9 @@ int mlp_step_blocks(const MlpStepShape& shape) {
   const DeviceCaps& caps = currentDeviceCaps();
   if (!caps.clusterLaunch || caps.computeMajor < 9) return 0;
   cudaFuncAttributes attr{};
-  const bool code = cudaFuncGetAttributes(&attr, kernelFor(Precision::Fp32)) == cudaSuccess && attr.binaryVersion >= 90;
+  // sm_90 code, not older PTX JIT-compiled on a Hopper (binaryVersion alone reads 90 then: the __trap() stub)
+  const bool code = cudaFuncGetAttributes(&attr, kernelFor(Precision::Fp32)) == cudaSuccess && attr.ptxVersion >= 90 &&
+                    attr.binaryVersion >= 90;
   cudaGetLastError();
   if (!code || attr.sharedSizeBytes >= caps.sharedOptin) return 0;
   // the whole opt-in less the kernel's static shared variables: any layout that fits may launch, with no
@@ -482,9 +485,9 @@ int mlp_step_blocks(const MlpStepShape& shape) {
 
 void mlp_step_fused(cudaStream_t stream, const MlpStepArgs& args, const MlpStepLayout& layout, int rows, int steps) {
   if (rows < 1 || steps < 1) return;
-  if (rows > layout.NP || layout.blocks < 2)
-    throw EngineError("fused MLP step: " + std::to_string(rows) + " rows for a layout of " + std::to_string(layout.NP) +
-                      " (internal error)");
+  if (rows > layout.rowsPer * layout.blocks || layout.blocks < 2)  // every row needs an owning block
+    throw EngineError("fused MLP step: " + std::to_string(rows) + " rows for a layout of " +
+                      std::to_string(layout.rowsPer * layout.blocks) + " (internal error)");
   launchClusterKernel("mlpStepKernel", kernelFor(args.precision), dim3(unsigned(layout.blocks)), kThreads,
                       layout.bytes(), stream, layout.blocks, args, layout, rows, steps);
   checkLaunch("fused MLP step");
