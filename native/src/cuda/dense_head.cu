@@ -351,12 +351,7 @@ int denseHeadClusterLimit(size_t sharedBytes, bool clusterLaunch) {
     check(cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedBytes)),
           "dense head (shared memory)");
   // the cluster code exists only in machine code for sm_90+
-  cudaFuncAttributes attr{};
-  // (binaryVersion alone reads 90 for older PTX JIT-compiled on a Hopper: that code is the __trap() stub)
-  const bool code = cudaFuncGetAttributes(&attr, kernelFor(4)) == cudaSuccess && attr.ptxVersion >= 90 &&
-                    attr.binaryVersion >= 90;
-  cudaGetLastError();
-  if (!clusterLaunch || !code) return 1;
+  if (!clusterLaunch || !runsSm90Code(kernelFor(4))) return 1;
   for (int kp : {4, 8, 12, 16, 32})
     if (cudaFuncSetAttribute(kernelFor(kp), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
       cudaGetLastError();

@@ -353,14 +353,8 @@ constexpr auto kSplitSmall = KernelOf<GemmTile::Small16x16, true, false, false>:
 constexpr auto kSplitLarge = KernelOf<GemmTile::Large64x64, false, true, false>::fn;
 
 bool clusterCodeAvailable() {
-  // the cluster path exists only in code compiled for sm_90+ (a build for older targets JIT-run on a
-  // newer GPU has none): ask the loaded kernel
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, KernelOf<GemmTile::Small16x16, false, true, false>::fn) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (attr.ptxVersion < 90 || attr.binaryVersion < 90) return false;
+  // the cluster path exists only in code compiled for sm_90+: ask the loaded kernel
+  if (!runsSm90Code(KernelOf<GemmTile::Small16x16, false, true, false>::fn)) return false;
   // and the GPU can co-schedule clusters of the portable maximum for the kernels that split
   return clusterFits(kSplitSmall, threadsOf(GemmTile::Small16x16), 0, kGemmPortableCluster) &&
          clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), 0, kGemmPortableCluster);

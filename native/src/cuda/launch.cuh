@@ -81,6 +81,18 @@ void launchClusterKernel(const char* what, void (*kernel)(Params...), dim3 grid,
   check(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
 }
 
+// Does `kernel` run machine code compiled for sm_90+ on the current device (our cluster kernels' only real
+// body)? A build for older targets, its PTX JIT-compiled on a Hopper, reports binaryVersion 90 but runs the body
+// compiled for those targets, which traps; its ptxVersion says so. `attributes` receives the kernel's when given.
+template <class... Params>
+bool runsSm90Code(void (*kernel)(Params...), cudaFuncAttributes* attributes = nullptr) {
+  cudaFuncAttributes attr{};
+  const bool asked = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess;
+  if (!asked) cudaGetLastError();  // not an error of the next launch
+  if (attributes) *attributes = attr;
+  return asked && attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
+}
+
 // Can clusters of `blocks` blocks of this kernel (`threads` threads and `sharedBytes` of dynamic shared
 // memory each) be resident at once on the current device?
 template <class... Params>

@@ -462,11 +462,7 @@ int mlp_step_blocks(const MlpStepShape& shape) {
   const DeviceCaps& caps = currentDeviceCaps();
   if (!caps.clusterLaunch || caps.computeMajor < 9) return 0;
   cudaFuncAttributes attr{};
-  // sm_90 code, not older PTX JIT-compiled on a Hopper (binaryVersion alone reads 90 then: the __trap() stub)
-  const bool code = cudaFuncGetAttributes(&attr, kernelFor(Precision::Fp32)) == cudaSuccess && attr.ptxVersion >= 90 &&
-                    attr.binaryVersion >= 90;
-  cudaGetLastError();
-  if (!code || attr.sharedSizeBytes >= caps.sharedOptin) return 0;
+  if (!runsSm90Code(kernelFor(Precision::Fp32), &attr) || attr.sharedSizeBytes >= caps.sharedOptin) return 0;
   // the whole opt-in less the kernel's static shared variables: any layout that fits may launch, with no
   // attribute set while a step is being captured
   const size_t optin = caps.sharedOptin - attr.sharedSizeBytes;
