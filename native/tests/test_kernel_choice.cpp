@@ -280,6 +280,9 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "1"}}).convDirect == Switch::Auto);
   CHECK((parse({{"NNSTUDIO_CONV_DIRECT_SHAPE", "8,2,4,264"}}).convDirectShape == ConvDirectShape{8, 2, 4, 0, 264}));
   CHECK((parse({{"NNSTUDIO_CONV_DIRECT_SHAPE", "4,1"}}).convDirectShape == ConvDirectShape{4, 1, 0, 0, 0}));
+  CHECK(parse({{"NNSTUDIO_CONV_TC_VARIANT", "2"}}).convTcVariant == 2);
+  CHECK(parse({{"NNSTUDIO_CONV_TC_VARIANT", "7"}}).convTcVariant == 0);
+  CHECK(parse({}).convTcVariant == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "1"}}).stepsPerGraph == 1);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "64"}}).stepsPerGraph == 64);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "65"}}).stepsPerGraph == 8);

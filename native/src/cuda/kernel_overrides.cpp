@@ -2,6 +2,8 @@
 // meaning it had when it was read where it was used: same names, same values.
 #include "cuda/kernel_overrides.h"
 
+#include "cuda/kernel_choice.h"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,10 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   o.gemmTile = gemmTileNamed(lookup("NNSTUDIO_GEMM_TILE"));
   if (const char* v = lookup("NNSTUDIO_CONV_TC"))
     o.convTc = is(v, "0") ? ConvTcMode::Off : is(v, "tf32") ? ConvTcMode::Tf32 : ConvTcMode::On;
+  if (const char* v = lookup("NNSTUDIO_CONV_TC_VARIANT")) {  // tuning: one tile for every tensor-core pass
+    const int n = std::atoi(v);
+    if (n >= 1 && n <= kConvTcVariants) o.convTcVariant = n;
+  }
   if (is(lookup("NNSTUDIO_CONV_DIRECT"), "0")) o.convDirect = Switch::Off;
   if (const char* v = lookup("NNSTUDIO_CONV_DIRECT_SHAPE")) {
     ConvDirectShape& s = o.convDirectShape;
