@@ -251,6 +251,8 @@ export const payloadSchemas = {
     testSplit: fraction.optional(),
     device: z.enum(['auto', 'cpu', 'cuda']).optional(),
     precision: precisionSchema.optional(),
+    /** Trials training at once (default: 4 on a GPU, 1 on the CPU). */
+    parallel: countSchema(countLimits.parallelTrials).optional(),
   }),
   /** Ends the search after the trial that is training; the best so far is tested and kept. */
   'search:cancel': z.strictObject({ searchId: id }),

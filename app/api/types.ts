@@ -157,6 +157,8 @@ export interface SearchPlan {
   examples: number;
   /** Trial runs in all (every rung). */
   total: number;
+  /** Trials training at once. */
+  parallel: number;
 }
 
 /** search:progress: the plan once, then each trial run as it ends. */

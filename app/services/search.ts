@@ -42,6 +42,16 @@ export interface SearchRequest {
   threads?: number;
   /** CUDA: every trial's tensor-core arithmetic (default TF32). */
   precision?: engine.Precision;
+  /** Trials training at once (default: defaultParallelTrials). The runs and the winner do not depend on it. */
+  parallel?: number;
+}
+
+/**
+ * Trials at once when the request names none: on a GPU several small trials share it (each has its own
+ * stream and graph; measured on an H100: docs/SEARCH.md), on the CPU one (each trial already takes every thread).
+ */
+export function defaultParallelTrials(device: 'cpu' | 'cuda'): number {
+  return device === 'cuda' ? 4 : 1;
 }
 
 /** A search stopped before its first trial ended: there is no best to keep. */
@@ -69,7 +79,7 @@ export interface TrialRun {
 }
 
 export type SearchEvent =
-  | { type: 'plan'; kind: DataKind; task: 'classification' | 'regression'; space: SearchSpace; rungs: Rung[]; data: string; examples: number }
+  | { type: 'plan'; kind: DataKind; task: 'classification' | 'regression'; space: SearchSpace; rungs: Rung[]; data: string; examples: number; parallel: number }
   | { type: 'trial'; run: TrialRun; done: number; total: number };
 
 export interface SearchHooks {
@@ -123,7 +133,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   // every trial validates on the same share, also where `train` would take none (a small regression table)
   const valSplit = request.valSplit ?? defaultValSplit;
   if (valSplit <= 0) throw new Error('a search selects on validation data: the validation split must be above 0');
-  engine.resolveDevice(request.device ?? 'auto');  // no CUDA device for --device cuda: said before any plan
+  const device = engine.resolveDevice(request.device ?? 'auto');  // no CUDA device for --device cuda: said before any plan
   const reader = cachingReader();
   const data = await reader.load(request.data);
   const kind: DataKind = data.featureShape.length === 3 ? 'image' : 'table';
@@ -134,7 +144,8 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const [, height, width] = data.featureShape;
   const configs = drawTrials(space, rungs[0].trials, seed, kind === 'image' ? maxImageDepth(height, width) : Infinity);
   const head = headOfDataset(data).outputs;
-  hooks.onEvent?.({ type: 'plan', kind, task: data.task ?? 'classification', space, rungs, data: describeDataSource(request.data), examples: data.count });
+  const parallel = request.parallel ?? defaultParallelTrials(device);
+  hooks.onEvent?.({ type: 'plan', kind, task: data.task ?? 'classification', space, rungs, data: describeDataSource(request.data), examples: data.count, parallel });
 
   const runs: TrialRun[] = [];
   // only the best run's outcome is kept (each holds its copies of the data until its test)
@@ -142,35 +153,67 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   const total = rungs.reduce((sum, rung) => sum + rung.trials, 0);
   let standing = configs;
   const overBudget = () => request.budgetSeconds !== undefined && (performance.now() - started) / 1000 >= request.budgetSeconds;
+  const stopped = () => hooks.signal?.aborted === true || hooks.stopNow?.aborted === true;
   let outOfTime = false;
   for (const [rungIndex, rung] of rungs.entries()) {
-    const rungRuns: TrialRun[] = [];
-    for (const config of standing) {
-      // Ctrl-C or a face's cancel: the search ends after the trial that is training
-      if (hooks.signal?.aborted || hooks.stopNow?.aborted) break;
-      if (runs.length > 0 && overBudget()) {  // the first trial always trains: there is a best to keep
+    // each trial's run in the rung's order, whatever order they end in (the next rung and the leaderboard
+    // follow compareRuns, a total order: the same winner at any parallelism)
+    const rungRuns: (TrialRun | undefined)[] = [];
+    await trainSome(standing, parallel, async (config, index) => {
+      // Ctrl-C or a face's cancel: the search ends after the trials that are training
+      if (stopped()) return false;
+      if (runs.length + rungRuns.filter(Boolean).length > 0 && overBudget()) {  // the first trial always trains
         outOfTime = true;
-        break;
+        return false;
       }
       const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
         deferTest: true, reader, ...(hooks.stopNow ? { signal: hooks.stopNow } : {}), ...(hooks.history ? { history: hooks.history } : {}),
       });
-      if (outcome.status === 'cancelled') break;  // stopped now: a trial cut short ranks with none
+      if (outcome.status === 'cancelled') return false;  // stopped now: a trial cut short ranks with none
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
       if (!leader || compareRuns(run, leader.run) < 0) leader = { run, outcome };
-      rungRuns.push(run);
-      runs.push(run);
-      hooks.onEvent?.({ type: 'trial', run, done: runs.length, total });
-    }
+      rungRuns[index] = run;
+      hooks.onEvent?.({ type: 'trial', run, done: runs.length + rungRuns.filter(Boolean).length, total });
+      return true;
+    });
+    const ran = rungRuns.filter((run): run is TrialRun => run !== undefined);
+    runs.push(...ran);
     const next = rungs[rungIndex + 1];
-    if (!next || outOfTime || hooks.signal?.aborted || hooks.stopNow?.aborted) break;
-    standing = promote(rungRuns.map(asStanding), next.trials).map((s) => s.run.config);
+    if (!next || outOfTime || stopped()) break;
+    standing = promote(ran.map(asStanding), next.trials).map((s) => s.run.config);
   }
   const cancelled = (hooks.signal?.aborted === true || hooks.stopNow?.aborted === true) && runs.length < total;
   if (!leader) throw new SearchCancelledError();
   const leaderboard = leaderboardOf(runs);
   await leader.outcome.runTest?.();
   return { kind, space, rungs, runs, leaderboard, best: leader.run, outcome: leader.outcome, cancelled, outOfTime, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * Runs `train` on the configs, up to `parallel` at once, in order; once one returns false (stopped, out of time,
+ * cancelled) no further one starts, and those training finish. The first error is thrown after every started
+ * trial has ended.
+ */
+async function trainSome(configs: readonly TrialConfig[], parallel: number,
+  train: (config: TrialConfig, index: number) => Promise<boolean>): Promise<void> {
+  let next = 0;
+  let going = true;
+  const worker = async (): Promise<void> => {
+    while (going && next < configs.length) {
+      const index = next++;
+      if (!(await train(configs[index], index))) going = false;
+    }
+  };
+  const ended = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(parallel, configs.length)) }, async () => {
+    try {
+      await worker();
+    } catch (error) {
+      going = false;
+      throw error;
+    }
+  }));
+  const failed = ended.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**

@@ -48,6 +48,7 @@ export class SearchRegistry {
       trials: payload.trials, minEpochs: payload.minEpochs, maxEpochs: payload.maxEpochs, eta: payload.eta, space: payload.space, budgetSeconds: payload.budgetSeconds,
       seed: payload.seed, valSplit: payload.valSplit, testSplit: payload.testSplit, device: payload.device,
       ...(payload.precision ? { precision: payload.precision } : {}),
+      ...(payload.parallel !== undefined ? { parallel: payload.parallel } : {}),
     };
     const entry: SearchEntry = {
       info: { searchId, datasetId: payload.datasetId, state: 'starting', runs: [] },
@@ -111,7 +112,7 @@ export class SearchRegistry {
     const emit = (payload: Parameters<SessionEvents['emit']>[0]) => this.wiring.events.emit(payload);
     if (event.type === 'plan') {
       const total = event.rungs.reduce((sum, rung) => sum + rung.trials, 0);
-      info.plan = { kind: event.kind, task: event.task, rungs: event.rungs, data: this.wiring.folder.showNames(event.data), examples: event.examples, total };
+      info.plan = { kind: event.kind, task: event.task, rungs: event.rungs, data: this.wiring.folder.showNames(event.data), examples: event.examples, total, parallel: event.parallel };
       if (info.state === 'starting') info.state = 'running';
       return emit({ event: 'search:progress', payload: { searchId: info.searchId, type: 'plan', plan: info.plan } });
     }

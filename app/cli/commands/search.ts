@@ -28,6 +28,7 @@ interface SearchCommandOptions extends DataOptions {
   device: 'auto' | 'cpu' | 'cuda';
   precision?: Precision;
   threads?: number;
+  parallel?: number;
   out: string;
   json?: boolean;
   history: boolean;
@@ -50,6 +51,7 @@ export function searchCommand(): Command {
     .addOption(new Option('--device <device>', 'where to train').choices(['auto', 'cpu', 'cuda']).default('auto'))
     .addOption(precisionOption())
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
+    .option('--parallel <n>', 'trials training at once (default: 4 on a GPU, 1 on the CPU); the winner does not depend on it', countWithin('--parallel', countLimits.parallelTrials))
     .option('--out <file>', 'where to save the best model', 'best.safetensors')
     .option('--json', 'print one JSON object with the search instead of text')
     .option('--no-history', 'do not record the trials in the run history (nnstudio runs)')
@@ -87,6 +89,7 @@ async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
     ...(options.valSplit !== undefined ? { valSplit: options.valSplit } : {}),
     ...(options.testSplit !== undefined ? { testSplit: options.testSplit } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
   };
   const progress = progressLines();
   const result = await untilInterrupted((signal) => services.search.run(request, {
@@ -106,7 +109,8 @@ function progressLines(): (event: SearchEvent) => string {
     if (event.type === 'plan') {
       kind = event.kind;
       const rungs = event.rungs.map((rung) => `${rung.trials} x ${epochsText(rung.epochs)}`).join(', then ');
-      return `searching on ${event.data}: ${event.examples} ${kind === 'image' ? 'images' : 'rows'} before the splits; ${rungs}\n`;
+      const together = event.parallel > 1 ? `; ${event.parallel} trials at a time` : '';
+      return `searching on ${event.data}: ${event.examples} ${kind === 'image' ? 'images' : 'rows'} before the splits; ${rungs}${together}\n`;
     }
     const { run, done, total } = event;
     return `  [${done}/${total}] trial ${run.config.trial}, ${epochsText(run.epochs)}: ${scoreText(run)}  ${describeTrial(run.config, kind)}\n`;

@@ -18,6 +18,8 @@ export const countLimits = {
   /** The LR schedule's everyEpochs and early stopping's patience. */
   epochInterval: { min: 1, max: 1_000_000 },
   seed: { min: 0, max: Number.MAX_SAFE_INTEGER },
+  /** A search's trials training at once. */
+  parallelTrials: { min: 1, max: 16 },
 } as const satisfies Record<string, CountLimit>;
 
 /** "must be an integer between 1 and 1000000" */

@@ -48,6 +48,7 @@ test('a search: progress per trial run, then the leaderboard and the winner kept
   assert.equal(info.state, 'finished');
   assert.equal(info.error, undefined);
   assert.deepEqual(info.plan?.rungs, [{ epochs: 2, trials: 4 }, { epochs: 4, trials: 2 }]);
+  assert.equal(info.plan?.parallel, 1, 'on the CPU one trial at a time');
   assert.equal(info.runs.length, 6);
   assert.equal(info.leaderboard?.length, 4);
   assert.deepEqual(info.best, info.leaderboard?.[0]);
@@ -96,6 +97,8 @@ test('bad search requests are refused with the field named', async () => {
   assert.match(unknown.error?.message ?? '', /dataset-99/);
   const badSpace = await api.dispatch('search:start', { datasetId: 'dataset-1', space: { lr: [0.1, 0.01] } } as never);
   assert.match(badSpace.error?.message ?? '', /space/);
+  const badParallel = await api.dispatch('search:start', { datasetId: 'dataset-1', parallel: 0 });
+  assert.match(badParallel.error?.message ?? '', /parallel/);
   const noSearch = await api.dispatch('search:status', { searchId: 'search-99' });
   assert.match(noSearch.error?.message ?? '', /no search with id "search-99"/);
 });

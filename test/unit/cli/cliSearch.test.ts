@@ -46,6 +46,19 @@ test('--budget stops starting trials after its seconds, and says so', async () =
   assert.ok(fs.existsSync(path.join(dir, 'best.safetensors')));
 });
 
+test('--parallel trains trials side by side, says so, and picks the winner one at a time would', async () => {
+  const dir = scratchDir('search-parallel');
+  const text = await runCli(['search', '--data', iris, ...small, '--parallel', '2', '--no-history', '--out', 'two.safetensors'], dir);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stderr, /4 x 2 epochs, then 2 x 4 epochs; 2 trials at a time\n/);
+  const [one, two] = await Promise.all(['1', '2'].map((parallel) => runCli(['search', '--data', iris, ...small, '--parallel', parallel,
+    '--json', '--no-history', '--out', `best${parallel}.safetensors`], dir)));
+  const [a, b] = [one, two].map((result) => JSON.parse(result.stdout));
+  const ranks = (search: { leaderboard: Array<{ seconds?: number }> }) => search.leaderboard.map(({ seconds, ...run }) => run);
+  assert.deepEqual(ranks(b), ranks(a), 'the same leaderboard but for the seconds each run took');
+  assert.deepEqual(b.test, a.test, 'the same winner, the same test metrics');
+});
+
 test('bad search settings get one line naming the setting', async () => {
   const dir = scratchDir('search-bad');
   const cases: Array<[string[], RegExp]> = [
@@ -59,6 +72,8 @@ test('bad search settings get one line naming the setting', async () => {
     [['--eta', '1'], /--eta /],
     [['--val-split', '0'], /selects on validation data/],
     [['--budget', '0'], /--budget/],
+    [['--parallel', '0'], /--parallel must be an integer between 1 and 16/],
+    [['--parallel', '17'], /--parallel must be an integer between 1 and 16/],
   ];
   for (const [args, pattern] of cases) {
     const result = await runCli(['search', '--data', iris, '--device', 'cpu', '--trials', '2', ...args], dir);

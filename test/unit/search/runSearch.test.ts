@@ -64,6 +64,26 @@ test('the same seed gives the same search; another seed another', async () => {
   assert.deepEqual(b.outcome.model.parameters, a.outcome.model.parameters);
 });
 
+test('trials side by side: the same runs, leaderboard and winner as one at a time', async () => {
+  const events: SearchEvent[] = [];
+  const one = await runSearch({ ...request, parallel: 1 });
+  const three = await runSearch({ ...request, parallel: 3 }, { onEvent: (event) => events.push(event) });
+  const summary = (runs: typeof one.runs) => runs.map((run) => [run.config.trial, run.rung, run.epochs, run.score, run.validationLoss]);
+  assert.deepEqual(summary(three.runs), summary(one.runs), 'each rung\'s runs in the order of its trials');
+  assert.deepEqual(summary(three.leaderboard), summary(one.leaderboard));
+  assert.deepEqual(three.best.config, one.best.config);
+  assert.deepEqual(three.outcome.model.parameters, one.outcome.model.parameters);
+  assert.equal(events[0].type === 'plan' && events[0].parallel, 3);
+  assert.deepEqual(events.slice(1).map((event) => event.type === 'trial' && event.done), [1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+test('side by side under a time budget: the trials started first train, no later one starts', async () => {
+  const result = await runSearch({ ...request, trials: 6, maxEpochs: 1, budgetSeconds: 0.001, parallel: 2 });
+  assert.equal(result.outOfTime, true);
+  assert.equal(result.runs.length, 2);
+  assert.ok(result.outcome.test, 'the better of the two is tested');
+});
+
 test('a search refuses to select without validation data', async () => {
   await assert.rejects(runSearch({ ...request, valSplit: 0 }), /selects on validation data/);
 });
