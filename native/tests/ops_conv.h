@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,12 @@ inline std::vector<Variant> convVariants() {
     v.push_back({"tc tile " + std::to_string(t), [t](KernelOverrides& o) {
                    o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcVariant = t;
                  }});
+  v.push_back({"tc split K", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcSplitK = 2;
+               }});
+  v.push_back({"tc unsplit", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcSplitK = 1;
+               }});
   v.push_back({"tf32", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Tf32; }});
   return v;
 }
@@ -193,11 +200,12 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
   under(variantNamed(convVariants(), "implicit gemm"), [&] {
     for (ActivationFn act : elementwiseActivations()) simt.push_back(runConvPass(pass, d, result, N, act));
   });
-  std::vector<float> firstTcLinear;
+  std::map<int, std::vector<float>> firstTcLinear;  // by K split: a split adds the same products in another order
   auto choiceOf = [&](const cuda::KernelOverrides& o) { return cuda::chooseConvPass(caps(), o, pass, N, d.g); };
   for (const Reached& r : reached(convVariants(), [&](const cuda::KernelOverrides& o) { return choiceOf(o).name(); })) {
     Row line(op, describe(row.c, d.g), r.label());
-    const cuda::ConvKernel kernel = choiceOf(overridesOf(r.variant)).kernel;
+    const cuda::ConvPassChoice choice = choiceOf(overridesOf(r.variant));
+    const cuda::ConvKernel kernel = choice.kernel;
     under(r.variant, [&] {
       const auto& acts = elementwiseActivations();
       std::vector<float> linear;
@@ -215,8 +223,9 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
       }
       line.check(sameBits(runConvPass(pass, d, result, N, acts[0]), linear), "a second run gives the same bits");
       if (kernel != cuda::ConvKernel::TensorCore3xTf32) return;
-      if (firstTcLinear.empty()) firstTcLinear = linear;
-      else line.check(sameBits(linear, firstTcLinear), "the same bits as the first tensor-core tile");
+      std::vector<float>& first = firstTcLinear[choice.tc.splitK];
+      if (first.empty()) first = linear;
+      else line.check(sameBits(linear, first), "the same bits as the first tensor-core tile of its K split");
     });
   }
 }

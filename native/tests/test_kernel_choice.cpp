@@ -207,6 +207,27 @@ void testOtherDevices() {
 
 // ---- the direct kernel's hard limits ----
 
+// Two warp groups per K tile where a launch has under two blocks per SM (resnet_fast's 14 x 14 layers at batch
+// 128: 196 blocks), one where it has more (keras conv2: 576); forced either way; never for a forced tile.
+void testSplitK() {
+  const KernelOverrides o;
+  ConvGeometry small;  // resnet_fast's 32 -> 32 channels at 14 x 14
+  small.C = 32, small.H = small.W = 14, small.F = 32, small.kh = small.kw = 3, small.OH = small.OW = 14;
+  small.padTop = small.padLeft = 1;
+  const ConvGeometry keras2 = geometry(32, 26, 26, 64, 3, 24, 24);
+  CHECK_MSG(chooseConvPass(h100(), o, ConvPass::Forward, 128, small).tc.splitK == 2, "resnet_fast's 14 x 14: split");
+  CHECK_MSG(chooseConvPass(h100(), o, ConvPass::Forward, 128, keras2).tc.splitK == 1, "keras conv2: not split");
+  KernelOverrides on = o, off = o, tile = o;
+  on.convTcSplitK = 2, off.convTcSplitK = 1, tile.convTcVariant = 2;
+  CHECK(chooseConvPass(h100(), on, ConvPass::Forward, 128, keras2).tc.splitK == 2);
+  CHECK(chooseConvPass(h100(), off, ConvPass::Forward, 128, small).tc.splitK == 1);
+  CHECK(chooseConvPass(h100(), tile, ConvPass::Forward, 128, small).tc.splitK == 1);
+  for (const ConvGeometry& g : {small, keras2}) {  // a split tile's shared memory (the groups' sums) fits
+    const ConvPassChoice c = chooseConvPass(smallGpu(), on, ConvPass::Forward, 128, g);
+    CHECK_MSG(convTcSharedBytes(c.tc) <= smallGpu().sharedOptin, "99 KiB GPU: " + c.name() + " fits");
+  }
+}
+
 void testDirectLimits() {
   KernelOverrides forced;
   forced.convDirect = Switch::On;
@@ -283,6 +304,9 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONV_TC_VARIANT", "2"}}).convTcVariant == 2);
   CHECK(parse({{"NNSTUDIO_CONV_TC_VARIANT", "7"}}).convTcVariant == 0);
   CHECK(parse({}).convTcVariant == 0);
+  CHECK(parse({{"NNSTUDIO_CONV_TC_SPLITK", "2"}}).convTcSplitK == 2);
+  CHECK(parse({{"NNSTUDIO_CONV_TC_SPLITK", "1"}}).convTcSplitK == 1);
+  CHECK(parse({{"NNSTUDIO_CONV_TC_SPLITK", "yes"}}).convTcSplitK == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "1"}}).stepsPerGraph == 1);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "64"}}).stepsPerGraph == 64);
   CHECK(parse({{"NNSTUDIO_CUDA_STEPS_PER_GRAPH", "65"}}).stepsPerGraph == 8);
@@ -509,6 +533,7 @@ int main(int argc, char** argv) {
   try {
     testPresetChoices();
     testOtherDevices();
+    testSplitK();
     testDirectLimits();
     testParsing();
     testScopedOverrides();

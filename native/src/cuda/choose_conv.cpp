@@ -150,6 +150,19 @@ ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
   return largeBlocks >= 2 * int64_t(caps.sms) && fits(large) ? large : narrow;
 }
 
+// Two warp groups per K tile (the tiles by shape only; conv2d_tc.cu) where the launch has fewer than two blocks
+// per SM: there each warp's chain of K steps bounds the time, and halving it pays; on larger grids the SMs'
+// other blocks hide that latency and the groups' sum is overhead. H200, TF32, every pass split against none:
+// resnet_fast (all its launches 98-196 blocks) 0.328 -> 0.313 s/epoch; keras_cnn (288-576 blocks) 0.198 -> 0.212.
+int tcSplitK(const DeviceCaps& caps, const ConvTcTile& tile, int M, int64_t J, int forced) {
+  ConvTcTile split = tile;
+  split.splitK = 2;
+  if (convTcSharedBytes(split) > caps.sharedOptin || forced == 1) return 1;
+  if (forced == 2) return 2;
+  const int64_t blocks = (J + tile.wn * 32 - 1) / (tile.wn * 32) * ((M + tile.bm - 1) / tile.bm);
+  return blocks < 2 * int64_t(caps.sms) ? 2 : 1;
+}
+
 // ---- the SIMT implicit GEMM (conv2d.cu) ----
 
 // Tile by row count: thin tiles for the small layers (4 filters, 6/8 channels ...); then the column
@@ -188,6 +201,7 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
   choice.kernel = tcKernel(caps, o.convTc, M, K, J, g);
   if (choice.kernel != ConvKernel::ImplicitGemm) {
     choice.tc = tcTile(caps, M, J, o.convTcVariant);
+    if (o.convTcVariant == 0) choice.tc.splitK = tcSplitK(caps, choice.tc, M, J, o.convTcSplitK);
     return choice;
   }
   choice.gemm = gemmTile(caps, M, J);
@@ -203,9 +217,9 @@ std::string ConvPassChoice::name() const {
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s",
+      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s%s",
                     kernel == ConvKernel::TensorCoreTf32 ? "tf32" : "3xtf32", tc.bm, tc.wn * 32, tc.bk, tc.stages,
-                    tc.minBlocks > 1 ? " minb" : "");
+                    tc.minBlocks > 1 ? " minb" : "", tc.splitK > 1 ? " ks2" : "");
       break;
     default:
       std::snprintf(text, sizeof text, "gemm %dx%d tm%d tn%d bk%d", gemm.bm,

@@ -14,13 +14,13 @@
 // several instructions on sm_90, and instruction issue bounds this kernel as much as the mma does).
 //
 // Block tile BM (32 or 64) x BN (WN * 32) x BK (16 or 32); warps WM x WN, each a 32 x 32 tile of 2 x 4
-// m16n8 fragments. Tiles reach shared memory by cp.async (4 bytes, zero-filled where the gather is out
+// m16n8 fragments, times KS warp groups that share the K tiles (splitK; below). Tiles reach shared memory by cp.async (4 bytes, zero-filled where the gather is out
 // of bounds, so the im2col padding costs no branch; which taps of a column are in bounds is a 32-bit
 // mask made once per column), 3 stages, one __syncthreads per K step. Layouts: A as [m][k] (row pad
 // 4) and B as [k][n] (row pad 8), so the fragment loads hit 32 distinct banks. The split into
 // big/small happens on the fragments in registers.
-// The reduction order is fixed (no split-K, no atomics) and the same for every tile shape:
-// deterministic. Launchers only enqueue.
+// The reduction order is fixed (no atomics) and the same for every tile shape of one KS: deterministic.
+// Launchers only enqueue.
 // H100, keras conv2 at batch 128 (us, in a CUDA graph): forward 111 (SIMT) -> 82, input gradient
 // 168 -> 102; 1xTF32 would give 60 / 80 but misses the parity tolerance (keras conv2: max |err| 4.4e-4
 // forward, 6.6e-4 input gradient against 3.1e-4 = 1e-4 (1 + max |ref|)). What is left (ncu): stalls on fixed
@@ -52,18 +52,24 @@ using tc::cpAsync4;
 using tc::cpAsyncCommit;
 using tc::cpAsyncWait;
 
-// shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8])
-template <int BM, int WN, int BK, int STAGES>
+// shared memory of one block: STAGES x (A [BM][BK + 4], B [BK][WN * 32 + 8]); with KS > 1 at least the
+// warps' 32 x 32 tiles, for the sum of the groups after the loop
+template <int BM, int WN, int BK, int STAGES, int KS>
 constexpr size_t tcSmemBytes() {
-  return convTcSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1});  // kernel_choice.h: the chooser checks it fits
+  return convTcSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1, KS});  // kernel_choice.h: the chooser checks it fits
 }
 
-template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB>
-__global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const ConvGemmArgs a) {
+// KS warp groups share each K tile: group z takes the tile's k8 steps z, z + KS, ... for its 32 x 32 output
+// tile, and group 0 adds the others' sums before the epilogue. The block has KS times the warps, so each
+// thread gathers 1/KS of the tile and each warp runs 1/KS of the products: a shorter chain per warp (the
+// small layers' launches are bound by it, not by the SMs' issue slots).
+template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB, int KS>
+__global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(const ConvGemmArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int WM = BM / 32;             // warps along M
-  constexpr int WARPS = WM * WN;
+  constexpr int TILE_WARPS = WM * WN;     // the warps of one group, a 32 x 32 output tile each
+  constexpr int WARPS = TILE_WARPS * KS;
   constexpr int THREADS = WARPS * 32;
   constexpr int BN = WN * 32;             // block columns
   constexpr int AS = BK + 4;              // A row [m][k]: fragment rows 20 floats apart, distinct banks
@@ -72,7 +78,8 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   constexpr int AROWS = THREADS / BK;     // A rows covered by one pass of the block
   constexpr int BROWS = BK / WARPS;       // B-tile rows per warp
   constexpr int BCOLS = BN / 32;          // B-tile columns per lane
-  static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64),
+  static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64) &&
+                    BK % (8 * KS) == 0,
                 "tile shape");
 
   extern __shared__ __align__(16) float smem[];
@@ -183,7 +190,8 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
   };
 
   const int g = lane >> 2, t = lane & 3;  // the fragments' group and thread-in-group
-  const int wm = warp / WN, wn = warp % WN;
+  const int tileWarp = warp % TILE_WARPS, kz = warp / TILE_WARPS;
+  const int wm = tileWarp / WN, wn = tileWarp % WN;
   float acc[2][4][4];
   tc::clearWarpTile(acc);
 
@@ -203,10 +211,23 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
     auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
     auto bAt = [&](int k, int c) { return Bs[s][k][wn * 32 + c]; };
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
+    for (int k8 = 8 * kz; k8 < BK; k8 += 8 * KS) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   cpAsyncWait<0>();  // no copy may be in flight when the block exits
+  if constexpr (KS > 1) {  // group 0 adds the other groups' sums (in group order), then writes alone
+    __syncthreads();       // every warp is done with the stages
+    float* sums = smem;    // [group - 1][element][tile warp][lane]: a warp's stores hit 32 banks
+    float* flat = &acc[0][0][0];
+    if (kz > 0)
+#pragma unroll
+      for (int e = 0; e < 32; ++e) sums[((kz - 1) * 32 + e) * TILE_WARPS * 32 + tileWarp * 32 + lane] = flat[e];
+    __syncthreads();
+    if (kz > 0) return;
+    for (int z = 1; z < KS; ++z)
+#pragma unroll
+      for (int e = 0; e < 32; ++e) flat[e] += sums[((z - 1) * 32 + e) * TILE_WARPS * 32 + tileWarp * 32 + lane];
+  }
 
   // epilogue: fragment element c holds row g (+8 for c >= 2), column 2t (+1 for odd c)
   // where column pix of sample n, row m goes: a phase's columns are strided in the input
@@ -263,11 +284,11 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32, MINB) convTcKernel(const Co
 #endif
 }
 
-template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1>
+template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1, int KS = 1>
 void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
-  constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32;
-  constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES>();
-  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB>;
+  constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32 * KS;
+  constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES, KS>();
+  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB, KS>;
   if constexpr (smem > 48 * 1024) {
     static PerDevice<bool> opted;  // once per kernel and device: more than the default 48 KiB of shared memory
     oncePerDevice(opted, [&] {
@@ -284,10 +305,16 @@ void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
 // the chooser's tile (kernel_choice.h: tcTile, tcVariant)
 template <int MODE, int SPLIT>
 void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t) {
-  auto is = [&](int bm, int wn, int bk, int stages, int minBlocks) {
-    return t == ConvTcTile{bm, wn, bk, stages, minBlocks};
+  auto is = [&](int bm, int wn, int bk, int stages, int minBlocks, int splitK = 1) {
+    return t == ConvTcTile{bm, wn, bk, stages, minBlocks, splitK};
   };
-  if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, SPLIT>(stream, a);
+  // the chooser's default tiles, their K tiles split over two warp groups
+  if (is(32, 4, 32, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 8, 32, 3, 1, 2)) launchTc<MODE, 32, 8, SPLIT, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 4, 16, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 16, 3, 1, 2>(stream, a);
+  else if (is(64, 2, 16, 3, 1, 2)) launchTc<MODE, 64, 2, SPLIT, 16, 3, 1, 2>(stream, a);
+  else if (is(64, 4, 32, 3, 1, 2)) launchTc<MODE, 64, 4, SPLIT, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, SPLIT>(stream, a);
   else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, SPLIT>(stream, a);
   else if (is(32, 4, 32, 3, 1)) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
   else if (is(32, 4, 16, 4, 1)) launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a);

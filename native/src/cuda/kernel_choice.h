@@ -68,12 +68,16 @@ inline constexpr int kConvDirectMaxThreads = 512;  // the kernel's __launch_boun
 // conv2d_tc.cu: block tile bm x (wn * 32), K step bk, `stages` cp.async stages, __launch_bounds__ minBlocks
 struct ConvTcTile {
   int bm = 0, wn = 0, bk = 16, stages = 3, minBlocks = 1;
+  int splitK = 1;  // warp groups that share each K tile, each taking every splitK-th k8 step (then summed)
   bool operator==(const ConvTcTile& o) const {
-    return bm == o.bm && wn == o.wn && bk == o.bk && stages == o.stages && minBlocks == o.minBlocks;
+    return bm == o.bm && wn == o.wn && bk == o.bk && stages == o.stages && minBlocks == o.minBlocks &&
+           splitK == o.splitK;
   }
 };
 constexpr size_t convTcSharedBytes(const ConvTcTile& t) {
-  return sizeof(float) * size_t(t.stages) * size_t(t.bm * (t.bk + 4) + t.bk * (t.wn * 32 + 8));
+  const size_t pipeline = sizeof(float) * size_t(t.stages) * size_t(t.bm * (t.bk + 4) + t.bk * (t.wn * 32 + 8));
+  const size_t sums = t.splitK > 1 ? sizeof(float) * size_t(t.bm / 32 * t.wn) * 32 * 32 : 0;  // a warp's 32 x 32 tile
+  return pipeline > sums ? pipeline : sums;
 }
 inline constexpr int kConvTcVariants = 6;  // the tile variants 1..6 a test may force (convTcVariant)
 

@@ -39,6 +39,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
     const int n = std::atoi(v);
     if (n >= 1 && n <= kConvTcVariants) o.convTcVariant = n;
   }
+  if (const char* v = lookup("NNSTUDIO_CONV_TC_SPLITK")) o.convTcSplitK = is(v, "1") ? 1 : is(v, "2") ? 2 : 0;
   if (is(lookup("NNSTUDIO_CONV_DIRECT"), "0")) o.convDirect = Switch::Off;
   if (const char* v = lookup("NNSTUDIO_CONV_DIRECT_SHAPE")) {
     ConvDirectShape& s = o.convDirectShape;

@@ -41,6 +41,7 @@ struct KernelOverrides {
   GemmTileForce gemmTile = GemmTileForce::Auto;  // NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16
   ConvTcMode convTc = ConvTcMode::Auto;     // NNSTUDIO_CONV_TC
   int convTcVariant = 0;                    // tests: a tensor-core tile variant 1..6 instead of the choice by shape
+  int convTcSplitK = 0;                     // NNSTUDIO_CONV_TC_SPLITK: 1 never, 2 always split each K tile over two warp groups (0: by shape)
   int convWgradSplits = 0;                  // tests: the conv weight gradient in this many chunks (0: the choice)
   Switch convDirect = Switch::Auto;         // NNSTUDIO_CONV_DIRECT=0 turns it off (On: tests, thresholds skipped)
   ConvDirectShape convDirectShape;          // NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks
