@@ -159,7 +159,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
     // each trial's run in the rung's order, whatever order they end in (the next rung and the leaderboard
     // follow compareRuns, a total order: the same winner at any parallelism)
     const rungRuns: (TrialRun | undefined)[] = [];
-    await trainSome(standing, parallel, async (config, index) => {
+    await trainSome(standing, parallel, async (config: TrialConfig, index) => {
       // Ctrl-C or a face's cancel: the search ends after the trials that are training
       if (stopped()) return false;
       if (runs.length + rungRuns.filter(Boolean).length > 0 && overBudget()) {  // the first trial always trains
@@ -191,29 +191,40 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
 
 /**
  * Runs `train` on the configs, up to `parallel` at once, in order; once one returns false (stopped, out of time,
- * cancelled) no further one starts, and those training finish. The first error is thrown after every started
- * trial has ended.
+ * cancelled) no further one starts, and those training finish. A trial refused for GPU memory while others
+ * held theirs trains again alone once they are done (a trial's result does not depend on when it trains). The
+ * first other error is thrown after every started trial has ended. Exported for its tests.
  */
-async function trainSome(configs: readonly TrialConfig[], parallel: number,
-  train: (config: TrialConfig, index: number) => Promise<boolean>): Promise<void> {
+export async function trainSome<T>(configs: readonly T[], parallel: number,
+  train: (config: T, index: number) => Promise<boolean>): Promise<void> {
   let next = 0;
   let going = true;
+  const alone: number[] = [];
   const worker = async (): Promise<void> => {
     while (going && next < configs.length) {
       const index = next++;
-      if (!(await train(configs[index], index))) going = false;
+      try {
+        if (!(await train(configs[index], index))) going = false;
+      } catch (error) {
+        if (parallel > 1 && isGpuMemoryError(error)) alone.push(index);
+        else {
+          going = false;
+          throw error;
+        }
+      }
     }
   };
-  const ended = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(parallel, configs.length)) }, async () => {
-    try {
-      await worker();
-    } catch (error) {
-      going = false;
-      throw error;
-    }
-  }));
+  const ended = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(parallel, configs.length)) }, worker));
   const failed = ended.find((result): result is PromiseRejectedResult => result.status === 'rejected');
   if (failed) throw failed.reason;
+  for (const index of alone.sort((a, b) => a - b)) {
+    if (!going || !(await train(configs[index], index))) return;
+  }
+}
+
+/** The engine's refusals for GPU memory: its check before a run, or an allocation that failed. */
+function isGpuMemoryError(error: unknown): boolean {
+  return error instanceof Error && /too little free memory|out of memory/i.test(error.message);
 }
 
 /**
