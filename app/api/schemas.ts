@@ -254,7 +254,7 @@ export const payloadSchemas = {
     /** Trials training at once (default: 4 on a GPU, 1 on the CPU). */
     parallel: countSchema(countLimits.parallelTrials).optional(),
   }),
-  /** Ends the search after the trial that is training; the best so far is tested and kept. */
+  /** Ends the search after the trials that are training; the best so far is tested and kept. */
   'search:cancel': z.strictObject({ searchId: id }),
   'search:status': z.strictObject({ searchId: id }),
   'search:list': none,

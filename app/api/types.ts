@@ -167,7 +167,7 @@ export type SearchProgress = { searchId: string } & ({ type: 'plan'; plan: Searc
 export interface SearchInfo {
   searchId: string;
   datasetId: string;
-  /** 'starting': reading the data; 'stopping': cancelled, the running trial finishing. */
+  /** 'starting': reading the data; 'stopping': cancelled, the running trials finishing. */
   state: 'starting' | 'running' | 'stopping' | 'finished';
   plan?: SearchPlan;
   /** Every trial run so far, in the order they ran. */

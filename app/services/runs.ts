@@ -253,7 +253,7 @@ export function runRecordFrom(outcome: TrainOutcome, context: RunContext, finish
   const options = (training?.options ?? {}) as Record<string, unknown>;
   const { data: _dataDescription, status: _status, threads: _threads, ...kept } = options;
   const request = context.request;
-  const runId = id ?? newRunId(context.startedAt, randomBytes(2).toString('hex'));
+  const runId = id ?? newRunId(context.startedAt, randomBytes(4).toString('hex'));
   const testDescription = context.testDataDescription ?? (request.testData ? dataName(request.testData) : undefined);
   const data: RunData = {
     name: context.dataName ?? dataName(request.data),

@@ -1,6 +1,7 @@
 // Hyperparameter search (issue 16): trials drawn from a space with a seed, successive halving on the
 // validation data (core/search/halving.ts), every trial a run of the training service (in the run history
 // when the face asks), and the test set evaluated once, for the winner. The CLI's `nnstudio search` runs it.
+import { setMaxListeners } from 'node:events';
 import { headOfDataset } from '../core/model/head';
 import { compareStandings, firstRungEpochs, halvingPlan, promote, type Rung, type Standing } from '../core/search/halving';
 import {
@@ -84,9 +85,9 @@ export type SearchEvent =
 
 export interface SearchHooks {
   onEvent?: (event: SearchEvent) => void;
-  /** Ends the search after the trial that is training (Ctrl-C, Stop). */
+  /** Ends the search after the trials that are training (Ctrl-C, Stop). */
   signal?: AbortSignal;
-  /** Ends it now: the trial training is cancelled and left out (a session closing). */
+  /** Ends it now: the trials training are cancelled and left out (a session closing). */
   stopNow?: AbortSignal;
   history?: { store: RunStore; naming?: RunNaming };
 }
@@ -154,6 +155,10 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
   let standing = configs;
   const overBudget = () => request.budgetSeconds !== undefined && (performance.now() - started) / 1000 >= request.budgetSeconds;
   const stopped = () => hooks.signal?.aborted === true || hooks.stopNow?.aborted === true;
+  // a trial stops now when the face says so, or when another trial failed (the search ends with its error)
+  const failed = new AbortController();
+  const trialSignal = hooks.stopNow ? AbortSignal.any([hooks.stopNow, failed.signal]) : failed.signal;
+  setMaxListeners(parallel + 4, trialSignal);  // each trial training listens to it
   let outOfTime = false;
   for (const [rungIndex, rung] of rungs.entries()) {
     // each trial's run in the rung's order, whatever order they end in (the next rung and the leaderboard
@@ -167,7 +172,10 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
         return false;
       }
       const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
-        deferTest: true, reader, ...(hooks.stopNow ? { signal: hooks.stopNow } : {}), ...(hooks.history ? { history: hooks.history } : {}),
+        deferTest: true, reader, signal: trialSignal, ...(hooks.history ? { history: hooks.history } : {}),
+      }).catch((error: unknown) => {
+        if (!isGpuMemoryError(error)) failed.abort();  // the search fails: the trials beside this one stop now
+        throw error;
       });
       if (outcome.status === 'cancelled') return false;  // stopped now: a trial cut short ranks with none
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
@@ -192,25 +200,32 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
 /**
  * Runs `train` on the configs, up to `parallel` at once, in order; once one returns false (stopped, out of time,
  * cancelled) no further one starts, and those training finish. A trial refused for GPU memory while others
- * held theirs trains again alone once they are done (a trial's result does not depend on when it trains). The
- * first other error is thrown after every started trial has ended. Exported for its tests.
+ * trained trains again alone once they are done (a trial's result does not depend on when it trains), and the
+ * rung goes on with one trial fewer at a time. Another
+ * error is thrown once every started trial has ended (the caller cancels them). Exported for its tests.
  */
 export async function trainSome<T>(configs: readonly T[], parallel: number,
   train: (config: T, index: number) => Promise<boolean>): Promise<void> {
   let next = 0;
   let going = true;
+  let training = 0;
   const alone: number[] = [];
   const worker = async (): Promise<void> => {
     while (going && next < configs.length) {
       const index = next++;
+      training++;
       try {
         if (!(await train(configs[index], index))) going = false;
       } catch (error) {
-        if (parallel > 1 && isGpuMemoryError(error)) alone.push(index);
-        else {
+        if (training > 1 && isGpuMemoryError(error)) {  // others held memory: alone it may fit
+          alone.push(index);
+          return;  // and one trial fewer at a time for the rest of the rung
+        } else {
           going = false;
           throw error;
         }
+      } finally {
+        training--;
       }
     }
   };
@@ -222,9 +237,9 @@ export async function trainSome<T>(configs: readonly T[], parallel: number,
   }
 }
 
-/** The engine's refusals for GPU memory: its check before a run, or an allocation that failed. */
+/** The engine's refusals for GPU memory: its check before a run, or a CUDA allocation that failed (both say so). */
 function isGpuMemoryError(error: unknown): boolean {
-  return error instanceof Error && /too little free memory|out of memory/i.test(error.message);
+  return error instanceof Error && /too little free memory/i.test(error.message);
 }
 
 /**

@@ -12,7 +12,7 @@ import { namingOf, trainingDone, type RunRegistryWiring } from './runs';
 
 interface SearchEntry {
   info: SearchInfo;
-  /** Stop: after the trial that is training. */
+  /** Stop: after the trials that are training. */
   abort: AbortController;
   /** The session closing: now. */
   stopNow: AbortController;
@@ -134,6 +134,7 @@ export class SearchRegistry {
     });
     const done = trainingDone(`${entry.info.searchId} trial ${best.config.trial}`, outcome, undefined, modelId, evaluationId);
     this.done(entry, {
+      runs: result.runs.map(trialRunInfo),  // each rung's in its trials' order (the events came as trials ended)
       leaderboard: result.leaderboard.map(trialRunInfo),
       best: trialRunInfo(best),
       outcome: { ...done, message: this.wiring.folder.showNames(done.message) },

@@ -96,7 +96,7 @@ async function runSearchCommand(options: SearchCommandOptions): Promise<void> {
     signal,
     onEvent: (event) => { if (!options.json) process.stderr.write(progress(event)); },
     ...(options.history ? { history: { store: services.runs.store() } } : {}),
-  }), 'the search after this trial');
+  }), 'the search after the trials training');
   await services.models.save(options.out, result.outcome.model);
   process.stdout.write(options.json ? `${JSON.stringify(searchJson(result, options.out))}\n` : `${searchReport(result, options.out)}\n`);
   if (result.cancelled) process.exitCode = 130;

@@ -52,7 +52,7 @@ describe('run history through the API', () => {
     first = await trainIris(api, 3, 0.01);
     second = await trainIris(api, 2, 0.05);
     assert.equal(first.status, 'completed', first.message);
-    assert.match(first.savedRunId ?? '', /^\d{8}-\d{6}-[0-9a-f]{4}$/);
+    assert.match(first.savedRunId ?? '', /^\d{8}-\d{6}-[0-9a-f]{8}$/);
     assert.equal(first.savedRunError, undefined);
     assert.ok(fs.existsSync(path.join(runsDir, `${first.savedRunId}.json`)));
     assert.ok(fs.existsSync(path.join(runsDir, `${first.savedRunId}.safetensors`)));

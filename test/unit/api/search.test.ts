@@ -35,7 +35,7 @@ test('a search: progress per trial run, then the leaderboard and the winner kept
   let searchId: string | undefined;
   const done = searchDone(() => searchId, events);
   searchId = (resultOf(await api.dispatch('search:start', {
-    datasetId: iris.id, trials: 4, minEpochs: 2, maxEpochs: 4, eta: 2, seed: 1, device: 'cpu', space: { batchSizes: [16] },
+    datasetId: iris.id, trials: 4, minEpochs: 2, maxEpochs: 4, eta: 2, seed: 1, device: 'cpu', space: { batchSizes: [16] }, parallel: 2,
   })) as { searchId: string }).searchId;
   assert.equal(searchId, 'search-1');
   // while it runs, neither a training nor another search starts
@@ -48,8 +48,10 @@ test('a search: progress per trial run, then the leaderboard and the winner kept
   assert.equal(info.state, 'finished');
   assert.equal(info.error, undefined);
   assert.deepEqual(info.plan?.rungs, [{ epochs: 2, trials: 4 }, { epochs: 4, trials: 2 }]);
-  assert.equal(info.plan?.parallel, 1, 'on the CPU one trial at a time');
+  assert.equal(info.plan?.parallel, 2);
   assert.equal(info.runs.length, 6);
+  const firstRung = info.runs.filter((run) => run.rung === 0).map((run) => run.trial);
+  assert.deepEqual(firstRung, [...firstRung].sort((a, b) => a - b), 'the first rung\'s runs in their trials\' order, whichever ended first');
   assert.equal(info.leaderboard?.length, 4);
   assert.deepEqual(info.best, info.leaderboard?.[0]);
   const progress = events.filter((event) => event.event === 'search:progress');

@@ -57,7 +57,7 @@ test('crash recovery: SIGKILL mid-epoch, --resume, the same weights as an uninte
   assert.equal(resumedResult.status, 'completed');
   assert.equal(resumedResult.history.length, 3, 'the resumed run reports all 3 epochs');
   // The resumed run is recorded in the run history with the data its checkpoint names.
-  assert.match(resumedResult.runId ?? '', /^\d{8}-\d{6}-[0-9a-f]{4}$/, 'a run id');
+  assert.match(resumedResult.runId ?? '', /^\d{8}-\d{6}-[0-9a-f]{8}$/, 'a run id');
   const shown = await runCli(['runs', 'show', resumedResult.runId, '--json'], dir);
   assert.equal(shown.code, 0, shown.stderr);
   assert.equal(JSON.parse(shown.stdout).history.length, 3);

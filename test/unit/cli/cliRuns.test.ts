@@ -19,7 +19,7 @@ test('train records runs; runs lists, shows, compares and deletes them', async (
   const env = { NNSTUDIO_DATA_DIR: path.join(dir, 'data') };
   const first = await train(dir, env, ['--out', 'a.safetensors', '--lr', '0.01']);
   const second = await train(dir, env, ['--out', 'b.safetensors', '--lr', '0.001', '--epochs', '3']);
-  assert.match(first.runId ?? '', /^\d{8}-\d{6}-[0-9a-f]{4}$/);
+  assert.match(first.runId ?? '', /^\d{8}-\d{6}-[0-9a-f]{8}$/);
   assert.notEqual(first.runId, second.runId);
   const runsDir = path.join(dir, 'data', 'runs');
   assert.ok(fs.existsSync(path.join(runsDir, `${first.runId}.json`)));

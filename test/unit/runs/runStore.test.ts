@@ -48,7 +48,7 @@ describe('the store', () => {
     const newer = fakeRun({ lr: 0.05, status: 'cancelled' });
     const first = await recordRun(older.outcome, { startedAt: new Date(Date.UTC(2025, 0, 1, 12)), request: older.request }, store);
     const second = await recordRun(newer.outcome, { startedAt: new Date(Date.UTC(2025, 0, 2, 12)), request: newer.request }, store);
-    assert.match(first.id, /^20250101-120000-[0-9a-f]{4}$/);
+    assert.match(first.id, /^20250101-120000-[0-9a-f]{8}$/);
     assert.equal(first.modelFile, `${first.id}.safetensors`);
     assert.deepEqual(fs.readdirSync(directory).sort(), [`${first.id}.json`, `${first.id}.safetensors`, `${second.id}.json`, `${second.id}.safetensors`].sort(), 'no temporary files left');
 

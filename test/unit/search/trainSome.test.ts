@@ -48,6 +48,10 @@ test('a trial refused for GPU memory while others train runs again alone after t
 
 test('one at a time, a memory refusal is the search\'s error; another error ends the rung after the trials training', async () => {
   await assert.rejects(trainSome([0, 1], 1, async () => { throw memoryError(); }), /too little free memory/);
+  await assert.rejects(trainSome([0], 4, async () => { throw memoryError(); }), /too little free memory/,
+    'refused while no other trial trained: alone it would not fit either');
+  await assert.rejects(trainSome([0, 1], 2, async () => { await pause(); throw new Error('out of memory while training (host)'); }),
+    /host/, 'only the engine\'s GPU refusals are retried');
   const started: number[] = [];
   await assert.rejects(trainSome([0, 1, 2, 3, 4], 2, async (config, index) => {
     started.push(index);
@@ -62,8 +66,8 @@ test('a trial that says stop (cancelled, out of time) ends the rung: no later on
   const started: number[] = [];
   await trainSome([0, 1, 2, 3], 2, async (config, index) => {
     started.push(index);
+    if (index === 1) throw memoryError();  // refused while trial 0 trains
     await pause();
-    if (index === 1) throw memoryError();
     return index !== 0;
   });
   assert.deepEqual(started, [0, 1], 'the refused trial is not retried once the rung stops');
