@@ -102,6 +102,10 @@ inline std::vector<Variant> convVariants() {
     v.push_back({"tc tile " + std::to_string(t), [t](KernelOverrides& o) {
                    o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcVariant = t;
                  }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)  // where the tile has a split kernel; else the same as tile t
+    v.push_back({"tc tile " + std::to_string(t) + " split K", [t](KernelOverrides& o) {
+                   o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcVariant = t, o.convTcSplitK = 2;
+                 }});
   v.push_back({"tc split K", [](KernelOverrides& o) {
                  o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcSplitK = 2;
                }});

@@ -222,6 +222,12 @@ void testSplitK() {
   CHECK(chooseConvPass(h100(), on, ConvPass::Forward, 128, keras2).tc.splitK == 2);
   CHECK(chooseConvPass(h100(), off, ConvPass::Forward, 128, small).tc.splitK == 1);
   CHECK(chooseConvPass(h100(), tile, ConvPass::Forward, 128, small).tc.splitK == 1);
+  KernelOverrides tileOn = on;  // a forced tile splits only when forced to, and where it has a split kernel
+  tileOn.convTcVariant = 3;     // 32 x 128, BK 32: it has
+  CHECK(chooseConvPass(h100(), tileOn, ConvPass::Forward, 128, small).tc.splitK == 2);
+  tileOn.convTcVariant = 2;     // 32 x 64: it has not
+  CHECK(chooseConvPass(h100(), tileOn, ConvPass::Forward, 128, small).tc.splitK == 1);
+
   for (const ConvGeometry& g : {small, keras2}) {  // a split tile's shared memory (the groups' sums) fits
     const ConvPassChoice c = chooseConvPass(smallGpu(), on, ConvPass::Forward, 128, g);
     CHECK_MSG(convTcSharedBytes(c.tc) <= smallGpu().sharedOptin, "99 KiB GPU: " + c.name() + " fits");

@@ -129,7 +129,8 @@ ConvTcTile tcVariant(int M, int variant) {
 // (input gradient, 64 -> 32 channels) 32 x 256 with BK 32: 104 us, against 113 for 32 x 128 and 134 for
 // 32 x 64; M > 32 (forward, 32 -> 64 filters) 64 x 128 with BK 32: 81 us, 83 with BK 16; 64 x 64 where
 // 64 x 128 tiles would not fill two blocks per SM (C64 F64 14x14: 52 against 61 us).
-// Every tile shape adds the same products in the same order: the bits do not depend on the choice.
+// Every tile shape adds the same products in the same order: the bits do not depend on the tile (they do
+// on the K split, tcSplitK).
 // The default tiles must fit the shared memory a block may opt into (227 KiB on an H100, 99 KiB on the
 // RTX 30, 40 and 50 series).
 ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
@@ -150,16 +151,28 @@ ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
   return largeBlocks >= 2 * int64_t(caps.sms) && fits(large) ? large : narrow;
 }
 
-// Two warp groups per K tile (the tiles by shape only; conv2d_tc.cu) where the launch has fewer than two blocks
-// per SM: there each warp's chain of K steps bounds the time, and halving it pays; on larger grids the SMs'
-// other blocks hide that latency and the groups' sum is overhead. H200, TF32, every pass split against none:
-// resnet_fast (all its launches 98-196 blocks) 0.328 -> 0.313 s/epoch; keras_cnn (288-576 blocks) 0.198 -> 0.212.
-int tcSplitK(const DeviceCaps& caps, const ConvTcTile& tile, int M, int64_t J, int forced) {
+// The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
+// tiles by shape (tcTile) and the forced variants among them.
+bool hasSplitKernel(const ConvTcTile& t) {
+  const ConvTcTile one[] = {{32, 4, 32, 3, 1}, {32, 8, 32, 3, 1}, {32, 4, 16, 3, 1}, {64, 2, 16, 3, 1}, {64, 4, 32, 3, 1}};
+  for (ConvTcTile s : one) {
+    s.splitK = t.splitK;
+    if (s == t) return true;
+  }
+  return false;
+}
+
+// Two warp groups per K tile where the launch has fewer than two blocks per SM: there each warp's chain of K
+// steps bounds the time, and halving it pays; on larger grids the SMs' other blocks hide that latency and the
+// groups' sum is overhead. H200, TF32, every pass split against none: resnet_fast (all its launches 98-196
+// blocks) 0.328 -> 0.313 s/epoch; keras_cnn (288-576 blocks) 0.198 -> 0.212. forced: 1 never, 2 wherever a
+// split kernel exists.
+int tcSplitK(const DeviceCaps& caps, const ConvTcTile& tile, int M, int64_t columns, int forced) {
   ConvTcTile split = tile;
   split.splitK = 2;
-  if (convTcSharedBytes(split) > caps.sharedOptin || forced == 1) return 1;
+  if (forced == 1 || !hasSplitKernel(split) || convTcSharedBytes(split) > caps.sharedOptin) return 1;
   if (forced == 2) return 2;
-  const int64_t blocks = (J + tile.wn * 32 - 1) / (tile.wn * 32) * ((M + tile.bm - 1) / tile.bm);
+  const int64_t blocks = (columns + tile.wn * 32 - 1) / (tile.wn * 32) * ((M + tile.bm - 1) / tile.bm);
   return blocks < 2 * int64_t(caps.sms) ? 2 : 1;
 }
 
@@ -201,7 +214,11 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
   choice.kernel = tcKernel(caps, o.convTc, M, K, J, g);
   if (choice.kernel != ConvKernel::ImplicitGemm) {
     choice.tc = tcTile(caps, M, J, o.convTcVariant);
-    if (o.convTcVariant == 0) choice.tc.splitK = tcSplitK(caps, choice.tc, M, J, o.convTcSplitK);
+    // a forced tile splits only when forced to (the rule is measured on the tiles by shape). A strided input
+    // gradient is judged by all its columns, though it launches once per phase over a share of them (as
+    // measured; judging it by one phase's launch is not).
+    const int forced = o.convTcVariant == 0 ? o.convTcSplitK : o.convTcSplitK == 2 ? 2 : 1;
+    choice.tc.splitK = tcSplitK(caps, choice.tc, M, J, forced);
     return choice;
   }
   choice.gemm = gemmTile(caps, M, J);

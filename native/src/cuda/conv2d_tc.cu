@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(con
   constexpr int BROWS = BK / WARPS;       // B-tile rows per warp
   constexpr int BCOLS = BN / 32;          // B-tile columns per lane
   static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64) &&
-                    BK % (8 * KS) == 0,
-                "tile shape");
+                    BK % (8 * KS) == 0 && (KS == 1 || KS == 2),
+                "tile shape (the sums' buffer, convTcSharedBytes, holds one other group)");
 
   extern __shared__ __align__(16) float smem[];
   auto As = reinterpret_cast<float(*)[BM][AS]>(smem);                    // [STAGES][BM][AS]
@@ -308,7 +308,7 @@ void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t)
   auto is = [&](int bm, int wn, int bk, int stages, int minBlocks, int splitK = 1) {
     return t == ConvTcTile{bm, wn, bk, stages, minBlocks, splitK};
   };
-  // the chooser's default tiles, their K tiles split over two warp groups
+  // the chooser's default tiles, their K tiles split over two warp groups (choose_conv.cpp hasSplitKernel)
   if (is(32, 4, 32, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 32, 3, 1, 2>(stream, a);
   else if (is(32, 8, 32, 3, 1, 2)) launchTc<MODE, 32, 8, SPLIT, 32, 3, 1, 2>(stream, a);
   else if (is(32, 4, 16, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 16, 3, 1, 2>(stream, a);

@@ -10,8 +10,9 @@
 // Determinism: a choice that changes the order of a sum (the conv weight gradient's split, the direct
 // kernel's channel splits, the fused conv + pool weight gradient's chunks) uses fixed block targets, so
 // those bits do not depend on the GPU; choices that only place the same sums differently (rows per
-// block, tile widths) follow the SM count. The GEMM's split-K follows the SM count: the same GPU model
-// gives the same bits.
+// block, tile widths) follow the SM count. The GEMM's split-K and the tensor-core convolutions' split of
+// their K tiles over two warp groups follow the SM count (and the batch): the same GPU model gives the same
+// bits.
 #pragma once
 
 #include <cstddef>
