@@ -164,10 +164,11 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
     // each trial's run in the rung's order, whatever order they end in (the next rung and the leaderboard
     // follow compareRuns, a total order: the same winner at any parallelism)
     const rungRuns: (TrialRun | undefined)[] = [];
+    let rungDone = 0;
     await trainSome(standing, parallel, async (config: TrialConfig, index) => {
       // Ctrl-C or a face's cancel: the search ends after the trials that are training
       if (stopped()) return false;
-      if (runs.length + rungRuns.filter(Boolean).length > 0 && overBudget()) {  // the first trial always trains
+      if (runs.length + rungDone > 0 && overBudget()) {  // the first trial always trains
         outOfTime = true;
         return false;
       }
@@ -181,7 +182,8 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
       const run = trialRun(config, rungIndex, rung.epochs, outcome);
       if (!leader || compareRuns(run, leader.run) < 0) leader = { run, outcome };
       rungRuns[index] = run;
-      hooks.onEvent?.({ type: 'trial', run, done: runs.length + rungRuns.filter(Boolean).length, total });
+      rungDone++;
+      hooks.onEvent?.({ type: 'trial', run, done: runs.length + rungDone, total });
       return true;
     });
     const ran = rungRuns.filter((run): run is TrialRun => run !== undefined);
@@ -190,7 +192,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
     if (!next || outOfTime || stopped()) break;
     standing = promote(ran.map(asStanding), next.trials).map((s) => s.run.config);
   }
-  const cancelled = (hooks.signal?.aborted === true || hooks.stopNow?.aborted === true) && runs.length < total;
+  const cancelled = stopped() && runs.length < total;
   if (!leader) throw new SearchCancelledError();
   const leaderboard = leaderboardOf(runs);
   await leader.outcome.runTest?.();
@@ -201,8 +203,8 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
  * Runs `train` on the configs, up to `parallel` at once, in order; once one returns false (stopped, out of time,
  * cancelled) no further one starts, and those training finish. A trial refused for GPU memory while others
  * trained trains again alone once they are done (a trial's result does not depend on when it trains), and the
- * rung goes on with one trial fewer at a time. Another
- * error is thrown once every started trial has ended (the caller cancels them). Exported for its tests.
+ * rung goes on with one trial fewer at a time. Another error is thrown once every started trial has ended (the
+ * caller cancels them). Exported for its tests.
  */
 export async function trainSome<T>(configs: readonly T[], parallel: number,
   train: (config: T, index: number) => Promise<boolean>): Promise<void> {
@@ -220,10 +222,9 @@ export async function trainSome<T>(configs: readonly T[], parallel: number,
         if (training > 1 && isGpuMemoryError(error)) {  // others held memory: alone it may fit
           alone.push(index);
           return;  // and one trial fewer at a time for the rest of the rung
-        } else {
-          going = false;
-          throw error;
         }
+        going = false;
+        throw error;
       } finally {
         training--;
       }

@@ -215,8 +215,8 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
   if (choice.kernel != ConvKernel::ImplicitGemm) {
     choice.tc = tcTile(caps, M, J, o.convTcVariant);
     // a forced tile splits only when forced to (the rule is measured on the tiles by shape). A strided input
-    // gradient is judged by all its columns, though it launches once per phase over a share of them (as
-    // measured; judging it by one phase's launch is not).
+    // gradient is judged by all its columns, though it launches once per phase over a share of them: that is
+    // the rule as measured (judging it by one phase's launch was not measured).
     const int forced = o.convTcVariant == 0 ? o.convTcSplitK : o.convTcSplitK == 2 ? 2 : 1;
     choice.tc.splitK = tcSplitK(caps, choice.tc, M, J, forced);
     return choice;

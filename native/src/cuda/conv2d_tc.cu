@@ -14,9 +14,10 @@
 // several instructions on sm_90, and instruction issue bounds this kernel as much as the mma does).
 //
 // Block tile BM (32 or 64) x BN (WN * 32) x BK (16 or 32); warps WM x WN, each a 32 x 32 tile of 2 x 4
-// m16n8 fragments, times KS warp groups that share the K tiles (splitK; below). Tiles reach shared memory by cp.async (4 bytes, zero-filled where the gather is out
-// of bounds, so the im2col padding costs no branch; which taps of a column are in bounds is a 32-bit
-// mask made once per column), 3 stages, one __syncthreads per K step. Layouts: A as [m][k] (row pad
+// m16n8 fragments, times KS warp groups that share the K tiles (splitK; below). Tiles reach shared memory
+// by cp.async (4 bytes, zero-filled where the gather is out of bounds, so the im2col padding costs no
+// branch; which taps of a column are in bounds is a 32-bit mask made once per column), 3 stages, one
+// __syncthreads per K step. Layouts: A as [m][k] (row pad
 // 4) and B as [k][n] (row pad 8), so the fragment loads hit 32 distinct banks. The split into
 // big/small happens on the fragments in registers.
 // The reduction order is fixed (no atomics) and the same for every tile shape of one KS: deterministic.
