@@ -88,18 +88,18 @@ struct Options {
   std::vector<int> seeds{0};      // --seeds, for --recipe
   double target = 0.99;           // --target: the test accuracy that "time to target" waits for
   std::vector<int> gpus;          // --gpus 0,1: data-parallel on these GPUs (cuda)
-  nnstudio::Precision precision = nnstudio::Precision::Fp32;  // --precision fp32|tf32 (cuda convolutions)
+  nnstudio::Precision precision = nnstudio::Precision::Fp32;  // --precision fp32|tf32|mixed (cuda tensor cores)
 };
 
 const char* precisionName(nnstudio::Precision precision) {
-  return precision == nnstudio::Precision::Tf32 ? "tf32" : "fp32";
+  return precision == nnstudio::Precision::Mixed ? "mixed" : precision == nnstudio::Precision::Tf32 ? "tf32" : "fp32";
 }
 
 void usage(std::FILE* to) {
   std::fprintf(to,
                "usage: nnstudio_bench [--data DIR] [--presets DIR] [--device cpu|cuda] [--configs a,b,...]\n"
                "                      [--epochs N] [--threads N] [--seed N] [--lr-schedule onecycle:MAX:PCT:DIV:FINALDIV]\n"
-               "                      [--recipe [--seeds 0,1,2] [--target 0.996]] [--gpus 0,1] [--precision fp32|tf32]\n"
+               "                      [--recipe [--seeds 0,1,2] [--target 0.996]] [--gpus 0,1] [--precision fp32|tf32|mixed]\n"
                "  --data     directory holding the raw MNIST IDX files (train-images-idx3-ubyte, ...)\n"
                "  --presets  directory of preset JSON files (resources/presets)\n"
                "  --configs  preset names; default: every preset on cuda, the non-gpuOnly ones on cpu\n"
@@ -111,8 +111,8 @@ void usage(std::FILE* to) {
                "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
                "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
                "  --gpus     cuda: train data-parallel on these GPUs (a batch of the preset's size on each)\n"
-               "  --precision  cuda: the convolutions' arithmetic, fp32 (3xTF32 tensor cores; the engine's default) or tf32\n"
-               "             (the app's default on CUDA: `nnstudio bench` runs tf32 unless told)\n"
+               "  --precision  cuda: the tensor-core products' arithmetic, fp32 (3xTF32; the engine's default), tf32\n"
+               "             (the app's default on CUDA: `nnstudio bench` runs tf32 unless told) or mixed (BF16 products)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 
@@ -178,8 +178,11 @@ Options parseArgs(int argc, char** argv) {
     } else if (flag == "--gpus") {
       for (const std::string& gpu : splitList(value)) options.gpus.push_back(parseInt(flag, gpu, 0));
     } else if (flag == "--precision") {
-      if (value != "fp32" && value != "tf32") throw std::invalid_argument("--precision expects fp32 or tf32, got '" + value + "'");
-      options.precision = value == "tf32" ? nnstudio::Precision::Tf32 : nnstudio::Precision::Fp32;
+      if (value != "fp32" && value != "tf32" && value != "mixed")
+        throw std::invalid_argument("--precision expects fp32, tf32 or mixed, got '" + value + "'");
+      options.precision = value == "mixed"  ? nnstudio::Precision::Mixed
+                          : value == "tf32" ? nnstudio::Precision::Tf32
+                                            : nnstudio::Precision::Fp32;
     } else if (flag == "--target") {
       options.target = std::atof(value.c_str());
       if (!(options.target > 0 && options.target <= 1)) throw std::invalid_argument("--target expects a fraction in (0, 1], got '" + value + "'");

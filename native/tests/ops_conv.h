@@ -82,7 +82,8 @@ inline std::vector<cuda::ConvDirectShape> forcedDirectShapes() {
 }
 
 // the ways to ask the chooser for each conv2d kernel: the direct kernel (planner's and forced launch shapes),
-// the tensor cores (the choice by shape and every tile; plain TF32), the SIMT implicit GEMM
+// the tensor cores (the choice by shape and every tile; plain TF32; BF16 by shape, split or not, and every tile),
+// the SIMT implicit GEMM
 inline std::vector<Variant> convVariants() {
   using cuda::ConvTcMode;
   using cuda::KernelOverrides;
@@ -113,8 +114,24 @@ inline std::vector<Variant> convVariants() {
                  o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcSplitK = 1;
                }});
   v.push_back({"tf32", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Tf32; }});
+  v.push_back({"bf16", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16; }});
+  v.push_back({"bf16 split K", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcSplitK = 2;
+               }});
+  v.push_back({"bf16 unsplit", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcSplitK = 1;
+               }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
+    v.push_back({"bf16 tile " + std::to_string(t), [t](KernelOverrides& o) {
+                   o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcVariant = t;
+                 }});
   return v;
 }
+
+// BF16 products (an 8-bit mantissa: 4x TF32's rounding, about 1e-3 (1 + max |cpu|) on these rows) are checked
+// against the CPU within 10x that; a wrong fragment layout or a lost K step errs by O(1).
+inline constexpr Tolerance kBf16Parity{1e-2, -1.0};
+inline constexpr Tolerance kBf16WgradParity{3e-2, -1.0};  // sums over every pixel of the batch
 
 inline bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -204,7 +221,8 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
   under(variantNamed(convVariants(), "implicit gemm"), [&] {
     for (ActivationFn act : elementwiseActivations()) simt.push_back(runConvPass(pass, d, result, N, act));
   });
-  std::map<int, std::vector<float>> firstTcLinear;  // by K split: a split adds the same products in another order
+  // by arithmetic and K split: a split adds the same products in another order
+  std::map<std::pair<cuda::ConvKernel, int>, std::vector<float>> firstTcLinear;
   auto choiceOf = [&](const cuda::KernelOverrides& o) { return cuda::chooseConvPass(caps(), o, pass, N, d.g); };
   for (const Reached& r : reached(convVariants(), [&](const cuda::KernelOverrides& o) { return choiceOf(o).name(); })) {
     Row line(op, describe(row.c, d.g), r.label());
@@ -222,20 +240,24 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
             line.note("1xTF32 error " + nnstudio_test::num(normalisedError(got, ref[a], kParity)) + ", not checked");
           continue;
         }
+        if (kernel == cuda::ConvKernel::TensorCoreBf16) {
+          line.compare(what + " (BF16 products)", got, ref[a], kBf16Parity);
+          continue;
+        }
         line.compare(what, got, ref[a]);
         if (kernel == cuda::ConvKernel::TensorCore3xTf32) line.compare(what + " vs the SIMT GEMM", got, simt[a]);
       }
       line.check(sameBits(runConvPass(pass, d, result, N, acts[0]), linear), "a second run gives the same bits");
-      if (kernel != cuda::ConvKernel::TensorCore3xTf32) return;
-      std::vector<float>& first = firstTcLinear[choice.tc.splitK];
+      if (kernel != cuda::ConvKernel::TensorCore3xTf32 && kernel != cuda::ConvKernel::TensorCoreBf16) return;
+      std::vector<float>& first = firstTcLinear[{kernel, choice.tc.splitK}];
       if (first.empty()) first = linear;
-      else line.check(sameBits(linear, first), "the same bits as the first tensor-core tile of its K split");
+      else line.check(sameBits(linear, first), "the same bits as the first tensor-core tile of its arithmetic and K split");
     });
   }
 }
 
 // the weight gradient's kernels: the chooser's, the SIMT kernel, the tensor cores (the choice by shape and
-// every tile; plain TF32)
+// every tile; plain TF32; BF16 by shape and every tile)
 inline std::vector<Variant> convWgradVariants() {
   using cuda::ConvTcMode;
   using cuda::KernelOverrides;
@@ -247,6 +269,11 @@ inline std::vector<Variant> convWgradVariants() {
                    o.convTc = ConvTcMode::On, o.convTcVariant = t;
                  }});
   v.push_back({"tf32", [](KernelOverrides& o) { o.convTc = ConvTcMode::Tf32; }});
+  v.push_back({"bf16", [](KernelOverrides& o) { o.convTc = ConvTcMode::Bf16; }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
+    v.push_back({"bf16 tile " + std::to_string(t), [t](KernelOverrides& o) {
+                   o.convTc = ConvTcMode::Bf16, o.convTcVariant = t;
+                 }});
   return v;
 }
 
@@ -284,10 +311,13 @@ inline void checkConvWeightGradient(const ConvRow& row, ConvData& d) {
       launch();
       cudaOk(cudaStreamSynchronize(stream), "weight gradient");
       const std::vector<float> dW = gDW.download(), dB = gDB.download();
-      if (plan.tc && plan.tf32) {  // comparisons only: not within the FP32 tolerance, but no gross error
+      if (plan.tc && plan.math == cuda::TcMath::Tf32) {  // comparisons only: not within the FP32 tolerance
         line.note("1xTF32 error " + nnstudio_test::num(normalisedError(dW, d.dW, kParity)));
         line.compare("dWeight within 100x the FP32 tolerance (1xTF32)", dW, d.dW, Tolerance{1e-2, -1.0});
         line.compare("dBias", dB, d.dB);  // summed in FP32 all the same
+      } else if (plan.tc && plan.math == cuda::TcMath::Bf16) {
+        line.compare("dWeight (BF16 products)", dW, d.dW, kBf16WgradParity);
+        line.compare("dBias", dB, d.dB);  // summed in FP32 from the FP32 tiles
       } else {
         line.compare("dWeight", dW, d.dW);
         line.compare("dBias", dB, d.dB);

@@ -227,6 +227,21 @@ void testSplitK() {
   CHECK(chooseConvPass(h100(), tileOn, ConvPass::Forward, 128, small).tc.splitK == 2);
   tileOn.convTcVariant = 2;     // 32 x 64: it has not
   CHECK(chooseConvPass(h100(), tileOn, ConvPass::Forward, 128, small).tc.splitK == 1);
+  // BF16: the same rule, but a K tile of 16 is one k16 step and does not split
+  KernelOverrides bf16 = o;
+  bf16.convTc = ConvTcMode::Bf16;
+  const ConvPassChoice b = chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small);
+  CHECK_MSG(b.kernel == ConvKernel::TensorCoreBf16 && b.tc.splitK == 2 && b.tc.bk == 32 &&
+                b.name() == "tc bf16 32x128 bk32 st3 ks2",
+            "bf16, resnet_fast's 14 x 14: " + b.name());
+  bf16.convTcSplitK = 2, bf16.convTcVariant = 1;  // 32 x 128, BK 16: no BF16 split
+  CHECK(chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small).tc.splitK == 1);
+  bf16.convTc = ConvTcMode::Tf32;  // the same forced tile splits in TF32
+  CHECK(chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small).tc.splitK == 2);
+  KernelOverrides bf16Wgrad = o;
+  bf16Wgrad.convTc = ConvTcMode::Bf16;
+  const ConvWgradPlan w = chooseConvWeightGrad(h100(), bf16Wgrad, 128, keras2);
+  CHECK_MSG(w.tc && w.math == TcMath::Bf16 && w.name().rfind("tc bf16 ", 0) == 0, "bf16 weight gradient: " + w.name());
 
   for (const ConvGeometry& g : {small, keras2}) {  // a split tile's shared memory (the groups' sums) fits
     const ConvPassChoice c = chooseConvPass(smallGpu(), on, ConvPass::Forward, 128, g);
@@ -302,6 +317,7 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_GEMM_TILE", "8x8"}}).gemmTile == GemmTileForce::Auto);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "0"}}).convTc == ConvTcMode::Off);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "tf32"}}).convTc == ConvTcMode::Tf32);
+  CHECK(parse({{"NNSTUDIO_CONV_TC", "bf16"}}).convTc == ConvTcMode::Bf16);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "1"}}).convTc == ConvTcMode::On);
   CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "0"}}).convDirect == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "1"}}).convDirect == Switch::Auto);

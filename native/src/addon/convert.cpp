@@ -135,13 +135,16 @@ bool boolOption(const Napi::Object& options, const char* key, bool fallback, con
   return value.As<Napi::Boolean>().Value();
 }
 
-// options.precision: "fp32" (default) or "tf32", the CUDA convolutions' arithmetic.
+// options.precision: "fp32" (default), "tf32" or "mixed", the CUDA tensor-core products' arithmetic.
 nnstudio::Precision precisionOption(const Napi::Object& options) {
   const Napi::Value value = options.Get("precision");
   if (value.IsUndefined() || value.IsNull()) return nnstudio::Precision::Fp32;
   const std::string name = value.IsString() ? value.As<Napi::String>().Utf8Value() : "";
-  if (name != "fp32" && name != "tf32") throwRange(options.Env(), "options.precision must be \"fp32\" or \"tf32\"");
-  return name == "tf32" ? nnstudio::Precision::Tf32 : nnstudio::Precision::Fp32;
+  if (name == "fp32") return nnstudio::Precision::Fp32;
+  if (name == "tf32") return nnstudio::Precision::Tf32;
+  if (name == "mixed") return nnstudio::Precision::Mixed;
+  throwRange(options.Env(), "options.precision must be \"fp32\", \"tf32\" or \"mixed\"");
+  return nnstudio::Precision::Fp32;  // not reached: throwRange throws
 }
 
 // options.gpus: GPU indices (whole numbers from 0); the backend checks they exist.

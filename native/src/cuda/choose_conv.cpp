@@ -108,12 +108,21 @@ bool planDirect(ConvDirectPlan& p, const DeviceCaps& caps, int N, const Correlat
 // first and keeps the few-channel passes.
 bool tcPays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
 
-// The 3xTF32 split (or plain TF32) to run this GEMM with; ImplicitGemm when off (kernels of more than 32
-// taps: the tap masks are 32 bits).
+// the arithmetic a mode asks for (Auto and On: FP32 accuracy)
+TcMath tcMathFor(ConvTcMode mode) {
+  return mode == ConvTcMode::Bf16 ? TcMath::Bf16 : mode == ConvTcMode::Tf32 ? TcMath::Tf32 : TcMath::Tf32x3;
+}
+
+// The tensor-core kernel (3xTF32, plain TF32 or BF16) to run this GEMM with; ImplicitGemm when off (kernels of
+// more than 32 taps: the tap masks are 32 bits). BF16 mma.sync comes with TF32's (Ampere).
 ConvKernel tcKernel(const DeviceCaps& caps, ConvTcMode mode, int M, int K, int64_t J, const ConvGeometry& g) {
   if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores()) return ConvKernel::ImplicitGemm;
   if (mode != ConvTcMode::On && !tcPays(M, K, J)) return ConvKernel::ImplicitGemm;
-  return mode == ConvTcMode::Tf32 ? ConvKernel::TensorCoreTf32 : ConvKernel::TensorCore3xTf32;
+  switch (tcMathFor(mode)) {
+    case TcMath::Bf16: return ConvKernel::TensorCoreBf16;
+    case TcMath::Tf32: return ConvKernel::TensorCoreTf32;
+    default: return ConvKernel::TensorCore3xTf32;
+  }
 }
 
 // the tiles a test may force: variant 1..6, for GEMMs of <= 32 rows and for more
@@ -152,8 +161,9 @@ ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
 }
 
 // The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
-// tiles by shape (tcTile) and the forced variants among them.
-bool hasSplitKernel(const ConvTcTile& t) {
+// tiles by shape (tcTile) and the forced variants among them; in BF16 those of 32-wide K tiles (two k16 steps).
+bool hasSplitKernel(const ConvTcTile& t, TcMath math) {
+  if (math == TcMath::Bf16 && t.bk % 32 != 0) return false;
   const ConvTcTile one[] = {{32, 4, 32, 3, 1}, {32, 8, 32, 3, 1}, {32, 4, 16, 3, 1}, {64, 2, 16, 3, 1}, {64, 4, 32, 3, 1}};
   for (ConvTcTile s : one) {
     s.splitK = t.splitK;
@@ -167,10 +177,10 @@ bool hasSplitKernel(const ConvTcTile& t) {
 // groups' sum is overhead. H200, TF32, every pass split against none: resnet_fast (all its launches 98-196
 // blocks) 0.328 -> 0.313 s/epoch; keras_cnn (288-576 blocks) 0.198 -> 0.212. forced: 1 never, 2 wherever a
 // split kernel exists.
-int tcSplitK(const DeviceCaps& caps, const ConvTcTile& tile, int M, int64_t columns, int forced) {
+int tcSplitK(const DeviceCaps& caps, const ConvTcTile& tile, TcMath math, int M, int64_t columns, int forced) {
   ConvTcTile split = tile;
   split.splitK = 2;
-  if (forced == 1 || !hasSplitKernel(split) || convTcSharedBytes(split) > caps.sharedOptin) return 1;
+  if (forced == 1 || !hasSplitKernel(split, math) || convTcSharedBytes(split) > caps.sharedOptin) return 1;
   if (forced == 2) return 2;
   const int64_t blocks = (columns + tile.wn * 32 - 1) / (tile.wn * 32) * ((M + tile.bm - 1) / tile.bm);
   return blocks < 2 * int64_t(caps.sms) ? 2 : 1;
@@ -197,6 +207,10 @@ ConvGemmTile gemmTile(const DeviceCaps& caps, int M, int64_t J) {
 
 }  // namespace
 
+const char* tcMathName(TcMath math) {
+  return math == TcMath::Bf16 ? "bf16" : math == TcMath::Tf32 ? "tf32" : "3xtf32";
+}
+
 ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, ConvPass pass, int N,
                               const ConvGeometry& g) {
   ConvPassChoice choice;
@@ -218,7 +232,7 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
     // gradient is judged by all its columns, though it launches once per phase over a share of them: that is
     // the rule as measured (judging it by one phase's launch was not measured).
     const int forced = o.convTcVariant == 0 ? o.convTcSplitK : o.convTcSplitK == 2 ? 2 : 1;
-    choice.tc.splitK = tcSplitK(caps, choice.tc, M, J, forced);
+    choice.tc.splitK = tcSplitK(caps, choice.tc, tcMathOf(choice.kernel), M, J, forced);
     return choice;
   }
   choice.gemm = gemmTile(caps, M, J);
@@ -234,8 +248,9 @@ std::string ConvPassChoice::name() const {
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s%s",
-                    kernel == ConvKernel::TensorCoreTf32 ? "tf32" : "3xtf32", tc.bm, tc.wn * 32, tc.bk, tc.stages,
+    case ConvKernel::TensorCoreBf16:
+      std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s%s", tcMathName(tcMathOf(kernel)), tc.bm, tc.wn * 32,
+                    tc.bk, tc.stages,
                     tc.minBlocks > 1 ? " minb" : "", tc.splitK > 1 ? " ks2" : "");
       break;
     default:
@@ -254,7 +269,7 @@ namespace {
 // "Residual presets"), kernels of at most 32 taps (the pixel's tap mask is 32 bits).
 bool tcWgrad(const DeviceCaps& caps, ConvTcMode mode, int64_t K, int64_t P, const ConvGeometry& g) {
   if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores() || K >= INT32_MAX) return false;
-  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32 too only where it pays, as the other passes
+  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32, Bf16 too only where it pays, as the other passes
 }
 
 // the tiles a test may force (variant 1..6), else 32 or 64 filters by F, 64 or 128 taps by K, 32 pixels a
@@ -318,7 +333,7 @@ ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides
   if (!tcWgrad(caps, o.convTc, K, P, g)) return simt;
   ConvWgradPlan plan;
   plan.tc = true;
-  plan.tf32 = o.convTc == ConvTcMode::Tf32;
+  plan.math = tcMathFor(o.convTc);
   plan.tile = tcWgradTile(caps, g.F, K, o.convTcVariant);
   plan.tilesM = int((g.F + plan.tile.bm - 1) / plan.tile.bm);
   plan.tilesN = int((K + plan.tile.wn * 32 - 1) / (plan.tile.wn * 32));
@@ -330,7 +345,7 @@ ConvWgradPlan chooseConvWeightGrad(const DeviceCaps& caps, const KernelOverrides
 std::string ConvWgradPlan::name() const {
   char text[96];
   if (tc)
-    std::snprintf(text, sizeof text, "tc %s %dx%d bk%d tiles %dx%d splits %d", tf32 ? "tf32" : "3xtf32", tile.bm,
+    std::snprintf(text, sizeof text, "tc %s %dx%d bk%d tiles %dx%d splits %d", tcMathName(math), tile.bm,
                   tile.wn * 32, tile.bk, tilesM, tilesN, S);
   else
     std::snprintf(text, sizeof text, "rg%d tm%d tn%d tiles %dx%d splits %d", rg, tm, tn, tilesM, tilesN, S);

@@ -498,12 +498,13 @@ void checkElementwise(ActivationFn fn) {
 
 // ---- launchers ----
 
-// The overrides in force, with a run's TF32 precision where no NNSTUDIO_CONV_TC override decides the
-// tensor cores: TF32 takes the same kernels where they pay, with one product per multiply (the workspace
-// of the weight gradient is the same either way).
+// The overrides in force, with a run's TF32 or mixed precision where no NNSTUDIO_CONV_TC override decides the
+// tensor cores: TF32 and BF16 take the same kernels where they pay, with one product per multiply (the
+// workspace of the weight gradient is the same either way).
 static KernelOverrides overridesFor(Precision precision) {
   KernelOverrides o = kernelOverrides();
-  if (precision == Precision::Tf32 && o.convTc == ConvTcMode::Auto) o.convTc = ConvTcMode::Tf32;
+  if (o.convTc == ConvTcMode::Auto && precision != Precision::Fp32)
+    o.convTc = precision == Precision::Mixed ? ConvTcMode::Bf16 : ConvTcMode::Tf32;
   return o;
 }
 
@@ -519,8 +520,8 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      conv2d_tc_forward(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, out, in, weight, bias, N, g, act,
-                        alpha);
+    case ConvKernel::TensorCoreBf16:
+      conv2d_tc_forward(stream, c.tc, tcMathOf(c.kernel), out, in, weight, bias, N, g, act, alpha);
       break;
     case ConvKernel::ImplicitGemm:
       // float4 epilogue
@@ -582,8 +583,8 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
       break;
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
-      conv2d_tc_backward_input(stream, c.tc, c.kernel == ConvKernel::TensorCore3xTf32, dIn, dOut, weight, in, N, g,
-                               inAct, inAlpha);
+    case ConvKernel::TensorCoreBf16:
+      conv2d_tc_backward_input(stream, c.tc, tcMathOf(c.kernel), dIn, dOut, weight, in, N, g, inAct, inAlpha);
       break;
     case ConvKernel::ImplicitGemm: {
       const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 4);

@@ -64,7 +64,7 @@ constexpr size_t tcSmemBytes() {
 // tile, and group 0 adds the others' sums before the epilogue. The block has KS times the warps, so each
 // thread gathers 1/KS of the tile and each warp runs 1/KS of the products: a shorter chain per warp (the
 // small layers' launches are bound by it, not by the SMs' issue slots).
-template <int MODE, int BM, int WN, int SPLIT, int BK, int STAGES, int MINB, int KS>
+template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int MINB, int KS>
 __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(const ConvGemmArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(con
   constexpr int BROWS = BK / WARPS;       // B-tile rows per warp
   constexpr int BCOLS = BN / 32;          // B-tile columns per lane
   static_assert(BM * BK % THREADS == 0 && THREADS % BK == 0 && BK % WARPS == 0 && (BM == 32 || BM == 64) &&
-                    BK % (8 * KS) == 0 && (KS == 1 || KS == 2),
+                    BK % (tc::kStep<MATH> * KS) == 0 && (KS == 1 || KS == 2),
                 "tile shape (the sums' buffer, convTcSharedBytes, holds one other group)");
 
   extern __shared__ __align__(16) float smem[];
@@ -211,8 +211,9 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(con
     sLoad = sLoad + 1 == STAGES ? 0 : sLoad + 1;
     auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
     auto bAt = [&](int k, int c) { return Bs[s][k][wn * 32 + c]; };
+    constexpr int STEP = tc::kStep<MATH>;
 #pragma unroll
-    for (int k8 = 8 * kz; k8 < BK; k8 += 8 * KS) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
+    for (int k = STEP * kz; k < BK; k += STEP * KS) tc::mmaWarpTile<MATH>(acc, k, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   cpAsyncWait<0>();  // no copy may be in flight when the block exits
@@ -285,11 +286,11 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(con
 #endif
 }
 
-template <int MODE, int BM, int WN, int SPLIT, int BK = 16, int STAGES = 3, int MINB = 1, int KS = 1>
-void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
+template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int MINB, int KS>
+void launchTcKernel(cudaStream_t stream, const ConvGemmArgs& a) {
   constexpr int BN = WN * 32, THREADS = BM / 32 * WN * 32 * KS;
   constexpr size_t smem = tcSmemBytes<BM, WN, BK, STAGES, KS>();
-  auto kernel = convTcKernel<MODE, BM, WN, SPLIT, BK, STAGES, MINB, KS>;
+  auto kernel = convTcKernel<MODE, BM, WN, MATH, BK, STAGES, MINB, KS>;
   if constexpr (smem > 48 * 1024) {
     static PerDevice<bool> opted;  // once per kernel and device: more than the default 48 KiB of shared memory
     oncePerDevice(opted, [&] {
@@ -303,55 +304,67 @@ void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
   checkLaunch("conv2d tensor-core implicit GEMM");
 }
 
+template <int MODE, int BM, int WN, TcMath MATH, int BK = 16, int STAGES = 3, int MINB = 1, int KS = 1>
+void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
+  if constexpr (BK % (tc::kStep<MATH> * KS) != 0) {  // BF16 steps of 16 do not split a K tile of 16 (hasSplitKernel)
+    throw EngineError("conv2d tensor cores: this tile's K tile does not split into BF16 steps");
+  } else {
+    launchTcKernel<MODE, BM, WN, MATH, BK, STAGES, MINB, KS>(stream, a);
+  }
+}
+
 // the chooser's tile (kernel_choice.h: tcTile, tcVariant)
-template <int MODE, int SPLIT>
+template <int MODE, TcMath MATH>
 void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t) {
   auto is = [&](int bm, int wn, int bk, int stages, int minBlocks, int splitK = 1) {
     return t == ConvTcTile{bm, wn, bk, stages, minBlocks, splitK};
   };
   // the chooser's default tiles, their K tiles split over two warp groups (choose_conv.cpp hasSplitKernel)
-  if (is(32, 4, 32, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 32, 3, 1, 2>(stream, a);
-  else if (is(32, 8, 32, 3, 1, 2)) launchTc<MODE, 32, 8, SPLIT, 32, 3, 1, 2>(stream, a);
-  else if (is(32, 4, 16, 3, 1, 2)) launchTc<MODE, 32, 4, SPLIT, 16, 3, 1, 2>(stream, a);
-  else if (is(64, 2, 16, 3, 1, 2)) launchTc<MODE, 64, 2, SPLIT, 16, 3, 1, 2>(stream, a);
-  else if (is(64, 4, 32, 3, 1, 2)) launchTc<MODE, 64, 4, SPLIT, 32, 3, 1, 2>(stream, a);
-  else if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, SPLIT>(stream, a);
-  else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, SPLIT>(stream, a);
-  else if (is(32, 4, 32, 3, 1)) launchTc<MODE, 32, 4, SPLIT, 32, 3>(stream, a);
-  else if (is(32, 4, 16, 4, 1)) launchTc<MODE, 32, 4, SPLIT, 16, 4>(stream, a);
-  else if (is(32, 8, 16, 3, 1)) launchTc<MODE, 32, 8, SPLIT, 16, 3>(stream, a);
-  else if (is(32, 4, 16, 3, 6)) launchTc<MODE, 32, 4, SPLIT, 16, 3, 6>(stream, a);
-  else if (is(32, 8, 32, 3, 1)) launchTc<MODE, 32, 8, SPLIT, 32, 3>(stream, a);
-  else if (is(64, 4, 16, 3, 1)) launchTc<MODE, 64, 4, SPLIT>(stream, a);
-  else if (is(64, 2, 16, 3, 1)) launchTc<MODE, 64, 2, SPLIT>(stream, a);
-  else if (is(64, 4, 32, 3, 1)) launchTc<MODE, 64, 4, SPLIT, 32, 3>(stream, a);
-  else if (is(64, 4, 16, 4, 1)) launchTc<MODE, 64, 4, SPLIT, 16, 4>(stream, a);
-  else if (is(64, 2, 32, 4, 1)) launchTc<MODE, 64, 2, SPLIT, 32, 4>(stream, a);
-  else if (is(64, 4, 16, 3, 3)) launchTc<MODE, 64, 4, SPLIT, 16, 3, 3>(stream, a);
+  if (is(32, 4, 32, 3, 1, 2)) launchTc<MODE, 32, 4, MATH, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 8, 32, 3, 1, 2)) launchTc<MODE, 32, 8, MATH, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 4, 16, 3, 1, 2)) launchTc<MODE, 32, 4, MATH, 16, 3, 1, 2>(stream, a);
+  else if (is(64, 2, 16, 3, 1, 2)) launchTc<MODE, 64, 2, MATH, 16, 3, 1, 2>(stream, a);
+  else if (is(64, 4, 32, 3, 1, 2)) launchTc<MODE, 64, 4, MATH, 32, 3, 1, 2>(stream, a);
+  else if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, MATH>(stream, a);
+  else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, MATH>(stream, a);
+  else if (is(32, 4, 32, 3, 1)) launchTc<MODE, 32, 4, MATH, 32, 3>(stream, a);
+  else if (is(32, 4, 16, 4, 1)) launchTc<MODE, 32, 4, MATH, 16, 4>(stream, a);
+  else if (is(32, 8, 16, 3, 1)) launchTc<MODE, 32, 8, MATH, 16, 3>(stream, a);
+  else if (is(32, 4, 16, 3, 6)) launchTc<MODE, 32, 4, MATH, 16, 3, 6>(stream, a);
+  else if (is(32, 8, 32, 3, 1)) launchTc<MODE, 32, 8, MATH, 32, 3>(stream, a);
+  else if (is(64, 4, 16, 3, 1)) launchTc<MODE, 64, 4, MATH>(stream, a);
+  else if (is(64, 2, 16, 3, 1)) launchTc<MODE, 64, 2, MATH>(stream, a);
+  else if (is(64, 4, 32, 3, 1)) launchTc<MODE, 64, 4, MATH, 32, 3>(stream, a);
+  else if (is(64, 4, 16, 4, 1)) launchTc<MODE, 64, 4, MATH, 16, 4>(stream, a);
+  else if (is(64, 2, 32, 4, 1)) launchTc<MODE, 64, 2, MATH, 32, 4>(stream, a);
+  else if (is(64, 4, 16, 3, 3)) launchTc<MODE, 64, 4, MATH, 16, 3, 3>(stream, a);
   else throw EngineError("conv2d tensor cores: no kernel for this tile");
 }
 
 template <int MODE>
-void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& tile, bool split3) {
-  if (split3) launchTile<MODE, 3>(stream, a, tile);
-  else launchTile<MODE, 1>(stream, a, tile);
+void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& tile, TcMath math) {
+  switch (math) {
+    case TcMath::Tf32x3: return launchTile<MODE, TcMath::Tf32x3>(stream, a, tile);
+    case TcMath::Tf32: return launchTile<MODE, TcMath::Tf32>(stream, a, tile);
+    case TcMath::Bf16: return launchTile<MODE, TcMath::Bf16>(stream, a, tile);
+  }
 }
 
 }  // namespace
 
 // ---- launchers (conv2d.cu has checked the activation and the sizes) ----
 
-void conv2d_tc_forward(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* out, const float* in,
+void conv2d_tc_forward(cudaStream_t stream, const ConvTcTile& tile, TcMath math, float* out, const float* in,
                        const float* weight, const float* bias, int N, const ConvGeometry& g, ActivationFn act,
                        float alpha) {
-  dispatchTc<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 2), tile, split3);
+  dispatchTc<kForward>(stream, convForwardGemm(out, in, weight, bias, N, g, act, alpha, 2), tile, math);
 }
 
-void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* dIn, const float* dOut,
+void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, TcMath math, float* dIn, const float* dOut,
                               const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
                               float inAlpha) {
   const ConvGemmArgs a = convInputGemm(dIn, dOut, weight, in, N, g, inAct, inAlpha, 2);
-  if (g.stride == 1) return dispatchTc<kInput>(stream, a, tile, split3);
+  if (g.stride == 1) return dispatchTc<kInput>(stream, a, tile, math);
   // one launch per phase; positions that no tap reaches (a kernel smaller than the stride) keep a zero
   // gradient, from one fill first (zero times any gate is zero)
   std::vector<ConvGemmArgs> phases;
@@ -367,7 +380,7 @@ void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool 
   if (untapped)
     check(cudaMemsetAsync(dIn, 0, sizeof(float) * size_t(N) * size_t(g.C) * size_t(g.H) * size_t(g.W), stream),
           "conv2d input gradient (positions no tap reaches)");
-  for (const ConvGemmArgs& phase : phases) dispatchTc<kInputPhase>(stream, phase, tile, split3);
+  for (const ConvGemmArgs& phase : phases) dispatchTc<kInputPhase>(stream, phase, tile, math);
 }
 
 }  // namespace nnstudio::cuda

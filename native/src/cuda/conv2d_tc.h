@@ -1,7 +1,7 @@
-// Tensor-core (TF32 mma.sync, sm_80+) implicit GEMM for conv2d's forward and input-gradient passes
+// Tensor-core (TF32 or BF16 mma.sync, sm_80+) implicit GEMM for conv2d's forward and input-gradient passes
 // (cuda/conv2d_tc.cu). conv2d.cu's launchers run it where the chooser (kernel_choice.h, chooseConvPass)
-// picks it, with the chooser's tile. FP32-level accuracy with `split3` (3xTF32); plain TF32 products
-// otherwise (NNSTUDIO_CONV_TC=tf32: 1.4-2x over the CPU-parity tolerance on keras conv2, comparisons only).
+// picks it, with the chooser's tile. FP32-level accuracy with TcMath::Tf32x3; plain TF32 or BF16 products
+// otherwise (a run's Precision, or NNSTUDIO_CONV_TC=tf32|bf16: over the CPU-parity tolerance, compared looser).
 #pragma once
 
 #include "cuda/kernel_choice.h"
@@ -10,11 +10,11 @@
 namespace nnstudio::cuda {
 
 // out = act(conv(in, weight) + bias), as conv2d_forward.
-void conv2d_tc_forward(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* out, const float* in,
+void conv2d_tc_forward(cudaStream_t stream, const ConvTcTile& tile, TcMath math, float* out, const float* in,
                        const float* weight, const float* bias, int N, const ConvGeometry& g, ActivationFn act,
                        float alpha);
 // dIn = conv_transpose(dOut, weight) * inAct'(in), as conv2d_backward_input.
-void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, bool split3, float* dIn, const float* dOut,
+void conv2d_tc_backward_input(cudaStream_t stream, const ConvTcTile& tile, TcMath math, float* dIn, const float* dOut,
                               const float* weight, const float* in, int N, const ConvGeometry& g, ActivationFn inAct,
                               float inAlpha);
 

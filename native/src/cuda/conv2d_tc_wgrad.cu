@@ -1,5 +1,5 @@
 // conv2d's weight gradient on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+) with conv2d_tc.cu's 3xTF32
-// split, so FP32-level accuracy.
+// split, so FP32-level accuracy (or the plan's plain TF32 or BF16 products: TcMath).
 //   dW (F, K) = dOut (F, P) . col (P, K),   P = N*OH*OW pixels, K = C*kh*kw taps; dBias (F) = dOut . 1
 // The GEMM's rows are the filters, its columns the taps and its reduction the pixels, split into chunks
 // (blockIdx.z) as the SIMT kernel's (conv2d.cu, the same arguments and the same chunk reduction).
@@ -13,7 +13,7 @@
 // AND and a cp.async (4 bytes, zero-filled where the tap is outside, so the padding costs no branch).
 // 3 stages, one __syncthreads per step. The blocks of the first tap tile also sum their dOut tiles per
 // filter, in FP32, for the bias.
-// The reduction order is fixed for a plan (pixels in steps of 8 through the mma, chunks added in order by
+// The reduction order is fixed for a plan (pixels in steps of 8, BF16 16, through the mma, chunks added in order by
 // conv2d.cu's reduction; the bias's order follows the tile's threads): deterministic. The chooser's plan
 // depends on the shape alone, not on the GPU.
 #include <cstdint>
@@ -30,7 +30,7 @@ namespace nnstudio::cuda {
 
 namespace {
 
-template <int BM, int WN, int SPLIT, int BK, int STAGES>
+template <int BM, int WN, TcMath MATH, int BK, int STAGES>
 __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const ConvWgradArgs a) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
     auto aAt = [&](int r, int k) { return As[s][wm * 32 + r][k]; };
     auto bAt = [&](int k, int c) { return Bs[s][wn * 32 + c][k]; };  // B is stored [tap][pixel]
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) tc::mmaWarpTile<SPLIT>(acc, k8, g, t, aAt, bAt);
+    for (int k = 0; k < BK; k += tc::kStep<MATH>) tc::mmaWarpTile<MATH>(acc, k, g, t, aAt, bAt);
     s = s + 1 == STAGES ? 0 : s + 1;
   }
   tc::cpAsyncWait<0>();
@@ -181,11 +181,11 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
 #endif
 }
 
-template <int BM, int WN, int SPLIT, int BK>
+template <int BM, int WN, TcMath MATH, int BK>
 void launchWgrad(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a) {
   constexpr int STAGES = 3, THREADS = BM / 32 * WN * 32;
   constexpr size_t smem = convTcWgradDynamicBytes(ConvTcTile{BM, WN, BK, STAGES, 1});  // + the static tap table
-  auto kernel = convTcWgradKernel<BM, WN, SPLIT, BK, STAGES>;
+  auto kernel = convTcWgradKernel<BM, WN, MATH, BK, STAGES>;
   if constexpr (convTcWgradSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1}) > 48 * 1024) {
     static PerDevice<bool> opted;  // once per kernel and device: more than the default 48 KiB of shared memory
     oncePerDevice(opted, [&] {
@@ -199,26 +199,29 @@ void launchWgrad(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgrad
   checkLaunch("conv2d tensor-core weight gradient");
 }
 
-template <int SPLIT>
+template <TcMath MATH>
 void launchWgradTile(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a) {
   const ConvTcTile& t = plan.tile;
   auto is = [&](int bm, int wn, int bk) { return t == ConvTcTile{bm, wn, bk, 3, 1}; };
-  if (is(32, 2, 16)) launchWgrad<32, 2, SPLIT, 16>(stream, plan, a);
-  else if (is(32, 4, 16)) launchWgrad<32, 4, SPLIT, 16>(stream, plan, a);
-  else if (is(32, 4, 32)) launchWgrad<32, 4, SPLIT, 32>(stream, plan, a);
-  else if (is(32, 2, 32)) launchWgrad<32, 2, SPLIT, 32>(stream, plan, a);
-  else if (is(64, 2, 16)) launchWgrad<64, 2, SPLIT, 16>(stream, plan, a);
-  else if (is(64, 4, 16)) launchWgrad<64, 4, SPLIT, 16>(stream, plan, a);
-  else if (is(64, 4, 32)) launchWgrad<64, 4, SPLIT, 32>(stream, plan, a);
-  else if (is(64, 2, 32)) launchWgrad<64, 2, SPLIT, 32>(stream, plan, a);
+  if (is(32, 2, 16)) launchWgrad<32, 2, MATH, 16>(stream, plan, a);
+  else if (is(32, 4, 16)) launchWgrad<32, 4, MATH, 16>(stream, plan, a);
+  else if (is(32, 4, 32)) launchWgrad<32, 4, MATH, 32>(stream, plan, a);
+  else if (is(32, 2, 32)) launchWgrad<32, 2, MATH, 32>(stream, plan, a);
+  else if (is(64, 2, 16)) launchWgrad<64, 2, MATH, 16>(stream, plan, a);
+  else if (is(64, 4, 16)) launchWgrad<64, 4, MATH, 16>(stream, plan, a);
+  else if (is(64, 4, 32)) launchWgrad<64, 4, MATH, 32>(stream, plan, a);
+  else if (is(64, 2, 32)) launchWgrad<64, 2, MATH, 32>(stream, plan, a);
   else throw EngineError("conv2d tensor-core weight gradient: no kernel for this tile");
 }
 
 }  // namespace
 
 void conv2d_tc_backward_weights(cudaStream_t stream, const ConvWgradPlan& plan, const ConvWgradArgs& a) {
-  if (plan.tf32) launchWgradTile<1>(stream, plan, a);
-  else launchWgradTile<3>(stream, plan, a);
+  switch (plan.math) {
+    case TcMath::Tf32x3: return launchWgradTile<TcMath::Tf32x3>(stream, plan, a);
+    case TcMath::Tf32: return launchWgradTile<TcMath::Tf32>(stream, plan, a);
+    case TcMath::Bf16: return launchWgradTile<TcMath::Bf16>(stream, plan, a);
+  }
 }
 
 }  // namespace nnstudio::cuda

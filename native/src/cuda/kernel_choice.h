@@ -55,7 +55,18 @@ using cpu::PoolGeometry;
 // ================================ conv2d forward and input gradient ================================
 
 enum class ConvPass { Forward, InputGradient };
-enum class ConvKernel { Direct, TensorCore3xTf32, TensorCoreTf32, ImplicitGemm };
+enum class ConvKernel { Direct, TensorCore3xTf32, TensorCoreTf32, TensorCoreBf16, ImplicitGemm };
+
+// The tensor cores' arithmetic for one pass: 3xTF32 (each operand split into two TF32 halves, FP32 accuracy),
+// one TF32 product (a 10-bit mantissa), or one BF16 product (8 bits; m16n8k16), FP32 sums in all three.
+enum class TcMath { Tf32x3, Tf32, Bf16 };
+inline bool isTensorCore(ConvKernel k) {
+  return k == ConvKernel::TensorCore3xTf32 || k == ConvKernel::TensorCoreTf32 || k == ConvKernel::TensorCoreBf16;
+}
+inline TcMath tcMathOf(ConvKernel k) {
+  return k == ConvKernel::TensorCoreBf16 ? TcMath::Bf16 : k == ConvKernel::TensorCoreTf32 ? TcMath::Tf32 : TcMath::Tf32x3;
+}
+const char* tcMathName(TcMath math);  // "3xtf32", "tf32", "bf16"
 
 // conv2d_direct.cu: a block stages `rows` output rows of one sample (input rows and all weights in shared
 // memory); a thread computes ft output channels x px pixels, `splits` threads share an output.
@@ -69,7 +80,7 @@ inline constexpr int kConvDirectMaxThreads = 512;  // the kernel's __launch_boun
 // conv2d_tc.cu: block tile bm x (wn * 32), K step bk, `stages` cp.async stages, __launch_bounds__ minBlocks
 struct ConvTcTile {
   int bm = 0, wn = 0, bk = 16, stages = 3, minBlocks = 1;
-  int splitK = 1;  // warp groups that share each K tile, each taking every splitK-th k8 step (then summed)
+  int splitK = 1;  // warp groups that share each K tile, each taking every splitK-th k step (then summed)
   bool operator==(const ConvTcTile& o) const {
     return bm == o.bm && wn == o.wn && bk == o.bk && stages == o.stages && minBlocks == o.minBlocks &&
            splitK == o.splitK;
@@ -109,11 +120,11 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
 //   conv2d.cu's SIMT kernel: blocks of rg thread-rows x 256/rg thread-columns with tm x tn micro-tiles over
 //     (F, K + 1), the bias as a column of ones;
 //   conv2d_tc_wgrad.cu's tensor-core kernel (tc): tiles of tile.bm filters x tile.wn * 32 taps over (F, K),
-//     tile.bk pixels a step, 3xTF32 (TF32 alone under NNSTUDIO_CONV_TC=tf32); the bias summed from the
+//     tile.bk pixels a step, in `math` (as the other passes: TcMath); the bias summed from the
 //     dOut tiles by the blocks of the first tap tile.
 struct ConvWgradPlan {
   bool tc = false;
-  bool tf32 = false;  // tc: plain TF32 products (comparisons only)
+  TcMath math = TcMath::Tf32x3;  // tc
   ConvTcTile tile;    // tc
   int rg = 16, tm = 1, tn = 1, tilesM = 1, tilesN = 1, S = 1, chunk = 32;
   std::string name() const;  // "rg16 tm2 tn4 tiles 1x3 splits 176", "tc 3xtf32 32x128 bk32 tiles 1x3 splits 88"

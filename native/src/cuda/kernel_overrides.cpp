@@ -34,7 +34,10 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   if (const char* v = lookup("NNSTUDIO_GEMM_MAXSPLIT")) o.gemmWideClusters = std::atoi(v) > 8;
   o.gemmTile = gemmTileNamed(lookup("NNSTUDIO_GEMM_TILE"));
   if (const char* v = lookup("NNSTUDIO_CONV_TC"))
-    o.convTc = is(v, "0") ? ConvTcMode::Off : is(v, "tf32") ? ConvTcMode::Tf32 : ConvTcMode::On;
+    o.convTc = is(v, "0")      ? ConvTcMode::Off
+               : is(v, "tf32") ? ConvTcMode::Tf32
+               : is(v, "bf16") ? ConvTcMode::Bf16
+                               : ConvTcMode::On;
   if (const char* v = lookup("NNSTUDIO_CONV_TC_VARIANT")) {  // tuning: one tile for every tensor-core pass
     const int n = std::atoi(v);
     if (n >= 1 && n <= kConvTcVariants) o.convTcVariant = n;

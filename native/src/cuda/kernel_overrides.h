@@ -12,10 +12,11 @@ namespace nnstudio::cuda {
 // it (On: tests and comparisons).
 enum class Switch { Auto, Off, On };
 
-// The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 (where it
-// pays, but 1xTF32 products: faster, and outside the CPU-parity tolerance on keras conv2). A run's
-// Precision::Tf32 selects Tf32 where this is Auto (conv2d.cu overridesFor); set here, it wins over the run's.
-enum class ConvTcMode { Auto, Off, On, Tf32 };
+// The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 / Bf16 (where it
+// pays, but 1xTF32 or BF16 products: faster, and outside the CPU-parity tolerance on keras conv2). A run's
+// Precision::Tf32 / Mixed selects Tf32 / Bf16 where this is Auto (conv2d.cu overridesFor); set here, it wins
+// over the run's.
+enum class ConvTcMode { Auto, Off, On, Tf32, Bf16 };
 
 // A forced launch shape of the direct convolution; 0 = the planner's choice.
 struct ConvDirectShape {

@@ -162,7 +162,7 @@ __device__ void forwardPartials(const MlpStepLayout& l, const float* xN, const f
     float acc[2][4][4];
     tc::clearWarpTile(acc);
     for (int k8 = 0; k8 < l.IcP; k8 += 8)
-      tc::mmaWarpTile<SPLIT>(acc, k8, g, t, [&](int r, int k) { return xN[(m0 + r) * l.xs + k]; },
+      tc::mmaWarpTileTf32<SPLIT>(acc, k8, g, t, [&](int r, int k) { return xN[(m0 + r) * l.xs + k]; },
                              [&](int k, int c) { return w1t[k * l.w1s + n0 + c]; });
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -406,7 +406,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
         float acc[2][4][4];
         tc::clearWarpTile(acc);
         for (int k8 = 0; k8 < K8; k8 += 8)
-          tc::mmaWarpTile<SPLIT>(acc, k8, g, t4, [&](int r, int k) { return dhAll[k * l.ps + m0 + r]; },
+          tc::mmaWarpTileTf32<SPLIT>(acc, k8, g, t4, [&](int r, int k) { return dhAll[k * l.ps + m0 + r]; },
                                  [&](int k, int c) { return xN[k * l.xs + n0 + c]; });
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt)
@@ -453,8 +453,9 @@ __global__ void mlpStepKernel(MlpStepArgs, MlpStepLayout, int, int) { __trap(); 
 #endif
 
 using KernelFn = void (*)(MlpStepArgs, MlpStepLayout, int, int);
-// the products in 3xTF32 (FP32 accuracy) or, for a TF32 run, 1xTF32
-KernelFn kernelFor(Precision precision) { return precision == Precision::Tf32 ? mlpStepKernel<1> : mlpStepKernel<3>; }
+// the products in 3xTF32 (FP32 accuracy) or, for a TF32 or mixed run, 1xTF32 (its K slices are padded to 8
+// columns, not the 16 of a BF16 step: docs/PRECISION.md)
+KernelFn kernelFor(Precision precision) { return precision == Precision::Fp32 ? mlpStepKernel<3> : mlpStepKernel<1>; }
 
 }  // namespace
 

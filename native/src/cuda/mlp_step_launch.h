@@ -39,7 +39,7 @@ struct MlpStepArgs {
   bool nesterov = false;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;
   WeightDecay decay;  // the weights' (rate and kind; no mask: dense weights decay, biases never)
-  Precision precision = Precision::Fp32;  // the products with the batch: 3xTF32 (Fp32) or 1xTF32 (Tf32)
+  Precision precision = Precision::Fp32;  // the products with the batch: 3xTF32 (Fp32) or 1xTF32 (Tf32, Mixed)
 };
 
 // The largest cluster (16, 8, 4 or 2 blocks) the current device co-schedules for this shape; 0: none (no

@@ -1,8 +1,11 @@
-// The tensor-core building blocks of the implicit GEMMs (conv2d_tc.cu, conv2d_tc_wgrad.cu): cp.async copies
-// with zero fill, the 3xTF32 split and the m16n8k8 TF32 mma.sync (sm_80+; callers guard __CUDA_ARCH__).
+// The tensor-core building blocks of the implicit GEMMs (conv2d_tc.cu, conv2d_tc_wgrad.cu, mlp_step.cu): cp.async
+// copies with zero fill, the 3xTF32 split, the m16n8k8 TF32 and m16n8k16 BF16 mma.sync (sm_80+; callers guard
+// __CUDA_ARCH__).
 #pragma once
 
 #include <cstdint>
+
+#include "cuda/kernel_choice.h"  // TcMath
 
 namespace nnstudio::cuda::tc {
 
@@ -28,12 +31,31 @@ __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
   if constexpr (SPLIT == 3) small = __float_as_uint(x - __uint_as_float(big));
 }
 
+// the reduction steps one call of mmaWarpTile<MATH> takes: a k8 TF32 mma, or a k16 BF16 mma
+template <TcMath MATH>
+inline constexpr int kStep = MATH == TcMath::Bf16 ? 16 : 8;
+
 // d += a (16x8, row) . b (8x8, col)
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d += a (16x16, row) . b (16x8, col), BF16 operands (two a register, the lower index in the low half)
+__device__ __forceinline__ void mmaBf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// lo and hi rounded to BF16 (to nearest even), packed: lo in the low half
+__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
 // A warp's 32 x 32 tile as 2 x 4 m16n8 fragments: acc[mt][nt][c] holds row 16 mt + g (+8 for c >= 2) and
@@ -47,11 +69,39 @@ __device__ __forceinline__ void clearWarpTile(float (&acc)[2][4][4]) {
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 }
 
+// acc += A (32 x 16) . B (16 x 32) in BF16, the 16 reduction steps from k16 on. Each thread reads the elements
+// two TF32 k8 steps would (k16 + t, + 4, + 8, + 12): the m16n8k16 fragment's k slots 2t, 2t + 1, 2t + 8, 2t + 9
+// hold the reduction's k16 + t, + 4, + 8, + 12, the same permutation of k for A and B, so the sum is the same.
+template <class AAt, class BAt>
+__device__ __forceinline__ void mmaWarpTileBf16(float (&acc)[2][4][4], int k16, int g, int t, AAt aAt, BAt bAt) {
+  uint32_t a[2][4], b[4][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    const int r = mt * 16 + g;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // h: the k half (slots 0-7, 8-15)
+      const int k = k16 + 8 * h + t;
+      a[mt][2 * h] = packBf16(aAt(r, k), aAt(r, k + 4));
+      a[mt][2 * h + 1] = packBf16(aAt(r + 8, k), aAt(r + 8, k + 4));
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int c = nt * 8 + g;
+    b[nt][0] = packBf16(bAt(k16 + t, c), bAt(k16 + t + 4, c));
+    b[nt][1] = packBf16(bAt(k16 + 8 + t, c), bAt(k16 + 12 + t, c));
+  }
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) mmaBf16(acc[mt][nt], a[mt], b[nt]);
+}
+
 // acc += A (32 x 8) . B (8 x 32), the 8 reduction steps from k8 on: aAt(row, k) and bAt(k, column) read
 // the shared-memory tiles (row and column within the warp's tile). SPLIT 3: the small corrections first,
 // then the big product (3xTF32); SPLIT 1: plain TF32.
 template <int SPLIT, class AAt, class BAt>
-__device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k8, int g, int t, AAt aAt, BAt bAt) {
+__device__ __forceinline__ void mmaWarpTileTf32(float (&acc)[2][4][4], int k8, int g, int t, AAt aAt, BAt bAt) {
   uint32_t aBig[2][4], aSmall[2][4], bBig[4][2], bSmall[4][2];
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
@@ -81,6 +131,14 @@ __device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k8, int g
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], aBig[mt], bBig[nt]);
+}
+
+
+// acc += A (32 x kStep) . B (kStep x 32) from k on, in the pass's arithmetic
+template <TcMath MATH, class AAt, class BAt>
+__device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k, int g, int t, AAt aAt, BAt bAt) {
+  if constexpr (MATH == TcMath::Bf16) mmaWarpTileBf16(acc, k, g, t, aAt, bAt);
+  else mmaWarpTileTf32<MATH == TcMath::Tf32x3 ? 3 : 1>(acc, k, g, t, aAt, bAt);
 }
 
 }  // namespace nnstudio::cuda::tc
