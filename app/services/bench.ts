@@ -13,7 +13,7 @@ export interface BenchOptions {
   configs?: string[];
   epochs?: number;
   threads?: number;
-  /** CUDA: the tensor-core products' arithmetic (default TF32; the CPU computes in FP32). */
+  /** CUDA: the tensor-core products' arithmetic (default mixed; the CPU computes in FP32). */
   precision?: Precision;
 }
 

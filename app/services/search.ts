@@ -41,7 +41,7 @@ export interface SearchRequest {
   testSplit?: number;
   device?: engine.DeviceChoice;
   threads?: number;
-  /** CUDA: every trial's tensor-core arithmetic (default TF32). */
+  /** CUDA: every trial's tensor-core arithmetic (default mixed). */
   precision?: engine.Precision;
   /** Trials training at once (default: defaultParallelTrials). The runs and the winner do not depend on it. */
   parallel?: number;

@@ -53,7 +53,7 @@ export interface TrainRequest {
   ema?: number;
   /** CUDA: the GPUs to train on; several train data-parallel (docs/ARCHITECTURE.md "Several GPUs"). */
   gpus?: GpuChoice;
-  /** CUDA: the tensor-core products' arithmetic (core/model/precision.ts; default TF32, the CPU FP32). */
+  /** CUDA: the tensor-core products' arithmetic (core/model/precision.ts; default mixed, the CPU FP32). */
   precision?: Precision;
   /** Write a checkpoint here (atomically) after every epoch. */
   checkpointPath?: string;

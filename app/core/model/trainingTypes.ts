@@ -114,7 +114,7 @@ export interface TrainPlan {
   spec: ModelSpec;
   device: DeviceKind;
   /** The convolutions' arithmetic (core/model/precision.ts): always fp32 on the CPU. */
-  precision?: 'fp32' | 'tf32';
+  precision?: 'fp32' | 'tf32' | 'mixed';
   epochs: number;
   batchSize: number;
   trainCount: number;

@@ -1,5 +1,6 @@
 // conv2d's forward and input-gradient implicit GEMMs on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+)
-// with 3xTF32 error compensation, so the result has FP32-level accuracy.
+// with 3xTF32 error compensation, so the result has FP32-level accuracy; or, for a run's TF32 or mixed
+// precision, one m16n8k8 TF32 or m16n8k16 BF16 product per multiply (MATH: kernel_choice.h TcMath).
 //   forward  out (F, N*OH*OW) = W (F, K) . col (K, N*OH*OW),   K = C*kh*kw; epilogue + bias, activation
 //   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx);
 //            epilogue * inAct'(in). Stride > 1: one launch per phase (conv_gemm.cuh convInputPhaseGemm), each

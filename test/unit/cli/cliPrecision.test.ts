@@ -28,18 +28,31 @@ test('tf32 asked on the CPU: FP32 is computed, the plan says so, the model recor
 
 test('the effective precision: the asked one on CUDA, FP32 on the CPU; a note only where they differ', () => {
   assert.equal(effectivePrecision('tf32', 'cuda'), 'tf32');
-  assert.equal(effectivePrecision(undefined, 'cuda'), 'tf32', 'TF32 is the GPU\'s default');
+  assert.equal(effectivePrecision(undefined, 'cuda'), 'mixed', 'mixed is the GPU\'s default');
   assert.equal(effectivePrecision('fp32', 'cuda'), 'fp32');
   assert.equal(effectivePrecision(undefined, 'cpu'), 'fp32');
   assert.equal(effectivePrecision('tf32', 'cpu'), 'fp32');
   assert.deepEqual(precisionNotes('fp32', 'cpu'), []);
   assert.deepEqual(precisionNotes('tf32', 'cuda'), []);
   assert.equal(precisionNotes('tf32', 'cpu').length, 1);
+  assert.equal(effectivePrecision('mixed', 'cuda'), 'mixed');
+  assert.equal(effectivePrecision('mixed', 'cpu'), 'fp32');
+  assert.deepEqual(precisionNotes('mixed', 'cuda'), []);
+  assert.match(precisionNotes('mixed', 'cpu')[0], /^Mixed precision \(BF16\) applies to the GPU's tensor-core products: the CPU trains in FP32$/);
+});
+
+test('mixed asked on the CPU: FP32 is computed and recorded, the plan says so', async () => {
+  const dir = scratchDir('precision-mixed');
+  const run = await runCli(['train', ...small, '--epochs', '1', '--precision', 'mixed', '--out', 'm.safetensors'], dir);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr + run.stdout, /Mixed precision \(BF16\) applies to the GPU's tensor-core products: the CPU trains in FP32/);
+  const model = await loadModel(path.join(dir, 'm.safetensors'));
+  assert.equal((model.training?.options as Record<string, unknown>).precision, 'fp32');
 });
 
 test('the addon refuses a precision it does not know, naming the option', () => {
   const spec = { input: [4], layers: [{ kind: 'dense', units: 2 }], loss: 'softmax_cross_entropy', optimizer: { kind: 'sgd', lr: 0.1 }, seed: 1 };
   const data = { features: new Float32Array(8), labels: new Int32Array([0, 1]), count: 2, featureShape: [4] };
   assert.throws(() => engine.train(spec as never, data as never, undefined, { epochs: 1, batchSize: 2, device: 'cpu', precision: 'bf16' as never }),
-    /options\.precision must be "fp32" or "tf32"/);
+    /options\.precision must be "fp32", "tf32" or "mixed"/);
 });

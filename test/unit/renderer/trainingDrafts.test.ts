@@ -77,10 +77,12 @@ describe('several GPUs in the training settings', () => {
 });
 
 describe('the GPU arithmetic in the training settings', () => {
-  test('TF32 by default (the server\'s default, so not sent); FP32 reaches training:start unless the run is on the CPU', () => {
+  test('mixed by default (the server\'s default, so not sent); TF32 and FP32 reach training:start unless the run is on the CPU', () => {
     const draft = newTrainingDraft();
-    assert.equal(draft.precision, 'tf32');
+    assert.equal(draft.precision, 'mixed');
     assert.equal(trainingOptions(draft).value?.precision, undefined, 'the default is the server\'s');
+    draft.precision = 'tf32';
+    assert.equal(trainingOptions(draft).value?.precision, 'tf32');
     draft.precision = 'fp32';
     assert.equal(trainingOptions(draft).value?.precision, 'fp32');
     draft.device = 'cpu';

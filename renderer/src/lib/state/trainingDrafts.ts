@@ -6,7 +6,7 @@ import type { ApiError, EarlyStopping, EarlyStoppingMonitor, LrSchedule, Payload
 import type { Precision } from '../../../../app/core/model/precision';
 
 /** core/model/precision.ts's defaultGpuPrecision (this module loads in the unit tests with type imports alone). */
-export const gpuDefaultPrecision: Precision = 'tf32';
+export const gpuDefaultPrecision: Precision = 'mixed';
 
 export type Device = 'auto' | 'cpu' | 'cuda';
 export type LrScheduleKind = LrSchedule['kind'];
