@@ -90,6 +90,8 @@ export interface SearchHooks {
   /** Ends it now: the trials training are cancelled and left out (a session closing). */
   stopNow?: AbortSignal;
   history?: { store: RunStore; naming?: RunNaming };
+  /** Trains one trial: the training service unless a test stands in for the engine (a failing trial, say). */
+  trainTrial?: typeof trainModel;
 }
 
 export interface SearchOutcome {
@@ -172,7 +174,7 @@ export async function runSearch(request: SearchRequest, hooks: SearchHooks = {})
         outOfTime = true;
         return false;
       }
-      const outcome = await trainModel(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
+      const outcome = await (hooks.trainTrial ?? trainModel)(trialRequest({ ...request, valSplit }, config, kind, head, rung.epochs, seed), {
         deferTest: true, reader, signal: trialSignal, ...(hooks.history ? { history: hooks.history } : {}),
       }).catch((error: unknown) => {
         if (!isGpuMemoryError(error)) failed.abort();  // the search fails: the trials beside this one stop now

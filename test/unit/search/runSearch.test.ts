@@ -84,6 +84,26 @@ test('side by side under a time budget: the trials started first train, no later
   assert.ok(result.outcome.test, 'the better of the two is tested');
 });
 
+test('side by side, a trial failing with an error of its own cancels the trials beside it, and the search fails with it', async () => {
+  const sawAbort: number[] = [];
+  let calls = 0;
+  const failing: typeof trainModel = async (trial, hooks) => {
+    const index = calls++;
+    if (index === 1) {  // trial 0 is training: it must be stopped now, not left to finish
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw new Error('the data file vanished');
+    }
+    await new Promise<void>((resolve, reject) => {
+      const waited = setTimeout(() => reject(new Error('trial ' + index + ' was not cancelled')), 5000);
+      hooks?.signal?.addEventListener('abort', () => { clearTimeout(waited); sawAbort.push(index); resolve(); }, { once: true });
+    });
+    return { status: 'cancelled' } as Awaited<ReturnType<typeof trainModel>>;
+  };
+  await assert.rejects(runSearch({ ...request, parallel: 2 }, { trainTrial: failing }), /the data file vanished/);
+  assert.deepEqual(sawAbort, [0], 'trial 0 saw the abort');
+  assert.equal(calls, 2, 'no trial starts after the failure');
+});
+
 test('a search refuses to select without validation data', async () => {
   await assert.rejects(runSearch({ ...request, valSplit: 0 }), /selects on validation data/);
 });
