@@ -111,8 +111,8 @@ void usage(std::FILE* to) {
                "             --seeds (default 0), testing after every epoch: training seconds, test accuracy and\n"
                "             the training seconds until the test accuracy first reached --target (default 0.99)\n"
                "  --gpus     cuda: train data-parallel on these GPUs (a batch of the preset's size on each)\n"
-               "  --precision  cuda: the tensor-core products' arithmetic, fp32 (3xTF32; the engine's default), tf32\n"
-               "             (the app's default on CUDA: `nnstudio bench` runs tf32 unless told) or mixed (BF16 products)\n"
+               "  --precision  cuda: the tensor-core products' arithmetic, fp32 (3xTF32; the engine's default), tf32 or\n"
+               "             mixed (BF16 products; the app's default on CUDA: `nnstudio bench` runs mixed unless told)\n"
                "Prints one JSON line per config on stdout; progress goes to stderr.\n");
 }
 

@@ -128,8 +128,8 @@ inline std::vector<Variant> convVariants() {
   return v;
 }
 
-// BF16 products (an 8-bit mantissa: 4x TF32's rounding, about 1e-3 (1 + max |cpu|) on these rows) are checked
-// against the CPU within 10x that; a wrong fragment layout or a lost K step errs by O(1).
+// BF16 products (a 7-bit mantissa: 8x TF32's rounding, about 2e-3 (1 + max |cpu|) on these rows) are checked
+// against the CPU within 5x that; a wrong fragment layout or a lost K step errs by O(1).
 inline constexpr Tolerance kBf16Parity{1e-2, -1.0};
 inline constexpr Tolerance kBf16WgradParity{3e-2, -1.0};  // sums over every pixel of the batch
 

@@ -341,7 +341,7 @@ void testFusedStep() {
               name + ": TF32 takes its own products and stays near the FP32 run (rel error " + nnstudio_test::num(tErr) + ")");
     CHECK_MSG(gpuRun(cuda::Switch::On).parameters == tf32.parameters, name + ": TF32 deterministic");
     o.precision = Precision::Mixed;  // the fused step keeps TF32 products in a mixed run (K slices of 8, not 16)
-    CHECK_MSG(gpuRun(cuda::Switch::On).parameters == tf32.parameters, name + ": mixed runs the fused step in TF32");
+    if (fusable) CHECK_MSG(gpuRun(cuda::Switch::On).parameters == tf32.parameters, name + ": mixed runs the fused step in TF32");
   }
   testFusedStepDivergence();
   {  // a stop after 2 epochs and a resume give the 4-epoch run's bits (the state written back at each launch's end)
@@ -358,7 +358,7 @@ void testFusedStep() {
 
 // A run with Precision::Tf32 (Mixed) takes the tensor-core convolutions with one TF32 (BF16) product per
 // multiply: its weights differ from the FP32 run's (the path is taken, where the GPU has tensor cores and no
-// NNSTUDIO_CONV_TC override decides), stay close to them (`near`: BF16 rounds 4x coarser), learn, and are the
+// NNSTUDIO_CONV_TC override decides), stay close to them (`near`: BF16 rounds 8x coarser), learn, and are the
 // same bits run after run. The CPU ignores the setting (its run equals its FP32 run).
 void testReducedPrecision(Precision precision, const std::string& name, double near) {
   std::printf("%s precision\n", name.c_str());
@@ -728,7 +728,7 @@ int main() {
     testWholeRuns();
     testFusedStep();
     testReducedPrecision(Precision::Tf32, "tf32", 5e-2);  // 2.6e-3 on an H100
-    testReducedPrecision(Precision::Mixed, "mixed", 1e-1);
+    testReducedPrecision(Precision::Mixed, "mixed", 2e-2);  // 5.5e-3 on an H100
     testTaskNetworks();
     testTaskRuns();
     testRunBehaviour();

@@ -10,6 +10,7 @@ import type { ClassWeights } from '../../services/trainingSetup';
 import { services, type ResumeRequest, type TrainEvent, type TrainOutcome, type TrainRequest } from '../../services';
 import { formatDuration, renderProgressBar, TerminalProgress } from '../progressBar';
 import { countLimits } from '../../core/model/countLimits';
+import { precisionLabel } from '../../core/model/precisionLabel';
 import { addDataOptions, checkOutputPath, presetHelp, countWithin, dataSourceFrom, fraction, positiveNumber, precisionOption, threadCount, type DataOptions } from '../options';
 import type { Precision } from '../../core/model/precision';
 import { formatRegressionReport, formatReport } from '../report';
@@ -113,7 +114,7 @@ function progressReporter(options: TrainCommandOptions) {
           : `${plan.classLabels.length} classes`;
         stream.write(
           `training on ${plan.dataDescription}: ${plan.trainCount} examples (${plan.validationCount} validation, ` +
-            `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}${plan.device === 'cuda' && plan.precision ? ` (${plan.precision.toUpperCase()} convolutions)` : ''}\n`,
+            `${plan.testCount} test), ${predicts}, ${plural(plan.epochs, 'epoch')} of batch ${plan.batchSize} on ${plan.device}${plan.device === 'cuda' && plan.precision ? ` (${precisionLabel(plan.precision)} convolutions)` : ''}\n`,
         );
         if (plan.resumedFrom) stream.write(`resuming ${options.resume} after epoch ${plan.resumedFrom.epoch}\n`);
         for (const note of plan.notes ?? []) stream.write(`note: ${note}\n`);

@@ -1,7 +1,7 @@
 // The arithmetic of a run's CUDA tensor-core products: the convolutions and the fused MLP step's (issue 16;
 // engine.h Precision). fp32: FP32 accuracy (the tensor-core passes as 3xTF32); tf32: one TF32 product per
 // multiply (a 10-bit mantissa, PyTorch's default for cuDNN convolutions); mixed: one BF16 product per multiply
-// in the convolutions (an 8-bit mantissa; the fused MLP step stays TF32). All three keep FP32 sums, activations,
+// in the convolutions (a 7-bit mantissa; the fused MLP step stays TF32). All three keep FP32 sums, activations,
 // weights, optimizer state, batchnorm statistics and losses. Mixed is the GPU's default: measured on every preset
 // it keeps the test accuracy within 0.3 points of FP32 (within 0.02 on an H100) and is the fastest of the three
 // (docs/PRECISION.md). The CPU computes in FP32 whatever is asked.

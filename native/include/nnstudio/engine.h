@@ -251,7 +251,7 @@ struct Augmentation {
 // step's two (the SIMT kernels, dense layers included, are FP32 either way; the CPU computes in FP32 whatever is asked):
 // Fp32: FP32 accuracy (the tensor-core passes as 3xTF32, each operand split into two TF32 halves);
 // Tf32: one TF32 product per multiply (a 10-bit mantissa, as PyTorch's default for cuDNN convolutions);
-// Mixed: one BF16 product per multiply (an 8-bit mantissa, m16n8k16) in the convolutions, TF32 in the fused MLP
+// Mixed: one BF16 product per multiply (a 7-bit mantissa, m16n8k16) in the convolutions, TF32 in the fused MLP
 // step. In all three the sums, the activations and gradients between layers, the weights (the master copy), the
 // optimizer state, batchnorm statistics, softmax and the losses stay FP32 (docs/PRECISION.md).
 enum class Precision { Fp32, Tf32, Mixed };

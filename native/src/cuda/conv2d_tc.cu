@@ -61,7 +61,7 @@ constexpr size_t tcSmemBytes() {
   return convTcSharedBytes(ConvTcTile{BM, WN, BK, STAGES, 1, KS});  // kernel_choice.h: the chooser checks it fits
 }
 
-// KS warp groups share each K tile: group z takes the tile's k8 steps z, z + KS, ... for its 32 x 32 output
+// KS warp groups share each K tile: group z takes the tile's k steps (8 wide, BF16 16) z, z + KS, ... for its 32 x 32 output
 // tile, and group 0 adds the others' sums before the epilogue. The block has KS times the warps, so each
 // thread gathers 1/KS of the tile and each warp runs 1/KS of the products: a shorter chain per warp (the
 // small layers' launches are bound by it, not by the SMs' issue slots).

@@ -1,5 +1,5 @@
 // conv2d's weight gradient on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+) with conv2d_tc.cu's 3xTF32
-// split, so FP32-level accuracy (or the plan's plain TF32 or BF16 products: TcMath).
+// split, so FP32-level accuracy, or the plan's plain TF32 or BF16 (m16n8k16) products (TcMath).
 //   dW (F, K) = dOut (F, P) . col (P, K),   P = N*OH*OW pixels, K = C*kh*kw taps; dBias (F) = dOut . 1
 // The GEMM's rows are the filters, its columns the taps and its reduction the pixels, split into chunks
 // (blockIdx.z) as the SIMT kernel's (conv2d.cu, the same arguments and the same chunk reduction).

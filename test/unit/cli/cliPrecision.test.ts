@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { loadModel } from '../../../app/core/model/modelFile';
 import { effectivePrecision, precisionNotes } from '../../../app/core/model/precision';
+import { precisionLabel } from '../../../app/core/model/precisionLabel';
 import { errorLine, runCli, scratchDir } from './cliHarness';
 import * as engine from '../../../app/engine';
 
@@ -36,6 +37,7 @@ test('the effective precision: the asked one on CUDA, FP32 on the CPU; a note on
   assert.deepEqual(precisionNotes('tf32', 'cuda'), []);
   assert.equal(precisionNotes('tf32', 'cpu').length, 1);
   assert.equal(effectivePrecision('mixed', 'cuda'), 'mixed');
+  assert.deepEqual(['mixed', 'tf32', 'fp32'].map((p) => precisionLabel(p as 'mixed')), ['mixed (BF16)', 'TF32', 'FP32']);
   assert.equal(effectivePrecision('mixed', 'cpu'), 'fp32');
   assert.deepEqual(precisionNotes('mixed', 'cuda'), []);
   assert.match(precisionNotes('mixed', 'cpu')[0], /^Mixed precision \(BF16\) applies to the GPU's tensor-core products: the CPU trains in FP32$/);

@@ -232,8 +232,10 @@ export class TrainState {
     if (this.run?.state === 'finished' && (datasetId === undefined || this.run.datasetId !== datasetId)) this.run = undefined;
   }
 
+  /** The settings to save; the GPU arithmetic only where it is not the default, so that a saved session follows a new default. */
   settingsSnapshot(): NonNullable<Workspace['training']> {
-    return $state.snapshot(this.settings) as NonNullable<Workspace['training']>;
+    const { precision, ...rest } = $state.snapshot(this.settings);
+    return { ...rest, ...(precision !== gpuDefaultPrecision ? { precision } : {}) } as NonNullable<Workspace['training']>;
   }
 
   restoreSettings(saved: NonNullable<Workspace['training']>): void {

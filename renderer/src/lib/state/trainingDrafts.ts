@@ -239,7 +239,7 @@ export function trainingOptions(draft: TrainingDraft, images = false): Checked<T
 
 /**
  * The GPU arithmetic a start payload (training:start, search:start) asks for: none for the CPU, and none for the
- * server's own default, so that a CPU-only machine's runs (device auto) carry no TF32 note.
+ * server's own default, so that a CPU-only machine's runs (device auto) carry no precision note.
  */
 export function askedPrecision(device: Device, precision: Precision): { precision?: Precision } {
   return device !== 'cpu' && precision !== gpuDefaultPrecision ? { precision } : {};
