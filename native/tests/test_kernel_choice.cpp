@@ -238,6 +238,15 @@ void testSplitK() {
   CHECK(chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small).tc.splitK == 1);
   bf16.convTc = ConvTcMode::Tf32;  // the same forced tile splits in TF32
   CHECK(chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small).tc.splitK == 2);
+  // one product per multiply on a large grid: the tiles bounded to more blocks per SM; 3xTF32 keeps its own
+  for (ConvTcMode mode : {ConvTcMode::Bf16, ConvTcMode::Tf32}) {
+    KernelOverrides single = o;
+    single.convTc = mode;
+    CHECK_MSG(chooseConvPass(h100(), single, ConvPass::Forward, 128, keras2).tc == (ConvTcTile{64, 4, 16, 3, 3}) &&
+                  chooseConvPass(h100(), single, ConvPass::InputGradient, 128, keras2).tc == (ConvTcTile{32, 4, 16, 3, 6}),
+              std::string("keras conv2, one product per multiply: ") + chooseConvPass(h100(), single, ConvPass::Forward, 128, keras2).name());
+  }
+  CHECK(chooseConvPass(h100(), o, ConvPass::Forward, 128, keras2).tc == (ConvTcTile{64, 4, 32, 3, 1}));
   KernelOverrides bf16Wgrad = o;
   bf16Wgrad.convTc = ConvTcMode::Bf16;
   const ConvWgradPlan w = chooseConvWeightGrad(h100(), bf16Wgrad, 128, keras2);

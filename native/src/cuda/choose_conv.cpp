@@ -140,9 +140,15 @@ ConvTcTile tcVariant(int M, int variant) {
 // 64 x 128 tiles would not fill two blocks per SM (C64 F64 14x14: 52 against 61 us).
 // Every tile shape adds the same products in the same order: the bits do not depend on the tile (they do
 // on the K split, tcSplitK).
+// One product per multiply (TF32, BF16) needs fewer registers than 3xTF32 and gains from occupancy instead:
+// on the grids of at least two blocks per SM it takes BK 16 tiles bounded to 3 (64 rows) or 6 (32 rows)
+// blocks per SM. H100, keras_cnn s/epoch (a temporary switch, 2026-11-26, twice each; results/
+// issue16-h100-tc-occupancy-tiles.jsonl):
+// mixed 0.191 -> 0.183, tf32 0.1995 -> 0.188, but fp32 (3xTF32) 0.224 -> 0.226, so 3xTF32 keeps its tiles;
+// the presets without such grids (fast_mnist, the ResNets, lenet5, seed001_256, seed002) unchanged.
 // The default tiles must fit the shared memory a block may opt into (227 KiB on an H100, 99 KiB on the
 // RTX 30, 40 and 50 series).
-ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
+ConvTcTile tcTile(const DeviceCaps& caps, TcMath math, int M, int64_t J, int variant) {
   if (variant >= 1 && variant <= kConvTcVariants) return tcVariant(M, variant);
   auto fits = [&](const ConvTcTile& t) { return convTcSharedBytes(t) <= caps.sharedOptin; };
   if (M <= 32) {
@@ -152,12 +158,16 @@ ConvTcTile tcTile(const DeviceCaps& caps, int M, int64_t J, int variant) {
     // J = 18432: 52 against 67 us; 32 x 64 was slower on both).
     const ConvTcTile wide{32, 8, 32, 3, 1}, medium{32, 4, 32, 3, 1}, small{32, 4, 16, 3, 1};
     const bool wideFills = (J + 255) / 256 >= 2 * int64_t(caps.sms);
+    const ConvTcTile occupied{32, 4, 16, 3, 6};  // one product per multiply (above)
+    if (wideFills && math != TcMath::Tf32x3) return occupied;
     if (wideFills && fits(wide)) return wide;
     return fits(medium) ? medium : small;
   }
   const ConvTcTile large{64, 4, 32, 3, 1}, narrow{64, 2, 16, 3, 1};  // 64 x 128 (78 KiB), 64 x 64
-  const int64_t largeBlocks = (J + 127) / 128 * ((M + 63) / 64);
-  return largeBlocks >= 2 * int64_t(caps.sms) && fits(large) ? large : narrow;
+  const ConvTcTile occupied{64, 4, 16, 3, 3};                          // one product per multiply (above)
+  const bool largeFills = (J + 127) / 128 * ((M + 63) / 64) >= 2 * int64_t(caps.sms);
+  if (largeFills && math != TcMath::Tf32x3) return occupied;
+  return largeFills && fits(large) ? large : narrow;
 }
 
 // The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
@@ -227,7 +237,7 @@ ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, 
   const int64_t J = int64_t(N) * c.OH * c.OW;
   choice.kernel = tcKernel(caps, o.convTc, M, K, J, g);
   if (choice.kernel != ConvKernel::ImplicitGemm) {
-    choice.tc = tcTile(caps, M, J, o.convTcVariant);
+    choice.tc = tcTile(caps, tcMathOf(choice.kernel), M, J, o.convTcVariant);
     // a forced tile splits only when forced to (the rule is measured on the tiles by shape). A strided input
     // gradient is judged by all its columns, though it launches once per phase over a share of them: that is
     // the rule as measured (judging it by one phase's launch was not measured).
