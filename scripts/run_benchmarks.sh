@@ -17,7 +17,8 @@
 # a Markdown summary table is printed at the end. On cuda, PyTorch runs in every mode of --modes (default: eager,
 # the whole train step in a CUDA graph, the same under bf16 autocast, and torch.compile reduce-overhead with fused
 # optimizers; see scripts/bench_pytorch.py); --no-graph keeps eager only. --bench runs another build of
-# nnstudio_bench too (e.g. the code before a change), labelled --label, in the same call and config order.
+# nnstudio_bench too (e.g. the code before a change), labelled --label, in the same call, config order and
+# precisions.
 # --precisions runs ours once per precision (cuda convolutions); each one but fp32 is labelled nnstudio-<precision>.
 set -uo pipefail
 
@@ -123,8 +124,11 @@ for name in "${names[@]}"; do
       || failures=$((failures + 1))
   done
   if [[ -n $OTHER_BENCH ]]; then
-    echo "== $name: nnstudio ($OTHER_LABEL)" >&2
-    record nnstudio "nnstudio-$OTHER_LABEL" "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" || failures=$((failures + 1))
+    for precision in "${precisions[@]}"; do
+      echo "== $name: nnstudio ($OTHER_LABEL, $precision)" >&2
+      record nnstudio "$(labelled "nnstudio-$OTHER_LABEL" "$precision")" "$OTHER_BENCH" "${ours[@]:1}" --configs "$name" \
+        --precision "$precision" || failures=$((failures + 1))
+    done
   fi
   if [[ ${#cli[@]} -gt 0 ]]; then
     for precision in "${precisions[@]}"; do

@@ -123,17 +123,27 @@ inline void checkGelu(int rows, int width) {
 }
 
 // residual blocks' sum: y = a + b (aligned: 4 per thread; misaligned by one float: one per thread)
-inline void checkResidualAdd(int64_t n, int offset) {
-  Row line("residual add", std::to_string(n) + (offset ? " values, misaligned" : " values"), kOneKernel);
-  const auto a = randomVector(size_t(n) + 1, 85), b = randomVector(size_t(n) + 1, 86);
-  std::vector<float> y(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) y[size_t(k)] = a[size_t(k + offset)] + b[size_t(k + offset)];
-  DeviceVector<float> dA(a), dB(b), dY(size_t(n) + 1);
+// y = f(a + b), and f's backward into two outputs, against cpu::activation_forward/backward; f the
+// identity (exact) or an activation layer fused into the block's sum (the activations' 1e-5)
+inline void checkResidualAdd(int64_t n, int offset, ActivationFn fn, float alpha) {
+  Row line("residual add", std::to_string(n) + (offset ? " values, misaligned, " : " values, ") + activationName(fn),
+           kOneKernel);
+  const size_t count = size_t(n), at = size_t(offset);
+  const auto a = randomVector(count + 1, 85, 2.0f), b = randomVector(count + 1, 86, 2.0f), dy = randomVector(count + 1, 87);
+  std::vector<float> sum(count), y(count), g(count);
+  for (size_t k = 0; k < count; ++k) sum[k] = a[k + at] + b[k + at];
+  cpu::activation_forward(y.data(), sum.data(), 1, n, fn, alpha);
+  cpu::activation_backward(g.data(), dy.data() + at, y.data(), 1, n, fn, alpha);
+  DeviceVector<float> dA(a), dB(b), dDy(dy), dY(count + 1), dG1(count + 1), dG2(count + 1);
   poison(dY);
-  cuda::residual_add(nullptr, dY.ptr + offset, dA.ptr + offset, dB.ptr + offset, n);
-  cudaOk(cudaDeviceSynchronize(), "residual add");
-  const auto got = dY.download();
-  line.compare("sum", std::vector<float>(got.begin() + offset, got.begin() + offset + n), y, relative(0));
+  cuda::residual_add(nullptr, dY.ptr + at, dA.ptr + at, dB.ptr + at, n, fn, alpha);
+  const auto slice = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + offset, v.begin() + offset + n); };
+  const double tolerance = fn == ActivationFn::Linear ? 0.0 : 1e-5;
+  line.compare("forward", slice(dY.download()), y, relative(tolerance));
+  if (fn == ActivationFn::Linear) return;
+  cuda::residual_activation_backward(nullptr, dG1.ptr + at, dG2.ptr + at, dDy.ptr + at, dY.ptr + at, n, fn, alpha);
+  line.compare("backward, to the block's layers", slice(dG1.download()), g, relative(tolerance));
+  line.compare("backward, to the shortcut", slice(dG2.download()), g, relative(tolerance));
 }
 
 // ---- whole networks: one training step, then evaluation, GPU against CPU ----
@@ -208,7 +218,8 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
           "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":1})",
        16},
       // residual blocks: identity (conv + batchnorm inside), then a stride-2 projection to more channels
-      // (the 1x1 convolution through the chooser's conv kernels), then a flat identity block
+      // (the 1x1 convolution through the chooser's conv kernels), then a flat identity block; the
+      // activations after the first two blocks fuse into their sums (relu; leaky relu after the projection)
       {"conv -> residual (identity, batchnorm) -> residual (projection, stride 2) -> gap -> residual (flat) -> dense",
        R"({"input":[3,12,12],"layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same","activation":"relu"},
           {"kind":"residual","layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},
@@ -216,7 +227,7 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
           {"kind":"activation","fn":"relu"},
           {"kind":"residual","layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"stride":2,"padding":"same","activation":"relu"},
             {"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"}]},
-          {"kind":"activation","fn":"relu"},{"kind":"global_avgpool"},
+          {"kind":"activation","fn":"leaky_relu","alpha":0.1},{"kind":"global_avgpool"},
           {"kind":"residual","layers":[{"kind":"dense","units":16,"activation":"tanh"},{"kind":"dense","units":16}]},
           {"kind":"dense","units":5}],
           "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})",
@@ -247,8 +258,11 @@ inline void runNormRows(cpu::ThreadPool& pool) {
   checkGlobalAvgPool(pool, 7, 16, 7 * 7);
   checkGlobalAvgPool(pool, 3, 5, 1);
   checkGelu(37, 45);
-  checkResidualAdd(4 * 1000 + 3, 0);
-  checkResidualAdd(777, 1);
+  checkResidualAdd(4 * 1000 + 3, 0, ActivationFn::Linear, 0.0f);
+  checkResidualAdd(777, 1, ActivationFn::Linear, 0.0f);
+  checkResidualAdd(4 * 1000 + 3, 0, ActivationFn::ReLU, 0.0f);
+  checkResidualAdd(777, 1, ActivationFn::LeakyReLU, 0.1f);
+  checkResidualAdd(1001, 0, ActivationFn::Tanh, 0.0f);
   for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r);
 }
 

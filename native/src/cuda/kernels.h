@@ -170,8 +170,13 @@ void global_avgpool_forward(cudaStream_t stream, float* out, const float* in, in
 void global_avgpool_backward(cudaStream_t stream, float* dIn, const float* dOut, int N, int C, int S);
 
 // ---- residual.cu ----
-// y = a + b over n floats (y may alias a or b).
-void residual_add(cudaStream_t stream, float* y, const float* a, const float* b, int64_t n);
+// y = f(a + b) over n floats (y may alias a or b); f elementwise (not GELU, not softmax) or the identity.
+void residual_add(cudaStream_t stream, float* y, const float* a, const float* b, int64_t n,
+                  ActivationFn fn = ActivationFn::Linear, float alpha = 0.0f);
+// The backward of the f that residual_add applied, from its output y: g = f'(y) dy, written to first
+// and to second (each when not null): the block's layers and its shortcut both take it.
+void residual_activation_backward(cudaStream_t stream, float* first, float* second, const float* dy, const float* y,
+                                  int64_t n, ActivationFn fn, float alpha);
 
 // ---- dropout.cu ----
 // Inverted dropout with the CPU's masks bit for bit: sample n of the batch draws from

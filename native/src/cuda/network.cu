@@ -85,10 +85,15 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
   // batchnorm + an elementwise activation layer: one pass less each way over the activations (always pays:
   // the activation's own kernel reads and writes the whole tensor again)
   bnActFused_.assign(L, false);
+  resActFused_.assign(L, false);
   for (size_t i = 0; i + 2 < L; ++i) {  // not the last layer: the loss may take over an output activation
     const LayerPlan& next = plan_.layers[i + 1];
-    bnActFused_[i] = plan_.layers[i].kind == LayerKind::BatchNorm && next.kind == LayerKind::Activation &&
-                     elementwise(next.activation) && !gelu(next.activation) && next.activation != ActivationFn::Linear;
+    const bool fusable = next.kind == LayerKind::Activation && elementwise(next.activation) && !gelu(next.activation) &&
+                         next.activation != ActivationFn::Linear;
+    bnActFused_[i] = plan_.layers[i].kind == LayerKind::BatchNorm && fusable;
+    // a residual block's sum + the activation after the block (a ResNet's ReLU): its backward, from the
+    // activation's output, also takes the place of the end marker's copies of the gradient
+    resActFused_[i] = plan_.layers[i].kind == LayerKind::Residual && plan_.layers[i].blockEnd && fusable;
   }
 
   size_t workspace = 0;
@@ -267,7 +272,13 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         global_avgpool_forward(stream, y, x, n, lp.inC, lp.spatial);
         break;
       case LayerKind::Residual:
-        residualForward(stream, i, params, y, x, n);
+        if (resActFused_[i]) {  // the activation layer i+1 is done with it
+          const LayerPlan& next = plan_.layers[i + 1];
+          residualForward(stream, i, params, out_[i + 1], x, n, next.activation, next.alpha);
+          y = out_[++i];
+          break;
+        }
+        residualForward(stream, i, params, y, x, n, ActivationFn::Linear, 0.0f);
         break;
       case LayerKind::Flatten:
         break;
@@ -308,6 +319,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
     if (li > 0 && poolFused_[li - 1]) continue;          // the fused conv before runs this pool's backward
     if (li > 0 && bnActFused_[li - 1]) continue;         // the batchnorm before differentiates this activation
+    if (li > 0 && resActFused_[li - 1]) continue;        // so does a residual block's end before
     const float* x = li == 0 ? input_ : out_[li - 1];
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
@@ -397,30 +409,41 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
 
 // ---- residual blocks ----
 
-// The end marker i: y = x (the block's layers' output) + the shortcut of the block's input.
-void Network::residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n) {
+// The end marker i: y = act(x (the block's layers' output) + the shortcut of the block's input).
+void Network::residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
+                              ActivationFn act, float alpha) {
   const LayerPlan& lp = plan_.layers[i];
   const size_t begin = size_t(lp.blockBegin);
   const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
   const int64_t count = int64_t(n) * lp.outSize;
-  if (!lp.projection) return residual_add(stream, y, x, blockIn, count);
+  if (!lp.projection) return residual_add(stream, y, x, blockIn, count, act, alpha);
   conv2d_forward(stream, y, blockIn, params + lp.weightOffset, params + lp.biasOffset, n, convGeom_[i],
                  ActivationFn::Linear, 0.0f, precision_);
-  residual_add(stream, y, y, x, count);
+  residual_add(stream, y, y, x, count, act, alpha);
 }
 
 // Its backward: dOut goes unchanged to the block's layers (dIn) and to the shortcut: kept as is for the
 // identity, through the projection's kernels otherwise (its weight and bias gradients, and its input
-// gradient when the begin marker needs one).
+// gradient when the begin marker needs one). With the activation after the block fused, dOut is first
+// differentiated through it.
 void Network::residualBackward(cudaStream_t stream, size_t i, const float* params, float* grads, float* dIn, int n) {
   const LayerPlan& lp = plan_.layers[i];
   const float* dOut = grad_[i];
-  const size_t bytes = sizeof(float) * size_t(n) * size_t(lp.outSize);
-  if (dIn) check(cudaMemcpyAsync(dIn, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
   float* keep = shortcutGrad_[i].get();
-  if (!lp.projection) {
-    if (keep) check(cudaMemcpyAsync(keep, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
-    return;
+  if (resActFused_[i]) {
+    // the fused activation's backward writes dOut where it goes: the block's layers and the shortcut (its
+    // kept gradient; for a projection, this marker's own gradient, which the projection's kernels read)
+    const LayerPlan& next = plan_.layers[i + 1];
+    residual_activation_backward(stream, dIn, lp.projection ? grad_[i] : keep, grad_[i + 1], out_[i + 1],
+                                 int64_t(n) * lp.outSize, next.activation, next.alpha);
+    if (!lp.projection) return;
+  } else {
+    const size_t bytes = sizeof(float) * size_t(n) * size_t(lp.outSize);
+    if (dIn) check(cudaMemcpyAsync(dIn, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
+    if (!lp.projection) {
+      if (keep) check(cudaMemcpyAsync(keep, dOut, bytes, cudaMemcpyDeviceToDevice, stream), "residual backward");
+      return;
+    }
   }
   const size_t begin = size_t(lp.blockBegin);
   const float* blockIn = begin == 0 ? input_ : out_[begin - 1];

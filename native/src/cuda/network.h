@@ -73,6 +73,7 @@ class Network {
   std::vector<bool> gatedByNext_;             // layer i's activation backward is done by the next layer
   std::vector<bool> poolFused_;               // conv i and max pool i+1 run as one kernel
   std::vector<bool> bnActFused_;              // batchnorm i's kernels apply (and differentiate) activation i+1
+  std::vector<bool> resActFused_;             // residual end i's sum applies (and differentiates) activation i+1
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
   DeviceBuffer<float> inputGrad_;
@@ -89,7 +90,9 @@ class Network {
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
 
-  void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n);
+  // act: the activation layer after the block when it is fused (resActFused_), else the identity
+  void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
+                       ActivationFn act, float alpha);
   void residualBackward(cudaStream_t stream, size_t i, const float* params, float* grads, float* dIn, int n);
 };
 

@@ -1,9 +1,12 @@
-// A residual block's sum on the GPU: y = a + b elementwise (forward: the block's layers' output plus the
-// shortcut; backward: the gradient through the layers plus the shortcut's, at the block's input). The
-// projection shortcut itself runs through conv2d.cu's kernels (a 1x1 convolution with stride).
+// A residual block's sum on the GPU: y = f(a + b) elementwise (forward: the block's layers' output plus the
+// shortcut, f an elementwise activation layer that follows the block or the identity; backward: the
+// gradient through the layers plus the shortcut's, at the block's input), and the backward of such an f
+// written where the block's two branches read it. The projection shortcut itself runs through conv2d.cu's
+// kernels (a 1x1 convolution with stride).
 #include <algorithm>
 #include <cstdint>
 
+#include "cuda/activation_math.cuh"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
@@ -14,26 +17,67 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ __forceinline__ float4 activate4(float4 v, ActivationFn fn, float alpha) {
+  return make_float4(activate(v.x, fn, alpha), activate(v.y, fn, alpha), activate(v.z, fn, alpha),
+                     activate(v.w, fn, alpha));
+}
+
 // grid-stride, 4 values per thread when all three pointers are 16-byte aligned (a batch's input may start
 // anywhere in the resident data: then one value per thread)
-__global__ void addKernel(float* y, const float* a, const float* b, int64_t n, bool vector) {
+__global__ void addKernel(float* y, const float* a, const float* b, int64_t n, bool vector, ActivationFn fn,
+                          float alpha) {
+  startAfterPreviousKernel();
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t n4 = vector ? n / 4 : 0;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
     const float4 u = reinterpret_cast<const float4*>(a)[i];
     const float4 v = reinterpret_cast<const float4*>(b)[i];
-    reinterpret_cast<float4*>(y)[i] = make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w);
+    reinterpret_cast<float4*>(y)[i] = activate4(make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w), fn, alpha);
   }
-  for (int64_t i = n4 * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = a[i] + b[i];
+  for (int64_t i = n4 * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = activate(a[i] + b[i], fn, alpha);
 }
+
+// g = f'(y) dy into first and second (either may be null)
+__global__ void gateKernel(float* first, float* second, const float* dy, const float* y, int64_t n, bool vector,
+                           ActivationFn fn, float alpha) {
+  startAfterPreviousKernel();
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t n4 = vector ? n / 4 : 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const float4 d = reinterpret_cast<const float4*>(dy)[i];
+    const float4 v = reinterpret_cast<const float4*>(y)[i];
+    const float4 g = make_float4(gateGradient(d.x, v.x, fn, alpha), gateGradient(d.y, v.y, fn, alpha),
+                                 gateGradient(d.z, v.z, fn, alpha), gateGradient(d.w, v.w, fn, alpha));
+    if (first) reinterpret_cast<float4*>(first)[i] = g;
+    if (second) reinterpret_cast<float4*>(second)[i] = g;
+  }
+  for (int64_t i = n4 * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float g = gateGradient(dy[i], y[i], fn, alpha);
+    if (first) first[i] = g;
+    if (second) second[i] = g;
+  }
+}
+
+unsigned gridFor(int64_t n) { return unsigned(std::min<int64_t>((n / 4 + kThreads - 1) / kThreads + 1, 65535)); }
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 }  // namespace
 
-void residual_add(cudaStream_t stream, float* y, const float* a, const float* b, int64_t n) {
+void residual_add(cudaStream_t stream, float* y, const float* a, const float* b, int64_t n, ActivationFn fn,
+                  float alpha) {
   if (n <= 0) return;
-  const int64_t blocks = std::min<int64_t>((n / 4 + kThreads - 1) / kThreads + 1, 65535);
-  const bool vector = ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15) == 0;
-  launchKernel("residual add", addKernel, unsigned(blocks), kThreads, 0, stream, y, a, b, n, vector);
+  const bool vector = aligned16(y) && aligned16(a) && aligned16(b);
+  launchKernel("residual add", addKernel, gridFor(n), kThreads, 0, stream, y, a, b, n, vector, fn, alpha);
+}
+
+void residual_activation_backward(cudaStream_t stream, float* first, float* second, const float* dy, const float* y,
+                                  int64_t n, ActivationFn fn, float alpha) {
+  if (n <= 0 || (!first && !second)) return;
+  const bool vector = aligned16(first) && aligned16(second) && aligned16(dy) && aligned16(y);
+  launchKernel("residual activation backward", gateKernel, gridFor(n), kThreads, 0, stream, first, second, dy, y, n,
+               vector, fn, alpha);
 }
 
 }  // namespace nnstudio::cuda
