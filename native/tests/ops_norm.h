@@ -154,6 +154,39 @@ struct NormNetworkRow {
   int N;
 };
 
+// One training step of cuda::Network (the running statistics move in `params`), then an evaluation pass
+struct GpuStep {
+  std::vector<float> outputs, grads, inputGrad, params, evalOutputs;
+};
+inline GpuStep gpuNetworkStep(const ModelSpec& spec, const std::vector<float>& params, const std::vector<float>& x,
+                              const std::vector<int32_t>& labels, int N) {
+  const NetworkPlan plan = planNetwork(spec);
+  const size_t outputs = size_t(N) * plan.outputWidth;
+  cuda::Network gnet(spec, N, true);
+  DeviceVector<float> dParams(params), dX(x), dGrad(plan.parameterCount);
+  poison(dGrad);
+  DeviceVector<int32_t> dLabels(labels);
+  DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{someState()});
+  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, true, 5, dState.ptr, dParams.ptr);
+  gnet.loss(nullptr, dLabels.ptr, N, dState.ptr);
+  gnet.backward(nullptr, dParams.ptr, dGrad.ptr, N);
+  cudaOk(cudaDeviceSynchronize(), "network step");
+  auto copy = [](const float* from, size_t count) {
+    std::vector<float> host(count);
+    cudaOk(cudaMemcpy(host.data(), from, sizeof(float) * count, cudaMemcpyDeviceToHost), "download");
+    return host;
+  };
+  GpuStep step;
+  step.outputs = copy(gnet.outputs(), outputs);
+  step.grads = dGrad.download();
+  step.inputGrad = copy(gnet.inputGradient(), size_t(N) * plan.inputSize);
+  step.params = dParams.download();
+  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, false, 5, dState.ptr);
+  cudaOk(cudaDeviceSynchronize(), "network evaluation");
+  step.evalOutputs = copy(gnet.outputs(), outputs);
+  return step;
+}
+
 inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c) {
   Row line("network", c.name, "the chooser's kernels");
   const ModelSpec spec = parseModelSpec(c.spec);
@@ -175,28 +208,35 @@ inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c) {
   const std::vector<float> cpuInGrad(net.inputGradient(), net.inputGradient() + size_t(N) * plan.inputSize);
   const float* evalOut = net.forward(cpuParams.data(), x.data(), N, false, 5);
   const std::vector<float> cpuEval(evalOut, evalOut + size_t(N) * classes);
-  // the GPU
-  cuda::Network gnet(spec, N, true);
-  DeviceVector<float> dParams(params), dX(x), dGrad(plan.parameterCount);
-  poison(dGrad);
-  DeviceVector<int32_t> dLabels(labels);
-  DeviceVector<cuda::StepState> dState(std::vector<cuda::StepState>{someState()});
-  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, true, 5, dState.ptr, dParams.ptr);
-  gnet.loss(nullptr, dLabels.ptr, N, dState.ptr);
-  gnet.backward(nullptr, dParams.ptr, dGrad.ptr, N);
-  cudaOk(cudaDeviceSynchronize(), "network step");
-  auto copy = [](const float* from, size_t count) {
-    std::vector<float> host(count);
-    cudaOk(cudaMemcpy(host.data(), from, sizeof(float) * count, cudaMemcpyDeviceToHost), "download");
-    return host;
-  };
-  line.compare("training outputs", copy(gnet.outputs(), cpuOut.size()), cpuOut, kParity);
-  line.compare("every parameter gradient", dGrad.download(), cpuGrads, relative(1e-3));
-  line.compare("input gradient", copy(gnet.inputGradient(), cpuInGrad.size()), cpuInGrad, relative(1e-3));
-  line.compare("parameters with the running statistics moved", dParams.download(), cpuParams, relative(1e-5));
-  gnet.forward(nullptr, dParams.ptr, dX.ptr, N, false, 5, dState.ptr);
-  cudaOk(cudaDeviceSynchronize(), "network evaluation");
-  line.compare("evaluation outputs (running statistics)", copy(gnet.outputs(), cpuEval.size()), cpuEval, kParity);
+  const GpuStep gpu = gpuNetworkStep(spec, params, x, labels, N);
+  line.compare("training outputs", gpu.outputs, cpuOut, kParity);
+  line.compare("every parameter gradient", gpu.grads, cpuGrads, relative(1e-3));
+  line.compare("input gradient", gpu.inputGrad, cpuInGrad, relative(1e-3));
+  line.compare("parameters with the running statistics moved", gpu.params, cpuParams, relative(1e-5));
+  line.compare("evaluation outputs (running statistics)", gpu.evalOutputs, cpuEval, kParity);
+}
+
+// The batchnorm + activation + max pool fusion against the three layers' own kernels on the GPU: the same
+// float operations in the same order, so every value bit for bit
+inline void checkBatchNormPoolFusion(const NormNetworkRow& c) {
+  Row line("network", std::string(c.name) + ": batchnorm + max pool fused / not", "the chooser's kernels");
+  const ModelSpec spec = parseModelSpec(c.spec);
+  const NetworkPlan plan = planNetwork(spec);
+  const auto params = initialParameters(spec, 7);
+  const auto x = randomVector(size_t(c.N) * plan.inputSize, 92, 2.0f);
+  std::vector<int32_t> labels(static_cast<size_t>(c.N));
+  for (int i = 0; i < c.N; ++i) labels[size_t(i)] = (i * 5 + 1) % int(plan.outputWidth);
+  const GpuStep fused = gpuNetworkStep(spec, params, x, labels, c.N);
+  GpuStep apart;
+  {
+    cuda::ScopedKernelOverride off([](cuda::KernelOverrides& o) { o.batchnormPool = cuda::Switch::Off; });
+    apart = gpuNetworkStep(spec, params, x, labels, c.N);
+  }
+  line.compare("training outputs", fused.outputs, apart.outputs, relative(0));
+  line.compare("every parameter gradient", fused.grads, apart.grads, relative(0));
+  line.compare("input gradient", fused.inputGrad, apart.inputGrad, relative(0));
+  line.compare("parameters with the running statistics moved", fused.params, apart.params, relative(0));
+  line.compare("evaluation outputs", fused.evalOutputs, apart.evalOutputs, relative(0));
 }
 
 inline const std::vector<NormNetworkRow>& normNetworks() {
@@ -207,6 +247,16 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
           {"kind":"batchnorm","affine":false,"momentum":0.3},{"kind":"global_avgpool"},{"kind":"dense","units":5}],
           "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})",
        24},
+      // batchnorm + activation + a max pool whose windows tile the input run as one (bnPoolFused_): 11x11
+      // and 5x5 leave a row and a column outside every window
+      {"conv -> batchnorm -> relu -> maxpool 2 -> conv -> batchnorm -> leaky relu -> maxpool 2 -> dense",
+       R"({"input":[3,11,11],"layers":[{"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},
+          {"kind":"activation","fn":"relu"},{"kind":"maxpool2d","size":2,"stride":2},
+          {"kind":"conv2d","filters":6,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm","affine":false},
+          {"kind":"activation","fn":"leaky_relu","alpha":0.1},{"kind":"maxpool2d","size":2,"stride":2},
+          {"kind":"flatten"},{"kind":"dense","units":4}],
+          "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})",
+       13},
       {"dense gelu -> batchnorm -> dense gelu head (mse)",
        R"({"input":[20],"layers":[{"kind":"dense","units":32,"activation":"gelu"},{"kind":"batchnorm"},
           {"kind":"dropout","rate":0},{"kind":"dense","units":4,"activation":"gelu"}],
@@ -264,6 +314,13 @@ inline void runNormRows(cpu::ThreadPool& pool) {
   checkResidualAdd(777, 1, ActivationFn::LeakyReLU, 0.1f);
   checkResidualAdd(1001, 0, ActivationFn::Tanh, 0.0f);
   for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r);
+  checkBatchNormPoolFusion(normNetworks()[1]);
+  checkBatchNormPoolFusion({"a ResNet stem at MNIST's size", R"({"input":[1,28,28],"layers":[
+      {"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},{"kind":"activation","fn":"relu"},
+      {"kind":"maxpool2d","size":2,"stride":2},
+      {"kind":"residual","layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"}]},
+      {"kind":"activation","fn":"relu"},{"kind":"global_avgpool"},{"kind":"dense","units":10}],
+      "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})", 128});
 }
 
 }  // namespace nnstudio::test

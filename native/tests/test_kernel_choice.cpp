@@ -314,6 +314,9 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "0"}}).fusion == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "1"}}).fusion == Switch::On);
   CHECK(parse({{"NNSTUDIO_CUDA_FUSION", "yes"}}).fusion == Switch::On);
+  CHECK(parse({}).batchnormPool == Switch::Auto);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_POOL", "0"}}).batchnormPool == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_POOL", "1"}}).batchnormPool == Switch::On);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_CUDA_PDL", "true"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_GEMM_SPLITK", "0"}}).gemmSplitK);

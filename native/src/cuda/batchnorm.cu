@@ -7,6 +7,11 @@
 // large against the spread, and deterministic (no atomics). The backward pass reduces sum(dy) and
 // sum(dy * xhat) the same way, then one elementwise pass writes dx. Index arithmetic is 32-bit where the
 // tensor allows (the elementwise passes and the slices are bound by memory, not by 64-bit divisions).
+// A max pool with stride == size may follow the fused activation (BatchNormActivation::pool): the forward
+// then writes the pool's output and argmax, never the activation's full tensor, and the backward reads the
+// pool's output gradient where the activation's would be (its windows' values at their argmax, 0
+// elsewhere), gated from the pooled output, which equals the activation's output there: the same values
+// as the three layers' own kernels, with two passes over the full tensor fewer each way.
 #include <algorithm>
 #include <cmath>
 
@@ -74,6 +79,35 @@ __device__ __forceinline__ void combine(float& count, float& mean, float& m2, fl
   mean += delta * wB;
   m2 += m2B + delta * delta * count * wB;
   count = total;
+}
+
+// f((x - mean) * scale + shift), the product and the sum each rounded, as the CPU computes them (left to
+// itself the compiler contracts them into an fma in some kernels and not in others): one function for
+// every kernel that normalises, so that the pooled forward gives normalise's values bit for bit
+__device__ __forceinline__ float normalisedValue(float x, float mean, float scale, float shift, ActivationFn fn,
+                                                 float alpha) {
+  return activate(__fadd_rn(__fmul_rn(x - mean, scale), shift), fn, alpha);
+}
+
+// The gradient at the activation's output, element s (= y * W + x) of plane (n, c) (flat index i), and
+// the activation's output there: read as such, or, with a max pool fused after it, from the pool's
+// window holding s (its gradient at its argmax, 0 elsewhere; the pooled output is the activation's output
+// at the argmax). Pixels past the last window (H or W not a multiple of the size) get 0, as the pool's
+// backward writes.
+struct GradientAt {
+  float dy, y;
+};
+template <bool Pooled, typename Index>
+__device__ __forceinline__ GradientAt gradientAt(const float* dy, const float* gate, const BatchNormPool& pool, Index i,
+                                                 Index n, int c, int C, int S) {
+  if (!Pooled) return {dy[i], gate ? gate[i] : 0.0f};
+  const PoolGeometry& g = pool.geometry;
+  const int s = int(i - (n * Index(C) + Index(c)) * Index(S)), iy = s / g.W, ix = s - iy * g.W;
+  const int oy = iy / g.size, ox = ix / g.size;
+  if (oy >= g.OH || ox >= g.OW) return {0.0f, 0.0f};
+  const Index w = ((n * Index(C) + Index(c)) * Index(g.OH) + Index(oy)) * Index(g.OW) + Index(ox);
+  if (pool.argmax[w] != c * S + s) return {0.0f, 0.0f};
+  return {pool.dPooled[w], pool.pooled[w]};
 }
 
 // block (p, c): the triple of its slice of channel c at partials[(c * P + p) * 3]
@@ -164,14 +198,44 @@ __global__ void normalise(float* y, const float* x, const float* saved, const fl
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
     const int c = channelOf(i, C, S);
     const float scale = (gamma ? gamma[c] : 1.0f) * saved[C + c];
-    y[i] = activate((x[i] - saved[c]) * scale + (beta ? beta[c] : 0.0f), fn, alpha);
+    y[i] = normalisedValue(x[i], saved[c], scale, beta ? beta[c] : 0.0f, fn, alpha);
+  }
+}
+
+// normalise + f + the max pool after them, a thread per pool window (stride == size): the window's
+// values as normalise computes them, scanned as maxpoolForward scans (row-major, strict '>', a NaN wins)
+template <typename Index>
+__global__ void normalisePool(BatchNormPool pool, const float* x, const float* saved, const float* gamma,
+                              const float* beta, Index windows, int C, ActivationFn fn, float alpha) {
+  startAfterPreviousKernel();
+  const PoolGeometry& g = pool.geometry;
+  for (Index w = blockIdx.x * Index(blockDim.x) + threadIdx.x; w < windows; w += Index(gridDim.x) * blockDim.x) {
+    const Index plane = w / Index(g.OH * g.OW);  // n * C + c
+    const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW, ox = within - oy * g.OW;
+    const int c = int(plane % Index(C));
+    const float mean = saved[c], scale = (gamma ? gamma[c] : 1.0f) * saved[C + c], shift = beta ? beta[c] : 0.0f;
+    const float* in = x + plane * Index(g.H * g.W);
+    const int y0 = oy * g.size, x0 = ox * g.size;
+    int32_t bestIndex = y0 * g.W + x0;
+    float best = normalisedValue(in[bestIndex], mean, scale, shift, fn, alpha);
+    for (int ky = 0; ky < g.size; ++ky)
+      for (int kx = 0; kx < g.size; ++kx) {
+        const int32_t idx = (y0 + ky) * g.W + x0 + kx;
+        const float v = normalisedValue(in[idx], mean, scale, shift, fn, alpha);
+        if ((ky | kx) != 0 && (v > best || v != v)) {
+          best = v;
+          bestIndex = idx;
+        }
+      }
+    pool.pooled[w] = best;
+    pool.argmax[w] = c * g.H * g.W + bestIndex;  // counted from the sample's start, as maxpoolForward's
   }
 }
 
 // block (p, c): sum(dy) and sum(dy * xhat) over its slice -> partials[(c * P + p) * 2]
-template <typename Index>
+template <bool Pooled, typename Index>
 __global__ void gradPartials(float* partials, const float* dy, const float* x, const float* saved, int N, int C, int S,
-                             int P, const float* gate, ActivationFn fn, float alpha) {
+                             int P, const float* gate, ActivationFn fn, float alpha, BatchNormPool pool) {
   startAfterPreviousKernel();
   const int c = blockIdx.y, p = blockIdx.x;
   const Index M = Index(N) * Index(S), per = (M + Index(P) - 1) / Index(P);
@@ -180,7 +244,8 @@ __global__ void gradPartials(float* partials, const float* dy, const float* x, c
   float sumDy = 0, sumDyXhat = 0;
   for (Index m = begin + threadIdx.x; m < end; m += blockDim.x) {
     const Index i = indexOf(m, c, C, S);
-    const float g = gate ? gateGradient(dy[i], gate[i], fn, alpha) : dy[i];
+    const GradientAt at = gradientAt<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S);
+    const float g = gate || Pooled ? gateGradient(at.dy, at.y, fn, alpha) : at.dy;
     sumDy += g;
     sumDyXhat += g * (x[i] - mean) * invStd;
   }
@@ -222,15 +287,17 @@ __global__ void gradFinish(float* dGamma, float* dBeta, float* means, const floa
 }
 
 // dx = gamma invStd (dy - mean(dy) - xhat mean(dy xhat))
-template <typename Index>
+template <bool Pooled, typename Index>
 __global__ void gradInput(float* dx, const float* dy, const float* x, const float* saved, const float* gamma,
-                          const float* means, Index total, int C, int S, const float* gate, ActivationFn fn, float alpha) {
+                          const float* means, Index total, int C, int S, const float* gate, ActivationFn fn, float alpha,
+                          BatchNormPool pool) {
   startAfterPreviousKernel();
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
     const int c = channelOf(i, C, S);
     const float invStd = saved[C + c];
     const float xhat = (x[i] - saved[c]) * invStd;
-    const float g = gate ? gateGradient(dy[i], gate[i], fn, alpha) : dy[i];
+    const GradientAt at = gradientAt<Pooled>(dy, gate, pool, i, i / Index(S) / Index(C), c, C, S);
+    const float g = gate || Pooled ? gateGradient(at.dy, at.y, fn, alpha) : at.dy;
     dx[i] = (gamma ? gamma[c] : 1.0f) * invStd * (g - means[c] - xhat * means[C + c]);
   }
 }
@@ -263,6 +330,13 @@ bool narrow(const BatchNormArgs& a) { return int64_t(a.N) * a.C * a.S < (int64_t
 template <typename Index>
 void launchNormalise(const char* what, cudaStream_t stream, float* y, const float* x, const float* saved,
                      const BatchNormArgs& a, const BatchNormActivation& act) {
+  if (act.pool) {
+    const PoolGeometry& g = act.pool->geometry;
+    const int64_t windows = int64_t(a.N) * a.C * g.OH * g.OW;
+    launchKernel(what, normalisePool<Index>, gridFor(windows), kThreads, 0, stream, *act.pool, x, saved, a.gamma, a.beta,
+                 Index(windows), a.C, act.fn, act.alpha);
+    return;
+  }
   const int64_t total = int64_t(a.N) * a.C * a.S;
   launchKernel(what, normalise<Index>, gridFor(total), kThreads, 0, stream, y, x, saved, a.gamma, a.beta, Index(total),
                a.C, a.S, act.fn, act.alpha);
@@ -278,8 +352,17 @@ template <typename Index>
 void launchGradInput(cudaStream_t stream, float* dx, const float* dy, const float* x, const float* saved,
                      const float* means, const BatchNormArgs& a, const BatchNormActivation& act) {
   const int64_t total = int64_t(a.N) * a.C * a.S;
-  launchKernel("batchnorm backward (input)", gradInput<Index>, gridFor(total), kThreads, 0, stream, dx, dy, x, saved,
-               a.gamma, means, Index(total), a.C, a.S, act.y, act.fn, act.alpha);
+  launchKernel("batchnorm backward (input)", act.pool ? gradInput<true, Index> : gradInput<false, Index>, gridFor(total),
+               kThreads, 0, stream, dx, dy, x, saved, a.gamma, means, Index(total), a.C, a.S, act.y, act.fn, act.alpha,
+               act.pool ? *act.pool : BatchNormPool{});
+}
+
+template <typename Index>
+void launchGradPartials(cudaStream_t stream, float* partials, const float* dy, const float* x, const float* saved,
+                        const BatchNormArgs& a, int P, const BatchNormActivation& act) {
+  launchKernel("batchnorm backward (sums)", act.pool ? gradPartials<true, Index> : gradPartials<false, Index>,
+               dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, partials, dy, x, saved, a.N, a.C, a.S, P, act.y,
+               act.fn, act.alpha, act.pool ? *act.pool : BatchNormPool{});
 }
 
 }  // namespace
@@ -313,9 +396,8 @@ void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dB
   if (a.N <= 0) return;
   const int P = slicesFor(maxN, a.C, a.S);
   float* means = workspace + size_t(a.C) * size_t(P) * 3;  // after the largest partials (batchnorm_workspace)
-  launchKernel("batchnorm backward (sums)", narrow(a) ? gradPartials<uint32_t> : gradPartials<int64_t>,
-               dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, workspace, dy, x, saved, a.N, a.C, a.S, P, act.y, act.fn,
-               act.alpha);
+  if (narrow(a)) launchGradPartials<uint32_t>(stream, workspace, dy, x, saved, a, P, act);
+  else launchGradPartials<int64_t>(stream, workspace, dy, x, saved, a, P, act);
   launchKernel("batchnorm backward (combine)", gradFinish, warpsGridFor(a.C), kThreads, 0, stream, dGamma, dBeta, means,
                static_cast<const float*>(workspace), a.C, P, int64_t(a.N) * a.S, training);
   if (!dx) return;

@@ -28,6 +28,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   KernelOverrides o;
   // unset: where it pays; "0": never; anything else: wherever supported
   if (const char* v = lookup("NNSTUDIO_CUDA_FUSION")) o.fusion = is(v, "0") ? Switch::Off : Switch::On;
+  if (const char* v = lookup("NNSTUDIO_CUDA_BN_POOL")) o.batchnormPool = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_FUSED_STEP")) o.fusedStep = is(v, "0") ? Switch::Off : Switch::On;
   o.programmaticLaunch = is(lookup("NNSTUDIO_CUDA_PDL"), "1");
   o.gemmSplitK = !is(lookup("NNSTUDIO_GEMM_SPLITK"), "0");

@@ -34,7 +34,8 @@ struct ConvDirectShape {
 enum class GemmTileForce { Auto = -1, Large64x64 = 0, Medium32x32 = 1, Wide16x64 = 2, Small16x16 = 3 };
 
 struct KernelOverrides {
-  Switch fusion = Switch::Auto;             // NNSTUDIO_CUDA_FUSION: conv + max pool, and the dense head
+  Switch fusion = Switch::Auto;             // NNSTUDIO_CUDA_FUSION: conv + max pool, batchnorm + max pool, the dense head
+  Switch batchnormPool = Switch::Auto;      // NNSTUDIO_CUDA_BN_POOL=0: batchnorm + max pool apart (comparisons)
   Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)
   bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off

@@ -150,10 +150,19 @@ using BatchNormArgs = cpu::BatchNormArgs;
 using cpu::batchNormArgs;
 // An elementwise activation (not GELU, not softmax) that follows the batchnorm, fused into its kernels:
 // the forward writes f(normalised); the backward reads the gradient at f's output and f's output `y`.
+// A max pool (stride == size) after that activation, fused too: the forward writes the pool's output and
+// argmax (not y); the backward reads the pool's output gradient (not dy, nor the activation's output).
+struct BatchNormPool {
+  PoolGeometry geometry;
+  float* pooled = nullptr;         // (N, C, OH, OW): the forward writes it, the backward reads it
+  int32_t* argmax = nullptr;       // as maxpool_forward writes it
+  const float* dPooled = nullptr;  // backward: the gradient at the pool's output
+};
 struct BatchNormActivation {
   ActivationFn fn = ActivationFn::Linear;
   float alpha = 0;
   const float* y = nullptr;  // backward only: the activation's output
+  const BatchNormPool* pool = nullptr;
 };
 size_t batchnorm_workspace(int maxN, int C, int S);
 // runMean/runVar (device) move toward the batch's statistics when not null.

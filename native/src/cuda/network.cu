@@ -95,6 +95,15 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     // activation's output, also takes the place of the end marker's copies of the gradient
     resActFused_[i] = plan_.layers[i].kind == LayerKind::Residual && plan_.layers[i].blockEnd && fusable;
   }
+  // batchnorm + activation + a max pool whose windows tile the input (a ResNet's stem): the activation's
+  // full tensor is never written nor read again (NNSTUDIO_CUDA_FUSION=0 or NNSTUDIO_CUDA_BN_POOL=0 keep the
+  // three layers' kernels)
+  bnPoolFused_.assign(L, false);
+  for (size_t i = 0; i + 3 < L; ++i) {
+    const LayerPlan& pool = plan_.layers[i + 2];
+    bnPoolFused_[i] = bnActFused_[i] && overrides.fusion != Switch::Off && overrides.batchnormPool != Switch::Off &&
+                      pool.kind == LayerKind::MaxPool2D && pool.stride == pool.kh;
+  }
 
   size_t workspace = 0;
   storage_.reserve(2 * L);
@@ -255,12 +264,20 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         const BatchNormArgs a = batchNormArgs(lp, params, n);
         float* saved = bnSaved_[i].get();
         BatchNormActivation act;
+        BatchNormPool pool;
+        if (bnPoolFused_[i]) {  // so is the max pool i+2
+          pool.geometry = poolGeom_[i + 2];
+          pool.pooled = out_[i + 2];
+          pool.argmax = argmax_[i + 2].get();
+          act.pool = &pool;
+        }
         if (bnActFused_[i]) {  // the activation layer i+1 is done with it
           const LayerPlan& next = plan_.layers[++i];
           act.fn = next.activation;
           act.alpha = next.alpha;
           y = out_[i];
         }
+        if (act.pool) y = out_[++i];
         if (training)
           batchnorm_forward_train(stream, y, x, saved, stats ? stats + lp.statsOffset : nullptr,
                                   stats ? stats + lp.statsOffset + lp.inC : nullptr, a, maxBatch_, workspace_.get(), act);
@@ -320,6 +337,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     if (li > 0 && poolFused_[li - 1]) continue;          // the fused conv before runs this pool's backward
     if (li > 0 && bnActFused_[li - 1]) continue;         // the batchnorm before differentiates this activation
     if (li > 0 && resActFused_[li - 1]) continue;        // so does a residual block's end before
+    if (li > 1 && bnPoolFused_[li - 2]) continue;        // a batchnorm two layers before runs this max pool's
     const float* x = li == 0 ? input_ : out_[li - 1];
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
@@ -386,6 +404,14 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
           const LayerPlan& next = plan_.layers[li + 1];
           act = BatchNormActivation{next.activation, next.alpha, out_[li + 1]};
           dOut = grad_[li + 1];
+        }
+        BatchNormPool pool;
+        if (bnPoolFused_[li]) {  // or at the fused max pool's
+          pool.geometry = poolGeom_[li + 2];
+          pool.pooled = out_[li + 2];
+          pool.argmax = argmax_[li + 2].get();
+          pool.dPooled = grad_[li + 2];
+          act.pool = &pool;
         }
         batchnorm_backward(stream, dIn, lp.affine ? grads + lp.weightOffset : nullptr,
                            lp.affine ? grads + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].get(),

@@ -4,9 +4,11 @@
 // activation in the producing kernel, and each activation's backward in the next layer's input-gradient
 // kernel where that layer can take it (dense, conv2d, pools); a conv followed by a max pool runs as one
 // kernel that never stores the conv's output where that pays (conv2d_pool.h), and a small dense head
-// runs its forward, the loss and its backward as one kernel in training steps (dense_head.cu).
-// Which pairs fuse is the chooser's (kernel_choice.h); NNSTUDIO_CUDA_FUSION=0 turns both off, =1 on wherever
-// supported.
+// runs its forward, the loss and its backward as one kernel in training steps (dense_head.cu). A batchnorm
+// runs the elementwise activation after it, and a max pool whose windows tile the input after that; a
+// residual block's sum runs the activation after the block.
+// Which pairs fuse is the chooser's (kernel_choice.h); NNSTUDIO_CUDA_FUSION=0 turns the conv + pool, batchnorm
+// + pool and head fusions off, =1 on wherever supported.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +76,7 @@ class Network {
   std::vector<bool> poolFused_;               // conv i and max pool i+1 run as one kernel
   std::vector<bool> bnActFused_;              // batchnorm i's kernels apply (and differentiate) activation i+1
   std::vector<bool> resActFused_;             // residual end i's sum applies (and differentiates) activation i+1
+  std::vector<bool> bnPoolFused_;             // batchnorm i (with activation i+1) runs max pool i+2 too
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
   DeviceBuffer<float> inputGrad_;
