@@ -2,12 +2,19 @@
 // The `nnstudio` command (package.json bin): runs the compiled CLI.
 'use strict';
 const path = require('node:path');
+const mainPath = path.join(__dirname, '..', 'dist', 'app', 'cli', 'main.js');
 let cli;
 try {
-  cli = require(path.join(__dirname, '..', 'dist', 'app', 'cli', 'main.js'));
+  cli = require(mainPath);
 } catch (error) {
-  if (error && error.code === 'MODULE_NOT_FOUND' && String(error.message).includes('main.js')) {
-    process.stderr.write('nnstudio: the TypeScript build is missing: run npm install (or npm run build:ts)\n');
+  if (error && error.code === 'MODULE_NOT_FOUND') {
+    // the message's first line names the module not found; the require stack after it always ends at main.js
+    const missing = String(error.message).split('\n')[0];
+    process.stderr.write(
+      missing.includes(mainPath)
+        ? 'nnstudio: the TypeScript build is missing: run npm install (or npm run build:ts)\n'
+        : `nnstudio: a dependency is missing (${missing}): run npm install\n`,
+    );
     process.exit(1);
   }
   throw error;

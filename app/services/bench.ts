@@ -4,12 +4,13 @@
 import type { Dataset } from '../core/data/dataset';
 import { loadBuiltinMnist } from '../core/data/mnist';
 import { listPresets, type Preset } from '../core/model/presets';
+import { formatShape } from '../core/model/shapes';
 import * as engine from '../engine';
 import { effectivePrecision, type Precision } from '../core/model/precision';
 
 export interface BenchOptions {
   device: engine.DeviceChoice;
-  /** Preset names; default: every preset the device should run (gpuOnly ones on CUDA only). */
+  /** Preset names; default: every MNIST preset the device should run (gpuOnly ones on CUDA only). */
   configs?: string[];
   epochs?: number;
   threads?: number;
@@ -33,16 +34,32 @@ export interface BenchResult {
   precision: Precision;
 }
 
+/** MNIST's images, the only data the bench trains on. */
+const MNIST_SHAPE = [1, 28, 28];
+
+/** Does the preset take MNIST as it is (its spec's input is 1x28x28)? resnet_rgb, for 3x32x32 colour images, does not. */
+function takesMnist(preset: Preset): boolean {
+  return preset.spec.input.length === MNIST_SHAPE.length && preset.spec.input.every((size, i) => size === MNIST_SHAPE[i]);
+}
+
 export function benchPresets(device: engine.DeviceKind, names?: string[]): Preset[] {
-  const all = listPresets();
+  const all = listPresets().filter(takesMnist);
   if (!names || names.length === 0) {
     // DESIGN §8's configs; lenet5 is a preset for users, not one of them (name it to run it).
     return all.filter((preset) => preset.name !== 'lenet5' && (device === 'cuda' || !preset.gpuOnly));
   }
+  const valid = all.map((p) => p.name).join(', ');
   return names.map((name) => {
     const preset = all.find((candidate) => candidate.name === name);
-    if (!preset) throw new Error(`unknown bench config "${name}"; valid: ${all.map((p) => p.name).join(', ')}`);
-    return preset;
+    if (preset) return preset;
+    const other = listPresets().find((candidate) => candidate.name === name);
+    if (other) {
+      throw new Error(
+        `bench config "${name}" takes ${formatShape(other.spec.input)} inputs, but the bench trains on MNIST ` +
+          `(${formatShape(MNIST_SHAPE)}); valid: ${valid}`,
+      );
+    }
+    throw new Error(`unknown bench config "${name}"; valid: ${valid}`);
   });
 }
 
