@@ -17,7 +17,7 @@ export function benchCommand(): Command {
   return new Command('bench')
     .description('time the DESIGN §8 configs on MNIST: one JSON line per config')
     .addOption(new Option('--device <device>', 'where to run').choices(['auto', 'cpu', 'cuda']).default('auto'))
-    .option('--configs <names>', 'comma-separated preset names (default: all for the device)')
+    .option('--configs <names>', 'comma-separated preset names (default: every preset that takes MNIST, the GPU-only ones on CUDA only, lenet5 by name only)')
     .option('--epochs <n>', 'epochs per config; the first is the warm-up', countWithin('--epochs', countLimits.epochs), 3)
     .option('--threads <n>', 'CPU threads (default: all)', countWithin('--threads', threadCount))
     .addOption(precisionOption())
