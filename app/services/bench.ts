@@ -43,7 +43,8 @@ function takesMnist(preset: Preset): boolean {
 }
 
 export function benchPresets(device: engine.DeviceKind, names?: string[]): Preset[] {
-  const all = listPresets().filter(takesMnist);
+  const presets = listPresets();
+  const all = presets.filter(takesMnist);
   if (!names || names.length === 0) {
     // DESIGN §8's configs; lenet5 is a preset for users, not one of them (name it to run it).
     return all.filter((preset) => preset.name !== 'lenet5' && (device === 'cuda' || !preset.gpuOnly));
@@ -52,7 +53,7 @@ export function benchPresets(device: engine.DeviceKind, names?: string[]): Prese
   return names.map((name) => {
     const preset = all.find((candidate) => candidate.name === name);
     if (preset) return preset;
-    const other = listPresets().find((candidate) => candidate.name === name);
+    const other = presets.find((candidate) => candidate.name === name);
     if (other) {
       throw new Error(
         `bench config "${name}" takes ${formatShape(other.spec.input)} inputs, but the bench trains on MNIST ` +
