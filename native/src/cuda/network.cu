@@ -264,13 +264,8 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
         const BatchNormArgs a = batchNormArgs(lp, params, n);
         float* saved = bnSaved_[i].get();
         BatchNormActivation act;
-        BatchNormPool pool;
-        if (bnPoolFused_[i]) {  // so is the max pool i+2
-          pool.geometry = poolGeom_[i + 2];
-          pool.pooled = out_[i + 2];
-          pool.argmax = argmax_[i + 2].get();
-          act.pool = &pool;
-        }
+        const BatchNormPool pool = fusedPool(i);
+        if (bnPoolFused_[i]) act.pool = &pool;  // so is the max pool i+2
         if (bnActFused_[i]) {  // the activation layer i+1 is done with it
           const LayerPlan& next = plan_.layers[++i];
           act.fn = next.activation;
@@ -405,14 +400,8 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
           act = BatchNormActivation{next.activation, next.alpha, out_[li + 1]};
           dOut = grad_[li + 1];
         }
-        BatchNormPool pool;
-        if (bnPoolFused_[li]) {  // or at the fused max pool's
-          pool.geometry = poolGeom_[li + 2];
-          pool.pooled = out_[li + 2];
-          pool.argmax = argmax_[li + 2].get();
-          pool.dPooled = grad_[li + 2];
-          act.pool = &pool;
-        }
+        const BatchNormPool pool = fusedPool(li);
+        if (bnPoolFused_[li]) act.pool = &pool;  // or at the fused max pool's
         batchnorm_backward(stream, dIn, lp.affine ? grads + lp.weightOffset : nullptr,
                            lp.affine ? grads + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].get(),
                            batchNormArgs(lp, params, n), lastTraining_, maxBatch_, workspace_.get(), act);
@@ -436,6 +425,16 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
 // ---- residual blocks ----
 
 // The end marker i: y = act(x (the block's layers' output) + the shortcut of the block's input).
+BatchNormPool Network::fusedPool(size_t i) const {
+  if (!bnPoolFused_[i]) return {};
+  BatchNormPool pool;
+  pool.geometry = poolGeom_[i + 2];
+  pool.pooled = out_[i + 2];
+  pool.argmax = argmax_[i + 2].get();
+  pool.dPooled = grad_[i + 2];  // read by the backward only
+  return pool;
+}
+
 void Network::residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
                               ActivationFn act, float alpha) {
   const LayerPlan& lp = plan_.layers[i];

@@ -93,6 +93,8 @@ class Network {
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
 
+  // batchnorm i's fused max pool (layer i+2, bnPoolFused_): its geometry and buffers; empty when not fused
+  BatchNormPool fusedPool(size_t i) const;
   // act: the activation layer after the block when it is fused (resActFused_), else the identity
   void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
                        ActivationFn act, float alpha);
