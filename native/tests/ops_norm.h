@@ -3,7 +3,10 @@
 // gamma and beta gradients), the global average pool, gelu, and whole networks of these layers (one
 // training step and an evaluation pass of cuda::Network against cpu::Network). The GPU reduces in fp32
 // (Welford per slice, slices combined in double), the CPU in double: 1e-5 of the values' scale forward,
-// 1e-4 for the gradients' sums over up to 25k values.
+// 1e-4 for the gradients' sums over up to 100k values. Each batchnorm row runs three ways: the chooser's
+// kernels, the two-pass kernels, and a cluster per channel (batchnorm_cluster.cu, forced on wherever the
+// GPU has clusters, so small and odd shapes and empty slices run it too); the networks run with the
+// chooser's kernels and again with the clusters forced on.
 #pragma once
 
 #ifdef NNSTUDIO_WITH_CUDA
@@ -14,6 +17,7 @@
 #include "cpu/layers.h"
 #include "cpu/network.h"
 #include "cpu/thread_pool.h"
+#include "cuda/device_caps.h"
 #include "cuda/kernels.h"
 #include "cuda/network.h"
 #include "op_table.h"
@@ -30,7 +34,18 @@ struct BatchNormRow {
   float offset;    // added to the inputs: a mean large against the spread
 };
 
-inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_t seed) {
+// The batchnorm's kernels a row runs: the chooser's, the two-pass ones, a cluster per channel wherever the
+// GPU has clusters (batchnorm_cluster.cu; the two-pass ones elsewhere)
+struct BatchNormPath {
+  cuda::Switch cluster;
+  const char* name;
+};
+inline constexpr BatchNormPath kBatchNormPaths[] = {{cuda::Switch::Auto, "the chooser's kernels"},
+                                                     {cuda::Switch::Off, "two passes"},
+                                                     {cuda::Switch::On, "a cluster per channel (where the GPU has them)"}};
+
+inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_t seed, const BatchNormPath& path) {
+  cuda::ScopedKernelOverride use([&](cuda::KernelOverrides& o) { o.batchnormCluster = path.cluster; });
   const std::string shape = "N" + std::to_string(r.N) + " (max " + std::to_string(r.maxN) + ") C" + std::to_string(r.C) +
                             " S" + std::to_string(r.S) + (r.affine ? "" : " not affine") + " offset " +
                             nnstudio_test::num(r.offset);
@@ -62,7 +77,7 @@ inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_
   ga.gamma = r.affine ? dGamma.ptr : nullptr;
   ga.beta = r.affine ? dBeta.ptr : nullptr;
   {
-    Row line("batchnorm training", shape, kOneKernel);
+    Row line("batchnorm training", shape, path.name);
     cuda::batchnorm_forward_train(nullptr, dY.ptr, dX.ptr, dSaved.ptr, dRm.ptr, dRv.ptr, ga, r.maxN, work.ptr);
     line.compare("forward", dY.download(), y, relative(1e-5));
     line.compare("batch mean, inverse std", dSaved.download(), saved, relative(1e-5, 1e-20));
@@ -77,7 +92,7 @@ inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_
     }
   }
   {
-    Row line("batchnorm evaluation", shape, kOneKernel);
+    Row line("batchnorm evaluation", shape, path.name);
     for (auto* v : {&dY, &dSaved, &dDx, &dDg, &dDb}) poison(*v);
     DeviceVector<float> dRm0(runMean), dRv0(runVar);
     cuda::batchnorm_forward_eval(nullptr, dY.ptr, dX.ptr, dSaved.ptr, dRm0.ptr, dRv0.ptr, ga);
@@ -187,8 +202,8 @@ inline GpuStep gpuNetworkStep(const ModelSpec& spec, const std::vector<float>& p
   return step;
 }
 
-inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c) {
-  Row line("network", c.name, "the chooser's kernels");
+inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c, const std::string& variant = "") {
+  Row line("network", c.name, "the chooser's kernels" + variant);
   const ModelSpec spec = parseModelSpec(c.spec);
   const NetworkPlan plan = planNetwork(spec);
   const int N = c.N, classes = int(plan.outputWidth);
@@ -302,9 +317,22 @@ inline void runNormRows(cpu::ThreadPool& pool) {
       {17, 8, 5 * 5, true, 128, 0.0f},     // the last, smaller batch of an epoch: slices follow maxN
       {64, 4, 14 * 14, true, 64, 100.0f},  // a large mean against the spread (std ~1)
       {1, 6, 1, true, 1, 0.0f},            // one value per channel: variance 0, the output beta
+      {128, 32, 28 * 28, true, 128, 0.0f}, // resnet_fast's stem (two passes unless forced)
+      {96, 64, 7 * 7, true, 128, 3.0f},    // the last batch of an epoch: the chooser's cluster of 4 for 128
   };
+  {
+    const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
+    Row line("batchnorm cluster probe",
+             "sm_" + std::to_string(caps.computeMajor * 10 + caps.computeMinor) + ", largest cluster " +
+                 std::to_string(caps.batchnormMaxCluster) + " blocks",
+             "device caps");
+    line.check(!caps.clusterLaunch || caps.batchnormMaxCluster >= 2, "a GPU with clusters co-schedules the batchnorm's");
+  }
   uint64_t seed = 300;
-  for (const BatchNormRow& r : rows) checkBatchNorm(pool, r, seed += 10);
+  for (const BatchNormRow& r : rows) {
+    seed += 10;
+    for (const BatchNormPath& path : kBatchNormPaths) checkBatchNorm(pool, r, seed, path);
+  }
   checkGlobalAvgPool(pool, 7, 16, 7 * 7);
   checkGlobalAvgPool(pool, 3, 5, 1);
   checkGelu(37, 45);
@@ -314,6 +342,10 @@ inline void runNormRows(cpu::ThreadPool& pool) {
   checkResidualAdd(777, 1, ActivationFn::LeakyReLU, 0.1f);
   checkResidualAdd(1001, 0, ActivationFn::Tanh, 0.0f);
   for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r);
+  {
+    cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) { o.batchnormCluster = cuda::Switch::On; });
+    for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r, " (batchnorm: a cluster per channel)");
+  }
   checkBatchNormPoolFusion(normNetworks()[1]);
   checkBatchNormPoolFusion({"a ResNet stem at MNIST's size", R"({"input":[1,28,28],"layers":[
       {"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},{"kind":"activation","fn":"relu"},

@@ -45,6 +45,7 @@ DeviceCaps gpu(int sms, int major, int minor, int sharedKiB, TensorCores tensorC
   c.clusterLaunch = clusters > 1;
   c.gemmMaxCluster = clusters;
   c.headMaxCluster = clusters;
+  c.batchnormMaxCluster = clusters;
   c.headSharedBytes = c.sharedOptin - 1024;
   return c;
 }
@@ -317,6 +318,13 @@ void testParsing() {
   CHECK(parse({}).batchnormPool == Switch::Auto);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_POOL", "0"}}).batchnormPool == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_POOL", "1"}}).batchnormPool == Switch::On);
+  CHECK(parse({}).batchnormCluster == Switch::Auto);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER", "0"}}).batchnormCluster == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER", "1"}}).batchnormCluster == Switch::On);
+  CHECK(parse({}).batchnormClusterGrid == 0);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "396"}}).batchnormClusterGrid == 396);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "-5"}}).batchnormClusterGrid == 0);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_VALUES", "200000"}}).batchnormClusterValues == 200000);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_CUDA_PDL", "true"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_GEMM_SPLITK", "0"}}).gemmSplitK);
@@ -557,6 +565,39 @@ void testWorkspaceCoversSmallerBatches() {
             "conv + max pool fused up to a batch of 65535, separate beyond");
 }
 
+// The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at
+// most 2 blocks per SM, 264; the stems' 100 352 values a channel on the two-pass kernels), wider grids and
+// larger channels asked for, a portable-only GPU (8), none; a dense layer's features stay on the two-pass
+// kernels.
+void testBatchnormCluster() {
+  const KernelOverrides o;
+  const auto K = [&](const DeviceCaps& caps, int maxN, int C, int S) { return chooseBatchnormCluster(caps, o, maxN, C, S); };
+  CHECK(K(h100(), 128, 32, 28 * 28) == 1);   // resnet_fast's stem: more than 64K values a channel
+  CHECK(K(h100(), 128, 32, 14 * 14) == 8);   // its first block
+  CHECK(K(h100(), 128, 64, 7 * 7) == 4);     // its second: 1568 values a block
+  CHECK(K(h100(), 128, 48, 14 * 14) == 4);   // resnet_mnist's first block: 192 blocks (8 would be 384)
+  CHECK(K(h100(), 128, 96, 7 * 7) == 2);
+  CHECK(K(h100(), 128, 128, 8 * 8) == 2);    // resnet_rgb's last stage
+  CHECK(K(h100(), 256, 64, 1) == 1);         // a dense layer's 256 values a feature
+  CHECK(K(h100(), 32, 512, 4 * 4) == 1);     // 512 channels fill the grid alone
+  CHECK(K(smallGpu(), 128, 32, 14 * 14) == 1);  // no clusters
+  CHECK(K(turing(), 128, 32, 14 * 14) == 1);
+  KernelOverrides wide, off, on;
+  wide.batchnormClusterGrid = 528;
+  wide.batchnormClusterValues = int64_t(1) << 20;
+  CHECK(chooseBatchnormCluster(h100(), wide, 128, 32, 28 * 28) == 16);
+  CHECK_MSG(chooseBatchnormCluster(h100(), wide, 128, 64, 7 * 7) == 4, "at least 1024 values a block");
+  DeviceCaps portable = h100();
+  portable.batchnormMaxCluster = 8;
+  CHECK(chooseBatchnormCluster(portable, wide, 128, 32, 28 * 28) == 8);
+  off.batchnormCluster = Switch::Off;
+  on.batchnormCluster = Switch::On;
+  CHECK(chooseBatchnormCluster(h100(), off, 128, 32, 14 * 14) == 1);
+  CHECK_MSG(chooseBatchnormCluster(h100(), on, 1, 6, 1) == 16, "forced: the largest cluster, even for 1 value");
+  CHECK(chooseBatchnormCluster(smallGpu(), on, 128, 32, 28 * 28) == 1);
+  CHECK_MSG(chooseBatchnormCluster(h100(), on, 128, 70000, 1) == 1, "more channels than a grid's y holds");
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--print") == 0) {  // the table of kH100Choices, after a deliberate change
     for (const char* name : kPresets)
@@ -572,6 +613,7 @@ int main(int argc, char** argv) {
     testParsing();
     testScopedOverrides();
     testFusedMlpStep();
+    testBatchnormCluster();
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
   } catch (const std::exception& e) {

@@ -12,17 +12,24 @@
 // pool's output gradient where the activation's would be (its windows' values at their argmax, 0
 // elsewhere), gated from the pooled output, which equals the activation's output there: the same values
 // as the three layers' own kernels, with two passes over the full tensor fewer each way.
+// Where the chooser gives a channel a cluster of blocks (chooseBatchnormCluster: Hopper and newer, enough
+// values a channel), batchnorm_cluster.cu does each direction in one launch instead; the slices' arithmetic
+// is shared (batchnorm_math.cuh).
 #include <algorithm>
 #include <cmath>
 
-#include "cuda/activation_math.cuh"
+#include "cuda/batchnorm_cluster.h"
+#include "cuda/batchnorm_math.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 
 namespace nnstudio::cuda {
 
 namespace {
+
+using namespace bn;
 
 constexpr int kThreads = 256;
 constexpr int kTargetBlocks = 1024;   // the statistics' grid: enough blocks to fill an H100 a few times
@@ -36,121 +43,12 @@ int slicesFor(int maxN, int C, int S) {
   return int(std::max<int64_t>(1, std::min<int64_t>({bySize, byGrid, 65535})));
 }
 
-// value m of channel c (m in [0, N*S)); Index: uint32_t when N*C*S < 2^32, else int64_t
-template <typename Index>
-__device__ __forceinline__ Index indexOf(Index m, int c, int C, int S) {
-  const Index n = m / Index(S), s = m - n * Index(S);
-  return (n * Index(C) + Index(c)) * Index(S) + s;
-}
-
-// the channel of flat element i of an (N, C, S) tensor
-template <typename Index>
-__device__ __forceinline__ int channelOf(Index i, int C, int S) {
-  return int((i / Index(S)) % Index(C));
-}
-
-// A warp's lanes hold parts (count, mean, M2) in double; lane 0 ends with the whole (a fixed tree: deterministic).
-__device__ __forceinline__ void warpCombine(double& count, double& mean, double& m2) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const double countB = __shfl_down_sync(0xffffffffu, count, offset);
-    const double meanB = __shfl_down_sync(0xffffffffu, mean, offset);
-    const double m2B = __shfl_down_sync(0xffffffffu, m2, offset);
-    const double total = count + countB;
-    if (total > 0) {
-      const double delta = meanB - mean;
-      mean += delta * countB / total;
-      m2 += m2B + delta * delta * count * countB / total;
-      count = total;
-    }
-  }
-}
-
-__device__ __forceinline__ double warpSum(double value) {
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
-  return value;
-}
-
-// (count, mean, M2) of two parts
-__device__ __forceinline__ void combine(float& count, float& mean, float& m2, float countB, float meanB, float m2B) {
-  const float total = count + countB;
-  if (total == 0.0f) return;
-  const float delta = meanB - mean;
-  const float wB = countB / total;
-  mean += delta * wB;
-  m2 += m2B + delta * delta * count * wB;
-  count = total;
-}
-
-// f((x - mean) * scale + shift), the product and the sum each rounded, as the CPU computes them (left to
-// itself the compiler contracts them into an fma in some kernels and not in others): one function for
-// every kernel that normalises, so that the pooled forward gives normalise's values bit for bit
-__device__ __forceinline__ float normalisedValue(float x, float mean, float scale, float shift, ActivationFn fn,
-                                                 float alpha) {
-  return activate(__fadd_rn(__fmul_rn(x - mean, scale), shift), fn, alpha);
-}
-
-// The gradient at the activation's output, element s (= y * W + x) of plane (n, c) (flat index i), and
-// the activation's output there: read as such, or, with a max pool fused after it, from the pool's
-// window holding s (its gradient at its argmax, 0 elsewhere; the pooled output is the activation's output
-// at the argmax). Pixels past the last window (H or W not a multiple of the size) get 0, as the pool's
-// backward writes.
-struct GradientAt {
-  float dy, y;
-};
-template <bool Pooled, typename Index>
-__device__ __forceinline__ GradientAt gradientAt(const float* dy, const float* gate, const BatchNormPool& pool, Index i,
-                                                 Index n, int c, int C, int S) {
-  if (!Pooled) return {dy[i], gate ? gate[i] : 0.0f};
-  const PoolGeometry& g = pool.geometry;
-  const int s = int(i - (n * Index(C) + Index(c)) * Index(S)), iy = s / g.W, ix = s - iy * g.W;
-  const int oy = iy / g.size, ox = ix / g.size;
-  if (oy >= g.OH || ox >= g.OW) return {0.0f, 0.0f};
-  const Index w = ((n * Index(C) + Index(c)) * Index(g.OH) + Index(oy)) * Index(g.OW) + Index(ox);
-  if (pool.argmax[w] != c * S + s) return {0.0f, 0.0f};
-  return {pool.dPooled[w], pool.pooled[w]};
-}
-
 // block (p, c): the triple of its slice of channel c at partials[(c * P + p) * 3]
 template <typename Index>
 __global__ void statsPartials(float* partials, const float* x, int N, int C, int S, int P) {
   startAfterPreviousKernel();
   const int c = blockIdx.y, p = blockIdx.x;
-  const Index M = Index(N) * Index(S), per = (M + Index(P) - 1) / Index(P);
-  const Index begin = Index(p) * per < M ? Index(p) * per : M, end = begin + per < M ? begin + per : M;
-  const float shift = x[indexOf<Index>(0, c, C, S)];
-  float n = 0, sum = 0, squares = 0;  // of the shifted values
-  for (Index m = begin + threadIdx.x; m < end; m += blockDim.x) {
-    const float d = x[indexOf(m, c, C, S)] - shift;
-    n += 1.0f;
-    sum += d;
-    squares = fmaf(d, d, squares);
-  }
-  float count = n, mean = 0, m2 = 0;
-  if (n > 0) {
-    mean = shift + sum / n;
-    m2 = fmaxf(squares - sum * (sum / n), 0.0f);
-  }
-  __shared__ float sc[kThreads], sm[kThreads], s2[kThreads];
-  sc[threadIdx.x] = count;
-  sm[threadIdx.x] = mean;
-  s2[threadIdx.x] = m2;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      float a = sc[threadIdx.x], b = sm[threadIdx.x], q = s2[threadIdx.x];
-      combine(a, b, q, sc[threadIdx.x + half], sm[threadIdx.x + half], s2[threadIdx.x + half]);
-      sc[threadIdx.x] = a;
-      sm[threadIdx.x] = b;
-      s2[threadIdx.x] = q;
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    float* out = partials + (int64_t(c) * P + p) * 3;
-    out[0] = sc[0];
-    out[1] = sm[0];
-    out[2] = s2[0];
-  }
+  sliceStats<kThreads>(partials + (int64_t(c) * P + p) * 3, x, C, S, c, sliceOf(Index(N) * Index(S), P, p));
 }
 
 // one warp per channel: combine the slices, keep (mean, 1/sqrt(var + eps)), move the running statistics
@@ -160,25 +58,13 @@ __global__ void statsFinish(float* saved, float* runMean, float* runVar, const f
   const int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (c >= C) return;
   double count = 0, mean = 0, m2 = 0;
-  for (int p = lane; p < P; p += 32) {
-    const float* q = partials + (int64_t(c) * P + p) * 3;
-    const double countB = q[0];
-    if (countB == 0) continue;
-    const double total = count + countB, delta = double(q[1]) - mean;
-    mean += delta * countB / total;
-    m2 += double(q[2]) + delta * delta * count * countB / total;
-    count = total;
-  }
+  for (int p = lane; p < P; p += 32) addSlice(count, mean, m2, partials + (int64_t(c) * P + p) * 3);
   warpCombine(count, mean, m2);
   if (lane != 0) return;
-  const double var = count > 0 ? m2 / count : 0.0;
-  saved[c] = float(mean);
-  saved[C + c] = float(1.0 / sqrt(var + double(eps)));
-  if (runMean && runVar) {
-    const double unbiased = count > 1 ? m2 / (count - 1) : var;
-    runMean[c] = (1.0f - momentum) * runMean[c] + momentum * float(mean);
-    runVar[c] = (1.0f - momentum) * runVar[c] + momentum * float(unbiased);
-  }
+  const float2 stats = meanInvStd(count, mean, m2, eps);
+  saved[c] = stats.x;
+  saved[C + c] = stats.y;
+  if (runMean && runVar) moveRunning(runMean, runVar, c, count, mean, m2, momentum);
 }
 
 // evaluation: the running statistics as (mean, inverse std)
@@ -202,33 +88,16 @@ __global__ void normalise(float* y, const float* x, const float* saved, const fl
   }
 }
 
-// normalise + f + the max pool after them, a thread per pool window (stride == size): the window's
-// values as normalise computes them, scanned as maxpoolForward scans (row-major, strict '>', a NaN wins)
+// normalise + f + the max pool after them, a thread per pool window (stride == size)
 template <typename Index>
 __global__ void normalisePool(BatchNormPool pool, const float* x, const float* saved, const float* gamma,
                               const float* beta, Index windows, int C, ActivationFn fn, float alpha) {
   startAfterPreviousKernel();
   const PoolGeometry& g = pool.geometry;
   for (Index w = blockIdx.x * Index(blockDim.x) + threadIdx.x; w < windows; w += Index(gridDim.x) * blockDim.x) {
-    const Index plane = w / Index(g.OH * g.OW);  // n * C + c
-    const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW, ox = within - oy * g.OW;
-    const int c = int(plane % Index(C));
-    const float mean = saved[c], scale = (gamma ? gamma[c] : 1.0f) * saved[C + c], shift = beta ? beta[c] : 0.0f;
-    const float* in = x + plane * Index(g.H * g.W);
-    const int y0 = oy * g.size, x0 = ox * g.size;
-    int32_t bestIndex = y0 * g.W + x0;
-    float best = normalisedValue(in[bestIndex], mean, scale, shift, fn, alpha);
-    for (int ky = 0; ky < g.size; ++ky)
-      for (int kx = 0; kx < g.size; ++kx) {
-        const int32_t idx = (y0 + ky) * g.W + x0 + kx;
-        const float v = normalisedValue(in[idx], mean, scale, shift, fn, alpha);
-        if ((ky | kx) != 0 && (v > best || v != v)) {
-          best = v;
-          bestIndex = idx;
-        }
-      }
-    pool.pooled[w] = best;
-    pool.argmax[w] = c * g.H * g.W + bestIndex;  // counted from the sample's start, as maxpoolForward's
+    const int c = int(w / Index(g.OH * g.OW) % Index(C));
+    const float scale = (gamma ? gamma[c] : 1.0f) * saved[C + c];
+    poolWindow(pool, x, w, C, saved[c], scale, beta ? beta[c] : 0.0f, fn, alpha);
   }
 }
 
@@ -238,32 +107,8 @@ __global__ void gradPartials(float* partials, const float* dy, const float* x, c
                              int P, const float* gate, ActivationFn fn, float alpha, BatchNormPool pool) {
   startAfterPreviousKernel();
   const int c = blockIdx.y, p = blockIdx.x;
-  const Index M = Index(N) * Index(S), per = (M + Index(P) - 1) / Index(P);
-  const Index begin = Index(p) * per < M ? Index(p) * per : M, end = begin + per < M ? begin + per : M;
-  const float mean = saved[c], invStd = saved[C + c];
-  float sumDy = 0, sumDyXhat = 0;
-  for (Index m = begin + threadIdx.x; m < end; m += blockDim.x) {
-    const Index i = indexOf(m, c, C, S);
-    const GradientAt at = gradientAt<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S);
-    const float g = gate || Pooled ? gateGradient(at.dy, at.y, fn, alpha) : at.dy;
-    sumDy += g;
-    sumDyXhat += g * (x[i] - mean) * invStd;
-  }
-  __shared__ float sa[kThreads], sb[kThreads];
-  sa[threadIdx.x] = sumDy;
-  sb[threadIdx.x] = sumDyXhat;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sa[threadIdx.x] += sa[threadIdx.x + half];
-      sb[threadIdx.x] += sb[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    partials[(int64_t(c) * P + p) * 2] = sa[0];
-    partials[(int64_t(c) * P + p) * 2 + 1] = sb[0];
-  }
+  sliceGradSums<kThreads, Pooled>(partials + (int64_t(c) * P + p) * 2, dy, x, saved[c], saved[C + c], C, S, c,
+                                  sliceOf(Index(N) * Index(S), P, p), gate, fn, alpha, pool);
 }
 
 // one warp per channel: dGamma, dBeta and the means dx needs (means[c], means[C + c]; 0 in evaluation)
@@ -294,11 +139,8 @@ __global__ void gradInput(float* dx, const float* dy, const float* x, const floa
   startAfterPreviousKernel();
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
     const int c = channelOf(i, C, S);
-    const float invStd = saved[C + c];
-    const float xhat = (x[i] - saved[c]) * invStd;
-    const GradientAt at = gradientAt<Pooled>(dy, gate, pool, i, i / Index(S) / Index(C), c, C, S);
-    const float g = gate || Pooled ? gateGradient(at.dy, at.y, fn, alpha) : at.dy;
-    dx[i] = (gamma ? gamma[c] : 1.0f) * invStd * (g - means[c] - xhat * means[C + c]);
+    dx[i] = inputGradient<Pooled>(dy, x, saved[c], saved[C + c], gamma ? gamma[c] : 1.0f, means[c], means[C + c], i,
+                                  i / Index(S) / Index(C), c, C, S, gate, fn, alpha, pool);
   }
 }
 
@@ -324,8 +166,10 @@ __global__ void globalAvgBackward(float* dIn, const float* dOut, int64_t total, 
 unsigned gridFor(int64_t n) { return unsigned(std::min<int64_t>(blocksFor(n, kThreads), 65535)); }
 unsigned warpsGridFor(int channels) { return unsigned(blocksFor(channels, kThreads / 32)); }
 
-// 32-bit indices where every index and every loop's step past the end fits
-bool narrow(const BatchNormArgs& a) { return int64_t(a.N) * a.C * a.S < (int64_t(1) << 31); }
+// a channel's blocks in one cluster (batchnorm_cluster.cu), or 1: the two-pass kernels
+int clusterBlocks(const BatchNormArgs& a, int maxN) {
+  return chooseBatchnormCluster(currentDeviceCaps(), kernelOverrides(), maxN, a.C, a.S);
+}
 
 template <typename Index>
 void launchNormalise(const char* what, cudaStream_t stream, float* y, const float* x, const float* saved,
@@ -344,7 +188,7 @@ void launchNormalise(const char* what, cudaStream_t stream, float* y, const floa
 
 void normaliseAny(const char* what, cudaStream_t stream, float* y, const float* x, const float* saved,
                   const BatchNormArgs& a, const BatchNormActivation& act) {
-  if (narrow(a)) launchNormalise<uint32_t>(what, stream, y, x, saved, a, act);
+  if (batchnormNarrowIndex(a)) launchNormalise<uint32_t>(what, stream, y, x, saved, a, act);
   else launchNormalise<int64_t>(what, stream, y, x, saved, a, act);
 }
 
@@ -374,8 +218,10 @@ size_t batchnorm_workspace(int maxN, int C, int S) {
 void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,
                              const BatchNormArgs& a, int maxN, float* workspace, const BatchNormActivation& act) {
   if (a.N <= 0) return;
+  if (const int K = clusterBlocks(a, maxN); K > 1)
+    return batchnorm_cluster_forward(stream, y, x, saved, runMean, runVar, a, K, act);
   const int P = slicesFor(maxN, a.C, a.S);
-  launchKernel("batchnorm statistics", narrow(a) ? statsPartials<uint32_t> : statsPartials<int64_t>,
+  launchKernel("batchnorm statistics", batchnormNarrowIndex(a) ? statsPartials<uint32_t> : statsPartials<int64_t>,
                dim3(unsigned(P), unsigned(a.C)), kThreads, 0, stream, workspace, x, a.N, a.C, a.S, P);
   launchKernel("batchnorm statistics (combine)", statsFinish, warpsGridFor(a.C), kThreads, 0, stream, saved, runMean,
                runVar, static_cast<const float*>(workspace), a.C, P, a.eps, a.momentum);
@@ -394,14 +240,16 @@ void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dB
                         const float* saved, const BatchNormArgs& a, bool training, int maxN, float* workspace,
                         const BatchNormActivation& act) {
   if (a.N <= 0) return;
+  if (const int K = clusterBlocks(a, maxN); K > 1)
+    return batchnorm_cluster_backward(stream, dx, dGamma, dBeta, dy, x, saved, a, training, K, act);
   const int P = slicesFor(maxN, a.C, a.S);
   float* means = workspace + size_t(a.C) * size_t(P) * 3;  // after the largest partials (batchnorm_workspace)
-  if (narrow(a)) launchGradPartials<uint32_t>(stream, workspace, dy, x, saved, a, P, act);
+  if (batchnormNarrowIndex(a)) launchGradPartials<uint32_t>(stream, workspace, dy, x, saved, a, P, act);
   else launchGradPartials<int64_t>(stream, workspace, dy, x, saved, a, P, act);
   launchKernel("batchnorm backward (combine)", gradFinish, warpsGridFor(a.C), kThreads, 0, stream, dGamma, dBeta, means,
                static_cast<const float*>(workspace), a.C, P, int64_t(a.N) * a.S, training);
   if (!dx) return;
-  if (narrow(a)) launchGradInput<uint32_t>(stream, dx, dy, x, saved, means, a, act);
+  if (batchnormNarrowIndex(a)) launchGradInput<uint32_t>(stream, dx, dy, x, saved, means, a, act);
   else launchGradInput<int64_t>(stream, dx, dy, x, saved, means, a, act);
 }
 

@@ -9,6 +9,8 @@ namespace nnstudio::cuda {
 
 // gemm.cu's split-K: 1 (no clusters: no sm_90 code loaded, or the GPU cannot co-schedule 8), 8 or 16.
 int gemmClusterLimit(bool clusterLaunch);
+// batchnorm_cluster.cu: 1 (no clusters), 2 .. 16 blocks of 512 threads.
+int batchnormClusterLimit(bool clusterLaunch);
 // dense_head.cu: opts its kernels into `sharedBytes` of dynamic shared memory; 1 .. 16 blocks.
 int denseHeadClusterLimit(size_t sharedBytes, bool clusterLaunch);
 

@@ -52,6 +52,7 @@ DeviceCaps query(int device) {
   c.gemmMaxCluster = gemmClusterLimit(c.clusterLaunch);
   c.headSharedBytes = c.sharedOptin - 1024;  // the dense head's static arrays take 1 KiB
   c.headMaxCluster = denseHeadClusterLimit(c.headSharedBytes, c.clusterLaunch);
+  c.batchnormMaxCluster = batchnormClusterLimit(c.clusterLaunch);
   return c;
 }
 

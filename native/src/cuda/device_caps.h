@@ -25,6 +25,7 @@ struct DeviceCaps {
   // 1: no cluster, e.g. a build without sm_90 code running on a newer GPU):
   int gemmMaxCluster = 1;                   // gemm.cu's split-K: 1, 8 (portable) or 16 (non-portable, H100)
   int headMaxCluster = 1;                   // dense_head.cu: 1 .. 16
+  int batchnormMaxCluster = 1;              // batchnorm_cluster.cu: 1 .. 16
   size_t headSharedBytes = 47 * 1024;       // dense_head.cu's dynamic shared memory (the opt-in less its static arrays)
 
   bool tf32TensorCores() const { return tensorCores >= TensorCores::Tf32MmaSync; }

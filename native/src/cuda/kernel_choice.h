@@ -209,6 +209,26 @@ bool denseHeadSupported(const DeviceCaps& caps, int N, int inputs, int units);
 bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int N, int64_t inputs, int64_t units,
                            ActivationFn act);
 
+// ================================ batchnorm ================================
+
+// batchnorm_cluster.cu: a cluster of K blocks per channel does the statistics, their combine and the
+// normalisation in one launch (the backward's sums and dx likewise); 1: the two-pass kernels
+// (batchnorm.cu). K is a function of the largest batch, the shape and the device's largest cluster, so a
+// graph captured at maxN and its smaller last batch reduce in the same slices (the same GPU model gives
+// the same bits, as the split-K choices). Auto doubles K from 1 while the grid stays within
+// kBatchnormClusterBlocksPerSm blocks per SM (o.batchnormClusterGrid blocks when set) and each block
+// keeps at least kBatchnormClusterMinValues values: every block of a launch resident at once, since a
+// block waits for its cluster (3 or 4 blocks per SM measured 4-5 % slower on resnet_fast, 1 per SM 10 %);
+// a channel of more than kBatchnormClusterMaxValues values keeps the two-pass kernels. On takes the
+// device's largest cluster (tests: empty slices too).
+inline constexpr int kBatchnormClusterBlocksPerSm = 2;
+inline constexpr int kBatchnormClusterMinValues = 1024;  // 2 values per thread
+// Larger channels keep the two-pass kernels: on the ResNet stems (100 352 values a channel at 28x28 and
+// batch 128) their wide grids read faster than a cluster's few blocks a channel (H200, 2026-11-27:
+// clusters everywhere resnet_mnist 0.415 s/epoch, up to 64K values 0.402, never 0.409; docs/BENCHMARKS.md)
+inline constexpr int64_t kBatchnormClusterMaxValues = 65536;  // a channel's values (o.batchnormClusterValues)
+int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int maxN, int C, int S);
+
 // ================================ GEMM (dense layers) ================================
 
 enum class GemmTile { Large64x64, Medium32x32, Wide16x64, Small16x16 };

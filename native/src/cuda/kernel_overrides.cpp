@@ -4,6 +4,7 @@
 
 #include "cuda/kernel_choice.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   // unset: where it pays; "0": never; anything else: wherever supported
   if (const char* v = lookup("NNSTUDIO_CUDA_FUSION")) o.fusion = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_POOL")) o.batchnormPool = is(v, "0") ? Switch::Off : Switch::On;
+  if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER")) o.batchnormCluster = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_FUSED_STEP")) o.fusedStep = is(v, "0") ? Switch::Off : Switch::On;
   o.programmaticLaunch = is(lookup("NNSTUDIO_CUDA_PDL"), "1");
   o.gemmSplitK = !is(lookup("NNSTUDIO_GEMM_SPLITK"), "0");
@@ -49,6 +51,8 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
     ConvDirectShape& s = o.convDirectShape;
     std::sscanf(v, "%d,%d,%d,%d", &s.ft, &s.px, &s.splits, &s.blocks);
   }
+  if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_GRID")) o.batchnormClusterGrid = std::max(0, std::atoi(v));
+  if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_VALUES")) o.batchnormClusterValues = std::max(0LL, std::atoll(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_STEPS_PER_GRAPH")) {
     const int n = std::atoi(v);
     if (n >= 1 && n <= 64) o.stepsPerGraph = n;

@@ -36,6 +36,9 @@ enum class GemmTileForce { Auto = -1, Large64x64 = 0, Medium32x32 = 1, Wide16x64
 struct KernelOverrides {
   Switch fusion = Switch::Auto;             // NNSTUDIO_CUDA_FUSION: conv + max pool, batchnorm + max pool, the dense head
   Switch batchnormPool = Switch::Auto;      // NNSTUDIO_CUDA_BN_POOL=0: batchnorm + max pool apart (comparisons)
+  Switch batchnormCluster = Switch::Auto;   // NNSTUDIO_CUDA_BN_CLUSTER: 0 the two-pass kernels, 1 a cluster wherever the GPU has them
+  int batchnormClusterGrid = 0;             // NNSTUDIO_CUDA_BN_CLUSTER_GRID: the most blocks a cluster launch aims for (0: the chooser's)
+  long long batchnormClusterValues = 0;     // NNSTUDIO_CUDA_BN_CLUSTER_VALUES: the most values a channel for a cluster (0: the chooser's)
   Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)
   bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off

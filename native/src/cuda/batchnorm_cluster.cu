@@ -1,0 +1,191 @@
+// The batchnorm in one launch each way: grid (K, C), a cluster of the K blocks along x per channel c.
+// Block r takes slice r of the channel's N*S values and reduces it exactly as the two-pass kernels reduce a
+// slice (batchnorm_math.cuh); the cluster then waits once, and warp 0 of every block combines the K slices
+// read from the blocks' shared memory (distributed shared memory), in rank order, in double: every block
+// gets the same statistics, block 0 stores them. Each block then normalises (or writes dx for) the slice it
+// has just read, from L1 or L2. Against statistics, combine and normalise apart (three launches, the
+// tensor read twice from memory) this saves two launches and a pass each way; it is what made the ResNet
+// presets' batchnorms cheaper (docs/BENCHMARKS.md). Only machine code for sm_90+ holds the body: the host
+// launches it only where the probe (batchnormClusterLimit, at DeviceCaps time) found clusters co-scheduled.
+#include <cooperative_groups.h>
+
+#include "cuda/batchnorm_cluster.h"
+#include "cuda/batchnorm_math.cuh"
+#include "cuda/check.h"
+#include "cuda/cluster_probes.h"
+#include "cuda/launch.cuh"
+
+namespace nnstudio::cuda {
+
+namespace {
+
+using namespace bn;
+constexpr int kThreads = kBatchnormClusterThreads;
+constexpr int kMaxBlocks = 16;  // a cluster (more than 8: non-portable, where the GPU schedules it)
+
+// f(normalised x) over the block's slice of channel c, or the pool windows of its share of the channel's
+template <bool Pooled, typename Index>
+__device__ __forceinline__ void normaliseSlice(float* y, const BatchNormPool& pool, const float* x, int N, int C, int S,
+                                               int c, int K, int rank, float mean, float scale, float shift,
+                                               ActivationFn fn, float alpha) {
+  if (Pooled) {
+    const PoolGeometry& g = pool.geometry;
+    const Index planeWindows = Index(g.OH * g.OW);
+    const Slice<Index> mine = sliceOf(Index(N) * planeWindows, K, rank);
+    for (Index u = mine.begin + threadIdx.x; u < mine.end; u += kThreads) {
+      const Index n = u / planeWindows;
+      poolWindow(pool, x, (n * Index(C) + Index(c)) * planeWindows + (u - n * planeWindows), C, mean, scale, shift, fn,
+                 alpha);
+    }
+    return;
+  }
+  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank);
+  for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
+    const Index i = indexOf(m, c, C, S);
+    y[i] = normalisedValue(x[i], mean, scale, shift, fn, alpha);
+  }
+}
+
+template <bool Pooled, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    clusterForward(float* y, BatchNormPool pool, const float* x, float* saved, float* runMean, float* runVar,
+                   const float* gamma, const float* beta, int N, int C, int S, float eps, float momentum,
+                   ActivationFn fn, float alpha) {
+  startAfterPreviousKernel();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int K = int(gridDim.x), rank = int(cluster.block_rank()), c = int(blockIdx.y);
+  __shared__ float triple[3];  // this block's slice, read by every block of the cluster
+  __shared__ float stats[2];   // the channel's mean and inverse std
+  sliceStats<kThreads>(triple, x, C, S, c, sliceOf(Index(N) * Index(S), K, rank));
+  cluster.sync();
+  if (threadIdx.x < 32) {
+    double count = 0, mean = 0, m2 = 0;
+    if (int(threadIdx.x) < K) addSlice(count, mean, m2, cluster.map_shared_rank(triple, threadIdx.x));
+    warpCombine(count, mean, m2);
+    if (threadIdx.x == 0) {
+      const float2 ms = meanInvStd(count, mean, m2, eps);
+      stats[0] = ms.x;
+      stats[1] = ms.y;
+      if (rank == 0) {
+        saved[c] = ms.x;
+        saved[C + c] = ms.y;
+        if (runMean && runVar) moveRunning(runMean, runVar, c, count, mean, m2, momentum);
+      }
+    }
+  }
+  cluster.sync();  // the statistics are in `stats`, and no block leaves while another still reads its triple
+  const float scale = (gamma ? gamma[c] : 1.0f) * stats[1];
+  normaliseSlice<Pooled, Index>(y, pool, x, N, C, S, c, K, rank, stats[0], scale, beta ? beta[c] : 0.0f, fn, alpha);
+#else
+  __trap();  // never launched: the host uses clusters only where they exist
+#endif
+}
+
+template <bool Pooled, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    clusterBackward(float* dx, float* dGamma, float* dBeta, const float* dy, const float* x, const float* saved,
+                    const float* gamma, int N, int C, int S, bool training, const float* gate, ActivationFn fn,
+                    float alpha, BatchNormPool pool) {
+  startAfterPreviousKernel();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int K = int(gridDim.x), rank = int(cluster.block_rank()), c = int(blockIdx.y);
+  const float mean = saved[c], invStd = saved[C + c];
+  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank);
+  __shared__ float sums[2];   // this block's sum(g) and sum(g xhat), read by every block of the cluster
+  __shared__ float means[2];  // the channel's mean(g) and mean(g xhat) (0 in evaluation)
+  sliceGradSums<kThreads, Pooled>(sums, dy, x, mean, invStd, C, S, c, mine, gate, fn, alpha, pool);
+  cluster.sync();
+  if (threadIdx.x < 32) {
+    double sumDy = 0, sumDyXhat = 0;
+    if (int(threadIdx.x) < K) {
+      const float* other = cluster.map_shared_rank(sums, threadIdx.x);
+      sumDy = other[0];
+      sumDyXhat = other[1];
+    }
+    sumDy = warpSum(sumDy);
+    sumDyXhat = warpSum(sumDyXhat);
+    if (threadIdx.x == 0) {
+      const double M = double(N) * double(S);
+      means[0] = training ? float(sumDy / M) : 0.0f;
+      means[1] = training ? float(sumDyXhat / M) : 0.0f;
+      if (rank == 0 && dGamma) dGamma[c] = float(sumDyXhat);
+      if (rank == 0 && dBeta) dBeta[c] = float(sumDy);
+    }
+  }
+  cluster.sync();  // the means are in `means`, and no block leaves while another still reads its sums
+  if (!dx) return;
+  const float g = gamma ? gamma[c] : 1.0f;
+  for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
+    const Index i = indexOf(m, c, C, S);
+    dx[i] = inputGradient<Pooled>(dy, x, mean, invStd, g, means[0], means[1], i, m / Index(S), c, C, S, gate, fn, alpha,
+                                  pool);
+  }
+#else
+  __trap();  // never launched: the host uses clusters only where they exist
+#endif
+}
+
+using ForwardFn = void (*)(float*, BatchNormPool, const float*, float*, float*, float*, const float*, const float*, int,
+                           int, int, float, float, ActivationFn, float);
+using BackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*, const float*, int, int,
+                            int, bool, const float*, ActivationFn, float, BatchNormPool);
+
+ForwardFn forwardFor(bool pooled, bool narrowIndex) {
+  if (pooled) return narrowIndex ? clusterForward<true, uint32_t> : clusterForward<true, int64_t>;
+  return narrowIndex ? clusterForward<false, uint32_t> : clusterForward<false, int64_t>;
+}
+
+BackwardFn backwardFor(bool pooled, bool narrowIndex) {
+  if (pooled) return narrowIndex ? clusterBackward<true, uint32_t> : clusterBackward<true, int64_t>;
+  return narrowIndex ? clusterBackward<false, uint32_t> : clusterBackward<false, int64_t>;
+}
+
+// Can clusters of `blocks` blocks of every instance run?
+bool clustersFit(int blocks) {
+  for (bool pooled : {false, true})
+    for (bool narrowIndex : {false, true})
+      if (!clusterFits(forwardFor(pooled, narrowIndex), kThreads, 0, blocks) ||
+          !clusterFits(backwardFor(pooled, narrowIndex), kThreads, 0, blocks))
+        return false;
+  return true;
+}
+
+}  // namespace
+
+// ---- the device: the largest cluster, once per device (DeviceCaps) ----
+
+int batchnormClusterLimit(bool clusterLaunch) {
+  // the cluster code exists only in machine code for sm_90+
+  if (!clusterLaunch || !runsSm90Code(forwardFor(false, true))) return 1;
+  for (bool pooled : {false, true})
+    for (bool narrowIndex : {false, true})
+      for (void* kernel : {reinterpret_cast<void*>(forwardFor(pooled, narrowIndex)),
+                           reinterpret_cast<void*>(backwardFor(pooled, narrowIndex))})
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+          cudaGetLastError();  // then only portable sizes fit
+  for (int blocks = kMaxBlocks; blocks >= 2; blocks /= 2)
+    if (clustersFit(blocks)) return blocks;
+  return 1;
+}
+
+void batchnorm_cluster_forward(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean,
+                               float* runVar, const BatchNormArgs& a, int K, const BatchNormActivation& act) {
+  launchClusterKernel("batchnorm forward (cluster)", forwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
+                      dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, y, act.pool ? *act.pool : BatchNormPool{},
+                      x, saved, runMean, runVar, a.gamma, a.beta, a.N, a.C, a.S, a.eps, a.momentum, act.fn, act.alpha);
+}
+
+void batchnorm_cluster_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy,
+                                const float* x, const float* saved, const BatchNormArgs& a, bool training, int K,
+                                const BatchNormActivation& act) {
+  launchClusterKernel("batchnorm backward (cluster)", backwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
+                      dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, dx, dGamma, dBeta, dy, x, saved,
+                      a.gamma, a.N, a.C, a.S, training, act.y, act.fn, act.alpha,
+                      act.pool ? *act.pool : BatchNormPool{});
+}
+
+}  // namespace nnstudio::cuda

@@ -1,0 +1,23 @@
+// The batchnorm's kernels: a cluster per channel (one launch each way) or the two-pass kernels
+// (kernel_choice.h, chooseBatchnormCluster).
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/kernel_choice.h"
+
+namespace nnstudio::cuda {
+
+int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int maxN, int C, int S) {
+  const int largest = caps.batchnormMaxCluster;
+  if (o.batchnormCluster == Switch::Off || largest < 2 || C < 1 || C > 65535) return 1;
+  if (o.batchnormCluster == Switch::On) return largest;
+  const int64_t values = int64_t(std::max(maxN, 1)) * S;  // a channel's
+  const int64_t grid = o.batchnormClusterGrid > 0 ? o.batchnormClusterGrid : int64_t(kBatchnormClusterBlocksPerSm) * caps.sms;
+  const int64_t most = o.batchnormClusterValues > 0 ? o.batchnormClusterValues : kBatchnormClusterMaxValues;
+  if (values > most) return 1;
+  int K = 1;
+  while (2 * K <= largest && int64_t(C) * 2 * K <= grid && values / (2 * K) >= kBatchnormClusterMinValues) K *= 2;
+  return K;
+}
+
+}  // namespace nnstudio::cuda
