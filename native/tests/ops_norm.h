@@ -37,15 +37,20 @@ struct BatchNormRow {
 // The batchnorm's kernels a row runs: the chooser's, the two-pass ones, a cluster per channel wherever the
 // GPU has clusters (batchnorm_cluster.cu; the two-pass ones elsewhere)
 struct BatchNormPath {
-  cuda::Switch cluster;
+  cuda::Switch cluster, quads;
   const char* name;
 };
-inline constexpr BatchNormPath kBatchNormPaths[] = {{cuda::Switch::Auto, "the chooser's kernels"},
-                                                     {cuda::Switch::Off, "two passes"},
-                                                     {cuda::Switch::On, "a cluster per channel (where the GPU has them)"}};
+inline constexpr BatchNormPath kBatchNormPaths[] = {
+    {cuda::Switch::Auto, cuda::Switch::Auto, "the chooser's kernels"},
+    {cuda::Switch::Off, cuda::Switch::Auto, "two passes"},
+    {cuda::Switch::On, cuda::Switch::Auto, "a cluster per channel (where the GPU has them; quads where S % 4 == 0)"},
+    {cuda::Switch::On, cuda::Switch::Off, "a cluster per channel, a value a load"}};
 
 inline void checkBatchNorm(cpu::ThreadPool& pool, const BatchNormRow& r, uint64_t seed, const BatchNormPath& path) {
-  cuda::ScopedKernelOverride use([&](cuda::KernelOverrides& o) { o.batchnormCluster = path.cluster; });
+  cuda::ScopedKernelOverride use([&](cuda::KernelOverrides& o) {
+    o.batchnormCluster = path.cluster;
+    o.batchnormQuads = path.quads;
+  });
   const std::string shape = "N" + std::to_string(r.N) + " (max " + std::to_string(r.maxN) + ") C" + std::to_string(r.C) +
                             " S" + std::to_string(r.S) + (r.affine ? "" : " not affine") + " offset " +
                             nnstudio_test::num(r.offset);
@@ -233,8 +238,8 @@ inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c, con
 
 // The batchnorm + activation + max pool fusion against the three layers' own kernels on the GPU: the same
 // float operations in the same order, so every value bit for bit
-inline void checkBatchNormPoolFusion(const NormNetworkRow& c) {
-  Row line("network", std::string(c.name) + ": batchnorm + max pool fused / not", "the chooser's kernels");
+inline void checkBatchNormPoolFusion(const NormNetworkRow& c, const std::string& variant = "") {
+  Row line("network", std::string(c.name) + ": batchnorm + max pool fused / not", "the chooser's kernels" + variant);
   const ModelSpec spec = parseModelSpec(c.spec);
   const NetworkPlan plan = planNetwork(spec);
   const auto params = initialParameters(spec, 7);
@@ -317,7 +322,7 @@ inline void runNormRows(cpu::ThreadPool& pool) {
       {17, 8, 5 * 5, true, 128, 0.0f},     // the last, smaller batch of an epoch: slices follow maxN
       {64, 4, 14 * 14, true, 64, 100.0f},  // a large mean against the spread (std ~1)
       {1, 6, 1, true, 1, 0.0f},            // one value per channel: variance 0, the output beta
-      {128, 32, 28 * 28, true, 128, 0.0f}, // resnet_fast's stem (two passes unless forced)
+      {128, 32, 28 * 28, true, 128, 0.0f}, // resnet_fast's stem: the chooser's cluster of 8, quads
       {96, 64, 7 * 7, true, 128, 3.0f},    // the last batch of an epoch: the chooser's cluster of 4 for 128
   };
   {
@@ -346,13 +351,19 @@ inline void runNormRows(cpu::ThreadPool& pool) {
     cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) { o.batchnormCluster = cuda::Switch::On; });
     for (const NormNetworkRow& r : normNetworks()) checkNormNetwork(pool, r, " (batchnorm: a cluster per channel)");
   }
-  checkBatchNormPoolFusion(normNetworks()[1]);
-  checkBatchNormPoolFusion({"a ResNet stem at MNIST's size", R"({"input":[1,28,28],"layers":[
+  const NormNetworkRow stem{"a ResNet stem at MNIST's size", R"({"input":[1,28,28],"layers":[
       {"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"},{"kind":"activation","fn":"relu"},
       {"kind":"maxpool2d","size":2,"stride":2},
       {"kind":"residual","layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same"},{"kind":"batchnorm"}]},
       {"kind":"activation","fn":"relu"},{"kind":"global_avgpool"},{"kind":"dense","units":10}],
-      "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})", 128});
+      "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})", 128};
+  checkBatchNormPoolFusion(normNetworks()[1]);
+  checkBatchNormPoolFusion(stem);
+  {  // the cluster kernels: the pooled backward gathers its quads one value at a time, in the loads' order
+    cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) { o.batchnormCluster = cuda::Switch::On; });
+    checkBatchNormPoolFusion(normNetworks()[1], " (batchnorm: a cluster per channel)");
+    checkBatchNormPoolFusion(stem, " (batchnorm: a cluster per channel, quads)");
+  }
 }
 
 }  // namespace nnstudio::test

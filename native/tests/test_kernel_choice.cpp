@@ -321,6 +321,8 @@ void testParsing() {
   CHECK(parse({}).batchnormCluster == Switch::Auto);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER", "0"}}).batchnormCluster == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER", "1"}}).batchnormCluster == Switch::On);
+  CHECK(parse({}).batchnormQuads == Switch::Auto);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_QUADS", "0"}}).batchnormQuads == Switch::Off);
   CHECK(parse({}).batchnormClusterGrid == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "396"}}).batchnormClusterGrid == 396);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "-5"}}).batchnormClusterGrid == 0);
@@ -566,13 +568,19 @@ void testWorkspaceCoversSmallerBatches() {
 }
 
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at
-// most 2 blocks per SM, 264; the stems' 100 352 values a channel on the two-pass kernels), wider grids and
-// larger channels asked for, a portable-only GPU (8), none; a dense layer's features stay on the two-pass
-// kernels.
+// most 2 blocks per SM, 264; channels of more than 64K values on the two-pass kernels only where they would
+// be loaded a value at a time), wider grids and larger channels asked for, a portable-only GPU (8), none; a
+// dense layer's features stay on the two-pass kernels.
 void testBatchnormCluster() {
   const KernelOverrides o;
   const auto K = [&](const DeviceCaps& caps, int maxN, int C, int S) { return chooseBatchnormCluster(caps, o, maxN, C, S); };
-  CHECK(K(h100(), 128, 32, 28 * 28) == 1);   // resnet_fast's stem: more than 64K values a channel
+  CHECK(K(h100(), 128, 32, 28 * 28) == 8);   // resnet_fast's stem: 256 blocks, 4 values a load
+  CHECK(K(h100(), 128, 48, 28 * 28) == 4);   // resnet_mnist's
+  CHECK_MSG(K(h100(), 128, 32, 27 * 27) == 1, "more than 64K values a channel, loaded one at a time");
+  KernelOverrides scalar;
+  scalar.batchnormQuads = Switch::Off;
+  CHECK(chooseBatchnormCluster(h100(), scalar, 128, 32, 28 * 28) == 1);
+  CHECK(chooseBatchnormCluster(h100(), scalar, 128, 32, 14 * 14) == 8);
   CHECK(K(h100(), 128, 32, 14 * 14) == 8);   // its first block
   CHECK(K(h100(), 128, 64, 7 * 7) == 4);     // its second: 1568 values a block
   CHECK(K(h100(), 128, 48, 14 * 14) == 4);   // resnet_mnist's first block: 192 blocks (8 would be 384)

@@ -9,6 +9,9 @@
 // launches it only where the probe (batchnormClusterLimit, at DeviceCaps time) found clusters co-scheduled.
 #include <cooperative_groups.h>
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "cuda/batchnorm_cluster.h"
 #include "cuda/batchnorm_math.cuh"
 #include "cuda/check.h"
@@ -26,8 +29,8 @@ constexpr int kMaxBlocks = 16;  // a cluster (more than 8: non-portable, where t
 // f(normalised x) over the block's slice of channel c, or the pool windows of its share of the channel's
 template <bool Pooled, typename Index>
 __device__ __forceinline__ void normaliseSlice(float* y, const BatchNormPool& pool, const float* x, int N, int C, int S,
-                                               int c, int K, int rank, float mean, float scale, float shift,
-                                               ActivationFn fn, float alpha) {
+                                               int c, int K, int rank, bool quads, float mean, float scale,
+                                               float shift, ActivationFn fn, float alpha) {
   if (Pooled) {
     const PoolGeometry& g = pool.geometry;
     const Index planeWindows = Index(g.OH * g.OW);
@@ -39,10 +42,41 @@ __device__ __forceinline__ void normaliseSlice(float* y, const BatchNormPool& po
     }
     return;
   }
-  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank);
+  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1);
+  const auto value = [&](float v) { return normalisedValue(v, mean, scale, shift, fn, alpha); };
+  if (quads) {
+    for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
+      const Index i = indexOf(m, c, C, S);
+      const float4 v = load4(x + i);
+      *reinterpret_cast<float4*>(y + i) = make_float4(value(v.x), value(v.y), value(v.z), value(v.w));
+    }
+    return;
+  }
   for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
     const Index i = indexOf(m, c, C, S);
-    y[i] = normalisedValue(x[i], mean, scale, shift, fn, alpha);
+    y[i] = value(x[i]);
+  }
+}
+
+// dx over the block's slice of channel c
+template <bool Pooled, typename Index>
+__device__ __forceinline__ void inputGradientSlice(float* dx, const float* dy, const float* x, const float* gate,
+                                                   const BatchNormPool& pool, Slice<Index> mine, bool quads, int C,
+                                                   int S, int c, float mean, float invStd, float gamma, float meanG,
+                                                   float meanGXhat, ActivationFn fn, float alpha) {
+  if (quads) {
+    for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
+      const Index i = indexOf(m, c, C, S);
+      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha), v = load4(x + i);
+      const auto of = [&](float gk, float vk) { return inputGradientOf(gk, vk, mean, invStd, gamma, meanG, meanGXhat); };
+      *reinterpret_cast<float4*>(dx + i) = make_float4(of(g.x, v.x), of(g.y, v.y), of(g.z, v.z), of(g.w, v.w));
+    }
+    return;
+  }
+  for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
+    const Index i = indexOf(m, c, C, S);
+    dx[i] = inputGradient<Pooled>(dy, x, mean, invStd, gamma, meanG, meanGXhat, i, m / Index(S), c, C, S, gate, fn,
+                                  alpha, pool);
   }
 }
 
@@ -50,7 +84,7 @@ template <bool Pooled, typename Index>
 __global__ void __launch_bounds__(kThreads)
     clusterForward(float* y, BatchNormPool pool, const float* x, float* saved, float* runMean, float* runVar,
                    const float* gamma, const float* beta, int N, int C, int S, float eps, float momentum,
-                   ActivationFn fn, float alpha) {
+                   ActivationFn fn, float alpha, bool quads) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -58,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
   const int K = int(gridDim.x), rank = int(cluster.block_rank()), c = int(blockIdx.y);
   __shared__ float triple[3];  // this block's slice, read by every block of the cluster
   __shared__ float stats[2];   // the channel's mean and inverse std
-  sliceStats<kThreads>(triple, x, C, S, c, sliceOf(Index(N) * Index(S), K, rank));
+  sliceStats<kThreads>(triple, x, C, S, c, sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1), quads);
   cluster.sync();
   if (threadIdx.x < 32) {
     double count = 0, mean = 0, m2 = 0;
@@ -77,7 +111,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   cluster.sync();  // the statistics are in `stats`, and no block leaves while another still reads its triple
   const float scale = (gamma ? gamma[c] : 1.0f) * stats[1];
-  normaliseSlice<Pooled, Index>(y, pool, x, N, C, S, c, K, rank, stats[0], scale, beta ? beta[c] : 0.0f, fn, alpha);
+  normaliseSlice<Pooled, Index>(y, pool, x, N, C, S, c, K, rank, quads, stats[0], scale, beta ? beta[c] : 0.0f, fn,
+                                alpha);
 #else
   __trap();  // never launched: the host uses clusters only where they exist
 #endif
@@ -87,17 +122,17 @@ template <bool Pooled, typename Index>
 __global__ void __launch_bounds__(kThreads)
     clusterBackward(float* dx, float* dGamma, float* dBeta, const float* dy, const float* x, const float* saved,
                     const float* gamma, int N, int C, int S, bool training, const float* gate, ActivationFn fn,
-                    float alpha, BatchNormPool pool) {
+                    float alpha, BatchNormPool pool, bool quads) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int K = int(gridDim.x), rank = int(cluster.block_rank()), c = int(blockIdx.y);
   const float mean = saved[c], invStd = saved[C + c];
-  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank);
+  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1);
   __shared__ float sums[2];   // this block's sum(g) and sum(g xhat), read by every block of the cluster
   __shared__ float means[2];  // the channel's mean(g) and mean(g xhat) (0 in evaluation)
-  sliceGradSums<kThreads, Pooled>(sums, dy, x, mean, invStd, C, S, c, mine, gate, fn, alpha, pool);
+  sliceGradSums<kThreads, Pooled>(sums, dy, x, mean, invStd, C, S, c, mine, gate, fn, alpha, pool, quads);
   cluster.sync();
   if (threadIdx.x < 32) {
     double sumDy = 0, sumDyXhat = 0;
@@ -117,22 +152,29 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   cluster.sync();  // the means are in `means`, and no block leaves while another still reads its sums
-  if (!dx) return;
-  const float g = gamma ? gamma[c] : 1.0f;
-  for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
-    const Index i = indexOf(m, c, C, S);
-    dx[i] = inputGradient<Pooled>(dy, x, mean, invStd, g, means[0], means[1], i, m / Index(S), c, C, S, gate, fn, alpha,
-                                  pool);
-  }
+  if (dx)
+    inputGradientSlice<Pooled, Index>(dx, dy, x, gate, pool, mine, quads, C, S, c, mean, invStd, gamma ? gamma[c] : 1.0f,
+                                      means[0], means[1], fn, alpha);
 #else
   __trap();  // never launched: the host uses clusters only where they exist
 #endif
 }
 
 using ForwardFn = void (*)(float*, BatchNormPool, const float*, float*, float*, float*, const float*, const float*, int,
-                           int, int, float, float, ActivationFn, float);
+                           int, int, float, float, ActivationFn, float, bool);
 using BackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*, const float*, int, int,
-                            int, bool, const float*, ActivationFn, float, BatchNormPool);
+                            int, bool, const float*, ActivationFn, float, BatchNormPool, bool);
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// quads (batchnorm_math.cuh) where the planes and every buffer read or written a value at a time allow them:
+// the buffers come from cudaMalloc (256-byte aligned) in a network, so in practice wherever S % 4 == 0
+bool useQuads(int S, std::initializer_list<const void*> buffers) {
+  if (kernelOverrides().batchnormQuads == Switch::Off || S % 4 != 0) return false;
+  for (const void* p : buffers)
+    if (p && !aligned16(p)) return false;
+  return true;
+}
 
 ForwardFn forwardFor(bool pooled, bool narrowIndex) {
   if (pooled) return narrowIndex ? clusterForward<true, uint32_t> : clusterForward<true, int64_t>;
@@ -174,9 +216,11 @@ int batchnormClusterLimit(bool clusterLaunch) {
 
 void batchnorm_cluster_forward(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean,
                                float* runVar, const BatchNormArgs& a, int K, const BatchNormActivation& act) {
+  const bool quads = useQuads(a.S, {x, act.pool ? nullptr : y});
   launchClusterKernel("batchnorm forward (cluster)", forwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
                       dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, y, act.pool ? *act.pool : BatchNormPool{},
-                      x, saved, runMean, runVar, a.gamma, a.beta, a.N, a.C, a.S, a.eps, a.momentum, act.fn, act.alpha);
+                      x, saved, runMean, runVar, a.gamma, a.beta, a.N, a.C, a.S, a.eps, a.momentum, act.fn, act.alpha,
+                      quads);
 }
 
 void batchnorm_cluster_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy,
@@ -185,7 +229,7 @@ void batchnorm_cluster_backward(cudaStream_t stream, float* dx, float* dGamma, f
   launchClusterKernel("batchnorm backward (cluster)", backwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
                       dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, dx, dGamma, dBeta, dy, x, saved,
                       a.gamma, a.N, a.C, a.S, training, act.y, act.fn, act.alpha,
-                      act.pool ? *act.pool : BatchNormPool{});
+                      act.pool ? *act.pool : BatchNormPool{}, useQuads(a.S, {x, dx, act.pool ? nullptr : dy, act.pool ? nullptr : act.y}));
 }
 
 }  // namespace nnstudio::cuda

@@ -25,14 +25,15 @@ __device__ __forceinline__ int channelOf(Index i, int C, int S) {
   return int((i / Index(S)) % Index(C));
 }
 
-// slice p of P of a channel's M values: [begin, end), the last slices possibly empty
+// slice p of P of a channel's M values: [begin, end), the last slices possibly empty; with `align` 4 the
+// bounds are multiples of 4 (quads below)
 template <typename Index>
 struct Slice {
   Index begin, end;
 };
 template <typename Index>
-__device__ __forceinline__ Slice<Index> sliceOf(Index M, int P, int p) {
-  const Index per = (M + Index(P) - 1) / Index(P);
+__device__ __forceinline__ Slice<Index> sliceOf(Index M, int P, int p, int align = 1) {
+  const Index per = ((M + Index(P) - 1) / Index(P) + Index(align) - 1) / Index(align) * Index(align);
   const Index begin = Index(p) * per < M ? Index(p) * per : M;
   return {begin, begin + per < M ? begin + per : M};
 }
@@ -79,19 +80,35 @@ __device__ __forceinline__ void combine(float& count, float& mean, float& m2, fl
   count = total;
 }
 
+// Quads: a thread takes 4 consecutive values of a plane at a time (S a multiple of 4, slices aligned to 4,
+// buffers to 16 bytes), loaded as one float4: 4 times the bytes in flight a load. Which thread sums which
+// values, in which order, then depends only on `quads`, not on how a value is loaded (the pooled
+// backward gathers its 4 one by one, in the same order, and gets the same sums).
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
 // The triple (count, mean, M2) of slice [begin, end) of channel c, into triple[0..2] (thread 0 writes it):
 // each thread sums its values shifted by the channel's first value (few values a thread: the shift keeps
 // the sums from cancelling), then the block combines its threads' triples in a fixed tree.
 template <int Threads, typename Index>
-__device__ __forceinline__ void sliceStats(float* triple, const float* x, int C, int S, int c, Slice<Index> slice) {
+__device__ __forceinline__ void sliceStats(float* triple, const float* x, int C, int S, int c, Slice<Index> slice,
+                                           bool quads = false) {
   const float shift = x[indexOf<Index>(0, c, C, S)];
   float n = 0, sum = 0, squares = 0;  // of the shifted values
-#pragma unroll 4
-  for (Index m = slice.begin + threadIdx.x; m < slice.end; m += Threads) {
-    const float d = x[indexOf(m, c, C, S)] - shift;
+  const auto add = [&](float value) {
+    const float d = value - shift;
     n += 1.0f;
     sum += d;
     squares = fmaf(d, d, squares);
+  };
+  if (quads) {
+#pragma unroll 2
+    for (Index m = slice.begin + 4 * Index(threadIdx.x); m < slice.end; m += 4 * Threads) {
+      const float4 v = load4(x + indexOf(m, c, C, S));
+      add(v.x), add(v.y), add(v.z), add(v.w);
+    }
+  } else {
+#pragma unroll 4
+    for (Index m = slice.begin + threadIdx.x; m < slice.end; m += Threads) add(x[indexOf(m, c, C, S)]);
   }
   float count = n, mean = 0, m2 = 0;
   if (n > 0) {
@@ -188,19 +205,47 @@ __device__ __forceinline__ float gradientAt(const float* dy, const float* gate, 
   return gateGradient(pool.dPooled[w], pool.pooled[w], fn, alpha);
 }
 
+// gradientAt of the quad at flat element i (of plane (n, c); i a multiple of 4)
+template <bool Pooled, typename Index>
+__device__ __forceinline__ float4 gradientQuad(const float* dy, const float* gate, const BatchNormPool& pool, Index i,
+                                               Index n, int c, int C, int S, ActivationFn fn, float alpha) {
+  if (Pooled)
+    return make_float4(gradientAt<true>(dy, gate, pool, i, n, c, C, S, fn, alpha),
+                       gradientAt<true>(dy, gate, pool, i + 1, n, c, C, S, fn, alpha),
+                       gradientAt<true>(dy, gate, pool, i + 2, n, c, C, S, fn, alpha),
+                       gradientAt<true>(dy, gate, pool, i + 3, n, c, C, S, fn, alpha));
+  const float4 d = load4(dy + i);
+  if (!gate) return d;
+  const float4 y = load4(gate + i);
+  return make_float4(gateGradient(d.x, y.x, fn, alpha), gateGradient(d.y, y.y, fn, alpha),
+                     gateGradient(d.z, y.z, fn, alpha), gateGradient(d.w, y.w, fn, alpha));
+}
+
 // sum(g) and sum(g * xhat) over slice [begin, end) of channel c (g: gradientAt), into sums[0..1] (thread 0
 // writes them): each thread's sums, then the block's in a fixed tree
 template <int Threads, bool Pooled, typename Index>
 __device__ __forceinline__ void sliceGradSums(float* sums, const float* dy, const float* x, float mean, float invStd,
                                               int C, int S, int c, Slice<Index> slice, const float* gate,
-                                              ActivationFn fn, float alpha, const BatchNormPool& pool) {
+                                              ActivationFn fn, float alpha, const BatchNormPool& pool,
+                                              bool quads = false) {
   float sumDy = 0, sumDyXhat = 0;
-#pragma unroll 4
-  for (Index m = slice.begin + threadIdx.x; m < slice.end; m += Threads) {
-    const Index i = indexOf(m, c, C, S);
-    const float g = gradientAt<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha);
+  const auto add = [&](float g, float value) {
     sumDy += g;
-    sumDyXhat += g * (x[i] - mean) * invStd;
+    sumDyXhat += g * (value - mean) * invStd;
+  };
+  if (quads) {
+#pragma unroll 2
+    for (Index m = slice.begin + 4 * Index(threadIdx.x); m < slice.end; m += 4 * Threads) {
+      const Index i = indexOf(m, c, C, S);
+      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha), v = load4(x + i);
+      add(g.x, v.x), add(g.y, v.y), add(g.z, v.z), add(g.w, v.w);
+    }
+  } else {
+#pragma unroll 4
+    for (Index m = slice.begin + threadIdx.x; m < slice.end; m += Threads) {
+      const Index i = indexOf(m, c, C, S);
+      add(gradientAt<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha), x[i]);
+    }
   }
   __shared__ float sa[Threads], sb[Threads];
   sa[threadIdx.x] = sumDy;
@@ -219,15 +264,21 @@ __device__ __forceinline__ void sliceGradSums(float* sums, const float* dy, cons
   }
 }
 
-// dx at flat element i of plane (n, c): gamma invStd (g - mean(g) - xhat mean(g xhat))
+// dx of one value x with gradient g: gamma invStd (g - mean(g) - xhat mean(g xhat))
+__device__ __forceinline__ float inputGradientOf(float g, float x, float mean, float invStd, float gamma, float meanG,
+                                                 float meanGXhat) {
+  const float xhat = (x - mean) * invStd;
+  return gamma * invStd * (g - meanG - xhat * meanGXhat);
+}
+
+// dx at flat element i of plane (n, c)
 template <bool Pooled, typename Index>
 __device__ __forceinline__ float inputGradient(const float* dy, const float* x, float mean, float invStd, float gamma,
                                                float meanG, float meanGXhat, Index i, Index n, int c, int C, int S,
                                                const float* gate, ActivationFn fn, float alpha,
                                                const BatchNormPool& pool) {
-  const float xhat = (x[i] - mean) * invStd;
   const float g = gradientAt<Pooled>(dy, gate, pool, i, n, c, C, S, fn, alpha);
-  return gamma * invStd * (g - meanG - xhat * meanGXhat);
+  return inputGradientOf(g, x[i], mean, invStd, gamma, meanG, meanGXhat);
 }
 
 }  // namespace nnstudio::cuda::bn

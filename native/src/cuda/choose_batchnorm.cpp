@@ -2,6 +2,7 @@
 // (kernel_choice.h, chooseBatchnormCluster).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "cuda/kernel_choice.h"
 
@@ -13,7 +14,11 @@ int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int
   if (o.batchnormCluster == Switch::On) return largest;
   const int64_t values = int64_t(std::max(maxN, 1)) * S;  // a channel's
   const int64_t grid = o.batchnormClusterGrid > 0 ? o.batchnormClusterGrid : int64_t(kBatchnormClusterBlocksPerSm) * caps.sms;
-  const int64_t most = o.batchnormClusterValues > 0 ? o.batchnormClusterValues : kBatchnormClusterMaxValues;
+  // loaded a value at a time (S % 4 != 0), large channels read faster on the two-pass kernels' wide grids
+  const bool quads = S % 4 == 0 && o.batchnormQuads != Switch::Off;
+  const int64_t most = o.batchnormClusterValues > 0 ? o.batchnormClusterValues
+                       : quads                       ? std::numeric_limits<int64_t>::max()
+                                                     : kBatchnormClusterMaxValues;
   if (values > most) return 1;
   int K = 1;
   while (2 * K <= largest && int64_t(C) * 2 * K <= grid && values / (2 * K) >= kBatchnormClusterMinValues) K *= 2;

@@ -219,13 +219,16 @@ bool chooseDenseHeadFusion(const DeviceCaps& caps, const KernelOverrides& o, int
 // kBatchnormClusterBlocksPerSm blocks per SM (o.batchnormClusterGrid blocks when set) and each block
 // keeps at least kBatchnormClusterMinValues values: every block of a launch resident at once, since a
 // block waits for its cluster (3 or 4 blocks per SM measured 4-5 % slower on resnet_fast, 1 per SM 10 %);
-// a channel of more than kBatchnormClusterMaxValues values keeps the two-pass kernels. On takes the
-// device's largest cluster (tests: empty slices too).
+// a channel of more than kBatchnormClusterMaxValues values loaded one at a time keeps the two-pass
+// kernels. On takes the device's largest cluster (tests: empty slices too).
 inline constexpr int kBatchnormClusterBlocksPerSm = 2;
 inline constexpr int kBatchnormClusterMinValues = 1024;  // 2 values per thread
-// Larger channels keep the two-pass kernels: on the ResNet stems (100 352 values a channel at 28x28 and
-// batch 128) their wide grids read faster than a cluster's few blocks a channel (H200, 2026-11-27:
-// clusters everywhere resnet_mnist 0.415 s/epoch, up to 64K values 0.402, never 0.409; docs/BENCHMARKS.md)
+// Where the cluster kernels load a value at a time (S % 4 != 0, or quads off), larger channels keep the
+// two-pass kernels: on the ResNet stems (100 352 values a channel at 28x28 and batch 128) their wide grids
+// read faster than a cluster's few blocks a channel did (H200, 2026-11-27: clusters everywhere resnet_mnist
+// 0.415 s/epoch, up to 64K values 0.402, never 0.409). With quads (4 values a load) the clusters win on the
+// stems too (H100: resnet_mnist 0.383 s/epoch, 0.393 with the stems on two passes, 0.406 never;
+// docs/BENCHMARKS.md), so there is no limit then.
 inline constexpr int64_t kBatchnormClusterMaxValues = 65536;  // a channel's values (o.batchnormClusterValues)
 int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int maxN, int C, int S);
 
