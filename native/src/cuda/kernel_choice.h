@@ -1,8 +1,8 @@
 // The one place that decides which kernel variant runs, from the op's geometry, the device's caps
 // (device_caps.h) and the overrides in force (kernel_overrides.h). Every threshold lives here with the
 // measurement behind it (choose_conv.cpp, choose_conv_pool.cpp, choose_dense.cpp, choose_batchnorm.cpp);
-// the kernel files only implement the variants and launch the plan they are given. Plain C++ (no CUDA), so the choices are
-// unit-tested on the CPU with the H100's caps (tests/test_kernel_choice.cpp) and the op table
+// the kernel files only implement the variants and launch the plan they are given. Plain C++ (no CUDA), so
+// the choices are unit-tested on the CPU with the H100's caps (tests/test_kernel_choice.cpp) and the op table
 // (tests/test_cuda_ops.cpp) can ask which variants exist for a shape. The measurements name the per-kernel
 // `--bench` modes they were taken with; `test_cuda_ops --bench` now times every variant the chooser
 // reaches on the presets' shapes.
