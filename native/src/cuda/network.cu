@@ -422,9 +422,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
   }
 }
 
-// ---- residual blocks ----
-
-// The end marker i: y = act(x (the block's layers' output) + the shortcut of the block's input).
+// batchnorm i's fused max pool (network.h)
 BatchNormPool Network::fusedPool(size_t i) const {
   if (!bnPoolFused_[i]) return {};
   BatchNormPool pool;
@@ -435,6 +433,9 @@ BatchNormPool Network::fusedPool(size_t i) const {
   return pool;
 }
 
+// ---- residual blocks ----
+
+// The end marker i: y = act(x (the block's layers' output) + the shortcut of the block's input).
 void Network::residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
                               ActivationFn act, float alpha) {
   const LayerPlan& lp = plan_.layers[i];
