@@ -6,7 +6,8 @@ Runs nnstudio_bench for each config under ncu, which times every kernel node of 
 prints, per config, each kernel's median time over the profiled steps, their sum, and the measured
 time per step (seconds per epoch / steps) so that the gap (launch latency between graph nodes) shows.
 
-usage: scripts/profile_kernels.py --bench build/gpu/nnstudio_bench --data DIR [--configs a,b] [--out FILE]
+usage: scripts/profile_kernels.py --bench build/gpu/nnstudio_bench --data DIR [--configs a,b] [--precision mixed]
+                                  [--out FILE]
 """
 import argparse
 import csv
@@ -33,7 +34,7 @@ def profile(args, config):
     cmd = ["ncu", "--clock-control", "none", "--cache-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
            "--print-kernel-base", "function", "--launch-skip", str(args.skip), "--launch-count", str(args.count),
            args.bench, "--data", args.data, "--presets", os.path.join(ROOT, "resources", "presets"), "--device", "cuda",
-           "--configs", config, "--epochs", "1"]
+           "--configs", config, "--epochs", "1", "--precision", args.precision]
     run = subprocess.run(cmd, capture_output=True, text=True)
     rows = [r for r in csv.reader(io.StringIO(run.stdout)) if len(r) > 10 and not r[0].startswith("{")]
     if not rows:
@@ -57,6 +58,8 @@ def main():
     parser.add_argument("--bench", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--configs", default=",".join(ORDER))
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "mixed"],
+                        help="the tensor-core products' arithmetic (nnstudio_bench's --precision)")
     parser.add_argument("--skip", type=int, default=300, help="kernels to let run before profiling")
     parser.add_argument("--count", type=int, default=150, help="kernels to profile")
     parser.add_argument("--step-seconds", help="JSON lines of nnstudio_bench results, for the measured step time")

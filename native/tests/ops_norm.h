@@ -359,10 +359,17 @@ inline void runNormRows(cpu::ThreadPool& pool) {
       "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})", 128};
   checkBatchNormPoolFusion(normNetworks()[1]);
   checkBatchNormPoolFusion(stem);
-  {  // the cluster kernels: the pooled backward gathers its quads one value at a time, in the loads' order
+  {  // the cluster kernels: at 28x28 the fused pool takes window pairs (a float4 of each row, a quad's two windows)
     cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) { o.batchnormCluster = cuda::Switch::On; });
     checkBatchNormPoolFusion(normNetworks()[1], " (batchnorm: a cluster per channel)");
-    checkBatchNormPoolFusion(stem, " (batchnorm: a cluster per channel, quads)");
+    checkBatchNormPoolFusion(stem, " (batchnorm: a cluster per channel, quads, window pairs)");
+  }
+  {  // without pairs the pooled backward gathers its quads one value at a time, in the loads' order
+    cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) {
+      o.batchnormCluster = cuda::Switch::On;
+      o.batchnormPairs = cuda::Switch::Off;
+    });
+    checkBatchNormPoolFusion(stem, " (batchnorm: a cluster per channel, quads, a window at a time)");
   }
 }
 

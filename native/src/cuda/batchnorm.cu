@@ -125,10 +125,9 @@ __global__ void gradFinish(float* dGamma, float* dBeta, float* means, const floa
   sumDy = warpSum(sumDy);
   sumDyXhat = warpSum(sumDyXhat);
   if (lane != 0) return;
-  if (dGamma) dGamma[c] = float(sumDyXhat);
-  if (dBeta) dBeta[c] = float(sumDy);
-  means[c] = training ? float(sumDy / double(M)) : 0.0f;
-  means[C + c] = training ? float(sumDyXhat / double(M)) : 0.0f;
+  const float2 gradMeans = finishGradSums(sumDy, sumDyXhat, double(M), training, dGamma, dBeta, c);
+  means[c] = gradMeans.x;
+  means[C + c] = gradMeans.y;
 }
 
 // dx = gamma invStd (dy - mean(dy) - xhat mean(dy xhat))

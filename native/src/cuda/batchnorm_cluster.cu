@@ -26,23 +26,30 @@ using namespace bn;
 constexpr int kThreads = kBatchnormClusterThreads;
 constexpr int kMaxBlocks = 16;  // a cluster (more than 8: non-portable, where the GPU schedules it)
 
-// f(normalised x) over the block's slice of channel c, or the pool windows of its share of the channel's
-template <bool Pooled, typename Index>
-__device__ __forceinline__ void normaliseSlice(float* y, const BatchNormPool& pool, const float* x, int N, int C, int S,
-                                               int c, int K, int rank, bool quads, float mean, float scale,
-                                               float shift, ActivationFn fn, float alpha) {
-  if (Pooled) {
-    const PoolGeometry& g = pool.geometry;
-    const Index planeWindows = Index(g.OH * g.OW);
-    const Slice<Index> mine = sliceOf(Index(N) * planeWindows, K, rank);
-    for (Index u = mine.begin + threadIdx.x; u < mine.end; u += kThreads) {
-      const Index n = u / planeWindows;
-      poolWindow(pool, x, (n * Index(C) + Index(c)) * planeWindows + (u - n * planeWindows), C, mean, scale, shift, fn,
-                 alpha);
-    }
-    return;
+// f(normalised x) over the block's pool windows of channel c (its share of them; two a thread with pairs)
+template <typename Index>
+__device__ __forceinline__ void poolSlice(const BatchNormPool& pool, const float* x, int N, int C, int c, int K,
+                                          int rank, bool pairs, float mean, float scale, float shift, ActivationFn fn,
+                                          float alpha) {
+  const PoolGeometry& g = pool.geometry;
+  const Index planeWindows = Index(g.OH * g.OW);
+  const int step = pairs ? 2 : 1;  // OW is even with pairs: a pair never leaves its row
+  const Slice<Index> mine = sliceOf(Index(N) * planeWindows, K, rank, step);
+  for (Index u = mine.begin + step * Index(threadIdx.x); u < mine.end; u += step * kThreads) {
+    const Index n = u / planeWindows;
+    const Index w = (n * Index(C) + Index(c)) * planeWindows + (u - n * planeWindows);
+    if (pairs)
+      poolWindowPair(pool, x, w, C, mean, scale, shift, fn, alpha);
+    else
+      poolWindow(pool, x, w, C, mean, scale, shift, fn, alpha);
   }
-  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1);
+}
+
+// f(normalised x) over the block's slice of channel c
+template <typename Index>
+__device__ __forceinline__ void normaliseSlice(float* y, const float* x, Slice<Index> mine, int C, int S, int c,
+                                               bool quads, float mean, float scale, float shift, ActivationFn fn,
+                                               float alpha) {
   const auto value = [&](float v) { return normalisedValue(v, mean, scale, shift, fn, alpha); };
   if (quads) {
     for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
@@ -63,11 +70,12 @@ template <bool Pooled, typename Index>
 __device__ __forceinline__ void inputGradientSlice(float* dx, const float* dy, const float* x, const float* gate,
                                                    const BatchNormPool& pool, Slice<Index> mine, bool quads, int C,
                                                    int S, int c, float mean, float invStd, float gamma, float meanG,
-                                                   float meanGXhat, ActivationFn fn, float alpha) {
+                                                   float meanGXhat, ActivationFn fn, float alpha, bool pairs) {
   if (quads) {
     for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
       const Index i = indexOf(m, c, C, S);
-      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha), v = load4(x + i);
+      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha, pairs);
+      const float4 v = load4(x + i);
       const auto of = [&](float gk, float vk) { return inputGradientOf(gk, vk, mean, invStd, gamma, meanG, meanGXhat); };
       *reinterpret_cast<float4*>(dx + i) = make_float4(of(g.x, v.x), of(g.y, v.y), of(g.z, v.z), of(g.w, v.w));
     }
@@ -84,7 +92,7 @@ template <bool Pooled, typename Index>
 __global__ void __launch_bounds__(kThreads)
     clusterForward(float* y, BatchNormPool pool, const float* x, float* saved, float* runMean, float* runVar,
                    const float* gamma, const float* beta, int N, int C, int S, float eps, float momentum,
-                   ActivationFn fn, float alpha, bool quads) {
+                   ActivationFn fn, float alpha, bool quads, bool pairs) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -92,7 +100,8 @@ __global__ void __launch_bounds__(kThreads)
   const int K = int(gridDim.x), rank = int(cluster.block_rank()), c = int(blockIdx.y);
   __shared__ float triple[3];  // this block's slice, read by every block of the cluster
   __shared__ float stats[2];   // the channel's mean and inverse std
-  sliceStats<kThreads>(triple, x, C, S, c, sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1), quads);
+  const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1);
+  sliceStats<kThreads>(triple, x, C, S, c, mine, quads);
   cluster.sync();
   if (threadIdx.x < 32) {
     double count = 0, mean = 0, m2 = 0;
@@ -110,9 +119,11 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   cluster.sync();  // the statistics are in `stats`, and no block leaves while another still reads its triple
-  const float scale = (gamma ? gamma[c] : 1.0f) * stats[1];
-  normaliseSlice<Pooled, Index>(y, pool, x, N, C, S, c, K, rank, quads, stats[0], scale, beta ? beta[c] : 0.0f, fn,
-                                alpha);
+  const float scale = (gamma ? gamma[c] : 1.0f) * stats[1], shift = beta ? beta[c] : 0.0f;
+  if (Pooled)
+    poolSlice<Index>(pool, x, N, C, c, K, rank, pairs, stats[0], scale, shift, fn, alpha);
+  else
+    normaliseSlice(y, x, mine, C, S, c, quads, stats[0], scale, shift, fn, alpha);
 #else
   __trap();  // never launched: the host uses clusters only where they exist
 #endif
@@ -122,7 +133,7 @@ template <bool Pooled, typename Index>
 __global__ void __launch_bounds__(kThreads)
     clusterBackward(float* dx, float* dGamma, float* dBeta, const float* dy, const float* x, const float* saved,
                     const float* gamma, int N, int C, int S, bool training, const float* gate, ActivationFn fn,
-                    float alpha, BatchNormPool pool, bool quads) {
+                    float alpha, BatchNormPool pool, bool quads, bool pairs) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -132,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
   const Slice<Index> mine = sliceOf(Index(N) * Index(S), K, rank, quads ? 4 : 1);
   __shared__ float sums[2];   // this block's sum(g) and sum(g xhat), read by every block of the cluster
   __shared__ float means[2];  // the channel's mean(g) and mean(g xhat) (0 in evaluation)
-  sliceGradSums<kThreads, Pooled>(sums, dy, x, mean, invStd, C, S, c, mine, gate, fn, alpha, pool, quads);
+  sliceGradSums<kThreads, Pooled>(sums, dy, x, mean, invStd, C, S, c, mine, gate, fn, alpha, pool, quads, pairs);
   cluster.sync();
   if (threadIdx.x < 32) {
     double sumDy = 0, sumDyXhat = 0;
@@ -143,29 +154,29 @@ __global__ void __launch_bounds__(kThreads)
     }
     sumDy = warpSum(sumDy);
     sumDyXhat = warpSum(sumDyXhat);
-    if (threadIdx.x == 0) {
-      const double M = double(N) * double(S);
-      means[0] = training ? float(sumDy / M) : 0.0f;
-      means[1] = training ? float(sumDyXhat / M) : 0.0f;
-      if (rank == 0 && dGamma) dGamma[c] = float(sumDyXhat);
-      if (rank == 0 && dBeta) dBeta[c] = float(sumDy);
+    if (threadIdx.x == 0) {  // block 0 stores dGamma and dBeta
+      const float2 gradMeans = finishGradSums(sumDy, sumDyXhat, double(N) * double(S), training,
+                                              rank == 0 ? dGamma : nullptr, rank == 0 ? dBeta : nullptr, c);
+      means[0] = gradMeans.x;
+      means[1] = gradMeans.y;
     }
   }
   cluster.sync();  // the means are in `means`, and no block leaves while another still reads its sums
   if (dx)
     inputGradientSlice<Pooled, Index>(dx, dy, x, gate, pool, mine, quads, C, S, c, mean, invStd, gamma ? gamma[c] : 1.0f,
-                                      means[0], means[1], fn, alpha);
+                                      means[0], means[1], fn, alpha, pairs);
 #else
   __trap();  // never launched: the host uses clusters only where they exist
 #endif
 }
 
 using ForwardFn = void (*)(float*, BatchNormPool, const float*, float*, float*, float*, const float*, const float*, int,
-                           int, int, float, float, ActivationFn, float, bool);
+                           int, int, float, float, ActivationFn, float, bool, bool);
 using BackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*, const float*, int, int,
-                            int, bool, const float*, ActivationFn, float, BatchNormPool, bool);
+                            int, bool, const float*, ActivationFn, float, BatchNormPool, bool, bool);
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+bool aligned16(const void* p) { return aligned(p, 16); }
 
 // quads (batchnorm_math.cuh) where the planes and every buffer read or written a value at a time allow them:
 // the buffers come from cudaMalloc (256-byte aligned) in a network, so in practice wherever S % 4 == 0
@@ -174,6 +185,12 @@ bool useQuads(int S, std::initializer_list<const void*> buffers) {
   for (const void* p : buffers)
     if (p && !aligned16(p)) return false;
   return true;
+}
+
+// window pairs (batchnorm_math.cuh) where the fused pool's geometry and buffers allow them, with quads
+bool usePairs(bool quads, const BatchNormPool* pool) {
+  return quads && pool && kernelOverrides().batchnormPairs != Switch::Off && poolPairsFit(pool->geometry) && aligned(pool->pooled, 8) && aligned(pool->argmax, 8) &&
+         aligned(pool->dPooled, 8);
 }
 
 ForwardFn forwardFor(bool pooled, bool narrowIndex) {
@@ -220,16 +237,17 @@ void batchnorm_cluster_forward(cudaStream_t stream, float* y, const float* x, fl
   launchClusterKernel("batchnorm forward (cluster)", forwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
                       dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, y, act.pool ? *act.pool : BatchNormPool{},
                       x, saved, runMean, runVar, a.gamma, a.beta, a.N, a.C, a.S, a.eps, a.momentum, act.fn, act.alpha,
-                      quads);
+                      quads, usePairs(quads, act.pool));
 }
 
 void batchnorm_cluster_backward(cudaStream_t stream, float* dx, float* dGamma, float* dBeta, const float* dy,
                                 const float* x, const float* saved, const BatchNormArgs& a, bool training, int K,
                                 const BatchNormActivation& act) {
+  const bool quads = useQuads(a.S, {x, dx, act.pool ? nullptr : dy, act.pool ? nullptr : act.y});
   launchClusterKernel("batchnorm backward (cluster)", backwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
                       dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, dx, dGamma, dBeta, dy, x, saved,
                       a.gamma, a.N, a.C, a.S, training, act.y, act.fn, act.alpha,
-                      act.pool ? *act.pool : BatchNormPool{}, useQuads(a.S, {x, dx, act.pool ? nullptr : dy, act.pool ? nullptr : act.y}));
+                      act.pool ? *act.pool : BatchNormPool{}, quads, usePairs(quads, act.pool));
 }
 
 }  // namespace nnstudio::cuda

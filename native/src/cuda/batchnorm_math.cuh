@@ -187,6 +187,52 @@ __device__ __forceinline__ void poolWindow(const BatchNormPool& pool, const floa
   pool.argmax[w] = c * g.H * g.W + bestIndex;
 }
 
+// Window pairs: where the pool is 2x2 (stride 2) over planes of even height whose width is a multiple of 4
+// (the ResNet presets' stems at 28x28), two neighbouring windows cover one float4 of each of their two
+// rows, 16-byte aligned, and their pooled values, argmaxes and gradients are float2 / int2 pairs (8-byte
+// aligned). The fused pool's forward then takes two windows a thread with two loads instead of eight, and
+// the backward reads a quad's two windows once instead of once a value. Values, scan order and argmax are
+// poolWindow's and gradientAt's, bit for bit.
+__host__ __device__ inline bool poolPairsFit(const PoolGeometry& g) {
+  return g.size == 2 && g.stride == 2 && g.W % 4 == 0 && g.H % 2 == 0;
+}
+
+// a 2x2 window's max in poolWindow's scan order (row-major, strict '>', a NaN wins) and its index
+__device__ __forceinline__ void maxOfWindow(float v00, float v01, float v10, float v11, int32_t first, int W,
+                                            float& best, int32_t& at) {
+  best = v00;
+  at = first;
+  const auto consider = [&](float v, int32_t index) {
+    if (v > best || v != v) {
+      best = v;
+      at = index;
+    }
+  };
+  consider(v01, first + 1);
+  consider(v10, first + W);
+  consider(v11, first + W + 1);
+}
+
+// poolWindow of windows w and w + 1 (w even; poolPairsFit)
+template <typename Index>
+__device__ __forceinline__ void poolWindowPair(const BatchNormPool& pool, const float* x, Index w, int C, float mean,
+                                               float scale, float shift, ActivationFn fn, float alpha) {
+  const PoolGeometry& g = pool.geometry;
+  const Index plane = w / Index(g.OH * g.OW);  // n * C + c
+  const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW, ox = within - oy * g.OW;
+  const int32_t first = 2 * oy * g.W + 2 * ox;  // the left window's top left, within the plane
+  const float* in = x + plane * Index(g.H * g.W) + first;
+  const float4 top = load4(in), bottom = load4(in + g.W);
+  const auto value = [&](float v) { return normalisedValue(v, mean, scale, shift, fn, alpha); };
+  float left, right;
+  int32_t leftAt, rightAt;
+  maxOfWindow(value(top.x), value(top.y), value(bottom.x), value(bottom.y), first, g.W, left, leftAt);
+  maxOfWindow(value(top.z), value(top.w), value(bottom.z), value(bottom.w), first + 2, g.W, right, rightAt);
+  const int32_t planeStart = int32_t(plane % Index(C)) * g.H * g.W;  // argmax counts from the sample's start
+  *reinterpret_cast<float2*>(pool.pooled + w) = make_float2(left, right);
+  *reinterpret_cast<int2*>(pool.argmax + w) = make_int2(planeStart + leftAt, planeStart + rightAt);
+}
+
 // The gradient at the activation's input: element s (= y * W + x) of plane (n, c) (flat index i) from the
 // gradient at the activation's output, read as such, or, with a max pool fused after it, from the pool's
 // window holding s (its gradient at its argmax, 0 elsewhere; the pooled output is the activation's output
@@ -205,10 +251,31 @@ __device__ __forceinline__ float gradientAt(const float* dy, const float* gate, 
   return gateGradient(pool.dPooled[w], pool.pooled[w], fn, alpha);
 }
 
-// gradientAt of the quad at flat element i (of plane (n, c); i a multiple of 4)
+// gradientAt of the quad at flat element i of plane (n, c) (i a multiple of 4) where window pairs fit: the
+// quad lies in one row and in windows w and w + 1
+template <typename Index>
+__device__ __forceinline__ float4 gradientQuadOfPair(const BatchNormPool& pool, Index i, Index n, int c, int C, int S,
+                                                     ActivationFn fn, float alpha) {
+  const PoolGeometry& g = pool.geometry;
+  const Index plane = n * Index(C) + Index(c);
+  const int s = int(i - plane * Index(S)), iy = s / g.W, ix = s - iy * g.W;
+  const Index w = (plane * Index(g.OH) + Index(iy / 2)) * Index(g.OW) + Index(ix / 2);
+  const int2 at = *reinterpret_cast<const int2*>(pool.argmax + w);
+  const float2 d = *reinterpret_cast<const float2*>(pool.dPooled + w);
+  const float2 y = *reinterpret_cast<const float2*>(pool.pooled + w);
+  const int32_t e = c * S + s;
+  const float none = gateGradient(0.0f, 0.0f, fn, alpha);
+  const float left = gateGradient(d.x, y.x, fn, alpha), right = gateGradient(d.y, y.y, fn, alpha);
+  return make_float4(at.x == e ? left : none, at.x == e + 1 ? left : none, at.y == e + 2 ? right : none,
+                     at.y == e + 3 ? right : none);
+}
+
+// gradientAt of the quad at flat element i (of plane (n, c); i a multiple of 4); `pairs`: poolPairsFit
 template <bool Pooled, typename Index>
 __device__ __forceinline__ float4 gradientQuad(const float* dy, const float* gate, const BatchNormPool& pool, Index i,
-                                               Index n, int c, int C, int S, ActivationFn fn, float alpha) {
+                                               Index n, int c, int C, int S, ActivationFn fn, float alpha,
+                                               bool pairs = false) {
+  if (Pooled && pairs) return gradientQuadOfPair(pool, i, n, c, C, S, fn, alpha);
   if (Pooled)
     return make_float4(gradientAt<true>(dy, gate, pool, i, n, c, C, S, fn, alpha),
                        gradientAt<true>(dy, gate, pool, i + 1, n, c, C, S, fn, alpha),
@@ -227,7 +294,7 @@ template <int Threads, bool Pooled, typename Index>
 __device__ __forceinline__ void sliceGradSums(float* sums, const float* dy, const float* x, float mean, float invStd,
                                               int C, int S, int c, Slice<Index> slice, const float* gate,
                                               ActivationFn fn, float alpha, const BatchNormPool& pool,
-                                              bool quads = false) {
+                                              bool quads = false, bool pairs = false) {
   float sumDy = 0, sumDyXhat = 0;
   const auto add = [&](float g, float value) {
     sumDy += g;
@@ -237,7 +304,8 @@ __device__ __forceinline__ void sliceGradSums(float* sums, const float* dy, cons
 #pragma unroll 2
     for (Index m = slice.begin + 4 * Index(threadIdx.x); m < slice.end; m += 4 * Threads) {
       const Index i = indexOf(m, c, C, S);
-      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha), v = load4(x + i);
+      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha, pairs);
+      const float4 v = load4(x + i);
       add(g.x, v.x), add(g.y, v.y), add(g.z, v.z), add(g.w, v.w);
     }
   } else {
@@ -262,6 +330,15 @@ __device__ __forceinline__ void sliceGradSums(float* sums, const float* dy, cons
     sums[0] = sa[0];
     sums[1] = sb[0];
   }
+}
+
+// A channel's combined sum(g) and sum(g xhat) over its M values: dGamma[c] and dBeta[c] (each when not null),
+// and the (mean(g), mean(g xhat)) that dx needs (0 in evaluation)
+__device__ __forceinline__ float2 finishGradSums(double sumDy, double sumDyXhat, double M, bool training, float* dGamma,
+                                                 float* dBeta, int c) {
+  if (dGamma) dGamma[c] = float(sumDyXhat);
+  if (dBeta) dBeta[c] = float(sumDy);
+  return training ? make_float2(float(sumDy / M), float(sumDyXhat / M)) : make_float2(0.0f, 0.0f);
 }
 
 // dx of one value x with gradient g: gamma invStd (g - mean(g) - xhat mean(g xhat))

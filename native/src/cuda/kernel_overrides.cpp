@@ -52,6 +52,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
     std::sscanf(v, "%d,%d,%d,%d", &s.ft, &s.px, &s.splits, &s.blocks);
   }
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_QUADS")) o.batchnormQuads = is(v, "0") ? Switch::Off : Switch::On;
+  if (const char* v = lookup("NNSTUDIO_CUDA_BN_PAIRS")) o.batchnormPairs = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_GRID")) o.batchnormClusterGrid = std::max(0, std::atoi(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_VALUES")) o.batchnormClusterValues = std::max(0LL, std::atoll(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_STEPS_PER_GRAPH")) {
