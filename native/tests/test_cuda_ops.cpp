@@ -74,6 +74,7 @@ const ConvRow kConvRows[] = {
     {{"F=20 C=12 5x3 stride 2", 3, 12, 11, 13, 20, 5, 3, 2, 'v'}},
     {{"wide stride 2 (full-width tiles)", 24, 3, 56, 56, 8, 3, 3, 2, 's'}},
     {{"resnet_fast stride-2 block (4 phases)", 16, 32, 14, 14, 64, 3, 3, 2, 's'}, Expect::Any, true},
+    {{"resnet_mnist 7x7x96 (BF16: 64 x 64, BK 32, split)", 16, 96, 7, 7, 96, 3, 3, 1, 's'}, Expect::Any, true},
     {{"1x1 stride 2 projection (3 untapped phases)", 4, 48, 14, 14, 96, 1, 1, 2, 'v'}, Expect::Any, true},
     {{"stride 3 2x2 same (untapped phase)", 3, 40, 8, 8, 36, 2, 2, 3, 's'}, Expect::Any, true},
     {{"4x2 same (asymmetric pads)", 3, 2, 7, 6, 5, 4, 2, 1, 's'}, Expect::None},

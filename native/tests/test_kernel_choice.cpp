@@ -235,6 +235,21 @@ void testSplitK() {
   CHECK_MSG(b.kernel == ConvKernel::TensorCoreBf16 && b.tc.splitK == 2 && b.tc.bk == 32 &&
                 b.name() == "tc bf16 32x128 bk32 st3 ks2",
             "bf16, resnet_fast's 14 x 14: " + b.name());
+  // BF16, more than 32 rows on a grid that 64 x 64 tiles leave under two blocks per SM (resnet_mnist's
+  // 96-channel 7x7 layers): BK 32, so that the K tile splits; where 64 x 64 fills the grid, BK 16 unsplit
+  ConvGeometry wide7{96, 7, 7, 96, 7, 7, 3, 3, 1, 1, 1}, wide14{48, 14, 14, 48, 14, 14, 3, 3, 1, 1, 1};
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::InputGradient}) {
+    const ConvPassChoice deep = chooseConvPass(h100(), bf16, pass, 128, wide7);
+    CHECK_MSG(deep.name() == "tc bf16 64x64 bk32 st3 ks2", "bf16, resnet_mnist's 7 x 7 x 96: " + deep.name());
+    const ConvPassChoice filled = chooseConvPass(h100(), bf16, pass, 128, wide14);
+    CHECK_MSG(filled.name() == "tc bf16 64x64 bk16 st3", "bf16, resnet_mnist's 14 x 14 x 48: " + filled.name());
+  }
+  KernelOverrides bf16Unsplit = bf16;
+  bf16Unsplit.convTcSplitK = 1;
+  CHECK(chooseConvPass(h100(), bf16Unsplit, ConvPass::Forward, 128, wide7).tc == (ConvTcTile{64, 2, 32, 3, 1}));
+  KernelOverrides tf32 = o;  // TF32 splits a K tile of 16 (two k8 steps): the 64 x 64 BK 16 tile, split
+  tf32.convTc = ConvTcMode::Tf32;
+  CHECK(chooseConvPass(h100(), tf32, ConvPass::Forward, 128, wide7).tc == (ConvTcTile{64, 2, 16, 3, 1, 2}));
   bf16.convTcSplitK = 2, bf16.convTcVariant = 1;  // 32 x 128, BK 16: no BF16 split
   CHECK(chooseConvPass(h100(), bf16, ConvPass::Forward, 128, small).tc.splitK == 1);
   bf16.convTc = ConvTcMode::Tf32;  // the same forced tile splits in TF32

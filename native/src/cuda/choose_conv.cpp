@@ -165,16 +165,25 @@ ConvTcTile tcTile(const DeviceCaps& caps, TcMath math, int M, int64_t J, int var
   }
   const ConvTcTile large{64, 4, 32, 3, 1}, narrow{64, 2, 16, 3, 1};  // 64 x 128 (78 KiB), 64 x 64
   const ConvTcTile occupied{64, 4, 16, 3, 3};                          // one product per multiply (above)
-  const bool largeFills = (J + 127) / 128 * ((M + 63) / 64) >= 2 * int64_t(caps.sms);
+  const ConvTcTile narrowDeep{64, 2, 32, 3, 1};                        // 64 x 64, BK 32 (54 KiB)
+  const int64_t rowTiles = (M + 63) / 64;
+  const bool largeFills = (J + 127) / 128 * rowTiles >= 2 * int64_t(caps.sms);
   if (largeFills && math != TcMath::Tf32x3) return occupied;
-  return largeFills && fits(large) ? large : narrow;
+  if (largeFills && fits(large)) return large;
+  // BF16 steps are k16: a K tile of 16 cannot be shared by two warp groups (tcSplitK), one of 32 can. Where
+  // even 64 x 64 tiles leave the grid under two blocks per SM (resnet_mnist's 96-channel 7x7 layers, 196
+  // blocks), the chain of K steps bounds the time: BF16 takes the BK 32 tile so that the launch splits.
+  const bool narrowFills = (J + 63) / 64 * rowTiles >= 2 * int64_t(caps.sms);
+  if (math == TcMath::Bf16 && !narrowFills && fits(narrowDeep)) return narrowDeep;
+  return narrow;
 }
 
 // The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
 // tiles by shape (tcTile) and the forced variants among them; in BF16 those of 32-wide K tiles (two k16 steps).
 bool hasSplitKernel(const ConvTcTile& t, TcMath math) {
   if (math == TcMath::Bf16 && t.bk % 32 != 0) return false;
-  const ConvTcTile one[] = {{32, 4, 32, 3, 1}, {32, 8, 32, 3, 1}, {32, 4, 16, 3, 1}, {64, 2, 16, 3, 1}, {64, 4, 32, 3, 1}};
+  const ConvTcTile one[] = {{32, 4, 32, 3, 1}, {32, 8, 32, 3, 1}, {32, 4, 16, 3, 1},
+                            {64, 2, 16, 3, 1}, {64, 2, 32, 3, 1}, {64, 4, 32, 3, 1}};
   for (ConvTcTile s : one) {
     s.splitK = t.splitK;
     if (s == t) return true;

@@ -325,6 +325,7 @@ void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t)
   else if (is(32, 8, 32, 3, 1, 2)) launchTc<MODE, 32, 8, MATH, 32, 3, 1, 2>(stream, a);
   else if (is(32, 4, 16, 3, 1, 2)) launchTc<MODE, 32, 4, MATH, 16, 3, 1, 2>(stream, a);
   else if (is(64, 2, 16, 3, 1, 2)) launchTc<MODE, 64, 2, MATH, 16, 3, 1, 2>(stream, a);
+  else if (is(64, 2, 32, 3, 1, 2)) launchTc<MODE, 64, 2, MATH, 32, 3, 1, 2>(stream, a);
   else if (is(64, 4, 32, 3, 1, 2)) launchTc<MODE, 64, 4, MATH, 32, 3, 1, 2>(stream, a);
   else if (is(32, 4, 16, 3, 1)) launchTc<MODE, 32, 4, MATH>(stream, a);
   else if (is(32, 2, 16, 3, 1)) launchTc<MODE, 32, 2, MATH>(stream, a);
@@ -335,6 +336,7 @@ void launchTile(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& t)
   else if (is(32, 8, 32, 3, 1)) launchTc<MODE, 32, 8, MATH, 32, 3>(stream, a);
   else if (is(64, 4, 16, 3, 1)) launchTc<MODE, 64, 4, MATH>(stream, a);
   else if (is(64, 2, 16, 3, 1)) launchTc<MODE, 64, 2, MATH>(stream, a);
+  else if (is(64, 2, 32, 3, 1)) launchTc<MODE, 64, 2, MATH, 32, 3>(stream, a);
   else if (is(64, 4, 32, 3, 1)) launchTc<MODE, 64, 4, MATH, 32, 3>(stream, a);
   else if (is(64, 4, 16, 4, 1)) launchTc<MODE, 64, 4, MATH, 16, 4>(stream, a);
   else if (is(64, 2, 32, 4, 1)) launchTc<MODE, 64, 2, MATH, 32, 4>(stream, a);
