@@ -178,11 +178,13 @@ struct NormNetworkRow {
 struct GpuStep {
   std::vector<float> outputs, grads, inputGrad, params, evalOutputs;
 };
+// inputGradient false: as training runs, where a stem conv's weight gradient may come from the batchnorm's
+// backward (BatchNormConvWgrad); inputGrad stays empty
 inline GpuStep gpuNetworkStep(const ModelSpec& spec, const std::vector<float>& params, const std::vector<float>& x,
-                              const std::vector<int32_t>& labels, int N) {
+                              const std::vector<int32_t>& labels, int N, bool inputGradient = true) {
   const NetworkPlan plan = planNetwork(spec);
   const size_t outputs = size_t(N) * plan.outputWidth;
-  cuda::Network gnet(spec, N, true);
+  cuda::Network gnet(spec, N, inputGradient);
   DeviceVector<float> dParams(params), dX(x), dGrad(plan.parameterCount);
   poison(dGrad);
   DeviceVector<int32_t> dLabels(labels);
@@ -199,7 +201,7 @@ inline GpuStep gpuNetworkStep(const ModelSpec& spec, const std::vector<float>& p
   GpuStep step;
   step.outputs = copy(gnet.outputs(), outputs);
   step.grads = dGrad.download();
-  step.inputGrad = copy(gnet.inputGradient(), size_t(N) * plan.inputSize);
+  if (inputGradient) step.inputGrad = copy(gnet.inputGradient(), size_t(N) * plan.inputSize);
   step.params = dParams.download();
   gnet.forward(nullptr, dParams.ptr, dX.ptr, N, false, 5, dState.ptr);
   cudaOk(cudaDeviceSynchronize(), "network evaluation");
@@ -207,8 +209,9 @@ inline GpuStep gpuNetworkStep(const ModelSpec& spec, const std::vector<float>& p
   return step;
 }
 
-inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c, const std::string& variant = "") {
-  Row line("network", c.name, "the chooser's kernels" + variant);
+inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c, const std::string& variant = "",
+                             bool inputGradient = true) {
+  Row line("network", c.name, "the chooser's kernels" + variant + (inputGradient ? "" : ", no input gradient"));
   const ModelSpec spec = parseModelSpec(c.spec);
   const NetworkPlan plan = planNetwork(spec);
   const int N = c.N, classes = int(plan.outputWidth);
@@ -228,10 +231,10 @@ inline void checkNormNetwork(cpu::ThreadPool& pool, const NormNetworkRow& c, con
   const std::vector<float> cpuInGrad(net.inputGradient(), net.inputGradient() + size_t(N) * plan.inputSize);
   const float* evalOut = net.forward(cpuParams.data(), x.data(), N, false, 5);
   const std::vector<float> cpuEval(evalOut, evalOut + size_t(N) * classes);
-  const GpuStep gpu = gpuNetworkStep(spec, params, x, labels, N);
+  const GpuStep gpu = gpuNetworkStep(spec, params, x, labels, N, inputGradient);
   line.compare("training outputs", gpu.outputs, cpuOut, kParity);
   line.compare("every parameter gradient", gpu.grads, cpuGrads, relative(1e-3));
-  line.compare("input gradient", gpu.inputGrad, cpuInGrad, relative(1e-3));
+  if (inputGradient) line.compare("input gradient", gpu.inputGrad, cpuInGrad, relative(1e-3));
   line.compare("parameters with the running statistics moved", gpu.params, cpuParams, relative(1e-5));
   line.compare("evaluation outputs (running statistics)", gpu.evalOutputs, cpuEval, kParity);
 }
@@ -314,6 +317,28 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
   return rows;
 }
 
+// A one-channel 3x3 stem conv whose input gradient nobody needs: on GPUs with clusters the batchnorm's backward
+// sums the conv's weight gradient (BatchNormConvWgrad); against the CPU with it and without it
+// (NNSTUDIO_CUDA_BN_CONV_WGRAD=0), for the stem at MNIST's size (pooled, 'same') and a 'valid' stem, unpooled
+inline void checkStemConvWgrad(cpu::ThreadPool& pool, const NormNetworkRow& stem) {
+  const NormNetworkRow valid{"a 'valid' stem, 30x30 -> 28x28, no pool", R"({"input":[1,30,30],"layers":[
+      {"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"valid"},{"kind":"batchnorm"},
+      {"kind":"activation","fn":"leaky_relu","alpha":0.1},{"kind":"global_avgpool"},{"kind":"dense","units":10}],
+      "loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":1})", 32};
+  const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
+  for (const NormNetworkRow* row : {&stem, &valid}) {
+    const NetworkPlan plan = planNetwork(parseModelSpec(row->spec));
+    const LayerPlan& conv = plan.layers[0];
+    const cpu::ConvGeometry g{conv.inC, conv.inH, conv.inW, conv.outC, conv.outH, conv.outW, 3, 3, 1, conv.padTop, conv.padLeft};
+    Row probe("network", std::string(row->name) + ": the batchnorm takes the conv's weight gradient", "the chooser");
+    probe.check(cuda::batchnormConvWgradFits(g, row->N) == (caps.batchnormMaxCluster >= 2),
+                "on GPUs with clusters (and only there)");
+    checkNormNetwork(pool, *row, " (the conv's weight gradient in the batchnorm's backward)", false);
+    cuda::ScopedKernelOverride apart([](cuda::KernelOverrides& o) { o.batchnormConvWgrad = cuda::Switch::Off; });
+    checkNormNetwork(pool, *row, " (NNSTUDIO_CUDA_BN_CONV_WGRAD=0)", false);
+  }
+}
+
 inline void runNormRows(cpu::ThreadPool& pool) {
   const BatchNormRow rows[] = {
       {32, 16, 28 * 28, true, 32, 0.0f},   // a conv's channels, MNIST-sized
@@ -364,6 +389,7 @@ inline void runNormRows(cpu::ThreadPool& pool) {
     checkBatchNormPoolFusion(normNetworks()[1], " (batchnorm: a cluster per channel)");
     checkBatchNormPoolFusion(stem, " (batchnorm: a cluster per channel, quads, window pairs)");
   }
+  checkStemConvWgrad(pool, stem);
   {  // without pairs the pooled backward gathers its quads one value at a time, in the loads' order
     cuda::ScopedKernelOverride clusters([](cuda::KernelOverrides& o) {
       o.batchnormCluster = cuda::Switch::On;

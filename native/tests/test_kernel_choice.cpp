@@ -340,6 +340,8 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CUDA_BN_QUADS", "0"}}).batchnormQuads == Switch::Off);
   CHECK(parse({}).batchnormPairs == Switch::Auto);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_PAIRS", "0"}}).batchnormPairs == Switch::Off);
+  CHECK(parse({}).batchnormConvWgrad == Switch::Auto);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CONV_WGRAD", "0"}}).batchnormConvWgrad == Switch::Off);
   CHECK(parse({}).batchnormClusterGrid == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "396"}}).batchnormClusterGrid == 396);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "-5"}}).batchnormClusterGrid == 0);

@@ -241,6 +241,7 @@ void batchnorm_backward(cudaStream_t stream, float* dx, float* dGamma, float* dB
   if (a.N <= 0) return;
   if (const int K = clusterBlocks(a, maxN); K > 1)
     return batchnorm_cluster_backward(stream, dx, dGamma, dBeta, dy, x, saved, a, training, K, act);
+  if (act.convWgrad) throw EngineError("batchnorm backward: a conv's weight gradient needs the cluster kernels");
   const int P = slicesFor(maxN, a.C, a.S);
   float* means = workspace + size_t(a.C) * size_t(P) * 3;  // after the largest partials (batchnorm_workspace)
   if (batchnormNarrowIndex(a)) launchGradPartials<uint32_t>(stream, workspace, dy, x, saved, a, P, act);

@@ -11,11 +11,14 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "cuda/batchnorm_cluster.h"
 #include "cuda/batchnorm_math.cuh"
 #include "cuda/check.h"
 #include "cuda/cluster_probes.h"
+#include "cuda/device_caps.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/launch.cuh"
 
 namespace nnstudio::cuda {
@@ -65,26 +68,104 @@ __device__ __forceinline__ void normaliseSlice(float* y, const float* x, Slice<I
   }
 }
 
+// What dx needs of the channel: its statistics, gamma and the two gradient means
+struct DxTerms {
+  float mean, invStd, gamma, meanG, meanGXhat;
+};
+
+// The gradient's inputs of a backward: dy or the fused pool's, the activation's output, and the loads' shape
+struct GradSource {
+  const float* dy;
+  const float* gate;
+  BatchNormPool pool;
+  ActivationFn fn;
+  float alpha;
+  bool quads, pairs;
+};
+
+// dx of the quad at value m (flat element i) of channel c
+template <bool Pooled, typename Index>
+__device__ __forceinline__ float4 quadInputGradient(const GradSource& src, const float* x, Index m, Index i, int C,
+                                                    int S, int c, const DxTerms& t) {
+  const float4 g = gradientQuad<Pooled>(src.dy, src.gate, src.pool, i, m / Index(S), c, C, S, src.fn, src.alpha,
+                                        src.pairs);
+  const float4 v = load4(x + i);
+  const auto of = [&](float gk, float vk) { return inputGradientOf(gk, vk, t.mean, t.invStd, t.gamma, t.meanG, t.meanGXhat); };
+  return make_float4(of(g.x, v.x), of(g.y, v.y), of(g.z, v.z), of(g.w, v.w));
+}
+
 // dx over the block's slice of channel c
 template <bool Pooled, typename Index>
-__device__ __forceinline__ void inputGradientSlice(float* dx, const float* dy, const float* x, const float* gate,
-                                                   const BatchNormPool& pool, Slice<Index> mine, bool quads, int C,
-                                                   int S, int c, float mean, float invStd, float gamma, float meanG,
-                                                   float meanGXhat, ActivationFn fn, float alpha, bool pairs) {
-  if (quads) {
+__device__ __forceinline__ void inputGradientSlice(float* dx, const GradSource& src, const float* x, Slice<Index> mine,
+                                                   int C, int S, int c, const DxTerms& t) {
+  if (src.quads) {
     for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
       const Index i = indexOf(m, c, C, S);
-      const float4 g = gradientQuad<Pooled>(dy, gate, pool, i, m / Index(S), c, C, S, fn, alpha, pairs);
-      const float4 v = load4(x + i);
-      const auto of = [&](float gk, float vk) { return inputGradientOf(gk, vk, mean, invStd, gamma, meanG, meanGXhat); };
-      *reinterpret_cast<float4*>(dx + i) = make_float4(of(g.x, v.x), of(g.y, v.y), of(g.z, v.z), of(g.w, v.w));
+      *reinterpret_cast<float4*>(dx + i) = quadInputGradient<Pooled>(src, x, m, i, C, S, c, t);
     }
     return;
   }
   for (Index m = mine.begin + threadIdx.x; m < mine.end; m += kThreads) {
     const Index i = indexOf(m, c, C, S);
-    dx[i] = inputGradient<Pooled>(dy, x, mean, invStd, gamma, meanG, meanGXhat, i, m / Index(S), c, C, S, gate, fn,
-                                  alpha, pool);
+    dx[i] = inputGradient<Pooled>(src.dy, x, t.mean, t.invStd, t.gamma, t.meanG, t.meanGXhat, i, m / Index(S), c, C, S,
+                                  src.gate, src.fn, src.alpha, src.pool);
+  }
+}
+
+// ---- the conv before's weight gradient (BatchNormConvWgrad: one input channel, 3x3, stride 1) ----
+
+constexpr int kConvTaps = 9;
+constexpr int kConvSums = kConvTaps + 1;  // the taps' sums, then the bias's
+
+// This thread's share of the conv's weight and bias gradient over the block's slice of channel c: dx of each
+// quad (never stored) times the image values under each tap. The quads lie in one output row (OW % 4 == 0).
+template <bool Pooled, typename Index>
+__device__ __forceinline__ void convWgradSlice(float (&sums)[kConvSums], const GradSource& src, const float* x,
+                                               Slice<Index> mine, int C, int S, int c, const DxTerms& t,
+                                               const BatchNormConvWgrad& conv) {
+  const int OW = conv.OW;
+  for (Index m = mine.begin + 4 * Index(threadIdx.x); m < mine.end; m += 4 * kThreads) {
+    const Index i = indexOf(m, c, C, S);
+    const float4 d = quadInputGradient<Pooled>(src, x, m, i, C, S, c, t);
+    const Index n = m / Index(S);
+    const int s = int(m - n * Index(S)), oy = s / OW, ox = s - oy * OW;
+    const float* image = conv.image + n * Index(conv.H) * Index(conv.W);
+    const int left = ox - conv.padLeft;  // the image column under tap kx = 0 of the quad's first output
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky) {
+      const int iy = oy - conv.padTop + ky;
+      if (iy < 0 || iy >= conv.H) continue;  // a padding row: its taps add nothing
+      float v[6];
+#pragma unroll
+      for (int j = 0; j < 6; ++j) v[j] = left + j >= 0 && left + j < conv.W ? image[iy * conv.W + left + j] : 0.0f;
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        float& sum = sums[ky * 3 + kx];
+        sum = fmaf(d.x, v[kx], sum);
+        sum = fmaf(d.y, v[kx + 1], sum);
+        sum = fmaf(d.z, v[kx + 2], sum);
+        sum = fmaf(d.w, v[kx + 3], sum);
+      }
+    }
+    sums[kConvTaps] += (d.x + d.y) + (d.z + d.w);
+  }
+}
+
+// The block's kConvSums sums into `block` (shared): each warp's by a fixed shuffle tree, then the warps' in order
+__device__ __forceinline__ void blockConvSums(float* block, const float (&sums)[kConvSums]) {
+  __shared__ float perWarp[kThreads / 32][kConvSums];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+#pragma unroll
+  for (int k = 0; k < kConvSums; ++k) {
+    float v = sums[k];
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) perWarp[warp][k] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < kConvSums) {
+    float total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) total += perWarp[w][threadIdx.x];
+    block[threadIdx.x] = total;
   }
 }
 
@@ -129,11 +210,11 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
-template <bool Pooled, typename Index>
+template <bool Pooled, typename Index, bool ConvWgrad>
 __global__ void __launch_bounds__(kThreads)
     clusterBackward(float* dx, float* dGamma, float* dBeta, const float* dy, const float* x, const float* saved,
                     const float* gamma, int N, int C, int S, bool training, const float* gate, ActivationFn fn,
-                    float alpha, BatchNormPool pool, bool quads, bool pairs) {
+                    float alpha, BatchNormPool pool, bool quads, bool pairs, BatchNormConvWgrad conv) {
   startAfterPreviousKernel();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -162,9 +243,24 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   cluster.sync();  // the means are in `means`, and no block leaves while another still reads its sums
-  if (dx)
-    inputGradientSlice<Pooled, Index>(dx, dy, x, gate, pool, mine, quads, C, S, c, mean, invStd, gamma ? gamma[c] : 1.0f,
-                                      means[0], means[1], fn, alpha, pairs);
+  const GradSource src{dy, gate, pool, fn, alpha, quads, pairs};
+  const DxTerms terms{mean, invStd, gamma ? gamma[c] : 1.0f, means[0], means[1]};
+  if (ConvWgrad) {  // dx only feeds the conv's weight gradient: summed here, never stored
+    float convSums[kConvSums] = {};
+    convWgradSlice<Pooled, Index>(convSums, src, x, mine, C, S, c, terms, conv);
+    __shared__ float blockSums[kConvSums];  // read by block 0 of the cluster
+    blockConvSums(blockSums, convSums);
+    cluster.sync();
+    if (rank == 0 && threadIdx.x < kConvSums) {
+      double total = 0;  // the slices in rank order
+      for (int r = 0; r < K; ++r) total += cluster.map_shared_rank(blockSums, r)[threadIdx.x];
+      if (threadIdx.x < kConvTaps) conv.dWeight[c * kConvTaps + int(threadIdx.x)] = float(total);
+      else if (conv.dBias) conv.dBias[c] = float(total);
+    }
+    cluster.sync();  // no block leaves while block 0 still reads its sums
+  } else if (dx) {
+    inputGradientSlice<Pooled, Index>(dx, src, x, mine, C, S, c, terms);
+  }
 #else
   __trap();  // never launched: the host uses clusters only where they exist
 #endif
@@ -173,7 +269,8 @@ __global__ void __launch_bounds__(kThreads)
 using ForwardFn = void (*)(float*, BatchNormPool, const float*, float*, float*, float*, const float*, const float*, int,
                            int, int, float, float, ActivationFn, float, bool, bool);
 using BackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*, const float*, int, int,
-                            int, bool, const float*, ActivationFn, float, BatchNormPool, bool, bool);
+                            int, bool, const float*, ActivationFn, float, BatchNormPool, bool, bool,
+                            BatchNormConvWgrad);
 
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 bool aligned16(const void* p) { return aligned(p, 16); }
@@ -198,18 +295,37 @@ ForwardFn forwardFor(bool pooled, bool narrowIndex) {
   return narrowIndex ? clusterForward<false, uint32_t> : clusterForward<false, int64_t>;
 }
 
+template <bool ConvWgrad>
 BackwardFn backwardFor(bool pooled, bool narrowIndex) {
-  if (pooled) return narrowIndex ? clusterBackward<true, uint32_t> : clusterBackward<true, int64_t>;
-  return narrowIndex ? clusterBackward<false, uint32_t> : clusterBackward<false, int64_t>;
+  if (pooled)
+    return narrowIndex ? clusterBackward<true, uint32_t, ConvWgrad> : clusterBackward<true, int64_t, ConvWgrad>;
+  return narrowIndex ? clusterBackward<false, uint32_t, ConvWgrad> : clusterBackward<false, int64_t, ConvWgrad>;
+}
+
+BackwardFn backwardFor(bool pooled, bool narrowIndex, bool convWgrad) {
+  return convWgrad ? backwardFor<true>(pooled, narrowIndex) : backwardFor<false>(pooled, narrowIndex);
+}
+
+// every instance of the two kernels, untyped (for their attributes)
+std::vector<void*> clusterKernels() {
+  std::vector<void*> kernels;
+  for (bool pooled : {false, true})
+    for (bool narrowIndex : {false, true}) {
+      kernels.push_back(reinterpret_cast<void*>(forwardFor(pooled, narrowIndex)));
+      for (bool convWgrad : {false, true})
+        kernels.push_back(reinterpret_cast<void*>(backwardFor(pooled, narrowIndex, convWgrad)));
+    }
+  return kernels;
 }
 
 // Can clusters of `blocks` blocks of every instance run?
 bool clustersFit(int blocks) {
   for (bool pooled : {false, true})
-    for (bool narrowIndex : {false, true})
-      if (!clusterFits(forwardFor(pooled, narrowIndex), kThreads, 0, blocks) ||
-          !clusterFits(backwardFor(pooled, narrowIndex), kThreads, 0, blocks))
-        return false;
+    for (bool narrowIndex : {false, true}) {
+      if (!clusterFits(forwardFor(pooled, narrowIndex), kThreads, 0, blocks)) return false;
+      for (bool convWgrad : {false, true})
+        if (!clusterFits(backwardFor(pooled, narrowIndex, convWgrad), kThreads, 0, blocks)) return false;
+    }
   return true;
 }
 
@@ -220,15 +336,19 @@ bool clustersFit(int blocks) {
 int batchnormClusterLimit(bool clusterLaunch) {
   // the cluster code exists only in machine code for sm_90+
   if (!clusterLaunch || !runsSm90Code(forwardFor(false, true))) return 1;
-  for (bool pooled : {false, true})
-    for (bool narrowIndex : {false, true})
-      for (void* kernel : {reinterpret_cast<void*>(forwardFor(pooled, narrowIndex)),
-                           reinterpret_cast<void*>(backwardFor(pooled, narrowIndex))})
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-          cudaGetLastError();  // then only portable sizes fit
+  for (void* kernel : clusterKernels())
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+      cudaGetLastError();  // then only portable sizes fit
   for (int blocks = kMaxBlocks; blocks >= 2; blocks /= 2)
     if (clustersFit(blocks)) return blocks;
   return 1;
+}
+
+bool batchnormConvWgradFits(const ConvGeometry& g, int maxN) {
+  const KernelOverrides& o = kernelOverrides();
+  if (o.batchnormConvWgrad == Switch::Off || o.batchnormQuads == Switch::Off) return false;
+  if (g.C != 1 || g.kh != 3 || g.kw != 3 || g.stride != 1 || g.OW % 4 != 0 || g.OH < 1) return false;
+  return chooseBatchnormCluster(currentDeviceCaps(), o, maxN, g.F, g.OH * g.OW) > 1;
 }
 
 void batchnorm_cluster_forward(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean,
@@ -244,10 +364,14 @@ void batchnorm_cluster_backward(cudaStream_t stream, float* dx, float* dGamma, f
                                 const float* x, const float* saved, const BatchNormArgs& a, bool training, int K,
                                 const BatchNormActivation& act) {
   const bool quads = useQuads(a.S, {x, dx, act.pool ? nullptr : dy, act.pool ? nullptr : act.y});
-  launchClusterKernel("batchnorm backward (cluster)", backwardFor(act.pool != nullptr, batchnormNarrowIndex(a)),
+  if (act.convWgrad && (!quads || dx || act.convWgrad->OW % 4 != 0))
+    throw EngineError("batchnorm backward: the conv's weight gradient needs quads in whole rows and no dx");
+  launchClusterKernel("batchnorm backward (cluster)",
+                      backwardFor(act.pool != nullptr, batchnormNarrowIndex(a), act.convWgrad != nullptr),
                       dim3(unsigned(K), unsigned(a.C)), kThreads, 0, stream, K, dx, dGamma, dBeta, dy, x, saved,
                       a.gamma, a.N, a.C, a.S, training, act.y, act.fn, act.alpha,
-                      act.pool ? *act.pool : BatchNormPool{}, quads, usePairs(quads, act.pool));
+                      act.pool ? *act.pool : BatchNormPool{}, quads, usePairs(quads, act.pool),
+                      act.convWgrad ? *act.convWgrad : BatchNormConvWgrad{});
 }
 
 }  // namespace nnstudio::cuda

@@ -158,12 +158,24 @@ struct BatchNormPool {
   int32_t* argmax = nullptr;       // as maxpool_forward writes it
   const float* dPooled = nullptr;  // backward: the gradient at the pool's output
 };
+// A one-channel 3x3 stride-1 convolution before the batchnorm (a grayscale stem) whose input gradient
+// nobody needs: the batchnorm's backward computes the conv's weight and bias gradients from its dx as it
+// goes, and writes no dx (batchnormConvWgradFits says where; one launch and two passes over dx fewer).
+struct BatchNormConvWgrad {
+  const float* image = nullptr;  // (N, 1, H, W): the conv's input
+  float* dWeight = nullptr;      // (C, 1, 3, 3), overwritten
+  float* dBias = nullptr;        // (C), overwritten
+  int H = 0, W = 0, OW = 0, padTop = 0, padLeft = 0;  // OW: the conv's output width (a multiple of 4)
+};
 struct BatchNormActivation {
   ActivationFn fn = ActivationFn::Linear;
   float alpha = 0;
   const float* y = nullptr;  // backward only: the activation's output
   const BatchNormPool* pool = nullptr;
+  const BatchNormConvWgrad* convWgrad = nullptr;  // backward only (then dx is null)
 };
+// Can the backward of the batchnorm over (maxN, C, OH x OW) take the weight gradient of conv g before it?
+bool batchnormConvWgradFits(const ConvGeometry& g, int maxN);
 size_t batchnorm_workspace(int maxN, int C, int S);
 // runMean/runVar (device) move toward the batch's statistics when not null.
 void batchnorm_forward_train(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean, float* runVar,

@@ -104,6 +104,16 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     bnPoolFused_[i] = bnActFused_[i] && overrides.fusion != Switch::Off && overrides.batchnormPool != Switch::Off &&
                       pool.kind == LayerKind::MaxPool2D && pool.stride == pool.kh;
   }
+  // a one-channel 3x3 conv (a grayscale stem) before a batchnorm, whose input gradient nobody needs: the
+  // batchnorm's backward sums the conv's weight gradient from its dx, which is then never stored
+  // (NNSTUDIO_CUDA_BN_CONV_WGRAD=0 keeps them apart)
+  bnConvWgrad_.assign(L, false);
+  for (size_t i = 1; trainable && i < L; ++i) {
+    const LayerPlan& conv = plan_.layers[i - 1];
+    bnConvWgrad_[i] = plan_.layers[i].kind == LayerKind::BatchNorm && conv.kind == LayerKind::Conv2D &&
+                      !needInputGrad_[i - 1] && conv.activation == ActivationFn::Linear && !poolFused_[i - 1] &&
+                      batchnormConvWgradFits(convGeom_[i - 1], maxBatch_);
+  }
 
   size_t workspace = 0;
   storage_.reserve(2 * L);
@@ -333,6 +343,7 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     if (li > 0 && bnActFused_[li - 1]) continue;         // the batchnorm before differentiates this activation
     if (li > 0 && resActFused_[li - 1]) continue;        // so does a residual block's end before
     if (li > 1 && bnPoolFused_[li - 2]) continue;        // a batchnorm two layers before runs this max pool's
+    if (li + 1 < plan_.layers.size() && bnConvWgrad_[li + 1]) continue;  // the batchnorm after: its weight gradient
     const float* x = li == 0 ? input_ : out_[li - 1];
     float* dIn = needInputGrad_[li] ? (li == 0 ? inputGrad_.get() : grad_[li - 1]) : nullptr;
     float* dOut = grad_[li];
@@ -402,6 +413,11 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
         }
         const BatchNormPool pool = fusedPool(li);
         if (bnPoolFused_[li]) act.pool = &pool;  // or at the fused max pool's
+        const BatchNormConvWgrad conv = fusedConvWgrad(li, grads);
+        if (bnConvWgrad_[li]) {  // dx goes into the conv's weight gradient, not to memory
+          act.convWgrad = &conv;
+          dIn = nullptr;
+        }
         batchnorm_backward(stream, dIn, lp.affine ? grads + lp.weightOffset : nullptr,
                            lp.affine ? grads + lp.biasOffset : nullptr, dOut, x, bnSaved_[li].get(),
                            batchNormArgs(lp, params, n), lastTraining_, maxBatch_, workspace_.get(), act);
@@ -420,6 +436,23 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
         break;  // dIn and dOut are the same memory
     }
   }
+}
+
+// batchnorm i's fused conv weight gradient (network.h)
+BatchNormConvWgrad Network::fusedConvWgrad(size_t i, float* grads) const {
+  if (!bnConvWgrad_[i]) return {};
+  const LayerPlan& lp = plan_.layers[i - 1];
+  const ConvGeometry& g = convGeom_[i - 1];
+  BatchNormConvWgrad conv;
+  conv.image = i == 1 ? input_ : out_[i - 2];
+  conv.dWeight = grads + lp.weightOffset;
+  conv.dBias = grads + lp.biasOffset;
+  conv.H = g.H;
+  conv.W = g.W;
+  conv.OW = g.OW;
+  conv.padTop = g.padTop;
+  conv.padLeft = g.padLeft;
+  return conv;
 }
 
 // batchnorm i's fused max pool (network.h)

@@ -77,6 +77,7 @@ class Network {
   std::vector<bool> bnActFused_;              // batchnorm i's kernels apply (and differentiate) activation i+1
   std::vector<bool> resActFused_;             // residual end i's sum applies (and differentiates) activation i+1
   std::vector<bool> bnPoolFused_;             // batchnorm i (with activation i+1) runs max pool i+2 too
+  std::vector<bool> bnConvWgrad_;             // batchnorm i's backward takes conv i-1's weight gradient
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
   DeviceBuffer<float> inputGrad_;
@@ -93,6 +94,8 @@ class Network {
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
 
+  // batchnorm i's conv before (layer i-1, bnConvWgrad_): its input and weight gradient; empty when not fused
+  BatchNormConvWgrad fusedConvWgrad(size_t i, float* grads) const;
   // batchnorm i's fused max pool (layer i+2, bnPoolFused_): its geometry and buffers; empty when not fused
   BatchNormPool fusedPool(size_t i) const;
   // act: the activation layer after the block when it is fused (resActFused_), else the identity
