@@ -160,6 +160,19 @@ __device__ __forceinline__ float normalisedValue(float x, float mean, float scal
   return activate(__fadd_rn(__fmul_rn(x - mean, scale), shift), fn, alpha);
 }
 
+// Pool window w (flat over (N, C, OH, OW)): its plane (n * C + c) and its row and column among the plane's windows
+template <typename Index>
+struct WindowAt {
+  Index plane;
+  int oy, ox;
+};
+template <typename Index>
+__device__ __forceinline__ WindowAt<Index> windowAt(const PoolGeometry& g, Index w) {
+  const Index plane = w / Index(g.OH * g.OW);
+  const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW;
+  return {plane, oy, within - oy * g.OW};
+}
+
 // Pool window w (flat over (N, C, OH, OW)) of the normalised, activated x: its values as normalisedValue
 // computes them, scanned as maxpoolForward scans (row-major, strict '>', a NaN wins); writes the pooled
 // value and the argmax (counted from the sample's start, as maxpoolForward's)
@@ -167,11 +180,10 @@ template <typename Index>
 __device__ __forceinline__ void poolWindow(const BatchNormPool& pool, const float* x, Index w, int C, float mean,
                                            float scale, float shift, ActivationFn fn, float alpha) {
   const PoolGeometry& g = pool.geometry;
-  const Index plane = w / Index(g.OH * g.OW);  // n * C + c
-  const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW, ox = within - oy * g.OW;
-  const int c = int(plane % Index(C));
-  const float* in = x + plane * Index(g.H * g.W);
-  const int y0 = oy * g.size, x0 = ox * g.size;
+  const WindowAt<Index> at = windowAt(g, w);
+  const int c = int(at.plane % Index(C));
+  const float* in = x + at.plane * Index(g.H * g.W);
+  const int y0 = at.oy * g.size, x0 = at.ox * g.size;
   int32_t bestIndex = y0 * g.W + x0;
   float best = normalisedValue(in[bestIndex], mean, scale, shift, fn, alpha);
   for (int ky = 0; ky < g.size; ++ky)
@@ -218,17 +230,16 @@ template <typename Index>
 __device__ __forceinline__ void poolWindowPair(const BatchNormPool& pool, const float* x, Index w, int C, float mean,
                                                float scale, float shift, ActivationFn fn, float alpha) {
   const PoolGeometry& g = pool.geometry;
-  const Index plane = w / Index(g.OH * g.OW);  // n * C + c
-  const int within = int(w - plane * Index(g.OH * g.OW)), oy = within / g.OW, ox = within - oy * g.OW;
-  const int32_t first = 2 * oy * g.W + 2 * ox;  // the left window's top left, within the plane
-  const float* in = x + plane * Index(g.H * g.W) + first;
+  const WindowAt<Index> at = windowAt(g, w);
+  const int32_t first = 2 * at.oy * g.W + 2 * at.ox;  // the left window's top left, within the plane
+  const float* in = x + at.plane * Index(g.H * g.W) + first;
   const float4 top = load4(in), bottom = load4(in + g.W);
   const auto value = [&](float v) { return normalisedValue(v, mean, scale, shift, fn, alpha); };
   float left, right;
   int32_t leftAt, rightAt;
   maxOfWindow(value(top.x), value(top.y), value(bottom.x), value(bottom.y), first, g.W, left, leftAt);
   maxOfWindow(value(top.z), value(top.w), value(bottom.z), value(bottom.w), first + 2, g.W, right, rightAt);
-  const int32_t planeStart = int32_t(plane % Index(C)) * g.H * g.W;  // argmax counts from the sample's start
+  const int32_t planeStart = int32_t(at.plane % Index(C)) * g.H * g.W;  // argmax counts from the sample's start
   *reinterpret_cast<float2*>(pool.pooled + w) = make_float2(left, right);
   *reinterpret_cast<int2*>(pool.argmax + w) = make_int2(planeStart + leftAt, planeStart + rightAt);
 }
