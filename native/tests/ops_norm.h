@@ -318,8 +318,9 @@ inline const std::vector<NormNetworkRow>& normNetworks() {
 }
 
 // A one-channel 3x3 stem conv whose input gradient nobody needs: on GPUs with clusters the batchnorm's backward
-// sums the conv's weight gradient (BatchNormConvWgrad); against the CPU with it and without it
-// (NNSTUDIO_CUDA_BN_CONV_WGRAD=0), for the stem at MNIST's size (pooled, 'same') and a 'valid' stem, unpooled
+// sums the conv's weight gradient (BatchNormConvWgrad); against the CPU with it forced on
+// (NNSTUDIO_CUDA_BN_CONV_WGRAD=1: the chooser takes it only for long slices) and off, for the stem at MNIST's
+// size (pooled, 'same') and a 'valid' stem, unpooled
 inline void checkStemConvWgrad(cpu::ThreadPool& pool, const NormNetworkRow& stem) {
   const NormNetworkRow valid{"a 'valid' stem, 30x30 -> 28x28, no pool", R"({"input":[1,30,30],"layers":[
       {"kind":"conv2d","filters":8,"kernel":[3,3],"padding":"valid"},{"kind":"batchnorm"},
@@ -330,10 +331,14 @@ inline void checkStemConvWgrad(cpu::ThreadPool& pool, const NormNetworkRow& stem
     const NetworkPlan plan = planNetwork(parseModelSpec(row->spec));
     const LayerPlan& conv = plan.layers[0];
     const cpu::ConvGeometry g{conv.inC, conv.inH, conv.inW, conv.outC, conv.outH, conv.outW, 3, 3, 1, conv.padTop, conv.padLeft};
-    Row probe("network", std::string(row->name) + ": the batchnorm takes the conv's weight gradient", "the chooser");
-    probe.check(cuda::batchnormConvWgradFits(g, row->N) == (caps.batchnormMaxCluster >= 2),
-                "on GPUs with clusters (and only there)");
-    checkNormNetwork(pool, *row, " (the conv's weight gradient in the batchnorm's backward)", false);
+    {
+      cuda::ScopedKernelOverride fused([](cuda::KernelOverrides& o) { o.batchnormConvWgrad = cuda::Switch::On; });
+      Row probe("network", std::string(row->name) + ": the batchnorm takes the conv's weight gradient",
+                "NNSTUDIO_CUDA_BN_CONV_WGRAD=1");
+      probe.check(cuda::batchnormConvWgradFits(g, row->N) == (caps.batchnormMaxCluster >= 2),
+                  "on GPUs with clusters (and only there)");
+      checkNormNetwork(pool, *row, " (the conv's weight gradient in the batchnorm's backward)", false);
+    }
     cuda::ScopedKernelOverride apart([](cuda::KernelOverrides& o) { o.batchnormConvWgrad = cuda::Switch::Off; });
     checkNormNetwork(pool, *row, " (NNSTUDIO_CUDA_BN_CONV_WGRAD=0)", false);
   }

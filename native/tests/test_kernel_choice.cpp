@@ -342,6 +342,7 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CUDA_BN_PAIRS", "0"}}).batchnormPairs == Switch::Off);
   CHECK(parse({}).batchnormConvWgrad == Switch::Auto);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CONV_WGRAD", "0"}}).batchnormConvWgrad == Switch::Off);
+  CHECK(parse({{"NNSTUDIO_CUDA_BN_CONV_WGRAD", "1"}}).batchnormConvWgrad == Switch::On);
   CHECK(parse({}).batchnormClusterGrid == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "396"}}).batchnormClusterGrid == 396);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "-5"}}).batchnormClusterGrid == 0);
@@ -625,6 +626,33 @@ void testBatchnormCluster() {
   CHECK_MSG(chooseBatchnormCluster(h100(), on, 128, 70000, 1) == 1, "more channels than a grid's y holds");
 }
 
+// Which batchnorm backward takes the stem conv's weight gradient before it (BatchNormConvWgrad)
+void testBatchnormConvWgrad() {
+  const auto stem = [](int filters, int size, int kernel, int pad, int channels = 1) {
+    const int out = size + 2 * pad - kernel + 1;
+    return ConvGeometry{channels, size, size, filters, out, out, kernel, kernel, 1, pad, pad};
+  };
+  const KernelOverrides o;
+  CHECK_MSG(chooseBatchnormConvWgrad(h100(), o, 128, stem(48, 28, 3, 1)), "resnet_mnist's stem: 4 blocks of 25 088 values");
+  CHECK_MSG(!chooseBatchnormConvWgrad(h100(), o, 128, stem(32, 28, 3, 1)), "resnet_fast's: 8 blocks of 12 544");
+  CHECK_MSG(chooseBatchnormConvWgrad(h100(), o, 128, stem(64, 30, 3, 0)), "'valid' 30 -> 28, 64 filters: 2 blocks");
+  CHECK_MSG(!chooseBatchnormConvWgrad(h100(), o, 128, stem(8, 30, 3, 0)), "8 filters: 16 blocks of 6 272 values");
+  CHECK(!chooseBatchnormConvWgrad(h100(), o, 128, stem(48, 28, 5, 2)));     // 5x5
+  CHECK(!chooseBatchnormConvWgrad(h100(), o, 128, stem(48, 28, 3, 0)));     // 26 wide: quads cross rows
+  CHECK(!chooseBatchnormConvWgrad(h100(), o, 128, stem(48, 28, 3, 1, 3)));  // three channels
+  CHECK(!chooseBatchnormConvWgrad(smallGpu(), o, 128, stem(48, 28, 3, 1))); // no clusters
+  KernelOverrides on, off, twoPass, scalar;
+  on.batchnormConvWgrad = Switch::On;
+  off.batchnormConvWgrad = Switch::Off;
+  twoPass.batchnormCluster = Switch::Off;
+  scalar.batchnormQuads = Switch::Off;
+  CHECK(chooseBatchnormConvWgrad(h100(), on, 128, stem(32, 28, 3, 1)));
+  CHECK(!chooseBatchnormConvWgrad(smallGpu(), on, 128, stem(32, 28, 3, 1)));
+  CHECK(!chooseBatchnormConvWgrad(h100(), off, 128, stem(48, 28, 3, 1)));
+  CHECK(!chooseBatchnormConvWgrad(h100(), twoPass, 128, stem(48, 28, 3, 1)));
+  CHECK(!chooseBatchnormConvWgrad(h100(), scalar, 128, stem(48, 28, 3, 1)));
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--print") == 0) {  // the table of kH100Choices, after a deliberate change
     for (const char* name : kPresets)
@@ -641,6 +669,7 @@ int main(int argc, char** argv) {
     testScopedOverrides();
     testFusedMlpStep();
     testBatchnormCluster();
+    testBatchnormConvWgrad();
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
   } catch (const std::exception& e) {

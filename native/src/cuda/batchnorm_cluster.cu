@@ -345,10 +345,7 @@ int batchnormClusterLimit(bool clusterLaunch) {
 }
 
 bool batchnormConvWgradFits(const ConvGeometry& g, int maxN) {
-  const KernelOverrides& o = kernelOverrides();
-  if (o.batchnormConvWgrad == Switch::Off || o.batchnormQuads == Switch::Off) return false;
-  if (g.C != 1 || g.kh != 3 || g.kw != 3 || g.stride != 1 || g.OW % 4 != 0 || g.OH < 1) return false;
-  return chooseBatchnormCluster(currentDeviceCaps(), o, maxN, g.F, g.OH * g.OW) > 1;
+  return chooseBatchnormConvWgrad(currentDeviceCaps(), kernelOverrides(), maxN, g);
 }
 
 void batchnorm_cluster_forward(cudaStream_t stream, float* y, const float* x, float* saved, float* runMean,

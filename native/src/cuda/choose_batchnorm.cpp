@@ -25,4 +25,13 @@ int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int
   return K;
 }
 
+bool chooseBatchnormConvWgrad(const DeviceCaps& caps, const KernelOverrides& o, int maxN, const ConvGeometry& g) {
+  if (o.batchnormConvWgrad == Switch::Off || o.batchnormQuads == Switch::Off) return false;
+  if (g.C != 1 || g.kh != 3 || g.kw != 3 || g.stride != 1 || g.OW % 4 != 0 || g.OH < 1) return false;
+  const int S = g.OH * g.OW;
+  const int K = chooseBatchnormCluster(caps, o, maxN, g.F, S);
+  if (K < 2) return false;
+  return o.batchnormConvWgrad == Switch::On || int64_t(std::max(maxN, 1)) * S / K >= kBatchnormConvWgradMinValues;
+}
+
 }  // namespace nnstudio::cuda

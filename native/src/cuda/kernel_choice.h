@@ -231,6 +231,14 @@ inline constexpr int kBatchnormClusterMinValues = 1024;  // 2 values per thread
 // docs/BENCHMARKS.md), so there is no limit then.
 inline constexpr int64_t kBatchnormClusterMaxValues = 65536;  // a channel's values (o.batchnormClusterValues)
 int chooseBatchnormCluster(const DeviceCaps& caps, const KernelOverrides& o, int maxN, int C, int S);
+// Does the backward of the batchnorm after conv g (one input channel, 3x3, stride 1, output rows a multiple
+// of 4 wide: BatchNormConvWgrad) sum that conv's weight gradient? Where a cluster block's slice has at least
+// kBatchnormConvWgradMinValues values. H100, one call through the CLI (2026-11-27): resnet_mnist's stem (48
+// channels, 4 blocks of 25 088 values) 0.3479 -> 0.3421 s/epoch, resnet_fast's (32 channels, 8 blocks of
+// 12 544) 0.2568 -> 0.2610: a block's fixed costs (a reduction of 10 sums, two more cluster barriers) outweigh
+// what a short slice saves. On (NNSTUDIO_CUDA_BN_CONV_WGRAD=1): wherever the cluster kernels take it.
+inline constexpr int64_t kBatchnormConvWgradMinValues = 16384;
+bool chooseBatchnormConvWgrad(const DeviceCaps& caps, const KernelOverrides& o, int maxN, const ConvGeometry& g);
 
 // ================================ GEMM (dense layers) ================================
 

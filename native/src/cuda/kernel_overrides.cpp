@@ -54,7 +54,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_QUADS")) o.batchnormQuads = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_PAIRS")) o.batchnormPairs = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CONV_WGRAD"))
-    o.batchnormConvWgrad = is(v, "0") ? Switch::Off : Switch::On;
+    o.batchnormConvWgrad = is(v, "0") ? Switch::Off : is(v, "1") ? Switch::On : Switch::Auto;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_GRID")) o.batchnormClusterGrid = std::max(0, std::atoi(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_VALUES")) o.batchnormClusterValues = std::max(0LL, std::atoll(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_STEPS_PER_GRAPH")) {

@@ -39,7 +39,7 @@ struct KernelOverrides {
   Switch batchnormCluster = Switch::Auto;   // NNSTUDIO_CUDA_BN_CLUSTER: 0 the two-pass kernels, 1 a cluster wherever the GPU has them
   Switch batchnormQuads = Switch::Auto;     // NNSTUDIO_CUDA_BN_QUADS=0: the cluster kernels load a value at a time
   Switch batchnormPairs = Switch::Auto;     // NNSTUDIO_CUDA_BN_PAIRS=0: the fused 2x2 pool a window at a time
-  Switch batchnormConvWgrad = Switch::Auto; // NNSTUDIO_CUDA_BN_CONV_WGRAD=0: a stem conv's weight gradient apart
+  Switch batchnormConvWgrad = Switch::Auto; // NNSTUDIO_CUDA_BN_CONV_WGRAD: 0 a stem conv's weight gradient apart, 1 wherever it fits
   int batchnormClusterGrid = 0;             // NNSTUDIO_CUDA_BN_CLUSTER_GRID: the most blocks a cluster launch aims for (0: the chooser's)
   long long batchnormClusterValues = 0;     // NNSTUDIO_CUDA_BN_CLUSTER_VALUES: the most values a channel for a cluster (0: the chooser's)
   Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)

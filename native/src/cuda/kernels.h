@@ -174,7 +174,7 @@ struct BatchNormActivation {
   const BatchNormPool* pool = nullptr;
   const BatchNormConvWgrad* convWgrad = nullptr;  // backward only (then dx is null)
 };
-// Can the backward of the batchnorm over (maxN, C, OH x OW) take the weight gradient of conv g before it?
+// Does the backward of the batchnorm after conv g take its weight gradient (chooseBatchnormConvWgrad)?
 bool batchnormConvWgradFits(const ConvGeometry& g, int maxN);
 size_t batchnorm_workspace(int maxN, int C, int S);
 // runMean/runVar (device) move toward the batch's statistics when not null.
