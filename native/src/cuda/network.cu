@@ -105,8 +105,8 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
                       pool.kind == LayerKind::MaxPool2D && pool.stride == pool.kh;
   }
   // a one-channel 3x3 conv (a grayscale stem) before a batchnorm, whose input gradient nobody needs: the
-  // batchnorm's backward sums the conv's weight gradient from its dx, which is then never stored
-  // (NNSTUDIO_CUDA_BN_CONV_WGRAD=0 keeps them apart)
+  // batchnorm's backward sums the conv's weight gradient from its dx, which is then never stored, where the
+  // chooser finds it pays (chooseBatchnormConvWgrad; NNSTUDIO_CUDA_BN_CONV_WGRAD=0 keeps them apart)
   bnConvWgrad_.assign(L, false);
   for (size_t i = 1; trainable && i < L; ++i) {
     const LayerPlan& conv = plan_.layers[i - 1];
