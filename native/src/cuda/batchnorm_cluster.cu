@@ -286,8 +286,8 @@ bool useQuads(int S, std::initializer_list<const void*> buffers) {
 
 // window pairs (batchnorm_math.cuh) where the fused pool's geometry and buffers allow them, with quads
 bool usePairs(bool quads, const BatchNormPool* pool) {
-  return quads && pool && kernelOverrides().batchnormPairs != Switch::Off && poolPairsFit(pool->geometry) && aligned(pool->pooled, 8) && aligned(pool->argmax, 8) &&
-         aligned(pool->dPooled, 8);
+  return quads && pool && kernelOverrides().batchnormPairs != Switch::Off && poolPairsFit(pool->geometry) &&
+         aligned(pool->pooled, 8) && aligned(pool->argmax, 8) && aligned(pool->dPooled, 8);
 }
 
 ForwardFn forwardFor(bool pooled, bool narrowIndex) {
