@@ -82,7 +82,7 @@ inline std::vector<cuda::ConvDirectShape> forcedDirectShapes() {
 }
 
 // the ways to ask the chooser for each conv2d kernel: the direct kernel (planner's and forced launch shapes),
-// the tensor cores (the choice by shape and every tile; plain TF32; BF16 by shape, split or not, and every tile),
+// the tensor cores (the choice by shape and every tile; plain TF32; BF16 and FP16 by shape, split or not, and every tile),
 // the SIMT implicit GEMM
 inline std::vector<Variant> convVariants() {
   using cuda::ConvTcMode;
@@ -125,6 +125,17 @@ inline std::vector<Variant> convVariants() {
     v.push_back({"bf16 tile " + std::to_string(t), [t](KernelOverrides& o) {
                    o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcVariant = t;
                  }});
+  v.push_back({"fp16", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16; }});
+  v.push_back({"fp16 split K", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcSplitK = 2;
+               }});
+  v.push_back({"fp16 unsplit", [](KernelOverrides& o) {
+                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcSplitK = 1;
+               }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
+    v.push_back({"fp16 tile " + std::to_string(t), [t](KernelOverrides& o) {
+                   o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcVariant = t;
+                 }});
   return v;
 }
 
@@ -132,6 +143,10 @@ inline std::vector<Variant> convVariants() {
 // against the CPU within 5x that; a wrong fragment layout or a lost K step errs by O(1).
 inline constexpr Tolerance kBf16Parity{1e-2, -1.0};
 inline constexpr Tolerance kBf16WgradParity{3e-2, -1.0};  // sums over every pixel of the batch
+// FP16 products round 8x finer than BF16's (an 11-bit significand) on these rows' values, all well inside its
+// range: 5x the expected error, as for BF16
+inline constexpr Tolerance kFp16Parity{2e-3, -1.0};
+inline constexpr Tolerance kFp16WgradParity{5e-3, -1.0};
 
 inline bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -244,11 +259,17 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
           line.compare(what + " (BF16 products)", got, ref[a], kBf16Parity);
           continue;
         }
+        if (kernel == cuda::ConvKernel::TensorCoreFp16) {
+          line.compare(what + " (FP16 products)", got, ref[a], kFp16Parity);
+          continue;
+        }
         line.compare(what, got, ref[a]);
         if (kernel == cuda::ConvKernel::TensorCore3xTf32) line.compare(what + " vs the SIMT GEMM", got, simt[a]);
       }
       line.check(sameBits(runConvPass(pass, d, result, N, acts[0]), linear), "a second run gives the same bits");
-      if (kernel != cuda::ConvKernel::TensorCore3xTf32 && kernel != cuda::ConvKernel::TensorCoreBf16) return;
+      if (kernel != cuda::ConvKernel::TensorCore3xTf32 && kernel != cuda::ConvKernel::TensorCoreBf16 &&
+          kernel != cuda::ConvKernel::TensorCoreFp16)
+        return;
       std::vector<float>& first = firstTcLinear[{kernel, choice.tc.splitK}];
       if (first.empty()) first = linear;
       else line.check(sameBits(linear, first), "the same bits as the first tensor-core tile of its arithmetic and K split");
@@ -257,7 +278,7 @@ inline void checkConvPass(const ConvRow& row, cuda::ConvPass pass, ConvData& d) 
 }
 
 // the weight gradient's kernels: the chooser's, the SIMT kernel, the tensor cores (the choice by shape and
-// every tile; plain TF32; BF16 by shape and every tile)
+// every tile; plain TF32; BF16 and FP16 by shape and every tile)
 inline std::vector<Variant> convWgradVariants() {
   using cuda::ConvTcMode;
   using cuda::KernelOverrides;
@@ -273,6 +294,11 @@ inline std::vector<Variant> convWgradVariants() {
   for (int t = 1; t <= cuda::kConvTcVariants; ++t)
     v.push_back({"bf16 tile " + std::to_string(t), [t](KernelOverrides& o) {
                    o.convTc = ConvTcMode::Bf16, o.convTcVariant = t;
+                 }});
+  v.push_back({"fp16", [](KernelOverrides& o) { o.convTc = ConvTcMode::Fp16; }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
+    v.push_back({"fp16 tile " + std::to_string(t), [t](KernelOverrides& o) {
+                   o.convTc = ConvTcMode::Fp16, o.convTcVariant = t;
                  }});
   return v;
 }
@@ -318,6 +344,9 @@ inline void checkConvWeightGradient(const ConvRow& row, ConvData& d) {
       } else if (plan.tc && plan.math == cuda::TcMath::Bf16) {
         line.compare("dWeight (BF16 products)", dW, d.dW, kBf16WgradParity);
         line.compare("dBias", dB, d.dB);  // summed in FP32 from the FP32 tiles
+      } else if (plan.tc && plan.math == cuda::TcMath::Fp16) {
+        line.compare("dWeight (FP16 products)", dW, d.dW, kFp16WgradParity);
+        line.compare("dBias", dB, d.dB);
       } else {
         line.compare("dWeight", dW, d.dW);
         line.compare("dBias", dB, d.dB);

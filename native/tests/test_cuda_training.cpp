@@ -24,6 +24,7 @@
 
 #include "cuda/device_caps.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/loss_scale.h"
 #include "cuda/mlp_step_launch.h"
 #include "cuda/network.h"
 #include "cuda_test_util.h"
@@ -360,12 +361,16 @@ void testFusedStep() {
 // multiply: its weights differ from the FP32 run's (the path is taken, where the GPU has tensor cores and no
 // NNSTUDIO_CONV_TC override decides), stay close to them (`near`: BF16 rounds 8x coarser), learn, and are the
 // same bits run after run. The CPU ignores the setting (its run equals its FP32 run).
-void testReducedPrecision(Precision precision, const std::string& name, double near) {
-  std::printf("%s precision\n", name.c_str());
-  const ModelSpec spec = parseModelSpec(
+ModelSpec reducedPrecisionSpec() {
+  return parseModelSpec(
       R"({"input":[1,16,16],"layers":[{"kind":"conv2d","filters":16,"kernel":[3,3],"padding":"same","activation":"relu"},
         {"kind":"conv2d","filters":32,"kernel":[3,3],"padding":"same","activation":"relu"},{"kind":"maxpool2d","size":2},
         {"kind":"flatten"},{"kind":"dense","units":4}],"loss":"softmax_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":13})");
+}
+
+void testReducedPrecision(Precision precision, const std::string& name, double near) {
+  std::printf("%s precision\n", name.c_str());
+  const ModelSpec spec = reducedPrecisionSpec();
   const Data train = bands(960, 1, 16, 16, 4, 41), valid = bands(300, 1, 16, 16, 4, 42);
   const DatasetView tv = train.view(), vv = valid.view();
   auto gpu = createBackend(DeviceKind::CUDA);
@@ -393,6 +398,80 @@ void testReducedPrecision(Precision precision, const std::string& name, double n
   const TrainResult onCpu = cpu->train(spec, tv, &vv, reduced, nullptr, nullptr);
   const TrainResult onCpuFp32 = cpu->train(spec, tv, &vv, fp32, nullptr, nullptr);
   CHECK_MSG(onCpu.parameters == onCpuFp32.parameters, name + " on the CPU: the FP32 run's bits");
+}
+
+// ---- FP16 products with loss scaling ----
+
+// The note a loss-scaled run leaves (driver.cpp noteLossScaling): the steps it skipped, of how many, and its
+// final scale's exponent; false without one.
+bool lossScalingNote(const TrainResult& r, long long& skipped, long long& steps, int& log2) {
+  for (const std::string& note : r.notes) {
+    const size_t colon = note.find("loss scaling"), scale = note.find("2^");
+    if (colon == std::string::npos || scale == std::string::npos) continue;
+    const size_t figures = note.find(": ", colon);
+    if (figures == std::string::npos ||
+        std::sscanf(note.c_str() + figures + 2, "%lld of %lld steps skipped", &skipped, &steps) != 2)
+      return false;
+    log2 = std::atoi(note.c_str() + scale + 2);
+    return true;
+  }
+  return false;
+}
+
+// A mixed run as a GPU without BF16 runs it (NNSTUDIO_CUDA_MIXED=fp16; the op table checks the FP16 kernels
+// themselves): FP16 products, not BF16's; a loss scale that starts at 2^16 and halves at each overflow, the
+// step skipped; near the FP32 run and learning, as the BF16 run is. A scale far too large (2^30) overflows
+// the first steps' gradients: those steps are skipped, the scale falls to where the gradients fit, and the
+// run still learns with finite weights.
+void testFp16LossScaling() {
+  if (cuda::currentDeviceCaps().tensorCores < cuda::TensorCores::Fp16MmaSync ||
+      cuda::kernelOverrides().convTc != cuda::ConvTcMode::Auto) {
+    std::puts("FP16 loss scaling: skipped (no FP16 tensor cores, or NNSTUDIO_CONV_TC decides)");
+    return;
+  }
+  {
+    cuda::ScopedKernelOverride fp16([](cuda::KernelOverrides& o) { o.mixedHalf = cuda::MixedHalf::Fp16; });
+    testReducedPrecision(Precision::Mixed, "mixed as FP16 with loss scaling", 2e-2);
+  }
+  const ModelSpec spec = reducedPrecisionSpec();
+  const Data train = bands(960, 1, 16, 16, 4, 41), valid = bands(300, 1, 16, 16, 4, 42);
+  const DatasetView tv = train.view(), vv = valid.view();
+  auto gpu = createBackend(DeviceKind::CUDA);
+  TrainOptions mixed = runOptions(2, 32);
+  mixed.precision = Precision::Mixed;
+  long long skipped = 0, steps = 0;
+  int log2 = 0;
+  const TrainResult bf16 = gpu->train(spec, tv, &vv, mixed, nullptr, nullptr);
+  CHECK_MSG(!lossScalingNote(bf16, skipped, steps, log2),
+            "a mixed run with BF16 products (" + std::string(cuda::currentDeviceCaps().tf32TensorCores() ? "this GPU" : "none here") +
+                ") does not scale its loss");
+  auto fp16Run = [&](int startLog2, const TrainOptions& o) {
+    cuda::ScopedKernelOverride fp16([&](cuda::KernelOverrides& k) {
+      k.mixedHalf = cuda::MixedHalf::Fp16;
+      k.lossScaleLog2 = startLog2;
+    });
+    return gpu->train(spec, tv, &vv, o, nullptr, nullptr);
+  };
+  const TrainResult plain = fp16Run(cuda::kLossScaleStartLog2, mixed);
+  if (cuda::currentDeviceCaps().tf32TensorCores())
+    CHECK_MSG(plain.parameters != bf16.parameters, "FP16: its own products, not BF16's");
+  const bool noted = lossScalingNote(plain, skipped, steps, log2);
+  std::printf("  note  FP16 from 2^16: %lld of %lld steps skipped, the scale ends at 2^%d\n", skipped, steps, log2);
+  CHECK_MSG(noted && steps == plain.steps && log2 == cuda::kLossScaleStartLog2 - int(skipped) && skipped <= 4,
+            "FP16: the run notes its loss scaling; the scale fell once per skipped step (no growth within 2000 steps)");
+  TrainOptions longer = mixed;
+  longer.epochs = 3;
+  const TrainResult high = fp16Run(30, longer);
+  const bool highNoted = lossScalingNote(high, skipped, steps, log2);
+  std::printf("  note  FP16 from 2^30: %lld of %lld steps skipped, the scale ends at 2^%d\n", skipped, steps, log2);
+  CHECK_MSG(high.status == TrainStatus::Completed && highNoted && skipped >= 3 && log2 == 30 - int(skipped),
+            "FP16 from 2^30: the overflowing steps are skipped and the scale halves at each");
+  bool finite = true;
+  for (float w : high.parameters) finite = finite && std::isfinite(w);
+  const EpochStats& last = high.history.back();
+  CHECK_MSG(finite && last.hasValidation && last.validationAccuracy >= 0.9,
+            "FP16 from 2^30: finite weights, and it learns (validation accuracy " +
+                nnstudio_test::num(last.validationAccuracy) + ")");
 }
 
 // ---- regression, class weights, weight decay ----
@@ -729,6 +808,7 @@ int main() {
     testFusedStep();
     testReducedPrecision(Precision::Tf32, "tf32", 5e-2);  // 2.6e-3 on an H100
     testReducedPrecision(Precision::Mixed, "mixed", 2e-2);  // 5.5e-3 on an H100
+    testFp16LossScaling();
     testTaskNetworks();
     testTaskRuns();
     testRunBehaviour();

@@ -21,6 +21,7 @@
 
 #include "cuda/kernel_choice.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/loss_scale.h"
 #include "cuda/mlp_step.h"
 #include "cuda/per_device.h"
 #include "spec/json.h"
@@ -144,6 +145,80 @@ ConvGeometry geometry(int C, int H, int W, int F, int k, int OH, int OW) {
   ConvGeometry g;
   g.C = C, g.H = H, g.W = W, g.F = F, g.kh = g.kw = k, g.OH = OH, g.OW = OW;
   return g;
+}
+
+// FP16 products: a mixed run's on Turing (the only tensor-core arithmetic there), forced on newer GPUs; the
+// same tiles as BF16 (k16 steps); loss scaling exactly where the convolutions take them.
+void testFp16() {
+  const KernelOverrides o;
+  const ConvGeometry keras2 = geometry(32, 26, 26, 64, 3, 24, 24);
+  CHECK(convTcModeFor(h100(), o, Precision::Fp32) == ConvTcMode::Auto);
+  CHECK(convTcModeFor(h100(), o, Precision::Tf32) == ConvTcMode::Tf32);
+  CHECK(convTcModeFor(h100(), o, Precision::Mixed) == ConvTcMode::Bf16);
+  CHECK(convTcModeFor(smallGpu(), o, Precision::Mixed) == ConvTcMode::Bf16);
+  CHECK_MSG(convTcModeFor(turing(), o, Precision::Mixed) == ConvTcMode::Fp16, "sm_75: mixed takes FP16");
+  KernelOverrides forced = o;
+  forced.mixedHalf = MixedHalf::Fp16;
+  CHECK_MSG(convTcModeFor(h100(), forced, Precision::Mixed) == ConvTcMode::Fp16, "NNSTUDIO_CUDA_MIXED=fp16 on an H100");
+  CHECK_MSG(convTcModeFor(h100(), forced, Precision::Fp32) == ConvTcMode::Auto, "it does not touch an fp32 run");
+  KernelOverrides off = forced;
+  off.convTc = ConvTcMode::Off;
+  CHECK_MSG(convTcModeFor(h100(), off, Precision::Mixed) == ConvTcMode::Off, "NNSTUDIO_CONV_TC wins");
+  CHECK(lossScalingFor(ConvTcMode::Fp16) && !lossScalingFor(ConvTcMode::Bf16) && !lossScalingFor(ConvTcMode::Auto));
+
+  // Turing: FP16 runs on the tensor cores, in all three passes; BF16 and TF32 stay on the SIMT kernels
+  KernelOverrides fp16 = o;
+  fp16.convTc = ConvTcMode::Fp16;
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::InputGradient}) {
+    const ConvPassChoice c = chooseConvPass(turing(), fp16, pass, 128, keras2);
+    CHECK_MSG(c.kernel == ConvKernel::TensorCoreFp16 && convTcSharedBytes(c.tc) <= turing().sharedOptin,
+              "sm_75, keras conv2 in FP16: " + c.name());
+  }
+  const ConvWgradPlan w = chooseConvWeightGrad(turing(), fp16, 128, keras2);
+  CHECK_MSG(w.tc && w.math == TcMath::Fp16 && w.name().rfind("tc fp16 ", 0) == 0 &&
+                convTcWgradSharedBytes(w.tile) <= turing().sharedOptin,
+            "sm_75, keras conv2's weight gradient in FP16: " + w.name());
+  for (ConvTcMode mode : {ConvTcMode::Bf16, ConvTcMode::Tf32}) {
+    KernelOverrides other = o;
+    other.convTc = mode;
+    CHECK(chooseConvPass(turing(), other, ConvPass::Forward, 128, keras2).kernel == ConvKernel::ImplicitGemm);
+    CHECK(!chooseConvWeightGrad(turing(), other, 128, keras2).tc);
+  }
+  // an H100 forced to FP16 takes BF16's tiles and splits, pass by pass, on the presets' shapes
+  KernelOverrides bf16 = o;
+  bf16.convTc = ConvTcMode::Bf16;
+  const ConvGeometry shapes[] = {keras2, {96, 7, 7, 96, 7, 7, 3, 3, 1, 1, 1}, {48, 14, 14, 48, 14, 14, 3, 3, 1, 1, 1},
+                                 geometry(32, 14, 14, 32, 3, 14, 14)};
+  for (const ConvGeometry& g : shapes)
+    for (ConvPass pass : {ConvPass::Forward, ConvPass::InputGradient}) {
+      const ConvPassChoice h = chooseConvPass(h100(), fp16, pass, 128, g), b = chooseConvPass(h100(), bf16, pass, 128, g);
+      CHECK_MSG(h.kernel == ConvKernel::TensorCoreFp16 && h.tc == b.tc, "H100, FP16 as BF16: " + h.name() + " / " + b.name());
+    }
+  // the weight gradient's workspace of a mixed run on Turing is the FP16 plan's, not the FP32 run's (SIMT)
+  KernelOverrides fp32Run = o;
+  fp32Run.convTc = convTcModeFor(turing(), o, Precision::Fp32);
+  CHECK(!chooseConvWeightGrad(turing(), fp32Run, 128, keras2).tc);
+}
+
+// The loss scale's rule (loss_scale.h): PyTorch's GradScaler defaults
+void testLossScaleRule() {
+  int log2 = kLossScaleStartLog2, good = 0;
+  long long skipped = 0;
+  advanceLossScale(log2, good, skipped, true);
+  CHECK_MSG(log2 == 15 && good == 0 && skipped == 1, "an overflow halves the scale and counts the skipped step");
+  for (int i = 0; i < kLossScaleGrowthSteps - 1; ++i) advanceLossScale(log2, good, skipped, false);
+  CHECK_MSG(log2 == 15 && good == kLossScaleGrowthSteps - 1, "1999 good steps keep it");
+  advanceLossScale(log2, good, skipped, false);
+  CHECK_MSG(log2 == 16 && good == 0 && skipped == 1, "the 2000th doubles it");
+  advanceLossScale(log2, good, skipped, false);
+  advanceLossScale(log2, good, skipped, true);
+  CHECK_MSG(log2 == 15 && good == 0 && skipped == 2, "an overflow restarts the count");
+  log2 = kLossScaleMinLog2;
+  advanceLossScale(log2, good, skipped, true);
+  CHECK(log2 == kLossScaleMinLog2);
+  log2 = kLossScaleMaxLog2, good = kLossScaleGrowthSteps - 1;
+  advanceLossScale(log2, good, skipped, false);
+  CHECK(log2 == kLossScaleMaxLog2 && good == 0);
 }
 
 void testOtherDevices() {
@@ -360,6 +435,13 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONV_TC", "0"}}).convTc == ConvTcMode::Off);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "tf32"}}).convTc == ConvTcMode::Tf32);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "bf16"}}).convTc == ConvTcMode::Bf16);
+  CHECK(parse({{"NNSTUDIO_CONV_TC", "fp16"}}).convTc == ConvTcMode::Fp16);
+  CHECK(parse({{"NNSTUDIO_CUDA_MIXED", "fp16"}}).mixedHalf == MixedHalf::Fp16);
+  CHECK(parse({{"NNSTUDIO_CUDA_MIXED", "bf16"}}).mixedHalf == MixedHalf::Bf16);
+  CHECK(parse({{"NNSTUDIO_CUDA_MIXED", "half"}}).mixedHalf == MixedHalf::Auto);
+  CHECK(parse({}).lossScaleLog2 == kLossScaleStartLog2);
+  CHECK(parse({{"NNSTUDIO_CUDA_LOSS_SCALE_LOG2", "40"}}).lossScaleLog2 == 40);
+  CHECK(parse({{"NNSTUDIO_CUDA_LOSS_SCALE_LOG2", "99"}}).lossScaleLog2 == kLossScaleStartLog2);
   CHECK(parse({{"NNSTUDIO_CONV_TC", "1"}}).convTc == ConvTcMode::On);
   CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "0"}}).convDirect == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CONV_DIRECT", "1"}}).convDirect == Switch::Auto);
@@ -663,6 +745,8 @@ int main(int argc, char** argv) {
   try {
     testPresetChoices();
     testOtherDevices();
+    testFp16();
+    testLossScaleRule();
     testSplitK();
     testDirectLimits();
     testParsing();

@@ -110,16 +110,24 @@ bool tcPays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
 
 // the arithmetic a mode asks for (Auto and On: FP32 accuracy)
 TcMath tcMathFor(ConvTcMode mode) {
-  return mode == ConvTcMode::Bf16 ? TcMath::Bf16 : mode == ConvTcMode::Tf32 ? TcMath::Tf32 : TcMath::Tf32x3;
+  switch (mode) {
+    case ConvTcMode::Bf16: return TcMath::Bf16;
+    case ConvTcMode::Fp16: return TcMath::Fp16;
+    case ConvTcMode::Tf32: return TcMath::Tf32;
+    default: return TcMath::Tf32x3;
+  }
 }
 
-// The tensor-core kernel (3xTF32, plain TF32 or BF16) to run this GEMM with; ImplicitGemm when off (kernels of
-// more than 32 taps: the tap masks are 32 bits). BF16 mma.sync comes with TF32's (Ampere).
+// The tensor-core kernel (3xTF32, plain TF32, BF16 or FP16) to run this GEMM with; ImplicitGemm when off (kernels
+// of more than 32 taps: the tap masks are 32 bits) or where the device lacks the arithmetic (tcMathRuns). FP16
+// takes the thresholds measured for BF16 on the H100 (the same tiles and k16 steps); on Turing, where it
+// runs alone, they are not measured.
 ConvKernel tcKernel(const DeviceCaps& caps, ConvTcMode mode, int M, int K, int64_t J, const ConvGeometry& g) {
-  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores()) return ConvKernel::ImplicitGemm;
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode))) return ConvKernel::ImplicitGemm;
   if (mode != ConvTcMode::On && !tcPays(M, K, J)) return ConvKernel::ImplicitGemm;
   switch (tcMathFor(mode)) {
     case TcMath::Bf16: return ConvKernel::TensorCoreBf16;
+    case TcMath::Fp16: return ConvKernel::TensorCoreFp16;
     case TcMath::Tf32: return ConvKernel::TensorCoreTf32;
     default: return ConvKernel::TensorCore3xTf32;
   }
@@ -174,14 +182,14 @@ ConvTcTile tcTile(const DeviceCaps& caps, TcMath math, int M, int64_t J, int var
   // even 64 x 64 tiles leave the grid under two blocks per SM (resnet_mnist's 96-channel 7x7 layers, 196
   // blocks), the chain of K steps bounds the time: BF16 takes the BK 32 tile so that the launch splits.
   const bool narrowFills = (J + 63) / 64 * rowTiles >= 2 * int64_t(caps.sms);
-  if (math == TcMath::Bf16 && !narrowFills && fits(narrowDeep)) return narrowDeep;
+  if (halfMath(math) && !narrowFills && fits(narrowDeep)) return narrowDeep;
   return narrow;
 }
 
 // The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
 // tiles by shape (tcTile) and the forced variants among them; in BF16 those of 32-wide K tiles (two k16 steps).
 bool hasSplitKernel(const ConvTcTile& t, TcMath math) {
-  if (math == TcMath::Bf16 && t.bk % 32 != 0) return false;
+  if (halfMath(math) && t.bk % 32 != 0) return false;
   const ConvTcTile one[] = {{32, 4, 32, 3, 1}, {32, 8, 32, 3, 1}, {32, 4, 16, 3, 1},
                             {64, 2, 16, 3, 1}, {64, 2, 32, 3, 1}, {64, 4, 32, 3, 1}};
   for (ConvTcTile s : one) {
@@ -227,7 +235,23 @@ ConvGemmTile gemmTile(const DeviceCaps& caps, int M, int64_t J) {
 }  // namespace
 
 const char* tcMathName(TcMath math) {
-  return math == TcMath::Bf16 ? "bf16" : math == TcMath::Tf32 ? "tf32" : "3xtf32";
+  switch (math) {
+    case TcMath::Bf16: return "bf16";
+    case TcMath::Fp16: return "fp16";
+    case TcMath::Tf32: return "tf32";
+    default: return "3xtf32";
+  }
+}
+
+MixedHalf mixedHalfOf(const DeviceCaps& caps, const KernelOverrides& o) {
+  if (o.mixedHalf != MixedHalf::Auto) return o.mixedHalf;
+  return caps.tf32TensorCores() ? MixedHalf::Bf16 : MixedHalf::Fp16;
+}
+
+ConvTcMode convTcModeFor(const DeviceCaps& caps, const KernelOverrides& o, Precision precision) {
+  if (o.convTc != ConvTcMode::Auto || precision == Precision::Fp32) return o.convTc;
+  if (precision == Precision::Tf32) return ConvTcMode::Tf32;
+  return mixedHalfOf(caps, o) == MixedHalf::Fp16 ? ConvTcMode::Fp16 : ConvTcMode::Bf16;
 }
 
 ConvPassChoice chooseConvPass(const DeviceCaps& caps, const KernelOverrides& o, ConvPass pass, int N,
@@ -268,6 +292,7 @@ std::string ConvPassChoice::name() const {
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
     case ConvKernel::TensorCoreBf16:
+    case ConvKernel::TensorCoreFp16:
       std::snprintf(text, sizeof text, "tc %s %dx%d bk%d st%d%s%s", tcMathName(tcMathOf(kernel)), tc.bm, tc.wn * 32,
                     tc.bk, tc.stages,
                     tc.minBlocks > 1 ? " minb" : "", tc.splitK > 1 ? " ks2" : "");
@@ -287,8 +312,8 @@ namespace {
 // GEMM of F rows and K columns over P pixels; not yet measured for this pass: see docs/BENCHMARKS.md,
 // "Residual presets"), kernels of at most 32 taps (the pixel's tap mask is 32 bits).
 bool tcWgrad(const DeviceCaps& caps, ConvTcMode mode, int64_t K, int64_t P, const ConvGeometry& g) {
-  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !caps.tf32TensorCores() || K >= INT32_MAX) return false;
-  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32, Bf16 too only where it pays, as the other passes
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode)) || K >= INT32_MAX) return false;
+  return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32, Bf16, Fp16 too only where it pays, as the other passes
 }
 
 // the tiles a test may force (variant 1..6), else 32 or 64 filters by F, 64 or 128 taps by K, 32 pixels a

@@ -499,12 +499,12 @@ void checkElementwise(ActivationFn fn) {
 // ---- launchers ----
 
 // The overrides in force, with a run's TF32 or mixed precision where no NNSTUDIO_CONV_TC override decides the
-// tensor cores: TF32 and BF16 take the same kernels where they pay, with one product per multiply (the
-// workspace of the weight gradient is the same either way).
+// tensor cores (kernel_choice.h convTcModeFor): TF32, BF16 and FP16 take the same kernels where they pay, with
+// one product per multiply. On Turing only FP16 runs on the tensor cores, so the weight gradient's plan, and
+// its workspace, depend on the precision.
 static KernelOverrides overridesFor(Precision precision) {
   KernelOverrides o = kernelOverrides();
-  if (o.convTc == ConvTcMode::Auto && precision != Precision::Fp32)
-    o.convTc = precision == Precision::Mixed ? ConvTcMode::Bf16 : ConvTcMode::Tf32;
+  o.convTc = convTcModeFor(currentDeviceCaps(), o, precision);
   return o;
 }
 
@@ -521,6 +521,7 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
     case ConvKernel::TensorCoreBf16:
+    case ConvKernel::TensorCoreFp16:
       conv2d_tc_forward(stream, c.tc, tcMathOf(c.kernel), out, in, weight, bias, N, g, act, alpha);
       break;
     case ConvKernel::ImplicitGemm:
@@ -530,8 +531,8 @@ void conv2d_forward(cudaStream_t stream, float* out, const float* in, const floa
   }
 }
 
-size_t conv2d_weights_workspace(int N, const ConvGeometry& g) {
-  return convWgradWorkspace(chooseConvWeightGrad(currentDeviceCaps(), kernelOverrides(), N, g), g);
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g, Precision precision) {
+  return convWgradWorkspace(chooseConvWeightGrad(currentDeviceCaps(), overridesFor(precision), N, g), g);
 }
 
 void conv2d_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dOut, const float* in,
@@ -584,6 +585,7 @@ void conv2d_backward_input(cudaStream_t stream, float* dIn, const float* dOut, c
     case ConvKernel::TensorCore3xTf32:
     case ConvKernel::TensorCoreTf32:
     case ConvKernel::TensorCoreBf16:
+    case ConvKernel::TensorCoreFp16:
       conv2d_tc_backward_input(stream, c.tc, tcMathOf(c.kernel), dIn, dOut, weight, in, N, g, inAct, inAlpha);
       break;
     case ConvKernel::ImplicitGemm: {

@@ -1,6 +1,7 @@
 // conv2d's forward and input-gradient implicit GEMMs on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+)
 // with 3xTF32 error compensation, so the result has FP32-level accuracy; or, for a run's TF32 or mixed
-// precision, one m16n8k8 TF32 or m16n8k16 BF16 product per multiply (MATH: kernel_choice.h TcMath).
+// precision, one m16n8k8 TF32 or m16n8k16 BF16 / FP16 product per multiply (MATH: kernel_choice.h TcMath).
+// FP16 also runs on Turing (sm_75: plain copies for cp.async, two k8 mma per k16 step; tc_mma.cuh).
 //   forward  out (F, N*OH*OW) = W (F, K) . col (K, N*OH*OW),   K = C*kh*kw; epilogue + bias, activation
 //   dIn      dIn (C, N*H*W) = W' (C, F*kh*kw) . dOut gathered at (iy + padTop - ky, ix + padLeft - kx);
 //            epilogue * inAct'(in). Stride > 1: one launch per phase (conv_gemm.cuh convInputPhaseGemm), each
@@ -39,7 +40,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/tc_mma.cuh"
 
-// The sm_75 pass of a fat build compiles the kernels empty (mma.sync TF32 needs sm_80), leaving the
+// The sm_75 pass of a fat build compiles the TF32 and BF16 kernels empty (their mma.sync needs sm_80), leaving
 // device helpers unreferenced there: that is expected, not worth a warning.
 #pragma nv_diag_suppress 177
 
@@ -65,10 +66,8 @@ constexpr size_t tcSmemBytes() {
 // tile, and group 0 adds the others' sums before the epilogue. The block has KS times the warps, so each
 // thread gathers 1/KS of the tile and each warp runs 1/KS of the products: a shorter chain per warp (the
 // small layers' launches are bound by it, not by the SMs' issue slots).
-template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int MINB, int KS>
-__global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(const ConvGemmArgs a) {
-  startAfterPreviousKernel();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int KS>
+__device__ __forceinline__ void convTcBlock(const ConvGemmArgs& a) {
   constexpr int WM = BM / 32;             // warps along M
   constexpr int TILE_WARPS = WM * WN;     // the warps of one group, a 32 x 32 output tile each
   constexpr int WARPS = TILE_WARPS * KS;
@@ -284,7 +283,14 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(con
         }
       }
   }
-#endif
+}
+
+// The body where this compilation pass has MATH's instructions (tc::kMathCompiled), else empty: the chooser
+// never launches it there.
+template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int MINB, int KS>
+__global__ void __launch_bounds__(BM / 32 * WN * 32 * KS, MINB) convTcKernel(const ConvGemmArgs a) {
+  startAfterPreviousKernel();
+  if constexpr (tc::kMathCompiled<MATH>) convTcBlock<MODE, BM, WN, MATH, BK, STAGES, KS>(a);
 }
 
 template <int MODE, int BM, int WN, TcMath MATH, int BK, int STAGES, int MINB, int KS>
@@ -307,8 +313,8 @@ void launchTcKernel(cudaStream_t stream, const ConvGemmArgs& a) {
 
 template <int MODE, int BM, int WN, TcMath MATH, int BK = 16, int STAGES = 3, int MINB = 1, int KS = 1>
 void launchTc(cudaStream_t stream, const ConvGemmArgs& a) {
-  if constexpr (BK % (tc::kStep<MATH> * KS) != 0) {  // BF16 steps of 16 do not split a K tile of 16 (hasSplitKernel)
-    throw EngineError("conv2d tensor cores: this tile's K tile does not split into BF16 steps");
+  if constexpr (BK % (tc::kStep<MATH> * KS) != 0) {  // 16-bit steps of 16 do not split a K tile of 16 (hasSplitKernel)
+    throw EngineError("conv2d tensor cores: this tile's K tile does not split into 16-bit steps");
   } else {
     launchTcKernel<MODE, BM, WN, MATH, BK, STAGES, MINB, KS>(stream, a);
   }
@@ -350,6 +356,7 @@ void dispatchTc(cudaStream_t stream, const ConvGemmArgs& a, const ConvTcTile& ti
     case TcMath::Tf32x3: return launchTile<MODE, TcMath::Tf32x3>(stream, a, tile);
     case TcMath::Tf32: return launchTile<MODE, TcMath::Tf32>(stream, a, tile);
     case TcMath::Bf16: return launchTile<MODE, TcMath::Bf16>(stream, a, tile);
+    case TcMath::Fp16: return launchTile<MODE, TcMath::Fp16>(stream, a, tile);
   }
 }
 

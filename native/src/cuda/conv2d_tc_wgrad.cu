@@ -1,5 +1,6 @@
 // conv2d's weight gradient on the tensor cores: mma.sync m16n8k8 TF32 (sm_80+) with conv2d_tc.cu's 3xTF32
-// split, so FP32-level accuracy, or the plan's plain TF32 or BF16 (m16n8k16) products (TcMath).
+// split, so FP32-level accuracy, or the plan's plain TF32 or BF16 / FP16 (m16n8k16) products (TcMath); FP16
+// also on Turing (sm_75, tc_mma.cuh).
 //   dW (F, K) = dOut (F, P) . col (P, K),   P = N*OH*OW pixels, K = C*kh*kw taps; dBias (F) = dOut . 1
 // The GEMM's rows are the filters, its columns the taps and its reduction the pixels, split into chunks
 // (blockIdx.z) as the SIMT kernel's (conv2d.cu, the same arguments and the same chunk reduction).
@@ -13,7 +14,7 @@
 // AND and a cp.async (4 bytes, zero-filled where the tap is outside, so the padding costs no branch).
 // 3 stages, one __syncthreads per step. The blocks of the first tap tile also sum their dOut tiles per
 // filter, in FP32, for the bias.
-// The reduction order is fixed for a plan (pixels in steps of 8, BF16 16, through the mma, chunks added in order by
+// The reduction order is fixed for a plan (pixels in steps of 8, BF16 and FP16 16, through the mma, chunks added in order by
 // conv2d.cu's reduction; the bias's order follows the tile's threads): deterministic. The chooser's plan
 // depends on the shape alone, not on the GPU.
 #include <cstdint>
@@ -24,16 +25,14 @@
 #include "cuda/launch.cuh"
 #include "cuda/tc_mma.cuh"
 
-#pragma nv_diag_suppress 177  // the sm_75 pass of a fat build compiles the kernel empty
+#pragma nv_diag_suppress 177  // the sm_75 pass of a fat build compiles the TF32 and BF16 kernels empty
 
 namespace nnstudio::cuda {
 
 namespace {
 
 template <int BM, int WN, TcMath MATH, int BK, int STAGES>
-__global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const ConvWgradArgs a) {
-  startAfterPreviousKernel();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void convTcWgradBlock(const ConvWgradArgs& a) {
   constexpr int WARPS = BM / 32 * WN;
   constexpr int THREADS = WARPS * 32;
   constexpr int BN = WN * 32;
@@ -178,7 +177,13 @@ __global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const Con
           else partial[int64_t(f) * a.Kp + k] = v;
         }
     }
-#endif
+}
+
+// the body where this compilation pass has MATH's instructions (tc::kMathCompiled), else empty
+template <int BM, int WN, TcMath MATH, int BK, int STAGES>
+__global__ void __launch_bounds__(BM / 32 * WN * 32) convTcWgradKernel(const ConvWgradArgs a) {
+  startAfterPreviousKernel();
+  if constexpr (tc::kMathCompiled<MATH>) convTcWgradBlock<BM, WN, MATH, BK, STAGES>(a);
 }
 
 template <int BM, int WN, TcMath MATH, int BK>
@@ -221,6 +226,7 @@ void conv2d_tc_backward_weights(cudaStream_t stream, const ConvWgradPlan& plan, 
     case TcMath::Tf32x3: return launchWgradTile<TcMath::Tf32x3>(stream, plan, a);
     case TcMath::Tf32: return launchWgradTile<TcMath::Tf32>(stream, plan, a);
     case TcMath::Bf16: return launchWgradTile<TcMath::Bf16>(stream, plan, a);
+    case TcMath::Fp16: return launchWgradTile<TcMath::Fp16>(stream, plan, a);
   }
 }
 

@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) denseHeadKernel(HeadArgs a, HeadLayo
   // ---- loss: rowLoss's pieces (loss_math.cuh) a thread per output, its sums a thread per row ----
   const bool softmax = a.loss == LossKind::SoftmaxCrossEntropy;
   const double elements = softmax ? double(N) : double(N) * K;
-  const double scale = 1.0 / elements;
+  const double scale = lossGradientScale(a.state) / elements;  // the loss scale: 1 unless loss-scaled
   for (int e = tid; e < R * KP; e += kThreads) {
     const int n = e / KP, k = e - n * KP;
     const float* y = ys + n * KP;

@@ -29,12 +29,25 @@ int optionalAttribute(cudaDeviceAttr which, int device) {
   return value;
 }
 
-TensorCores tensorCoresOf(int major) {
-  if (major >= 10) return TensorCores::Tcgen05;
-  if (major == 9) return TensorCores::Wgmma;
-  if (major == 8) return TensorCores::Tf32MmaSync;
-  if (major == 7) return TensorCores::Fp16MmaSync;
+// arch: 10 * major + minor (sm_70's m8n8k4 is not one our kernels use)
+TensorCores tensorCoresOf(int arch) {
+  if (arch >= 100) return TensorCores::Tcgen05;
+  if (arch >= 90) return TensorCores::Wgmma;
+  if (arch >= 80) return TensorCores::Tf32MmaSync;
+  if (arch >= 75) return TensorCores::Fp16MmaSync;
   return TensorCores::None;
+}
+
+__global__ void codeArchProbe() {}
+
+// the architecture of the code the probe kernel runs here (kernels of one build share it); 0 when unknown
+int codeArchOnDevice() {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, codeArchProbe) != cudaSuccess) {
+    cudaGetLastError();  // not an error of the next launch
+    return 0;
+  }
+  return attr.ptxVersion;
 }
 
 // `device` is the calling thread's current device
@@ -47,7 +60,9 @@ DeviceCaps query(int device) {
   const int optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   c.sharedOptin = optin > 0 ? size_t(optin) : size_t(48 * 1024);
   c.l2Bytes = size_t(std::max(0, optionalAttribute(cudaDevAttrL2CacheSize, device)));
-  c.tensorCores = tensorCoresOf(c.computeMajor);
+  const int arch = 10 * c.computeMajor + c.computeMinor;
+  c.codeArch = codeArchOnDevice();
+  c.tensorCores = tensorCoresOf(c.codeArch > 0 ? std::min(arch, c.codeArch) : arch);
   c.clusterLaunch = c.computeMajor >= 9 && optionalAttribute(cudaDevAttrClusterLaunch, device) != 0;
   c.gemmMaxCluster = gemmClusterLimit(c.clusterLaunch);
   c.headSharedBytes = c.sharedOptin - 1024;  // the dense head's static arrays take 1 KiB

@@ -10,13 +10,18 @@
 
 namespace nnstudio::cuda {
 
-// The newest matrix instruction family the GPU has; the conv kernels need TF32 mma.sync (Ampere and newer).
+// The newest matrix instruction family the GPU has, as far as our kernels' code can use it: the conv kernels
+// take FP16 mma.sync m16n8k8 from Turing (sm_75) on, TF32 and BF16 mma.sync from Ampere on.
 enum class TensorCores { None, Fp16MmaSync, Tf32MmaSync, Wgmma, Tcgen05 };
 
 struct DeviceCaps {
   int device = 0;
   int sms = 1;                              // streaming multiprocessors
   int computeMajor = 0, computeMinor = 0;
+  // The architecture our kernels were compiled for, as they run on this device (a probe kernel's ptxVersion,
+  // e.g. 90): the device's own, or lower where a build without its machine code runs JIT-compiled PTX (a
+  // build for sm_75 alone on an H100 runs its sm_75 code). tensorCores follows the lower of the two.
+  int codeArch = 0;
   size_t sharedOptin = 48 * 1024;           // dynamic shared memory a block may opt into (227 KiB on an H100)
   size_t l2Bytes = 0;
   TensorCores tensorCores = TensorCores::None;

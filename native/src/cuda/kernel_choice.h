@@ -55,18 +55,40 @@ using cpu::PoolGeometry;
 // ================================ conv2d forward and input gradient ================================
 
 enum class ConvPass { Forward, InputGradient };
-enum class ConvKernel { Direct, TensorCore3xTf32, TensorCoreTf32, TensorCoreBf16, ImplicitGemm };
+enum class ConvKernel { Direct, TensorCore3xTf32, TensorCoreTf32, TensorCoreBf16, TensorCoreFp16, ImplicitGemm };
 
 // The tensor cores' arithmetic for one pass: 3xTF32 (each operand split into two TF32 halves, FP32 accuracy),
-// one TF32 product (a 10-bit mantissa), or one BF16 product (8 bits; m16n8k16), FP32 sums in all three.
-enum class TcMath { Tf32x3, Tf32, Bf16 };
+// one TF32 product (a 10-bit mantissa), one BF16 product (8 bits; m16n8k16) or one FP16 product (11 bits, but
+// a range of 6e-8 to 65504: gradients need loss scaling; m16n8k16, on Turing two m16n8k8), FP32 sums in all.
+enum class TcMath { Tf32x3, Tf32, Bf16, Fp16 };
 inline bool isTensorCore(ConvKernel k) {
-  return k == ConvKernel::TensorCore3xTf32 || k == ConvKernel::TensorCoreTf32 || k == ConvKernel::TensorCoreBf16;
+  return k == ConvKernel::TensorCore3xTf32 || k == ConvKernel::TensorCoreTf32 || k == ConvKernel::TensorCoreBf16 ||
+         k == ConvKernel::TensorCoreFp16;
 }
 inline TcMath tcMathOf(ConvKernel k) {
-  return k == ConvKernel::TensorCoreBf16 ? TcMath::Bf16 : k == ConvKernel::TensorCoreTf32 ? TcMath::Tf32 : TcMath::Tf32x3;
+  switch (k) {
+    case ConvKernel::TensorCoreBf16: return TcMath::Bf16;
+    case ConvKernel::TensorCoreFp16: return TcMath::Fp16;
+    case ConvKernel::TensorCoreTf32: return TcMath::Tf32;
+    default: return TcMath::Tf32x3;
+  }
 }
-const char* tcMathName(TcMath math);  // "3xtf32", "tf32", "bf16"
+const char* tcMathName(TcMath math);  // "3xtf32", "tf32", "bf16", "fp16"
+// 16-bit operands: k16 reduction steps (a K tile of 16 is one step and cannot split over two warp groups)
+inline bool halfMath(TcMath math) { return math == TcMath::Bf16 || math == TcMath::Fp16; }
+// the device runs this arithmetic's kernels: FP16 from Turing on, the others from Ampere on
+inline bool tcMathRuns(const DeviceCaps& caps, TcMath math) {
+  return caps.tensorCores >= (math == TcMath::Fp16 ? TensorCores::Fp16MmaSync : TensorCores::Tf32MmaSync);
+}
+// The tensor-core mode a run's precision asks of the conv kernels where no NNSTUDIO_CONV_TC override decides
+// (set, the override wins): FP32 Auto (3xTF32 where it pays), TF32 Tf32, mixed the 16-bit type of
+// mixedHalfOf.
+ConvTcMode convTcModeFor(const DeviceCaps& caps, const KernelOverrides& o, Precision precision);
+// A mixed run's 16-bit products: BF16 where the device has them (Ampere and newer), else FP16 (Turing), unless
+// NNSTUDIO_CUDA_MIXED forces one.
+MixedHalf mixedHalfOf(const DeviceCaps& caps, const KernelOverrides& o);
+// Does a run whose convolutions take this mode need loss scaling (FP16 products of the gradients)?
+inline bool lossScalingFor(ConvTcMode mode) { return mode == ConvTcMode::Fp16; }
 
 // conv2d_direct.cu: a block stages `rows` output rows of one sample (input rows and all weights in shared
 // memory); a thread computes ft output channels x px pixels, `splits` threads share an output.

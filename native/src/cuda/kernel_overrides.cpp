@@ -40,7 +40,14 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
     o.convTc = is(v, "0")      ? ConvTcMode::Off
                : is(v, "tf32") ? ConvTcMode::Tf32
                : is(v, "bf16") ? ConvTcMode::Bf16
+               : is(v, "fp16") ? ConvTcMode::Fp16
                                : ConvTcMode::On;
+  if (const char* v = lookup("NNSTUDIO_CUDA_MIXED"))
+    o.mixedHalf = is(v, "bf16") ? MixedHalf::Bf16 : is(v, "fp16") ? MixedHalf::Fp16 : MixedHalf::Auto;
+  if (const char* v = lookup("NNSTUDIO_CUDA_LOSS_SCALE_LOG2")) {
+    const int n = std::atoi(v);
+    if (n >= 0 && n <= 60) o.lossScaleLog2 = n;
+  }
   if (const char* v = lookup("NNSTUDIO_CONV_TC_VARIANT")) {  // tuning: one tile for every tensor-core pass
     const int n = std::atoi(v);
     if (n >= 1 && n <= kConvTcVariants) o.convTcVariant = n;

@@ -12,11 +12,14 @@ namespace nnstudio::cuda {
 // it (On: tests and comparisons).
 enum class Switch { Auto, Off, On };
 
-// The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 / Bf16 (where it
-// pays, but 1xTF32 or BF16 products: faster, and outside the CPU-parity tolerance on keras conv2). A run's
-// Precision::Tf32 / Mixed selects Tf32 / Bf16 where this is Auto (conv2d.cu overridesFor); set here, it wins
-// over the run's.
-enum class ConvTcMode { Auto, Off, On, Tf32, Bf16 };
+// The tensor-core convolution: Auto where it pays, Off, On (wherever the device can), or Tf32 / Bf16 / Fp16
+// (where it pays, but 1xTF32, BF16 or FP16 products: faster, and outside the CPU-parity tolerance on keras
+// conv2). A run's Precision::Tf32 / Mixed selects Tf32 / its half type where this is Auto (kernel_choice.h
+// convTcModeFor); set here, it wins over the run's.
+enum class ConvTcMode { Auto, Off, On, Tf32, Bf16, Fp16 };
+// A mixed run's 16-bit products: BF16 where the GPU has them (Ampere and newer), else FP16 with loss scaling
+// (Turing); forced either way for tests and comparisons.
+enum class MixedHalf { Auto, Bf16, Fp16 };
 
 // A forced launch shape of the direct convolution; 0 = the planner's choice.
 struct ConvDirectShape {
@@ -48,6 +51,8 @@ struct KernelOverrides {
   bool gemmWideClusters = true;             // NNSTUDIO_GEMM_MAXSPLIT <= 8: split-K over at most 8 blocks
   GemmTileForce gemmTile = GemmTileForce::Auto;  // NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16
   ConvTcMode convTc = ConvTcMode::Auto;     // NNSTUDIO_CONV_TC
+  MixedHalf mixedHalf = MixedHalf::Auto;    // NNSTUDIO_CUDA_MIXED=bf16|fp16
+  int lossScaleLog2 = 16;                   // NNSTUDIO_CUDA_LOSS_SCALE_LOG2: an FP16 run's first loss scale, 2^n (0..60)
   int convTcVariant = 0;                    // tests: a tensor-core tile variant 1..6 instead of the choice by shape
   int convTcSplitK = 0;                     // NNSTUDIO_CONV_TC_SPLITK: 1 never, 2 always split each K tile over two warp groups (0: by shape)
   int convWgradSplits = 0;                  // tests: the conv weight gradient in this many chunks (0: the choice)

@@ -101,7 +101,7 @@ void conv2d_forward(cudaStream_t stream,
 // dOut is dLoss/d(pre-activation) (N, F, OH, OW). Deterministic (no atomics): partial sums go to
 // `workspace`, conv2d_weights_workspace(N, g) floats (enough for any batch up to N), then one reduction
 // (the split is the chooser's; tests force one with KernelOverrides::convWgradSplits, for both calls).
-size_t conv2d_weights_workspace(int N, const ConvGeometry& g);
+size_t conv2d_weights_workspace(int N, const ConvGeometry& g, Precision precision = Precision::Fp32);
 void conv2d_backward_weights(cudaStream_t stream,
                              float* dWeight,       // (F, C, kh, kw)
                              float* dBias,         // (F)
@@ -265,12 +265,16 @@ void gather_batch(cudaStream_t stream, const BatchGather& g, int n, const StepSt
 // The learning rate is computed on the device for each step: stepLearningRate(schedule, state->baseLr,
 // state->globalStep) (spec/lr_schedule.h), so a graph captured once follows the schedule and picks up a
 // base LR the host writes into the state between launches.
+// Loss scaling (loss_scale.h): both divide each gradient by 2^state->lossScaleLog2 (1 without scaling) and
+// skip the update when state->gradsOverflow; where state->lossScaling, the last block then advances the
+// scale. Adam's t leaves the skipped steps out.
 // Weight decay as cpu::WeightDecay (rate, and the mask as a device pointer: 1 = decays).
 using WeightDecay = cpu::WeightDecay;
 void sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, float* backup, size_t n,
               const LrPlan& schedule, float momentum, StepState* state, const BatchGather* next = nullptr,
               const WeightDecay& decay = {}, bool nesterov = false);
-// Adam (AdamW with a decoupled decay) with t = state->globalStep + 1 (bias corrections computed on the device).
+// Adam (AdamW with a decoupled decay) with t = state->globalStep - state->skippedSteps + 1 (bias corrections
+// computed on the device).
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                const LrPlan& schedule, float beta1, float beta2, float eps, StepState* state,
                const BatchGather* next = nullptr, const WeightDecay& decay = {});
@@ -281,6 +285,9 @@ void sgd_step(cudaStream_t stream, float* params, const float* grads, float* vel
 void adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, float* backup, size_t n,
                float lr, float beta1, float beta2, float eps, StepState* state, const BatchGather* next = nullptr,
                const WeightDecay& decay = {});
+// A loss-scaled run's check between the backward pass and the optimizer: sets state->gradsOverflow when one
+// of the n gradients is infinite or NaN (the optimizer then skips the step and halves the scale).
+void check_gradients_finite(cudaStream_t stream, const float* grads, size_t n, StepState* state);
 // The weight average after a step: average = decay * average + (1 - decay) * params (skipped once diverged).
 void ema_update(cudaStream_t stream, float* average, const float* params, size_t n, float decay,
                 const StepState* state);

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossConfig config, const 
     weightSum = blockSumToAll(mine);
   }
   const double elements = perSample ? weightSum : weightSum * K;
-  const double scale = 1.0 / elements;
+  const double scale = lossGradientScale(state) / elements;  // the loss scale: 1 unless loss-scaled
   double total = 0, squared = 0;
   long long right = 0;
   for (int n = threadIdx.x; n < N; n += kThreads) {

@@ -141,6 +141,12 @@ __device__ void blockSum(double& value, long long& count) {
   }
 }
 
+// The factor of a training step's output gradient: the loss scale 2^lossScaleLog2 of a loss-scaled run
+// (loss_scale.h), else 1 (exact either way, a power of two)
+__device__ __forceinline__ double lossGradientScale(const StepState* state) {
+  return state ? ldexp(1.0, state->lossScaleLog2) : 1.0;
+}
+
 // One training batch's loss into the run state (one thread): `total` is the sum of the rows' losses over
 // `elements` (N for softmax cross-entropy, N * K for the element-wise losses; with class weights the
 // weighted sums), `right` the correct predictions, `squaredError` a regression's sum of squared errors.

@@ -149,7 +149,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
         workspace = std::max(workspace, dense_weights_workspace(maxBatch_, int(lp.outSize)));
         break;
       case LayerKind::Conv2D:
-        workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i]));
+        workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
         if (poolFused_[i])
           workspace = std::max(workspace, conv2d_maxpool_weights_workspace(maxBatch_, convGeom_[i], poolGeom_[i + 1]));
         break;
@@ -164,7 +164,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
                                     "allocating the layers' activations");
           track(shortcutGrad_[i].bytes());
         }
-        if (lp.projection) workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i]));
+        if (lp.projection) workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
         break;
       default:
         break;

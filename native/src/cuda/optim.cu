@@ -4,14 +4,17 @@
 // device (state->globalStep, state->baseLr) and the schedule is a kernel argument, so the launch
 // replays from a CUDA graph with the learning rate of each step. Each update first saves the old value to `backup` (the
 // weights of the last step whose loss was finite, should the next one diverge) and is skipped once
-// the loss kernel has flagged divergence. Then the kernel gathers the next step's batch when given one
-// (every kernel of this step that reads the batch has run by now). The last block to finish ends the step.
+// the loss kernel has flagged divergence. A loss-scaled run's gradients are divided by the scale, and a step
+// whose gradients overflowed is skipped (loss_scale.h). Then the kernel gathers the next step's batch when
+// given one (every kernel of this step that reads the batch has run by now). The last block to finish ends
+// the step.
 #include "cuda/batch_rows.cuh"
 #include "cuda/check.h"
 #include "cuda/kernel_choice.h"
 #include "cuda/launch.cuh"
 #include "cuda/optim_math.cuh"
 #include "cuda/kernels.h"
+#include "cuda/loss_scale.h"
 #include "spec/lr_schedule.h"
 
 namespace nnstudio::cuda {
@@ -30,10 +33,19 @@ __device__ __forceinline__ void finishStep(StepState* state) {
       state->blocksDone = 0;
       state->globalStep += 1;
       state->epochStep += 1;
+      if (state->lossScaling)
+        advanceLossScale(state->lossScaleLog2, state->scaleGoodSteps, state->skippedSteps, state->gradsOverflow != 0);
+      state->gradsOverflow = 0;
       __threadfence();
     }
   }
 }
+
+// this step updates the weights: its loss was finite and so were its (scaled) gradients
+__device__ __forceinline__ bool takesStep(const StepState* state) { return !state->diverged && !state->gradsOverflow; }
+
+// what turns a scaled gradient into the gradient: 2^-lossScaleLog2, exact (1 without scaling)
+__device__ __forceinline__ float gradientUnscale(const StepState* state) { return ldexpf(1.0f, -state->lossScaleLog2); }
 
 __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepState* state) {
   if (next.batchFeatures)
@@ -43,12 +55,13 @@ __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepSt
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
                           float momentum, StepState* state, BatchGather next, WeightDecay decay, bool nesterov) {
   startAfterPreviousKernel();
-  if (!state->diverged) {
+  if (takesStep(state)) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
+    const float unscale = gradientUnscale(state);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float old = params[i];
       backup[i] = old;
-      params[i] = sgdUpdate(old, grads[i], i, lr, momentum, nesterov, decay, velocity[i]);
+      params[i] = sgdUpdate(old, grads[i] * unscale, i, lr, momentum, nesterov, decay, velocity[i]);
     }
   }
   gatherNext(next, state);
@@ -59,17 +72,27 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
                            LrPlan schedule, float beta1, float beta2, float eps, StepState* state, BatchGather next,
                            WeightDecay decay) {
   startAfterPreviousKernel();
-  if (!state->diverged) {
+  if (takesStep(state)) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
-    const AdamCorrections corrections = adamCorrections(lr, beta1, beta2, state->globalStep + 1);
+    const AdamCorrections corrections =
+        adamCorrections(lr, beta1, beta2, state->globalStep - state->skippedSteps + 1);
+    const float unscale = gradientUnscale(state);
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
       const float old = params[i];
       backup[i] = old;
-      params[i] = adamUpdate(old, grads[i], i, lr, corrections, beta1, beta2, eps, decay, m[i], v[i]);
+      params[i] = adamUpdate(old, grads[i] * unscale, i, lr, corrections, beta1, beta2, eps, decay, m[i], v[i]);
     }
   }
   gatherNext(next, state);
   finishStep(state);
+}
+
+__global__ void finiteCheckKernel(const float* grads, size_t n, StepState* state) {
+  startAfterPreviousKernel();
+  bool bad = false;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    bad = bad || !isfinite(grads[i]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) state->gradsOverflow = 1;
 }
 
 __global__ void emaKernel(float* average, const float* params, size_t n, float decay, const StepState* state) {
@@ -92,6 +115,11 @@ void sgd_step(cudaStream_t stream, float* params, const float* grads, float* vel
                params, grads, velocity, backup, n, schedule, momentum, state, next ? *next : BatchGather(), decay,
                nesterov);
   checkLaunch("sgd step");
+}
+
+void check_gradients_finite(cudaStream_t stream, const float* grads, size_t n, StepState* state) {
+  launchKernel("finiteCheckKernel", finiteCheckKernel, gridFor(n), kThreads, 0, stream, grads, n, state);
+  checkLaunch("checking the gradients");
 }
 
 void ema_update(cudaStream_t stream, float* average, const float* params, size_t n, float decay,

@@ -18,7 +18,9 @@
 
 #include "cuda/backend.h"
 #include "cuda/buffer.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernel_overrides.h"
+#include "cuda/loss_scale.h"
 #include "cuda/mlp_step_launch.h"
 #include "cuda/network.h"
 #include "cuda/rank_session.h"
@@ -117,7 +119,18 @@ RunTotals runTotals(const StepState& s) {
   t.diverged = s.diverged != 0;
   t.divergedNaN = s.divergedNaN != 0;
   t.divergedAt = s.divergedAt;
+  t.lossScaling = s.lossScaling != 0;
+  t.lossScaleLog2 = s.lossScaleLog2;
+  t.skippedSteps = s.skippedSteps;
   return t;
+}
+
+// A run scales its loss where its convolutions take FP16 products (a mixed run on a GPU without BF16, or
+// forced): their gradients would otherwise fall below FP16's range (loss_scale.h). Dense layers stay FP32.
+bool scalesLoss(const SessionSetup& setup) {
+  bool convs = false;
+  for (const LayerPlan& lp : setup.plan.layers) convs = convs || lp.kind == LayerKind::Conv2D;
+  return convs && lossScalingFor(convTcModeFor(currentDeviceCaps(), kernelOverrides(), setup.options.precision));
 }
 
 class CudaSession final : public TrainingSession {
@@ -163,6 +176,7 @@ class CudaSession final : public TrainingSession {
   const uint64_t seed_;
   const Augmentation augment_;
   const float ema_;  // the weight average's decay; 0: none
+  const bool lossScaling_;  // FP16 products: the loss is scaled (loss_scale.h)
   const int batch_;
   const size_t P_, momentCount_;
   // ---- device state: weights, gradients, optimizer moments, the backup for divergence ----
@@ -219,6 +233,7 @@ CudaSession::CudaSession(const SessionSetup& setup, std::string deviceName, cons
       seed_(rank.rank > 0 ? mixSeed(setup.options.seed, uint64_t(rank.rank), 0xDA7A) : setup.options.seed),
       augment_(setup.options.augment),
       ema_(float(setup.options.ema)),
+      lossScaling_(scalesLoss(setup)),
       batch_(setup.batch),
       P_(setup.plan.parameterCount),
       momentCount_(optimizerStateSize(setup.spec, setup.plan.parameterCount)),
@@ -352,6 +367,7 @@ void CudaSession::enqueueStep(int n) {
   net_.loss(stream_, lossTargets(batchLabels_.get(), batchTargets_.get()), n, state_.get());
   net_.backward(stream_, params_.get(), grads_.get(), n);
   if (rank_.ranks > 1) averageGradients();  // every device then takes the same step
+  if (lossScaling_) check_gradients_finite(stream_, grads_.get(), P_, state_.get());
   if (opt.kind == OptimizerKind::SGD)
     sgd_step(stream_, params_.get(), grads_.get(), moments_.get(), backup_.get(), P_, lrPlan_, opt.momentum,
              state_.get(), &nextBatch_, decay, opt.nesterov);
@@ -401,6 +417,8 @@ void CudaSession::start(StartState state) {
   StepState initialState{};  // pageable: cudaMemcpyAsync has read it when it returns
   initialState.globalStep = state.globalStep;
   initialState.baseLr = state.baseLearningRate;
+  initialState.lossScaling = lossScaling_ ? 1 : 0;
+  initialState.lossScaleLog2 = lossScaling_ ? kernelOverrides().lossScaleLog2 : 0;
   check(cudaMemcpyAsync(state_.get(), &initialState, sizeof(StepState), cudaMemcpyHostToDevice, stream_),
         "setting the step state");
   if (!state.optimizerState.empty())

@@ -17,6 +17,12 @@ struct StepState {
   long long divergedAt = 0;    // the 1-based global step whose loss was not finite
   double baseLr = 0;           // the base learning rate (0: the schedule's initial one); the host sets it
                                // between launches (TrainControl::setLearningRate), the optimizer reads it
+  // FP16 loss scaling (loss_scale.h); all zero in a run without it, which is a scale of 2^0 = 1 (exact)
+  int lossScaling = 0;         // 1: this run scales (the host sets it at the start)
+  int lossScaleLog2 = 0;       // the loss kernel multiplies the output's gradient by 2^lossScaleLog2
+  int scaleGoodSteps = 0;      // steps since the last overflow or growth of the scale
+  int gradsOverflow = 0;       // the gradients' check found one not finite: this step is skipped
+  long long skippedSteps = 0;  // steps skipped for overflow since the session started (Adam's t leaves them out)
   // running totals since the start of the epoch (zeroed with epochStep; the host takes differences
   // between step events). Kept contiguous, from sampleLossSum to blocksDone: the host zeroes them as one.
   double sampleLossSum = 0;    // sum over samples of each sample's loss

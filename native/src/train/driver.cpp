@@ -349,7 +349,17 @@ TrainResult Driver::finish(TrainStatus status, std::string message, int64_t step
   return std::move(result_);
 }
 
+// What a loss-scaled run did, for the user: a run of FP16 products (cuda/loss_scale.h)
+void noteLossScaling(const RunTotals& s, TrainResult& result) {
+  if (!s.lossScaling) return;
+  result.notes.push_back("mixed precision took FP16 products with dynamic loss scaling (no BF16 on this GPU, or "
+                         "NNSTUDIO_CUDA_MIXED=fp16): " + std::to_string(s.skippedSteps) + " of " +
+                         std::to_string(s.globalStep) + " steps skipped for gradients that overflowed FP16; "
+                         "the loss scale ended at 2^" + std::to_string(s.lossScaleLog2));
+}
+
 TrainResult Driver::finishDiverged(const RunTotals& s) {
+  noteLossScaling(s, result_);
   const int64_t at = s.divergedAt - 1;  // 0-based global step
   const int epoch = int(at / stepsPerEpoch_) + 1;
   const int64_t step = at % stepsPerEpoch_ + 1;
@@ -362,6 +372,7 @@ TrainResult Driver::finishDiverged(const RunTotals& s) {
 
 TrainResult Driver::finishCompleted() {
   const RunTotals s = session_->totals();
+  noteLossScaling(s, result_);
   result_.bestEpoch = stopper_.bestEpoch();
   std::string message = result_.stoppedEarly ? stopper_.message() : "";
   if (!haveBest_) return finish(TrainStatus::Completed, message, s.globalStep, WeightsKind::Average);

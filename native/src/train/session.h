@@ -54,6 +54,11 @@ struct RunTotals {
   bool diverged = false;
   bool divergedNaN = false;  // the loss was NaN (else infinite)
   int64_t divergedAt = 0;    // the 1-based global step whose loss was not finite
+  // CUDA runs with FP16 products (cuda/loss_scale.h): the loss scale 2^lossScaleLog2 now, and the steps
+  // skipped for gradients that overflowed it
+  bool lossScaling = false;
+  int lossScaleLog2 = 0;
+  int64_t skippedSteps = 0;
 };
 
 struct ValidationTotals {
