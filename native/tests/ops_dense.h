@@ -338,7 +338,8 @@ inline void checkHeadRow(cpu::ThreadPool& pool, const HeadRow& r, uint64_t seed)
     line.compare("dWeight", prefix(separate.dW, KI), cpuRef.dW);
     line.compare("dBias", prefix(separate.dB, size_t(r.K)), cpuRef.dB);
     if (r.inputGrad) line.compare("dInput", prefix(separate.dIn, NI), cpuRef.dIn);
-    line.check(cuda::denseHeadSupported(caps(), r.N, r.I, r.K), "the fused kernel takes it");
+    if (caps().clusterLaunch)  // measured and sized for clusters (a build without sm_90 code has none)
+      line.check(cuda::denseHeadSupported(caps(), r.N, r.I, r.K), "the fused kernel takes it");
   }
   std::vector<int> done;
   for (int requested : {0, 1, 2, 4, 8, 16}) {

@@ -53,11 +53,11 @@ std::string capsMismatch(const cuda::DeviceCaps& c, int device) {
   expect(c.sharedOptin == size_t(driverAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device)), "sharedOptin");
   expect(c.l2Bytes == size_t(driverAttribute(cudaDevAttrL2CacheSize, device)), "l2Bytes");
   // the code's architecture: the device's, or an older one's PTX JIT-compiled here (a build for sm_75 alone)
-  const int arch = 10 * c.computeMajor + c.computeMinor, code = std::min(arch, c.codeArch);
+  const int arch = 10 * c.computeMajor + c.computeMinor;
   expect(c.codeArch >= 75 && c.codeArch <= arch, "codeArch");
-  expect(c.tf32TensorCores() == (code >= 80), "tensor cores (TF32)");
-  expect((c.tensorCores >= cuda::TensorCores::Fp16MmaSync) == (code >= 75), "tensor cores (FP16)");
-  expect(!c.clusterLaunch || c.computeMajor >= 9, "clusters before sm_90");
+  expect(c.tf32TensorCores() == (c.codeArch >= 80), "tensor cores (TF32)");
+  expect((c.tensorCores >= cuda::TensorCores::Fp16MmaSync) == (c.codeArch >= 75), "tensor cores (FP16)");
+  expect(!c.clusterLaunch || c.codeArch >= 90, "clusters before sm_90 (device or code)");
   expect(c.gemmMaxCluster == 1 || c.gemmMaxCluster == 8 || c.gemmMaxCluster == 16, "gemmMaxCluster");
   expect(c.headMaxCluster >= 1 && c.headMaxCluster <= 16, "headMaxCluster");
   return bad;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cuda/device_caps.h"
+#include "cuda/kernel_choice.h"
 #include "cuda/kernel_overrides.h"
 #include "cuda/loss_scale.h"
 #include "cuda/mlp_step_launch.h"
@@ -382,7 +383,12 @@ void testReducedPrecision(Precision precision, const std::string& name, double n
   const TrainResult b = gpu->train(spec, tv, &vv, reduced, nullptr, nullptr);
   CHECK_MSG(b.status == TrainStatus::Completed && b.steps == a.steps, name + ": the run completes");
   const double wErr = relError(b.parameters, a.parameters, 1e-3);
-  const bool runs = cuda::currentDeviceCaps().tf32TensorCores() && cuda::kernelOverrides().convTc == cuda::ConvTcMode::Auto;
+  // the reduced arithmetic runs where the GPU (and the build's code) has it: FP16 from Turing, TF32 and BF16
+  // from Ampere on; a mixed run on Turing takes FP16
+  const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
+  const cuda::ConvTcMode mode = cuda::convTcModeFor(caps, cuda::kernelOverrides(), precision);
+  const bool runs = cuda::kernelOverrides().convTc == cuda::ConvTcMode::Auto &&
+                    cuda::tcMathRuns(caps, mode == cuda::ConvTcMode::Fp16 ? cuda::TcMath::Fp16 : cuda::TcMath::Tf32);
   if (runs) CHECK_MSG(b.parameters != a.parameters, name + ": the weights differ from the fp32 run's (its kernels ran)");
   else CHECK_MSG(b.parameters == a.parameters, name + " without tensor cores (or under NNSTUDIO_CONV_TC): the fp32 run's bits");
   if (runs && precision == Precision::Mixed)

@@ -61,9 +61,12 @@ DeviceCaps query(int device) {
   c.sharedOptin = optin > 0 ? size_t(optin) : size_t(48 * 1024);
   c.l2Bytes = size_t(std::max(0, optionalAttribute(cudaDevAttrL2CacheSize, device)));
   const int arch = 10 * c.computeMajor + c.computeMinor;
-  c.codeArch = codeArchOnDevice();
-  c.tensorCores = tensorCoresOf(c.codeArch > 0 ? std::min(arch, c.codeArch) : arch);
-  c.clusterLaunch = c.computeMajor >= 9 && optionalAttribute(cudaDevAttrClusterLaunch, device) != 0;
+  const int code = codeArchOnDevice();
+  c.codeArch = code > 0 ? std::min(arch, code) : arch;
+  c.tensorCores = tensorCoresOf(c.codeArch);
+  // clusters need sm_90 code as well as an sm_90 GPU (a build for older targets compiles its cluster kernels
+  // empty; their probes would refuse them one by one)
+  c.clusterLaunch = c.codeArch >= 90 && optionalAttribute(cudaDevAttrClusterLaunch, device) != 0;
   c.gemmMaxCluster = gemmClusterLimit(c.clusterLaunch);
   c.headSharedBytes = c.sharedOptin - 1024;  // the dense head's static arrays take 1 KiB
   c.headMaxCluster = denseHeadClusterLimit(c.headSharedBytes, c.clusterLaunch);

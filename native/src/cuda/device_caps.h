@@ -18,14 +18,15 @@ struct DeviceCaps {
   int device = 0;
   int sms = 1;                              // streaming multiprocessors
   int computeMajor = 0, computeMinor = 0;
-  // The architecture our kernels were compiled for, as they run on this device (a probe kernel's ptxVersion,
-  // e.g. 90): the device's own, or lower where a build without its machine code runs JIT-compiled PTX (a
-  // build for sm_75 alone on an H100 runs its sm_75 code). tensorCores follows the lower of the two.
+  // The architecture our kernels' code was compiled for, as it runs on this device (a probe kernel's
+  // ptxVersion, at most the device's own; the device's where unknown): lower than the device's where a build
+  // without its machine code runs JIT-compiled PTX (a build for sm_75 alone on an H100 runs its sm_75 code).
+  // tensorCores and clusterLaunch follow it.
   int codeArch = 0;
   size_t sharedOptin = 48 * 1024;           // dynamic shared memory a block may opt into (227 KiB on an H100)
   size_t l2Bytes = 0;
   TensorCores tensorCores = TensorCores::None;
-  bool clusterLaunch = false;               // thread-block clusters (sm_90+, and a driver that launches them)
+  bool clusterLaunch = false;               // thread-block clusters (sm_90+ code, and a driver that launches them)
   // Clusters of our own kernels that the GPU co-schedules (probed with their threads and shared memory;
   // 1: no cluster, e.g. a build without sm_90 code running on a newer GPU):
   int gemmMaxCluster = 1;                   // gemm.cu's split-K: 1, 8 (portable) or 16 (non-portable, H100)
