@@ -212,7 +212,7 @@ export const payloadSchemas = {
     ema: emaSchema.optional(),
     /** CUDA: 'all', a count (the first N) or GPU numbers; several train data-parallel (issue 17). */
     gpus: gpusSchema.optional(),
-    /** CUDA: the tensor-core products' arithmetic (mixed, the default: BF16 products; tf32; fp32; docs/PRECISION.md); the CPU computes in FP32. */
+    /** CUDA: the tensor-core products' arithmetic (mixed, the default: BF16 products, FP16 with loss scaling on GPUs without BF16; tf32; fp32; docs/PRECISION.md); the CPU computes in FP32. */
     precision: precisionSchema.optional(),
   }),
   'training:pause': z.strictObject({ runId: id }),

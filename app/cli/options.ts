@@ -194,6 +194,6 @@ export function checkOutputPath(file: string, flag = '--out'): void {
 
 /** --precision: the CUDA tensor-core products' arithmetic (core/model/precision.ts). */
 export function precisionOption(): Option {
-  return new Option('--precision <kind>', 'CUDA: the tensor-core products\' arithmetic (convolutions, small MLPs): mixed (the default: BF16 products in the convolutions, a 7-bit mantissa, FP32 sums and weights; the fastest), tf32 (a 10-bit mantissa, as PyTorch\'s default) or fp32 (FP32 accuracy); docs/PRECISION.md. The CPU computes in FP32')
+  return new Option('--precision <kind>', 'CUDA: the tensor-core products\' arithmetic (convolutions, small MLPs): mixed (the default: BF16 products in the convolutions, a 7-bit mantissa, FP32 sums and weights; FP16 products with loss scaling on GPUs without BF16; the fastest), tf32 (a 10-bit mantissa, as PyTorch\'s default) or fp32 (FP32 accuracy); docs/PRECISION.md. The CPU computes in FP32')
     .choices([...precisions]);
 }

@@ -393,7 +393,7 @@ void testReducedPrecision(Precision precision, const std::string& name, double n
   else CHECK_MSG(b.parameters == a.parameters, name + " without tensor cores (or under NNSTUDIO_CONV_TC): the fp32 run's bits");
   if (runs && precision == Precision::Mixed)
     CHECK_MSG(b.parameters != gpu->train(spec, tv, &vv, tf32, nullptr, nullptr).parameters,
-              name + ": the weights differ from the tf32 run's (BF16 products)");
+              name + ": the weights differ from the tf32 run's (16-bit products)");
   std::printf("  note  %s: final weights' rel error against the fp32 run %s\n", name.c_str(), nnstudio_test::num(wErr).c_str());
   CHECK_MSG(wErr <= near, name + ": final weights near the fp32 run's (rel error " + nnstudio_test::num(wErr) + ")");
   const EpochStats& eb = b.history.back();
