@@ -81,6 +81,21 @@ inline std::vector<cuda::ConvDirectShape> forcedDirectShapes() {
   return shapes;
 }
 
+// a 16-bit arithmetic's variants: by shape, split and unsplit, each forced tile
+inline void addHalfVariants(std::vector<Variant>& v, const std::string& name, cuda::ConvTcMode mode) {
+  using cuda::KernelOverrides;
+  using cuda::Switch;
+  v.push_back({name, [mode](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = mode; }});
+  for (int split : {2, 1})
+    v.push_back({name + (split == 2 ? " split K" : " unsplit"), [mode, split](KernelOverrides& o) {
+                   o.convDirect = Switch::Off, o.convTc = mode, o.convTcSplitK = split;
+                 }});
+  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
+    v.push_back({name + " tile " + std::to_string(t), [mode, t](KernelOverrides& o) {
+                   o.convDirect = Switch::Off, o.convTc = mode, o.convTcVariant = t;
+                 }});
+}
+
 // the ways to ask the chooser for each conv2d kernel: the direct kernel (planner's and forced launch shapes),
 // the tensor cores (the choice by shape and every tile; plain TF32; BF16 and FP16 by shape, split or not, and every tile),
 // the SIMT implicit GEMM
@@ -114,28 +129,8 @@ inline std::vector<Variant> convVariants() {
                  o.convDirect = Switch::Off, o.convTc = ConvTcMode::On, o.convTcSplitK = 1;
                }});
   v.push_back({"tf32", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Tf32; }});
-  v.push_back({"bf16", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16; }});
-  v.push_back({"bf16 split K", [](KernelOverrides& o) {
-                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcSplitK = 2;
-               }});
-  v.push_back({"bf16 unsplit", [](KernelOverrides& o) {
-                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcSplitK = 1;
-               }});
-  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
-    v.push_back({"bf16 tile " + std::to_string(t), [t](KernelOverrides& o) {
-                   o.convDirect = Switch::Off, o.convTc = ConvTcMode::Bf16, o.convTcVariant = t;
-                 }});
-  v.push_back({"fp16", [](KernelOverrides& o) { o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16; }});
-  v.push_back({"fp16 split K", [](KernelOverrides& o) {
-                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcSplitK = 2;
-               }});
-  v.push_back({"fp16 unsplit", [](KernelOverrides& o) {
-                 o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcSplitK = 1;
-               }});
-  for (int t = 1; t <= cuda::kConvTcVariants; ++t)
-    v.push_back({"fp16 tile " + std::to_string(t), [t](KernelOverrides& o) {
-                   o.convDirect = Switch::Off, o.convTc = ConvTcMode::Fp16, o.convTcVariant = t;
-                 }});
+  for (const auto& [name, mode] : {std::pair{"bf16", ConvTcMode::Bf16}, std::pair{"fp16", ConvTcMode::Fp16}})
+    addHalfVariants(v, name, mode);
   return v;
 }
 
