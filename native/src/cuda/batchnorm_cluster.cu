@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <vector>
 
 #include "cuda/batchnorm_cluster.h"
 #include "cuda/batchnorm_math.cuh"
@@ -306,27 +305,21 @@ BackwardFn backwardFor(bool pooled, bool narrowIndex, bool convWgrad) {
   return convWgrad ? backwardFor<true>(pooled, narrowIndex) : backwardFor<false>(pooled, narrowIndex);
 }
 
-// every instance of the two kernels, untyped (for their attributes)
-std::vector<void*> clusterKernels() {
-  std::vector<void*> kernels;
+// visit(kernel) for every instance of the two kernels (typed: the forward's and the backward's differ)
+template <class Visit>
+void forEachClusterKernel(Visit&& visit) {
   for (bool pooled : {false, true})
     for (bool narrowIndex : {false, true}) {
-      kernels.push_back(reinterpret_cast<void*>(forwardFor(pooled, narrowIndex)));
-      for (bool convWgrad : {false, true})
-        kernels.push_back(reinterpret_cast<void*>(backwardFor(pooled, narrowIndex, convWgrad)));
+      visit(forwardFor(pooled, narrowIndex));
+      for (bool convWgrad : {false, true}) visit(backwardFor(pooled, narrowIndex, convWgrad));
     }
-  return kernels;
 }
 
 // Can clusters of `blocks` blocks of every instance run?
 bool clustersFit(int blocks) {
-  for (bool pooled : {false, true})
-    for (bool narrowIndex : {false, true}) {
-      if (!clusterFits(forwardFor(pooled, narrowIndex), kThreads, 0, blocks)) return false;
-      for (bool convWgrad : {false, true})
-        if (!clusterFits(backwardFor(pooled, narrowIndex, convWgrad), kThreads, 0, blocks)) return false;
-    }
-  return true;
+  bool fit = true;
+  forEachClusterKernel([&](auto kernel) { fit = fit && clusterFits(kernel, kThreads, 0, blocks); });
+  return fit;
 }
 
 }  // namespace
@@ -336,9 +329,10 @@ bool clustersFit(int blocks) {
 int batchnormClusterLimit(bool clusterLaunch) {
   // the cluster code exists only in machine code for sm_90+
   if (!clusterLaunch || !runsSm90Code(forwardFor(false, true))) return 1;
-  for (void* kernel : clusterKernels())
+  forEachClusterKernel([](auto kernel) {
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
       cudaGetLastError();  // then only portable sizes fit
+  });
   for (int blocks = kMaxBlocks; blocks >= 2; blocks /= 2)
     if (clustersFit(blocks)) return blocks;
   return 1;

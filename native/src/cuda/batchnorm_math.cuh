@@ -9,6 +9,7 @@
 
 #include "cuda/activation_math.cuh"
 #include "cuda/kernels.h"
+#include "cuda/max_pool_order.cuh"
 
 namespace nnstudio::cuda::bn {
 
@@ -190,7 +191,7 @@ __device__ __forceinline__ void poolWindow(const BatchNormPool& pool, const floa
     for (int kx = 0; kx < g.size; ++kx) {
       const int32_t idx = (y0 + ky) * g.W + x0 + kx;
       const float v = normalisedValue(in[idx], mean, scale, shift, fn, alpha);
-      if ((ky | kx) != 0 && (v > best || v != v)) {
+      if ((ky | kx) != 0 && replacesMax(v, best)) {
         best = v;
         bestIndex = idx;
       }
@@ -215,7 +216,7 @@ __device__ __forceinline__ void maxOfWindow(float v00, float v01, float v10, flo
   best = v00;
   at = first;
   const auto consider = [&](float v, int32_t index) {
-    if (v > best || v != v) {
+    if (replacesMax(v, best)) {
       best = v;
       at = index;
     }

@@ -26,6 +26,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/conv2d_pool.h"
 #include "cuda/kernel_choice.h"
+#include "cuda/max_pool_order.cuh"
 
 namespace nnstudio::cuda {
 
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
       for (int wx = 0; wx < PS; ++wx) {
         const float v = activate(acc[j][wy * PS + wx] + b, a.act, a.alpha);
         const int32_t idx = (f * a.OH + py * a.ps + wy) * a.OW + px * a.ps + wx;
-        if ((wy | wx) == 0 || v > best || v != v) {
+        if ((wy | wx) == 0 || replacesMax(v, best)) {
           best = v;
           bestIndex = idx;
         }

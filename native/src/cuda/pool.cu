@@ -9,6 +9,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
+#include "cuda/max_pool_order.cuh"
 
 namespace nnstudio::cuda {
 
@@ -46,7 +47,7 @@ __global__ void maxpoolForward(float* out, int32_t* argmax, const float* in, Ind
     for (int kx = 0; kx < g.size; ++kx) {
       const int32_t idx = (c * g.H + y0 + ky) * g.W + x0 + kx;
       const float v = sample[idx];
-      if ((ky | kx) != 0 && (v > best || v != v)) {
+      if ((ky | kx) != 0 && replacesMax(v, best)) {
         best = v;
         bestIndex = idx;
       }
