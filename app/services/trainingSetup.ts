@@ -381,7 +381,7 @@ export async function prepareRun(asked: TrainRequest | ResumeRequest, reader: Da
     ...planNotes([
       ...(resumption ? [] : smallTableNotes(data.all, given, spec)),
       ...batchnormLagNotes(spec, sets.train.count, batchSize),
-      ...precisionNotes(request.precision, device),
+      ...precisionNotes(request.precision, device, device === 'cuda' ? trainingGpu(request.gpus) : undefined),
       ...(request.data.kind === 'folder' ? data.all.notes ?? [] : []),
     ]),
     ...(request.lrSchedule ? { lrSchedule: request.lrSchedule } : {}),
@@ -517,6 +517,13 @@ export function modelOf(
       seconds: weights.seconds,
     },
   };
+}
+
+/** The GPU a CUDA run trains on (the first chosen; else GPU 0), as the engine lists it. */
+function trainingGpu(choice: GpuChoice | undefined): engine.DeviceInfo | undefined {
+  const cudaDevices = engine.listDevices().filter((info) => info.kind === 'cuda');
+  const first = choice ? gpusFor(choice, 'cuda')[0] : 0;
+  return cudaDevices.find((info) => info.index === first);
 }
 
 /** The chosen GPUs of this machine for a run on `deviceChoice` (checked before a run starts, so faces answer at once). */

@@ -1,7 +1,8 @@
 // The arithmetic of a run's CUDA tensor-core products: the convolutions and the fused MLP step's (issue 16;
 // engine.h Precision). fp32: FP32 accuracy (the tensor-core passes as 3xTF32); tf32: one TF32 product per
 // multiply (a 10-bit mantissa, PyTorch's default for cuDNN convolutions); mixed: one BF16 product per multiply
-// in the convolutions (a 7-bit mantissa; the fused MLP step stays TF32). All three keep FP32 sums, activations,
+// in the convolutions (a 7-bit mantissa; the fused MLP step stays TF32), or on a GPU without BF16 (Turing,
+// compute capability 7.x) one FP16 product with dynamic loss scaling. All three keep FP32 sums, activations,
 // weights, optimizer state, batchnorm statistics and losses. Mixed is the GPU's default: measured on every preset
 // it keeps the test accuracy within 0.3 points of FP32 (within 0.02 on an H100) and is the fastest of the three
 // (docs/PRECISION.md). The CPU computes in FP32 whatever is asked.
@@ -19,9 +20,28 @@ export function effectivePrecision(asked: Precision | undefined, device: 'cpu' |
   return device === 'cuda' ? asked ?? defaultGpuPrecision : 'fp32';
 }
 
-/** The plan's note when the CPU is asked for TF32 or mixed precision. */
-export function precisionNotes(asked: Precision | undefined, device: 'cpu' | 'cuda'): string[] {
-  if (device === 'cuda' || asked === undefined || asked === 'fp32') return [];
-  const name = asked === 'tf32' ? 'TF32' : 'Mixed precision (BF16)';
+/** The training GPU as the engine lists it: its name and "major.minor" compute capability. */
+export interface PrecisionGpu { name: string; computeCapability?: string }
+
+/** A GPU of compute capability 7.x (Turing's FP16 tensor cores, no BF16 or TF32 ones). */
+function lacksBf16(gpu: PrecisionGpu | undefined): boolean {
+  const major = Number.parseInt(gpu?.computeCapability ?? '', 10);
+  return Number.isFinite(major) && major < 8;
+}
+
+/**
+ * The plan's notes on precision: the CPU asked for TF32 or mixed (it trains in FP32); a GPU without BF16 asked
+ * for mixed (FP16 products with loss scaling, docs/PRECISION.md) or TF32 (FP32: no TF32 tensor cores).
+ */
+export function precisionNotes(asked: Precision | undefined, device: 'cpu' | 'cuda', gpu?: PrecisionGpu): string[] {
+  if (device === 'cuda') {
+    const effective = effectivePrecision(asked, device);
+    if (!lacksBf16(gpu) || effective === 'fp32') return [];
+    return effective === 'mixed'
+      ? [`${gpu?.name} has no BF16 tensor cores: mixed precision takes FP16 products with dynamic loss scaling (the run's notes say how many steps it skipped)`]
+      : [`${gpu?.name} has no TF32 tensor cores: TF32 runs as FP32`];
+  }
+  if (asked === undefined || asked === 'fp32') return [];
+  const name = asked === 'tf32' ? 'TF32' : 'Mixed precision';
   return [`${name} applies to the GPU's tensor-core products: the CPU trains in FP32`];
 }

@@ -27,6 +27,17 @@ test('tf32 asked on the CPU: FP32 is computed, the plan says so, the model recor
   assert.match(errorLine(bad), /--precision.*bf16.*(fp32|choices)/i);
 });
 
+test('a GPU without BF16 (Turing): the plan says mixed takes FP16 with loss scaling and TF32 runs as FP32', () => {
+  const turing = { name: 'Tesla T4', computeCapability: '7.5' }, hopper = { name: 'NVIDIA H100', computeCapability: '9.0' };
+  assert.match(precisionNotes(undefined, 'cuda', turing).join(), /Tesla T4 has no BF16 tensor cores: mixed precision takes FP16 products with dynamic loss scaling/);
+  assert.match(precisionNotes('mixed', 'cuda', turing).join(), /FP16 products/);
+  assert.match(precisionNotes('tf32', 'cuda', turing).join(), /Tesla T4 has no TF32 tensor cores: TF32 runs as FP32/);
+  assert.deepEqual(precisionNotes('fp32', 'cuda', turing), []);
+  assert.deepEqual(precisionNotes(undefined, 'cuda', hopper), []);
+  assert.deepEqual(precisionNotes('mixed', 'cuda'), [], 'no GPU information: no note');
+  assert.match(precisionNotes('mixed', 'cpu', turing).join(), /^Mixed precision applies to the GPU's tensor-core products: the CPU trains in FP32$/);
+});
+
 test('the effective precision: the asked one on CUDA, FP32 on the CPU; a note only where they differ', () => {
   assert.equal(effectivePrecision('tf32', 'cuda'), 'tf32');
   assert.equal(effectivePrecision(undefined, 'cuda'), 'mixed', 'mixed is the GPU\'s default');
@@ -37,17 +48,17 @@ test('the effective precision: the asked one on CUDA, FP32 on the CPU; a note on
   assert.deepEqual(precisionNotes('tf32', 'cuda'), []);
   assert.equal(precisionNotes('tf32', 'cpu').length, 1);
   assert.equal(effectivePrecision('mixed', 'cuda'), 'mixed');
-  assert.deepEqual(['mixed', 'tf32', 'fp32'].map((p) => precisionLabel(p as 'mixed')), ['mixed (BF16)', 'TF32', 'FP32']);
+  assert.deepEqual(['mixed', 'tf32', 'fp32'].map((p) => precisionLabel(p as 'mixed')), ['mixed (16-bit)', 'TF32', 'FP32']);
   assert.equal(effectivePrecision('mixed', 'cpu'), 'fp32');
   assert.deepEqual(precisionNotes('mixed', 'cuda'), []);
-  assert.match(precisionNotes('mixed', 'cpu')[0], /^Mixed precision \(BF16\) applies to the GPU's tensor-core products: the CPU trains in FP32$/);
+  assert.match(precisionNotes('mixed', 'cpu')[0], /^Mixed precision applies to the GPU's tensor-core products: the CPU trains in FP32$/);
 });
 
 test('mixed asked on the CPU: FP32 is computed and recorded, the plan says so', async () => {
   const dir = scratchDir('precision-mixed');
   const run = await runCli(['train', ...small, '--epochs', '1', '--precision', 'mixed', '--out', 'm.safetensors'], dir);
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stderr + run.stdout, /Mixed precision \(BF16\) applies to the GPU's tensor-core products: the CPU trains in FP32/);
+  assert.match(run.stderr + run.stdout, /Mixed precision applies to the GPU's tensor-core products: the CPU trains in FP32/);
   const model = await loadModel(path.join(dir, 'm.safetensors'));
   assert.equal((model.training?.options as Record<string, unknown>).precision, 'fp32');
 });
