@@ -123,7 +123,8 @@ TcMath tcMathFor(ConvTcMode mode) {
 // takes the thresholds measured for BF16 on the H100 (the same tiles and k16 steps); on Turing, where it
 // runs alone, they are not measured.
 ConvKernel tcKernel(const DeviceCaps& caps, ConvTcMode mode, int M, int K, int64_t J, const ConvGeometry& g) {
-  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode))) return ConvKernel::ImplicitGemm;
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode)))
+    return ConvKernel::ImplicitGemm;
   if (mode != ConvTcMode::On && !tcPays(M, K, J)) return ConvKernel::ImplicitGemm;
   switch (tcMathFor(mode)) {
     case TcMath::Bf16: return ConvKernel::TensorCoreBf16;
@@ -312,7 +313,8 @@ namespace {
 // GEMM of F rows and K columns over P pixels; not yet measured for this pass: see docs/BENCHMARKS.md,
 // "Residual presets"), kernels of at most 32 taps (the pixel's tap mask is 32 bits).
 bool tcWgrad(const DeviceCaps& caps, ConvTcMode mode, int64_t K, int64_t P, const ConvGeometry& g) {
-  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode)) || K >= INT32_MAX) return false;
+  if (mode == ConvTcMode::Off || g.kh * g.kw > 32 || !tcMathRuns(caps, tcMathFor(mode)) || K >= INT32_MAX)
+    return false;
   return mode == ConvTcMode::On || tcPays(g.F, int(K), P);  // Tf32, Bf16, Fp16 too only where it pays, as the other passes
 }
 
