@@ -46,7 +46,7 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
     o.mixedHalf = is(v, "bf16") ? MixedHalf::Bf16 : is(v, "fp16") ? MixedHalf::Fp16 : MixedHalf::Auto;
   if (const char* v = lookup("NNSTUDIO_CUDA_LOSS_SCALE_LOG2")) {
     const int n = std::atoi(v);
-    if (n >= 0 && n <= 60) o.lossScaleLog2 = n;
+    if (n >= 0 && n <= kLossScaleMaxLog2) o.lossScaleLog2 = n;
   }
   if (const char* v = lookup("NNSTUDIO_CONV_TC_VARIANT")) {  // tuning: one tile for every tensor-core pass
     const int n = std::atoi(v);

@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "cuda/loss_scale.h"  // the loss scale's start and bounds
+
 namespace nnstudio::cuda {
 
 // A path that is taken where it measured faster (Auto), never (Off) or wherever the device and shape allow
@@ -52,7 +54,7 @@ struct KernelOverrides {
   GemmTileForce gemmTile = GemmTileForce::Auto;  // NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16
   ConvTcMode convTc = ConvTcMode::Auto;     // NNSTUDIO_CONV_TC
   MixedHalf mixedHalf = MixedHalf::Auto;    // NNSTUDIO_CUDA_MIXED=bf16|fp16
-  int lossScaleLog2 = 16;                   // NNSTUDIO_CUDA_LOSS_SCALE_LOG2: an FP16 run's first loss scale, 2^n (0..60)
+  int lossScaleLog2 = kLossScaleStartLog2;  // NNSTUDIO_CUDA_LOSS_SCALE_LOG2: an FP16 run's first loss scale, 2^n (0..60)
   int convTcVariant = 0;                    // tests: a tensor-core tile variant 1..6 instead of the choice by shape
   int convTcSplitK = 0;                     // NNSTUDIO_CONV_TC_SPLITK: 1 never, 2 always split each K tile over two warp groups (0: by shape)
   int convWgradSplits = 0;                  // tests: the conv weight gradient in this many chunks (0: the choice)
