@@ -387,8 +387,7 @@ void testReducedPrecision(Precision precision, const std::string& name, double n
   // from Ampere on; a mixed run on Turing takes FP16
   const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
   const cuda::ConvTcMode mode = cuda::convTcModeFor(caps, cuda::kernelOverrides(), precision);
-  const bool runs = cuda::kernelOverrides().convTc == cuda::ConvTcMode::Auto &&
-                    cuda::tcMathRuns(caps, mode == cuda::ConvTcMode::Fp16 ? cuda::TcMath::Fp16 : cuda::TcMath::Tf32);
+  const bool runs = cuda::kernelOverrides().convTc == cuda::ConvTcMode::Auto && cuda::tcMathRuns(caps, cuda::tcMathFor(mode));
   if (runs) CHECK_MSG(b.parameters != a.parameters, name + ": the weights differ from the fp32 run's (its kernels ran)");
   else CHECK_MSG(b.parameters == a.parameters, name + " without tensor cores (or under NNSTUDIO_CONV_TC): the fp32 run's bits");
   if (runs && precision == Precision::Mixed)

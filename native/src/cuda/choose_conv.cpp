@@ -108,16 +108,6 @@ bool planDirect(ConvDirectPlan& p, const DeviceCaps& caps, int N, const Correlat
 // first and keeps the few-channel passes.
 bool tcPays(int M, int K, int64_t J) { return M >= 16 && K >= 64 && J >= 4096; }
 
-// the arithmetic a mode asks for (Auto and On: FP32 accuracy)
-TcMath tcMathFor(ConvTcMode mode) {
-  switch (mode) {
-    case ConvTcMode::Bf16: return TcMath::Bf16;
-    case ConvTcMode::Fp16: return TcMath::Fp16;
-    case ConvTcMode::Tf32: return TcMath::Tf32;
-    default: return TcMath::Tf32x3;
-  }
-}
-
 // The tensor-core kernel (3xTF32, plain TF32, BF16 or FP16) to run this GEMM with; ImplicitGemm when off (kernels
 // of more than 32 taps: the tap masks are 32 bits) or where the device lacks the arithmetic (tcMathRuns). FP16
 // takes the thresholds measured for BF16 on the H100 (the same tiles and k16 steps); on Turing, where it
@@ -234,6 +224,15 @@ ConvGemmTile gemmTile(const DeviceCaps& caps, int M, int64_t J) {
 }
 
 }  // namespace
+
+TcMath tcMathFor(ConvTcMode mode) {
+  switch (mode) {
+    case ConvTcMode::Bf16: return TcMath::Bf16;
+    case ConvTcMode::Fp16: return TcMath::Fp16;
+    case ConvTcMode::Tf32: return TcMath::Tf32;
+    default: return TcMath::Tf32x3;
+  }
+}
 
 const char* tcMathName(TcMath math) {
   switch (math) {

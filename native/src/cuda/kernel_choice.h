@@ -75,7 +75,7 @@ inline TcMath tcMathOf(ConvKernel k) {
 }
 const char* tcMathName(TcMath math);  // "3xtf32", "tf32", "bf16", "fp16"
 // 16-bit operands: k16 reduction steps (a K tile of 16 is one step and cannot split over two warp groups)
-inline bool halfMath(TcMath math) { return math == TcMath::Bf16 || math == TcMath::Fp16; }
+constexpr bool halfMath(TcMath math) { return math == TcMath::Bf16 || math == TcMath::Fp16; }
 // the device runs this arithmetic's kernels: FP16 from Turing on, the others from Ampere on
 inline bool tcMathRuns(const DeviceCaps& caps, TcMath math) {
   return caps.tensorCores >= (math == TcMath::Fp16 ? TensorCores::Fp16MmaSync : TensorCores::Tf32MmaSync);
@@ -87,6 +87,8 @@ ConvTcMode convTcModeFor(const DeviceCaps& caps, const KernelOverrides& o, Preci
 // A mixed run's 16-bit products: BF16 where the device has them (Ampere and newer), else FP16 (Turing), unless
 // NNSTUDIO_CUDA_MIXED forces one.
 MixedHalf mixedHalfOf(const DeviceCaps& caps, const KernelOverrides& o);
+// the arithmetic a mode asks for (Auto and On: FP32 accuracy, 3xTF32)
+TcMath tcMathFor(ConvTcMode mode);
 // Does a run whose convolutions take this mode need loss scaling (FP16 products of the gradients)?
 inline bool lossScalingFor(ConvTcMode mode) { return mode == ConvTcMode::Fp16; }
 

@@ -63,7 +63,9 @@ __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
 
 // the reduction steps one call of mmaWarpTile<MATH> takes: a k8 TF32 mma, or a k16 BF16 / FP16 mma
 template <TcMath MATH>
-inline constexpr int kStep = MATH == TcMath::Bf16 || MATH == TcMath::Fp16 ? 16 : 8;
+inline constexpr bool kHalf = halfMath(MATH);  // kernel_choice.h's test, usable in device code
+template <TcMath MATH>
+inline constexpr int kStep = kHalf<MATH> ? 16 : 8;
 
 // d += a (16x8, row) . b (8x8, col)
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -204,7 +206,7 @@ __device__ __forceinline__ void mmaWarpTileTf32(float (&acc)[2][4][4], int k8, i
 // acc += A (32 x kStep) . B (kStep x 32) from k on, in the pass's arithmetic
 template <TcMath MATH, class AAt, class BAt>
 __device__ __forceinline__ void mmaWarpTile(float (&acc)[2][4][4], int k, int g, int t, AAt aAt, BAt bAt) {
-  if constexpr (MATH == TcMath::Bf16 || MATH == TcMath::Fp16) mmaWarpTileHalf<MATH>(acc, k, g, t, aAt, bAt);
+  if constexpr (kHalf<MATH>) mmaWarpTileHalf<MATH>(acc, k, g, t, aAt, bAt);
   else mmaWarpTileTf32<MATH == TcMath::Tf32x3 ? 3 : 1>(acc, k, g, t, aAt, bAt);
 }
 
