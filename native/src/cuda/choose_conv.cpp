@@ -177,7 +177,7 @@ ConvTcTile tcTile(const DeviceCaps& caps, TcMath math, int M, int64_t J, int var
   return narrow;
 }
 
-// The tiles conv2d_tc.cu also instantiates with two warp groups per K tile (its launchTile table): the
+// The tiles conv2d_tc_kernels.cuh also instantiates with two warp groups per K tile (its launchTile table): the
 // tiles by shape (tcTile) and the forced variants among them; in BF16 those of 32-wide K tiles (two k16 steps).
 bool hasSplitKernel(const ConvTcTile& t, TcMath math) {
   if (halfMath(math) && t.bk % 32 != 0) return false;

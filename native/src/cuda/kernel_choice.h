@@ -101,7 +101,7 @@ struct ConvDirectPlan {
 };
 inline constexpr int kConvDirectMaxThreads = 512;  // the kernel's __launch_bounds__
 
-// conv2d_tc.cu: block tile bm x (wn * 32), K step bk, `stages` cp.async stages, __launch_bounds__ minBlocks
+// conv2d_tc_kernels.cuh: block tile bm x (wn * 32), K step bk, `stages` cp.async stages, __launch_bounds__ minBlocks
 struct ConvTcTile {
   int bm = 0, wn = 0, bk = 16, stages = 3, minBlocks = 1;
   int splitK = 1;  // warp groups that share each K tile, each taking every splitK-th k step (then summed)

@@ -1,7 +1,8 @@
-// The tensor-core building blocks of the implicit GEMMs (conv2d_tc.cu, conv2d_tc_wgrad.cu, mlp_step.cu): cp.async
-// copies with zero fill, the 3xTF32 split, the m16n8k8 TF32 and m16n8k16 BF16 / FP16 mma.sync (sm_80+), and
-// on sm_75 (Turing) what FP16 needs there: plain copies instead of cp.async, two m16n8k8 FP16 products for one
-// k16 step. Kernels compile their body where kMathCompiled says the pass has the instructions.
+// The tensor-core building blocks of the implicit GEMMs (conv2d_tc_kernels.cuh, conv2d_tc_wgrad.cu,
+// mlp_step.cu): cp.async copies with zero fill, the 3xTF32 split, the m16n8k8 TF32 and m16n8k16 BF16 / FP16
+// mma.sync (sm_80+), and on sm_75 (Turing) what FP16 needs there: plain copies instead of cp.async, two m16n8k8
+// FP16 products for one k16 step. Kernels compile their body where kMathCompiled says the pass has the
+// instructions.
 #pragma once
 
 #include <cuda_fp16.h>
