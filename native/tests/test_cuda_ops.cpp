@@ -131,6 +131,9 @@ const ConvPoolRow kConvPoolRows[] = {
     {{"2x2 same even pads C=3", 5, 3, 9, 7, 7, 2, 2, 1, 's'}, 2, 2, kSoftplus},
     {{"wide 56x56 C=36 (row tiles)", 4, 36, 56, 56, 20, 3, 3, 1, 's'}, 2, 2, kReLU},
     {{"N=1 C=1 relu F=1", 1, 1, 6, 6, 1, 3, 3, 1, 'v'}, 2, 2, kReLU},
+    {{"C=1 5x5 tanh (register taps, not ReLU)", 6, 1, 16, 16, 24, 5, 5, 1, 'v'}, 2, 2, kTanh},
+    {{"C=1 3x3 stride 2 leaky (thin, strided)", 5, 1, 17, 17, 30, 3, 3, 2, 'v'}, 2, 2, kLeaky},
+    {{"C=2 2x2 same relu F=9 (thin, any taps)", 7, 2, 10, 10, 9, 2, 2, 1, 's'}, 2, 2, kReLU},
 };
 
 // ---- gemm(): M, N, K in the four transpose modes; misaligned operands; the epilogues ----

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -669,6 +670,38 @@ void testWorkspaceCoversSmallerBatches() {
             "conv + max pool fused up to a batch of 65535, separate beyond");
 }
 
+// The fused conv + max pool's kernels by shape: the forward's register taps (a square 3x3 or 5x5 kernel of
+// stride 1 under a pool of 2) with 8 filters a thread, and the thin weight gradient (C * kh * kw <= 32, a warp
+// per filter) for the first layers; the general kernels elsewhere.
+void testConvPoolPlans() {
+  auto pool = [](int C, int H, int size, int stride) {
+    PoolGeometry p;
+    p.C = C, p.H = p.W = H, p.size = size, p.stride = stride, p.OH = p.OW = (H - size) / stride + 1;
+    return p;
+  };
+  const ConvGeometry seed001 = geometry(1, 28, 28, 256, 3, 26, 26), fast1 = geometry(1, 28, 28, 24, 5, 24, 24),
+                     keras2 = geometry(32, 26, 26, 64, 3, 24, 24), seed000 = geometry(4, 28, 28, 4, 2, 28, 28);
+  ConvGeometry strided = geometry(1, 17, 17, 30, 3, 8, 8);
+  strided.stride = 2;
+  const ConvPoolForwardPlan f1 = planConvPoolForward(h100(), 1000, seed001, pool(256, 26, 2, 2));
+  CHECK_MSG(f1.ok && f1.taps == 3 && f1.FPT == 8, "seed001 (256 filters 3x3): register taps, 8 filters a thread");
+  const ConvPoolForwardPlan f5 = planConvPoolForward(h100(), 256, fast1, pool(24, 24, 2, 2));
+  CHECK_MSG(f5.ok && f5.taps == 5 && f5.FPT == 8, "fast_mnist conv1 (5x5): register taps, 8 filters a thread");
+  CHECK_MSG(planConvPoolForward(h100(), 5, strided, pool(30, 8, 2, 2)).taps == 0, "stride 2: the general taps");
+  const ConvPoolForwardPlan f0 = planConvPoolForward(h100(), 32, seed000, pool(4, 28, 4, 4));
+  CHECK_MSG(f0.ok && f0.taps == 0, "seed000 conv2 (2x2, pool 4): the general taps");
+  for (const auto& [name, g, p, thin] :
+       {std::tuple{"seed001 256 filters", seed001, pool(256, 26, 2, 2), true},
+        std::tuple{"fast_mnist conv1", fast1, pool(24, 24, 2, 2), true},
+        std::tuple{"seed000 conv2 (16 taps)", seed000, pool(4, 28, 4, 4), true},
+        std::tuple{"strided 3x3", strided, pool(30, 8, 2, 2), true},
+        std::tuple{"keras conv2 (288 taps)", keras2, pool(64, 24, 2, 2), false}}) {
+    const ConvPoolWeightsPlan w = planConvPoolWeights(100, g, p);
+    CHECK_MSG(w.ok && w.thin == thin && (!thin || (w.FT * 32 == kConvPoolWgThreads && w.QS == 32 && w.CT == g.C)),
+              std::string(name) + (thin ? ": the thin weight gradient, a warp per filter" : ": the general weight gradient"));
+  }
+}
+
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at
 // most 2 blocks per SM, 264; channels of more than 64K values on the two-pass kernels only where they would
 // be loaded a value at a time), wider grids and larger channels asked for, a portable-only GPU (8), none; a
@@ -756,6 +789,7 @@ int main(int argc, char** argv) {
     testBatchnormConvWgrad();
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
+    testConvPoolPlans();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());
   }

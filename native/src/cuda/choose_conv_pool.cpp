@@ -32,7 +32,10 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
   if (p.OH != (g.OH - p.size) / p.stride + 1 || p.OW != (g.OW - p.size) / p.stride + 1) return c;
   if (p.OW > 256) return c;
   const int F = g.F, khkw = g.kh * g.kw;
-  if (c.PS == 2) c.FPT = F >= 64 ? 16 : (F >= 8 ? 8 : 4);
+  c.taps = c.PS == 2 && g.stride == 1 && g.kh == g.kw && (g.kh == 3 || g.kh == 5) ? g.kh : 0;
+  // 16 filters a thread only without the register taps: with them, 8 keeps two blocks an SM (65 against 113
+  // registers) and was faster (seed001 with 64 and 256 filters, H200)
+  if (c.PS == 2) c.FPT = F >= 64 && c.taps == 0 ? 16 : (F >= 8 ? 8 : 4);
   else if (c.PS == 3) c.FPT = F >= 8 ? 8 : 4;
   else c.FPT = 4;
   const int groups = (F + c.FPT - 1) / c.FPT;
@@ -71,6 +74,31 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
   }
 }
 
+// the batch in chunks of whole samples until the grid has about 2 x kWgTargetBlocks blocks of `tiles` each
+void setChunks(ConvPoolWeightsPlan& c, int N, int tiles) {
+  c.chunks = std::max(1, std::min(N, (2 * kWgTargetBlocks + tiles - 1) / tiles));
+  c.mostChunks = c.chunks;  // whole samples a chunk: rounding `per` up only lowers the count
+  c.per = (N + c.chunks - 1) / c.chunks;
+  c.chunks = (N + c.per - 1) / c.per;
+}
+
+// A thin conv (a first layer: every tap of every channel fits a thread's registers, the input a block's shared
+// memory): a warp per filter over all its windows (conv2d_pool.cu convPoolWeightsThin).
+ConvPoolWeightsPlan thinWeightsPlan(int N, const ConvGeometry& g, ConvPoolWeightsPlan c, int64_t HpWp) {
+  c.thin = true;
+  c.CT = g.C;
+  c.FT = kConvPoolWgThreads / 32;
+  c.QS = 32;
+  const int tiles = (g.F + c.FT - 1) / c.FT;
+  setChunks(c, N, tiles);
+  c.smem = size_t(g.C) * size_t(HpWp) * sizeof(float);
+  c.grid[0] = unsigned(c.chunks);
+  c.grid[1] = unsigned(tiles);
+  c.grid[2] = 1;
+  c.ok = c.grid[1] <= 65535;
+  return c;
+}
+
 }  // namespace
 
 // Filter groups per block: cut until the grid has two blocks per SM (each thread sums its outputs in the
@@ -87,6 +115,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   const int khkw = g.kh * g.kw;
   const int64_t HpWp = int64_t(c.Hp) * c.Wp;
   const int PQ = p.OH * p.OW;
+  if (g.C * khkw <= kConvPoolThinTaps && g.C * HpWp <= kWgInputBytes / 4) return thinWeightsPlan(N, g, c, HpWp);
   c.CT = int(std::min<int64_t>(
       {int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kConvPoolWgCols * 32 - 1) / khkw)}));
   if (c.CT < 1) return c;
@@ -97,10 +126,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   c.QS = std::max(1, std::min(16, kConvPoolWgThreads * kConvPoolWgUnits / units));
   c.QS = std::min(c.QS, PQ);
   const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
-  c.chunks = std::max(1, std::min(N, (2 * kWgTargetBlocks + tiles - 1) / tiles));
-  c.mostChunks = c.chunks;  // whole samples a chunk: rounding `per` up only lowers the count
-  c.per = (N + c.chunks - 1) / c.chunks;
-  c.chunks = (N + c.per - 1) / c.per;
+  setChunks(c, N, tiles);
   c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * 2 * sizeof(float),
                     size_t(kConvPoolWgThreads) * kConvPoolWgUnits * 4 * sizeof(float));  // the slices' sums reuse it
   c.grid[0] = unsigned(c.chunks);

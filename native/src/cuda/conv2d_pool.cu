@@ -6,7 +6,8 @@
 // the weights of CC channels at a time are staged in shared memory (weights as [channel][tap][filter],
 // read as float4 broadcasts). The epilogue adds the bias, activates, and scans the window row-major with
 // a strict '>' (the first maximum wins, a NaN wins), as pool.cu; only the pooled value and the argmax
-// (index within the sample's (F, OH, OW) conv output) are written.
+// (index within the sample's (F, OH, OW) conv output) are written. A 3x3 or 5x5 kernel of stride 1 under a
+// pool of 2 is compiled for its size (the window's inputs in registers), and ReLU inline (activateOutput).
 //
 // Weight gradient: the conv's pre-activation gradient has one nonzero per pool window, at its argmax:
 // g = dPooled * act'(pooled). So dW[f][c][ky][kx] = sum over (n, window q) of g(n, f, q) * in(n, c, oy*s -
@@ -16,8 +17,11 @@
 // consecutive (c, ky, kx) columns of one filter (the bias is the column after the last tap) and a slice
 // of the windows. The slices are added in slice order through shared memory, each chunk's sums go to
 // slot `chunk` of the workspace [chunk][F][K + 1] (or straight to dW / dBias when there is one chunk),
-// which one kernel then adds in chunk order: deterministic, no atomics. Launchers only enqueue kernels
-// (CUDA-graph safe).
+// which one kernel then adds in chunk order: deterministic, no atomics. A thin conv (C * kh * kw <= 32, a first
+// layer) takes convPoolWeightsThin instead: a warp per filter, every tap in registers, no staged windows.
+// seed001 with 256 filters (H200, ncu): both kernels had been bound by instruction issue at 469 us each, the
+// per-element activation switch and index arithmetic costing more than the FMAs. Launchers only enqueue
+// kernels (CUDA-graph safe).
 #include <algorithm>
 #include <cstdint>
 
@@ -25,6 +29,7 @@
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/conv2d_pool.h"
+#include "cuda/conv_gemm.cuh"
 #include "cuda/kernel_choice.h"
 #include "cuda/max_pool_order.cuh"
 
@@ -49,7 +54,71 @@ struct FwdArgs {
   float alpha;
 };
 
-template <int PS, int FPT>
+// A conv output's activation and the pool's order: ReLU inline (the presets' case; its outputs are never NaN,
+// so the pool's NaN test drops out), any other activation through the generic switch. Per element, the switch
+// and the index arithmetic had cost more instructions than the window's 36 FMAs (ncu, seed001 with 256 filters).
+template <bool RELU>
+__device__ __forceinline__ float activateOutput(float x, ActivationFn act, float alpha) {
+  if constexpr (RELU) return x > 0.0f ? x : 0.0f;
+  else return activate(x, act, alpha);
+}
+template <bool RELU>
+__device__ __forceinline__ bool replacesPooled(float v, float best) {
+  if constexpr (RELU) return v > best;
+  else return replacesMax(v, best);
+}
+
+// The taps of CC staged channels into the window's PS x PS outputs for FPT filters. KH, KW > 0 (stride 1): the
+// window's (PS - 1 + KH) x (PS - 1 + KW) inputs are loaded once into registers; else every tap loads its PS x PS
+// inputs (any size and stride). Either way each output sums its taps in (channel, ky, kx) order: the same bits.
+template <int PS, int FPT, int KH, int KW>
+__device__ __forceinline__ void accumulateWindow(float (&acc)[FPT][PS * PS], const float* tile, const float* wts,
+                                                 int cc, const FwdArgs& a, int myBase) {
+  const int khkw = a.kh * a.kw, tileSize = a.TH * a.TW;
+  for (int cl = 0; cl < cc; ++cl) {
+    const float* tc = tile + cl * tileSize + myBase;
+    const float* wc = wts + cl * khkw * a.FB + threadIdx.y * FPT;
+    auto tap = [&](int t, auto&& input) {  // input(wy, wx): the window output (wy, wx)'s input at this tap
+      const float4* wp = reinterpret_cast<const float4*>(wc + t * a.FB);
+#pragma unroll
+      for (int j4 = 0; j4 < FPT / 4; ++j4) {
+        const float4 w = wp[j4];
+#pragma unroll
+        for (int wy = 0; wy < PS; ++wy)
+#pragma unroll
+          for (int wx = 0; wx < PS; ++wx) {
+            const float v = input(wy, wx);
+            const int e = wy * PS + wx;
+            acc[4 * j4 + 0][e] = fmaf(w.x, v, acc[4 * j4 + 0][e]);
+            acc[4 * j4 + 1][e] = fmaf(w.y, v, acc[4 * j4 + 1][e]);
+            acc[4 * j4 + 2][e] = fmaf(w.z, v, acc[4 * j4 + 2][e]);
+            acc[4 * j4 + 3][e] = fmaf(w.w, v, acc[4 * j4 + 3][e]);
+          }
+      }
+    };
+    if constexpr (KH > 0) {
+      constexpr int RH = PS - 1 + KH, RW = PS - 1 + KW;
+      float patch[RH][RW];
+#pragma unroll
+      for (int y = 0; y < RH; ++y)
+#pragma unroll
+        for (int x = 0; x < RW; ++x) patch[y][x] = tc[y * a.TW + x];
+#pragma unroll
+      for (int ky = 0; ky < KH; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx)
+          tap(ky * KW + kx, [&](int wy, int wx) { return patch[wy + ky][wx + kx]; });
+    } else {
+      for (int ky = 0; ky < a.kh; ++ky)
+        for (int kx = 0; kx < a.kw; ++kx) {
+          const float* ip = tc + ky * a.TW + kx;
+          tap(ky * a.kw + kx, [&](int wy, int wx) { return ip[wy * a.cs * a.TW + wx * a.cs]; });
+        }
+    }
+  }
+}
+
+template <int PS, int FPT, int KH, int KW, bool RELU>
 __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
   startAfterPreviousKernel();
   extern __shared__ __align__(16) float smem[];
@@ -92,57 +161,32 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
       tile[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c0 + cl) * a.H + iy) * a.W + ix] : 0.0f;
     }
     __syncthreads();
-    for (int cl = 0; cl < cc; ++cl) {
-      const float* tc = tile + cl * tileSize + myBase;
-      const float* wc = wts + cl * khkw * a.FB + threadIdx.y * FPT;
-      for (int ky = 0; ky < a.kh; ++ky) {
-        for (int kx = 0; kx < a.kw; ++kx) {
-          const float* ip = tc + ky * a.TW + kx;
-          float v[PS * PS];
-#pragma unroll
-          for (int wy = 0; wy < PS; ++wy)
-#pragma unroll
-            for (int wx = 0; wx < PS; ++wx) v[wy * PS + wx] = ip[wy * a.cs * a.TW + wx * a.cs];
-          const float4* wp = reinterpret_cast<const float4*>(wc + (ky * a.kw + kx) * a.FB);
-#pragma unroll
-          for (int j4 = 0; j4 < FPT / 4; ++j4) {
-            const float4 w = wp[j4];
-#pragma unroll
-            for (int e = 0; e < PS * PS; ++e) {
-              acc[4 * j4 + 0][e] = fmaf(w.x, v[e], acc[4 * j4 + 0][e]);
-              acc[4 * j4 + 1][e] = fmaf(w.y, v[e], acc[4 * j4 + 1][e]);
-              acc[4 * j4 + 2][e] = fmaf(w.z, v[e], acc[4 * j4 + 2][e]);
-              acc[4 * j4 + 3][e] = fmaf(w.w, v[e], acc[4 * j4 + 3][e]);
-            }
-          }
-        }
-      }
-    }
+    accumulateWindow<PS, FPT, KH, KW>(acc, tile, wts, cc, a, myBase);
   }
 
   if (!valid) return;
-  const int plane = a.PH * a.PW;
+  // outputs of the window's first conv output and of its (wy, wx)th, in the filter's (OH, OW) plane
+  const int plane = a.PH * a.PW, convPlane = a.OH * a.OW;
+  const int winOrigin = py * a.ps * a.OW + px * a.ps;
+  const int fFirst = f0 + threadIdx.y * FPT;
+  const int64_t out0 = (int64_t(n) * a.F + fFirst) * plane + py * a.PW + px;
 #pragma unroll
   for (int j = 0; j < FPT; ++j) {
-    const int f = f0 + threadIdx.y * FPT + j;
+    const int f = fFirst + j;
     if (f >= a.F) break;
     const float b = a.bias[f];
-    float best = 0.0f;
-    int32_t bestIndex = 0;
+    float best = activateOutput<RELU>(acc[j][0] + b, a.act, a.alpha);
+    int bestOffset = 0;
 #pragma unroll
-    for (int wy = 0; wy < PS; ++wy)
-#pragma unroll
-      for (int wx = 0; wx < PS; ++wx) {
-        const float v = activate(acc[j][wy * PS + wx] + b, a.act, a.alpha);
-        const int32_t idx = (f * a.OH + py * a.ps + wy) * a.OW + px * a.ps + wx;
-        if ((wy | wx) == 0 || replacesMax(v, best)) {
-          best = v;
-          bestIndex = idx;
-        }
+    for (int e = 1; e < PS * PS; ++e) {
+      const float v = activateOutput<RELU>(acc[j][e] + b, a.act, a.alpha);
+      if (replacesPooled<RELU>(v, best)) {
+        best = v;
+        bestOffset = (e / PS) * a.OW + e % PS;
       }
-    const int64_t o = (int64_t(n) * a.F + f) * plane + py * a.PW + px;
-    a.pooled[o] = best;
-    a.argmax[o] = bestIndex;
+    }
+    a.pooled[out0 + int64_t(j) * plane] = best;
+    a.argmax[out0 + int64_t(j) * plane] = f * convPlane + winOrigin + bestOffset;
   }
 }
 
@@ -285,6 +329,99 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
     }
   }
 }
+// The thin conv's weight gradient (C * kh * kw <= kConvPoolThinTaps: a first layer): a warp per filter, each
+// lane a slice of its windows (q = lane, lane + 32, ...), all the filter's taps and its bias in registers. Per
+// sample the block stages the zero-padded input once; each lane reads its windows' (argmax, dPooled, pooled)
+// straight from global memory (32 consecutive windows a warp) and adds g * input at every tap. With ReLU a window
+// whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a fixed tree, so
+// the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one channel and a
+// KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any shape, guarded.
+struct ThinArgs {
+  WgArgs w;
+  FastDiv divOW;
+};
+
+template <bool RELU, int KS>
+__global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs t) {
+  startAfterPreviousKernel();
+  constexpr int MAXT = KS > 0 ? KS * KS : kConvPoolThinTaps;
+  const WgArgs& a = t.w;
+  extern __shared__ __align__(16) float ins[];  // [C][Hp][Wp]
+  const int lane = threadIdx.x & 31;
+  const int f = blockIdx.y * a.FT + (threadIdx.x >> 5);
+  const int khkw = a.kh * a.kw, taps = KS > 0 ? MAXT : a.C * khkw;
+  const int HpWp = a.Hp * a.Wp, OHW = a.OH * a.OW;
+  int off[KS > 0 ? 1 : MAXT];  // KS = 0: each tap's offset from a window's first input in the staged region
+  if constexpr (KS == 0) {
+#pragma unroll
+    for (int k = 0; k < MAXT; ++k) {
+      const int c = k / khkw, r = k - c * khkw, ky = r / a.kw;
+      off[k] = k < taps ? c * HpWp + ky * a.Wp + r - ky * a.kw : 0;
+    }
+  }
+  float acc[MAXT + 1];  // the taps, then the bias
+#pragma unroll
+  for (int k = 0; k <= MAXT; ++k) acc[k] = 0.0f;
+
+  const int nBegin = blockIdx.x * a.per, nEnd = min(a.N, nBegin + a.per);
+  for (int n = nBegin; n < nEnd; ++n) {
+    __syncthreads();
+    const float* inSample = a.in + int64_t(n) * a.C * a.H * a.W;
+    for (int i = threadIdx.x; i < a.C * HpWp; i += kWgThreads) {
+      const int x = i % a.Wp, rest = i / a.Wp;
+      const int y = rest % a.Hp, c = rest / a.Hp;
+      const int iy = y - a.padTop, ix = x - a.padLeft;
+      ins[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c) * a.H + iy) * a.W + ix] : 0.0f;
+    }
+    __syncthreads();
+    if (f >= a.F) continue;
+    const int64_t base = (int64_t(n) * a.F + f) * a.PQ;
+    for (int q = lane; q < a.PQ; q += 32) {
+      const float y = a.pooled[base + q];
+      float g;
+      if constexpr (RELU) {
+        if (!(y > 0.0f)) continue;
+        g = a.dPooled[base + q];
+      } else {
+        g = gateGradient(a.dPooled[base + q], y, a.act, a.alpha);
+      }
+      const int pix = a.argmax[base + q] - f * OHW;
+      const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
+      const float* window = ins + (oy * a.Wp + ox) * a.cs;
+      if constexpr (KS > 0) {
+#pragma unroll
+        for (int ky = 0; ky < KS; ++ky) {
+          const float* row = window + ky * a.Wp;
+#pragma unroll
+          for (int kx = 0; kx < KS; ++kx) acc[ky * KS + kx] = fmaf(g, row[kx], acc[ky * KS + kx]);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < MAXT; ++k)
+          if (k < taps) acc[k] = fmaf(g, window[off[k]], acc[k]);
+      }
+      acc[MAXT] += g;
+    }
+  }
+  if (f >= a.F) return;
+#pragma unroll
+  for (int k = 0; k <= MAXT; ++k)
+#pragma unroll
+    for (int m = 16; m >= 1; m /= 2) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], m);
+  if (lane != 0) return;
+  const int K = a.C * khkw;
+  const bool direct = gridDim.x == 1;
+  float* slot = a.ws + int64_t(blockIdx.x) * a.F * (K + 1) + int64_t(f) * (K + 1);
+#pragma unroll
+  for (int k = 0; k < MAXT; ++k) {
+    if (k >= K) break;
+    if (direct) a.dWeight[int64_t(f) * K + k] = acc[k];
+    else slot[k] = acc[k];
+  }
+  if (direct) a.dBias[f] = acc[MAXT];
+  else slot[K] = acc[MAXT];
+}
+
 // dWeight / dBias = the slices' partial sums, in a fixed order (deterministic). A block of 32 x 32
 // threads takes 32 outputs: thread (x, y) adds slices y, y+32, ... of output x (loads coalesced along
 // x), then the 32 partials of each output are added in y order. One thread per output over hundreds of
@@ -310,6 +447,17 @@ __global__ void __launch_bounds__(kReduceLanes * kReduceLanes)
   else dWeight[int64_t(f) * K + k] = total;
 }
 
+
+// the forward's instance: taps 3 or 5 (stride 1, square, PS 2 only) have their windows' inputs in registers
+template <int PS, int FPT>
+void launchForward(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const FwdArgs& a, int taps, bool relu) {
+  auto go = [&](auto kernel) { launchKernel("convPoolForward", kernel, grid, block, smem, stream, a); };
+  if constexpr (PS == 2 && FPT <= 8) {  // the chooser takes 16 filters a thread only without them
+    if (taps == 3) return relu ? go(convPoolForward<PS, FPT, 3, 3, true>) : go(convPoolForward<PS, FPT, 3, 3, false>);
+    if (taps == 5) return relu ? go(convPoolForward<PS, FPT, 5, 5, true>) : go(convPoolForward<PS, FPT, 5, 5, false>);
+  }
+  relu ? go(convPoolForward<PS, FPT, 0, 0, true>) : go(convPoolForward<PS, FPT, 0, 0, false>);
+}
 
 // the conv's geometry, which FwdArgs and WgArgs both carry under these names
 template <class Args>
@@ -353,15 +501,16 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
   a.act = act;
   a.alpha = alpha;
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]), block(c.block[0], c.block[1]);
+  const bool relu = act == ActivationFn::ReLU;
   if (c.PS == 2) {
-    if (c.FPT == 16) launchKernel("convPoolForward", convPoolForward<2, 16>, grid, block, c.smem, stream, a);
-    else if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<2, 8>, grid, block, c.smem, stream, a);
-    else launchKernel("convPoolForward", convPoolForward<2, 4>, grid, block, c.smem, stream, a);
+    if (c.FPT == 16) launchForward<2, 16>(grid, block, c.smem, stream, a, c.taps, relu);
+    else if (c.FPT == 8) launchForward<2, 8>(grid, block, c.smem, stream, a, c.taps, relu);
+    else launchForward<2, 4>(grid, block, c.smem, stream, a, c.taps, relu);
   } else if (c.PS == 3) {
-    if (c.FPT == 8) launchKernel("convPoolForward", convPoolForward<3, 8>, grid, block, c.smem, stream, a);
-    else launchKernel("convPoolForward", convPoolForward<3, 4>, grid, block, c.smem, stream, a);
+    if (c.FPT == 8) launchForward<3, 8>(grid, block, c.smem, stream, a, 0, relu);
+    else launchForward<3, 4>(grid, block, c.smem, stream, a, 0, relu);
   } else {
-    launchKernel("convPoolForward", convPoolForward<4, 4>, grid, block, c.smem, stream, a);
+    launchForward<4, 4>(grid, block, c.smem, stream, a, 0, relu);
   }
   checkLaunch("convPoolForward");
 }
@@ -403,8 +552,18 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.per = c.per;
   a.act = act;
   a.alpha = alpha;
-  launchKernel("convPoolWeights", convPoolWeights, dim3(c.grid[0], c.grid[1], c.grid[2]), kWgThreads, c.smem, stream,
-               a);
+  const dim3 grid(c.grid[0], c.grid[1], c.grid[2]);
+  if (c.thin) {
+    const ThinArgs t{a, FastDiv(g.OW)};
+    const int ks = g.C == 1 && g.kh == g.kw ? g.kh : 0;
+    auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, c.smem, stream, t); };
+    const bool relu = act == ActivationFn::ReLU;
+    if (ks == 3) relu ? go(convPoolWeightsThin<true, 3>) : go(convPoolWeightsThin<false, 3>);
+    else if (ks == 5) relu ? go(convPoolWeightsThin<true, 5>) : go(convPoolWeightsThin<false, 5>);
+    else relu ? go(convPoolWeightsThin<true, 0>) : go(convPoolWeightsThin<false, 0>);
+  } else {
+    launchKernel("convPoolWeights", convPoolWeights, grid, kWgThreads, c.smem, stream, a);
+  }
   checkLaunch("convPoolWeights");
   if (c.chunks == 1) return;
   const int outputs = g.F * (K + 1);

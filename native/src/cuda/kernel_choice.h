@@ -179,6 +179,7 @@ size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
 // input rows (TH x TW) and weights staged per step
 struct ConvPoolForwardPlan {
   bool ok = false;
+  int taps = 0;  // 3 or 5: a square kernel of that size, stride 1, pool 2: the windows' inputs in registers
   int PS = 0, FPT = 0, GY = 0, TPR = 0, TH = 0, TW = 0, CC = 0, bx = 0;
   size_t smem = 0;
   unsigned grid[3] = {1, 1, 1};
@@ -189,6 +190,7 @@ inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch
 // its weight gradient: a block owns a chunk of `per` samples, FT filters and CT channels; QS window slices
 struct ConvPoolWeightsPlan {
   bool ok = false;
+  bool thin = false;  // convPoolWeightsThin: a warp per filter, all C * kh * kw taps in registers
   int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
   int mostChunks = 0;  // the most chunks of any batch from 1 to this one (chunks is not monotone in the batch)
   size_t smem = 0;
@@ -197,6 +199,7 @@ struct ConvPoolWeightsPlan {
 inline constexpr int kConvPoolWgThreads = 256;  // threads per block
 inline constexpr int kConvPoolWgCols = 4;       // columns per thread unit
 inline constexpr int kConvPoolWgUnits = 2;      // units per thread
+inline constexpr int kConvPoolThinTaps = 32;    // the thin kernel's most taps (C * kh * kw)
 
 ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p);
 ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p);
