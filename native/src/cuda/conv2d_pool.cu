@@ -336,6 +336,8 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
 // whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a fixed tree, so
 // the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one channel and a
 // KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any shape, guarded.
+constexpr int kThinWindows = 4;  // windows a lane loads at once
+
 struct ThinArgs {
   WgArgs w;
   FastDiv divOW;
@@ -376,31 +378,45 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs
     __syncthreads();
     if (f >= a.F) continue;
     const int64_t base = (int64_t(n) * a.F + f) * a.PQ;
-    for (int q = lane; q < a.PQ; q += 32) {
-      const float y = a.pooled[base + q];
-      float g;
-      if constexpr (RELU) {
-        if (!(y > 0.0f)) continue;
-        g = a.dPooled[base + q];
-      } else {
-        g = gateGradient(a.dPooled[base + q], y, a.act, a.alpha);
+    for (int q0 = lane; q0 < a.PQ; q0 += 32 * kThinWindows) {
+      // the loads of kThinWindows windows first, so that they are in flight together (one window's chain of
+      // dependent loads at a time had left the kernel latency-bound)
+      float y[kThinWindows], dy[kThinWindows];
+      int am[kThinWindows];
+#pragma unroll
+      for (int b = 0; b < kThinWindows; ++b) {
+        const int q = min(q0 + 32 * b, a.PQ - 1);
+        y[b] = a.pooled[base + q];
+        dy[b] = a.dPooled[base + q];
+        am[b] = a.argmax[base + q];
       }
-      const int pix = a.argmax[base + q] - f * OHW;
-      const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
-      const float* window = ins + (oy * a.Wp + ox) * a.cs;
-      if constexpr (KS > 0) {
 #pragma unroll
-        for (int ky = 0; ky < KS; ++ky) {
-          const float* row = window + ky * a.Wp;
-#pragma unroll
-          for (int kx = 0; kx < KS; ++kx) acc[ky * KS + kx] = fmaf(g, row[kx], acc[ky * KS + kx]);
+      for (int b = 0; b < kThinWindows; ++b) {
+        if (q0 + 32 * b >= a.PQ) break;
+        float g;
+        if constexpr (RELU) {
+          if (!(y[b] > 0.0f)) continue;
+          g = dy[b];
+        } else {
+          g = gateGradient(dy[b], y[b], a.act, a.alpha);
         }
-      } else {
+        const int pix = am[b] - f * OHW;
+        const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
+        const float* window = ins + (oy * a.Wp + ox) * a.cs;
+        if constexpr (KS > 0) {
 #pragma unroll
-        for (int k = 0; k < MAXT; ++k)
-          if (k < taps) acc[k] = fmaf(g, window[off[k]], acc[k]);
+          for (int ky = 0; ky < KS; ++ky) {
+            const float* row = window + ky * a.Wp;
+#pragma unroll
+            for (int kx = 0; kx < KS; ++kx) acc[ky * KS + kx] = fmaf(g, row[kx], acc[ky * KS + kx]);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < MAXT; ++k)
+            if (k < taps) acc[k] = fmaf(g, window[off[k]], acc[k]);
+        }
+        acc[MAXT] += g;
       }
-      acc[MAXT] += g;
     }
   }
   if (f >= a.F) return;
