@@ -47,6 +47,10 @@ inline std::vector<Variant> gemmVariants() {
 inline std::string gemmPlan(const cuda::KernelOverrides& o, int M, int N, int K) {
   return cuda::chooseGemm(caps(), o, M, N, K).name();
 }
+// the plan of gemm() with these transposes: the shallow one-pass kernel or a tile
+inline std::string gemmPlan(const cuda::KernelOverrides& o, bool transA, bool transB, int M, int N, int K) {
+  return cuda::chooseGemmShallow(o, transA, transB, M, N, K) ? std::string("shallow") : gemmPlan(o, M, N, K);
+}
 
 // ---- gemm() ----
 
@@ -110,7 +114,7 @@ inline void checkGemmRow(const GemmRow& r, uint64_t seed) {
                 r.N, r.K, r.pad ? " misaligned" : "", r.bias ? " +bias" : "",
                 r.act != ActivationFn::Linear ? (" act " + actName(r.act)).c_str() : "",
                 r.gateAct != ActivationFn::Linear ? (" gate " + actName(r.gateAct)).c_str() : "");
-  auto plan = [&](const cuda::KernelOverrides& o) { return gemmPlan(o, r.M, r.N, r.K); };
+  auto plan = [&](const cuda::KernelOverrides& o) { return gemmPlan(o, r.transA, r.transB, r.M, r.N, r.K); };
   for (const Reached& v : reached(gemmVariants(), plan)) {
     Row line("gemm", shape, v.label());
     under(v.variant, [&] {
@@ -177,7 +181,7 @@ inline void checkDenseRow(cpu::ThreadPool& pool, const DenseRow& r, uint64_t see
                             std::to_string(r.units) + " " + actName(r.act) + ", gate " + actName(r.inAct);
   auto plans = [&](const cuda::KernelOverrides& o) {
     return "fwd " + gemmPlan(o, r.N, r.units, r.inputs) + ", dW " + gemmPlan(o, r.units, r.inputs, r.N) + ", dIn " +
-           gemmPlan(o, r.N, r.inputs, r.units);
+           gemmPlan(o, false, false, r.N, r.inputs, r.units);
   };
   for (const Reached& v : reached(gemmVariants(), plans)) {
     Row line("dense", shape, v.label());

@@ -109,7 +109,8 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
       const int inputs = int(lp.inSize), units = int(lp.outSize);
       lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
                       chooseGemm(caps, o, units, inputs, N).name() + ", input gradient " +
-                      chooseGemm(caps, o, N, inputs, units).name());
+                      (chooseGemmShallow(o, false, false, N, inputs, units) ? std::string("shallow")
+                                                                            : chooseGemm(caps, o, N, inputs, units).name()));
     }
   }
   const LayerPlan& head = plan.layers.back();
@@ -670,6 +671,22 @@ void testWorkspaceCoversSmallerBatches() {
             "conv + max pool fused up to a batch of 65535, separate beyond");
 }
 
+// The shallow GEMM (K <= 16, no transposes, N >= 256): seed001's head input gradients; not where a tile is
+// forced (the op table's tile variants keep testing the tiled kernels on the same shapes).
+void testGemmShallow() {
+  const KernelOverrides o;
+  CHECK_MSG(chooseGemmShallow(o, false, false, 1000, 43264, 10) && chooseGemmShallow(o, false, false, 100, 10816, 10),
+            "seed001's input gradients (10 units): shallow");
+  CHECK_MSG(!chooseGemmShallow(o, true, false, 1000, 43264, 10) && !chooseGemmShallow(o, false, true, 1000, 43264, 10),
+            "transposed operands: a tile");
+  CHECK_MSG(!chooseGemmShallow(o, false, false, 1000, 43264, 17) && !chooseGemmShallow(o, false, false, 1000, 255, 10) &&
+                !chooseGemmShallow(o, false, false, 1000, 4096, 0),
+            "K > 16, N < 256 or K = 0: a tile");
+  KernelOverrides forced;
+  forced.gemmTile = GemmTileForce::Large64x64;
+  CHECK_MSG(!chooseGemmShallow(forced, false, false, 1000, 43264, 10), "a forced tile is taken");
+}
+
 // The fused conv + max pool's kernels by shape: the forward's register taps (a square 3x3 or 5x5 kernel of
 // stride 1 under a pool of 2) with 8 filters a thread, and the thin weight gradient (C * kh * kw <= 32, a warp
 // per filter) for the first layers; the general kernels elsewhere.
@@ -790,6 +807,7 @@ int main(int argc, char** argv) {
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
     testConvPoolPlans();
+    testGemmShallow();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());
   }

@@ -400,6 +400,71 @@ void launchModes(cudaStream_t stream, const GemmPlan& p, bool transA, bool trans
 
 ActivationFn elementwise(ActivationFn fn) { return fn == ActivationFn::Softmax ? ActivationFn::Linear : fn; }
 
+// C (M, N) = A (M, K) . B (K, N) for K <= kGemmShallowMaxK (chooseGemmShallow): a thread owns 4 columns of C,
+// holds their K rows of B in registers and writes them for the block's kGemmShallowRows rows of A (staged in
+// shared memory). Each sum runs k = 0, 1, ... from 0, as the tiled kernels' (no K split at this depth).
+constexpr int kShallowThreads = 256;
+
+template <bool VEC>
+__global__ void __launch_bounds__(kShallowThreads)
+    gemmShallowKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C,
+                      Epilogue epi) {
+  startAfterPreviousKernel();
+  __shared__ float a[kGemmShallowRows][kGemmShallowMaxK];
+  const int n0 = (blockIdx.x * kShallowThreads + threadIdx.x) * 4;
+  const int m0 = blockIdx.y * kGemmShallowRows;
+  const int rows = min(kGemmShallowRows, M - m0);
+  for (int i = threadIdx.x; i < rows * K; i += kShallowThreads) a[i / K][i % K] = A[int64_t(m0) * K + i];
+  float b[kGemmShallowMaxK][4];
+#pragma unroll
+  for (int k = 0; k < kGemmShallowMaxK; ++k) {
+    const float* row = B + int64_t(k) * N + n0;
+    if (k >= K || n0 >= N) {
+      b[k][0] = b[k][1] = b[k][2] = b[k][3] = 0.0f;
+    } else if (VEC) {
+      const float4 x = __ldg(reinterpret_cast<const float4*>(row));
+      b[k][0] = x.x, b[k][1] = x.y, b[k][2] = x.z, b[k][3] = x.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[k][j] = n0 + j < N ? __ldg(row + j) : 0.0f;
+    }
+  }
+  __syncthreads();
+  if (n0 >= N) return;
+  for (int r = 0; r < rows; ++r) {
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < kGemmShallowMaxK; ++k) {
+      if (k >= K) break;
+      const float x = a[r][k];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[j] = fmaf(x, b[k][j], v[j]);
+    }
+    const int64_t m = m0 + r;
+    float* out = C + m * N + n0;
+    if (VEC) {  // N % 4 == 0: the 4 columns are in C
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[j] = finish(v[j], m, n0 + j, N, epi);
+      *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (n0 + j < N) out[j] = finish(v[j], m, n0 + j, N, epi);
+    }
+  }
+}
+
+void launchShallow(cudaStream_t stream, int M, int N, int K, const float* A, const float* B, float* C,
+                   const Epilogue& epi, bool vec) {
+  const dim3 grid(unsigned((int64_t(N) + 4 * kShallowThreads - 1) / (4 * kShallowThreads)),
+                  unsigned((M + kGemmShallowRows - 1) / kGemmShallowRows));
+  auto go = [&](auto kernel) {
+    launchKernel("gemmShallowKernel", kernel, grid, kShallowThreads, 0, stream, M, N, K, A, B, C, epi);
+  };
+  vec ? go(gemmShallowKernel<true>) : go(gemmShallowKernel<false>);
+  checkLaunch("gemm (shallow K)");
+}
+
 void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K, const float* A, const float* B,
               float* C, const GemmEpilogue& e, float* rowSums) {
   if (M <= 0 || (N <= 0 && !rowSums)) return;
@@ -418,6 +483,8 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if ((transA ? M : K) % 4 == 0 && aligned16(A)) flags |= kVecA;
   if ((transB ? K : N) % 4 == 0 && aligned16(B)) flags |= kVecB;
   if (N % 4 == 0 && aligned16(C)) flags |= kVecC;
+  if (!rowSums && chooseGemmShallow(kernelOverrides(), transA, transB, M, N, K))
+    return launchShallow(stream, M, N, K, A, B, C, epi, (flags & kVecB) && (flags & kVecC));
   switch (p.tile) {
     case GemmTile::Large64x64:
       launchModes<GemmTile::Large64x64>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);

@@ -286,6 +286,11 @@ struct GemmPlan {
   std::string name() const;  // "64x64/2" (tile / K splits)
 };
 GemmPlan chooseGemm(const DeviceCaps& caps, const KernelOverrides& o, int M, int N, int K);
+// C = A . B without transposes and K <= kGemmShallowMaxK (a layer of few units' input gradient: seed001's
+// 10-unit head over 10 816 or 43 264 inputs) as one pass writing C (gemm.cu gemmShallowKernel), where no tile is
+// forced; N >= kGemmShallowMinN, M within the grid's rows
+inline constexpr int kGemmShallowMaxK = 16, kGemmShallowMinN = 256, kGemmShallowRows = 8;
+bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M, int N, int K);
 
 // ================================ elementwise optimizer step ================================
 
