@@ -419,7 +419,25 @@ struct ConvPoolData {
 inline std::vector<Variant> convPoolVariants() {
   return {{"default", nullptr},
           {"fused", [](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::On; }},
+          {"fused, 1 filter block a block",
+           [](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::On, o.convPoolLoops = 1; }},
+          {"fused, 3 filter blocks a block",
+           [](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::On, o.convPoolLoops = 3; }},
+          {"fused, thin chunks for 64 blocks",
+           [](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::On, o.convPoolThinBlocks = 64; }},
           {"separate", [](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::Off; }}};
+}
+
+// the fused kernels' plans as the op table names them: "fused" and, where they apply, the forward's filter loops,
+// the thin weight gradient, its prefetch and its chunks
+inline std::string convPoolPlanName(const cuda::KernelOverrides& o, int N, const cpu::ConvGeometry& g,
+                                    const cpu::PoolGeometry& p) {
+  const cuda::ConvPoolForwardPlan f = cuda::planConvPoolForward(caps(), N, g, p, o.convPoolLoops);
+  const cuda::ConvPoolWeightsPlan w = cuda::planConvPoolWeights(N, g, p, o.convPoolThinBlocks);
+  std::string name = "fused";
+  if (f.FL > 1) name += ", " + std::to_string(f.FL) + " filter blocks a block";
+  if (w.thin) name += std::string(", thin") + (w.prefetch ? " prefetched" : "") + " in " + std::to_string(w.chunks) + " chunks";
+  return name;
 }
 
 // Forward and weight gradient, fused (one kernel, the conv's output never stored) or as the conv and the
@@ -433,12 +451,13 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
                 activationName(row.act));
   const std::string shape = describe(row.c, d.g, more);
   auto choiceOf = [&](const cuda::KernelOverrides& o) {
-    return std::string(cuda::chooseConvPoolFusion(o, d.g, d.p, row.act, row.c.N) ? "fused" : "separate");
+    return cuda::chooseConvPoolFusion(o, d.g, d.p, row.act, row.c.N) ? convPoolPlanName(o, N, d.g, d.p)
+                                                                       : std::string("separate");
   };
   {
     Row line("conv2d + max pool", shape, "the variants the chooser reaches");
     const Variant fused = variantNamed(convPoolVariants(), "fused");
-    line.check(choiceOf(overridesOf(fused)) == "fused", "the fused kernel takes it");
+    line.check(choiceOf(overridesOf(fused)) != "separate", "the fused kernel takes it");
   }
   DeviceVector<float> gPooled(d.dPooled.size()), gDW(d.dW.size()), gDB(d.dB.size());
   DeviceVector<int32_t> gArgmax(d.dPooled.size());
@@ -447,7 +466,7 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
   cudaOk(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   for (const Reached& r : reached(convPoolVariants(), choiceOf)) {
     Row line("conv2d + max pool", shape, r.label());
-    const bool fused = r.choice == "fused";
+    const bool fused = r.choice != "separate";
     under(r.variant, [&] {
       poison(gPooled);
       poison(gArgmax);

@@ -49,7 +49,7 @@ inline std::string gemmPlan(const cuda::KernelOverrides& o, int M, int N, int K)
 }
 // the plan of gemm() with these transposes: the shallow one-pass kernel or a tile
 inline std::string gemmPlan(const cuda::KernelOverrides& o, bool transA, bool transB, int M, int N, int K) {
-  return cuda::chooseGemmShallow(o, transA, transB, M, N, K) ? std::string("shallow") : gemmPlan(o, M, N, K);
+  return cuda::gemmPlanName(caps(), o, transA, transB, M, N, K);
 }
 
 // ---- gemm() ----

@@ -133,6 +133,7 @@ const ConvPoolRow kConvPoolRows[] = {
     {{"N=1 C=1 relu F=1", 1, 1, 6, 6, 1, 3, 3, 1, 'v'}, 2, 2, kReLU},
     {{"C=1 5x5 tanh (register taps, not ReLU)", 6, 1, 16, 16, 24, 5, 5, 1, 'v'}, 2, 2, kTanh},
     {{"C=1 3x3 stride 2 leaky (thin, strided)", 5, 1, 17, 17, 30, 3, 3, 2, 'v'}, 2, 2, kLeaky},
+    {{"C=2 3x3 (thin, prefetched, any taps)", 7, 2, 10, 10, 12, 3, 3, 1, 'v'}, 2, 2, kReLU},
     {{"C=2 2x2 same relu F=9 (thin, any taps)", 7, 2, 10, 10, 9, 2, 2, 1, 's'}, 2, 2, kReLU},
 };
 

@@ -109,8 +109,7 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
       const int inputs = int(lp.inSize), units = int(lp.outSize);
       lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
                       chooseGemm(caps, o, units, inputs, N).name() + ", input gradient " +
-                      (chooseGemmShallow(o, false, false, N, inputs, units) ? std::string("shallow")
-                                                                            : chooseGemm(caps, o, N, inputs, units).name()));
+                      gemmPlanName(caps, o, false, false, N, inputs, units));
     }
   }
   const LayerPlan& head = plan.layers.back();
@@ -424,6 +423,10 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "396"}}).batchnormClusterGrid == 396);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_GRID", "-5"}}).batchnormClusterGrid == 0);
   CHECK(parse({{"NNSTUDIO_CUDA_BN_CLUSTER_VALUES", "200000"}}).batchnormClusterValues == 200000);
+  CHECK(parse({}).convPoolLoops == 0 && parse({}).convPoolThinBlocks == 0);
+  CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "4"}}).convPoolLoops == 4);
+  CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "-1"}}).convPoolLoops == 0);
+  CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_CUDA_PDL", "true"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_GEMM_SPLITK", "0"}}).gemmSplitK);
@@ -719,6 +722,48 @@ void testConvPoolPlans() {
   }
 }
 
+// (testConvPoolPlans's geometries) A forward block takes several filter blocks in turn where the grid keeps 8
+// blocks an SM and every channel is staged at once; the thin weight gradient prefetches the next sample where
+// the input is unpadded and a float4 a thread; its chunks follow the block target.
+void testConvPoolLoopsAndPrefetch() {
+  auto pool = [](int C, int H, int size, int stride) {
+    PoolGeometry p;
+    p.C = C, p.H = p.W = H, p.size = size, p.stride = stride, p.OH = p.OW = (H - size) / stride + 1;
+    return p;
+  };
+  const ConvGeometry seed001 = geometry(1, 28, 28, 256, 3, 26, 26), fast1 = geometry(1, 28, 28, 24, 5, 24, 24),
+                     keras2 = geometry(32, 26, 26, 64, 3, 24, 24), seed000 = geometry(4, 28, 28, 4, 2, 28, 28);
+  ConvGeometry strided = geometry(1, 17, 17, 30, 3, 8, 8);
+  strided.stride = 2;
+  const PoolGeometry p256 = pool(256, 26, 2, 2);
+  const ConvPoolForwardPlan wide = planConvPoolForward(h100(), 1000, seed001, p256);
+  CHECK_MSG(wide.ok && wide.FL == 8 && wide.grid[1] * wide.grid[2] == 2000 && wide.CC == 1,
+            "seed001_256: 8 filter blocks of 16 a block, 2000 blocks (16 would leave 1000, under 8 an SM)");
+  CHECK_MSG(wide.smem == sizeof(float) * (28 * 28 + 9 * 16 * 8), "its stage: the sample and 8 blocks' weights");
+  CHECK_MSG(planConvPoolForward(h100(), 100, seed001, p256).FL == 1, "batch 100: one (1600 blocks; 2 would leave 800)");
+  CHECK_MSG(planConvPoolForward(h100(), 100, geometry(1, 28, 28, 64, 3, 26, 26), pool(64, 26, 2, 2)).FL == 1,
+            "seed001 (64 filters, batch 100): one filter block a block");
+  CHECK_MSG(planConvPoolForward(h100(), 256, fast1, pool(24, 24, 2, 2)).FL == 1, "fast_mnist conv1: one");
+  const ConvPoolForwardPlan forced = planConvPoolForward(h100(), 16, seed001, p256, 3);
+  CHECK_MSG(forced.FL == 3 && forced.GY == 1 && forced.grid[1] == 11, "forced 3 (batch 16): 32 filter blocks of 8 in 11");
+  CHECK_MSG(planConvPoolForward(h100(), 16, seed001, p256, 1000).FL == 32, "forced past the filters: all of them");
+  CHECK_MSG(planConvPoolForward(h100(), 16, geometry(1, 28, 28, 4096, 3, 26, 26), pool(4096, 26, 2, 2), 256).FL < 256,
+            "forced loops are cut until the weights fit the stage");
+  const ConvPoolForwardPlan k = planConvPoolForward(h100(), 64, keras2, pool(64, 24, 2, 2), 4);
+  CHECK_MSG(k.ok && k.CC < keras2.C && k.FL == 1, "keras conv2 (its channels in stages): one filter block, even forced");
+  const ConvPoolWeightsPlan thin = planConvPoolWeights(1000, seed001, p256);
+  CHECK_MSG(thin.thin && thin.prefetch && thin.smem == 2 * sizeof(float) * 28 * 28,
+            "seed001's weight gradient: prefetched, two input buffers");
+  CHECK_MSG(thin.grid[1] == 32 && thin.chunks == 17 && thin.per == 59, "its chunks: 17 of 59 samples for 528 blocks");
+  const ConvPoolWeightsPlan wider = planConvPoolWeights(1000, seed001, p256, 1056);
+  CHECK_MSG(wider.chunks == 33 && wider.per == 31, "a target of 1056 blocks: 33 chunks of 31");
+  CHECK_MSG(planConvPoolWeights(256, fast1, pool(24, 24, 2, 2)).prefetch, "fast_mnist conv1: prefetched");
+  CHECK_MSG(!planConvPoolWeights(32, seed000, pool(4, 28, 4, 4)).prefetch, "padded (seed000 conv2): staged per sample");
+  CHECK_MSG(!planConvPoolWeights(5, strided, pool(30, 8, 2, 2)).prefetch, "17 x 17 (not whole float4s): staged");
+  CHECK_MSG(!planConvPoolWeights(8, geometry(1, 40, 40, 8, 3, 38, 38), pool(8, 38, 2, 2)).prefetch,
+            "1600 inputs, more than a float4 a thread: staged");
+}
+
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at
 // most 2 blocks per SM, 264; channels of more than 64K values on the two-pass kernels only where they would
 // be loaded a value at a time), wider grids and larger channels asked for, a portable-only GPU (8), none; a
@@ -807,6 +852,7 @@ int main(int argc, char** argv) {
     testPerDevice();
     testWorkspaceCoversSmallerBatches();
     testConvPoolPlans();
+    testConvPoolLoopsAndPrefetch();
     testGemmShallow();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());

@@ -11,9 +11,6 @@ namespace {
 constexpr int kForwardSmemBytes = 40 * 1024;
 constexpr int kWgInputBytes = 20 * 1024;
 constexpr int kWgWindowBytes = 24 * 1024;
-// The weight gradient splits the batch into chunks until the grid has this many blocks (two per SM of an
-// H100). A constant: the chunks are summed in order, so it decides the bits, which must not depend on the GPU.
-constexpr int kWgTargetBlocks = 264;
 
 // Where the fused kernel pays (H100, test_cuda_conv2d_pool --bench): a thin conv (few taps) with many
 // filters, whose output is large next to its input; seed001's 1 -> 64 and 1 -> 256 filters 3x3 gain 2-3x,
@@ -23,8 +20,28 @@ constexpr int kWgTargetBlocks = 264;
 // the conv plus a separate pool is faster.
 bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 24; }
 
+// FL: doubled while the grid keeps loopBlocks blocks and the staged weights fit (forced: `loops`, halved until
+// they fit); only where every channel is staged at once, so that the loops need no barrier
+int filterLoops(const ConvPoolForwardPlan& c, const ConvGeometry& g, int64_t samplesTiles, int filterBlocks,
+                int loopBlocks, int loops) {
+  if (c.CC != g.C) return 1;
+  auto fits = [&](int fl) {
+    return int64_t(g.C) * (int64_t(c.TH) * c.TW + int64_t(g.kh) * g.kw * c.FPT * c.GY * fl) * 4 <= kForwardSmemBytes;
+  };
+  auto blocks = [&](int fl) { return samplesTiles * ((filterBlocks + fl - 1) / fl); };
+  int fl = 1;
+  if (loops > 0) {
+    fl = std::min(loops, filterBlocks);
+    while (fl > 1 && !fits(fl)) fl /= 2;
+    return fl;
+  }
+  while (2 * fl <= filterBlocks && blocks(2 * fl) >= loopBlocks && fits(2 * fl)) fl *= 2;
+  return fl;
+}
+
 // the forward with `targetBlocks` blocks to aim for (filter groups per block are cut until the grid has them)
-ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry& p, int targetBlocks) {
+ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry& p, int targetBlocks,
+                                int loopBlocks, int loops) {
   ConvPoolForwardPlan c;
   c.PS = p.size;
   if (c.PS < 2 || c.PS > 4 || p.stride < 1 || g.stride < 1 || g.kh < 1 || g.kw < 1) return c;
@@ -60,9 +77,11 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
       c.TW = TW;
       c.CC = CC;
       c.bx = bx;
-      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY) * sizeof(float);
+      const int filterBlocks = (groups + GY - 1) / GY;
+      c.FL = filterLoops(c, g, int64_t(std::max(N, 1)) * rowTiles, filterBlocks, loopBlocks, loops);
+      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY * c.FL) * sizeof(float);
       c.grid[0] = unsigned(rowTiles);
-      c.grid[1] = unsigned((groups + GY - 1) / GY);
+      c.grid[1] = unsigned((filterBlocks + c.FL - 1) / c.FL);
       c.grid[2] = unsigned(std::max(N, 1));
       c.block[0] = unsigned(bx);
       c.block[1] = unsigned(GY);
@@ -74,9 +93,9 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
   }
 }
 
-// the batch in chunks of whole samples until the grid has about 2 x kWgTargetBlocks blocks of `tiles` each
-void setChunks(ConvPoolWeightsPlan& c, int N, int tiles) {
-  c.chunks = std::max(1, std::min(N, (2 * kWgTargetBlocks + tiles - 1) / tiles));
+// the batch in chunks of whole samples until the grid has about `target` blocks of `tiles` each
+void setChunks(ConvPoolWeightsPlan& c, int N, int tiles, int target) {
+  c.chunks = std::max(1, std::min(N, (target + tiles - 1) / tiles));
   c.mostChunks = c.chunks;  // whole samples a chunk: rounding `per` up only lowers the count
   c.per = (N + c.chunks - 1) / c.chunks;
   c.chunks = (N + c.per - 1) / c.per;
@@ -84,14 +103,17 @@ void setChunks(ConvPoolWeightsPlan& c, int N, int tiles) {
 
 // A thin conv (a first layer: every tap of every channel fits a thread's registers, the input a block's shared
 // memory): a warp per filter over all its windows (conv2d_pool.cu convPoolWeightsThin).
-ConvPoolWeightsPlan thinWeightsPlan(int N, const ConvGeometry& g, ConvPoolWeightsPlan c, int64_t HpWp) {
+ConvPoolWeightsPlan thinWeightsPlan(int N, const ConvGeometry& g, ConvPoolWeightsPlan c, int64_t HpWp, int blocks) {
   c.thin = true;
   c.CT = g.C;
   c.FT = kConvPoolWgThreads / 32;
   c.QS = 32;
   const int tiles = (g.F + c.FT - 1) / c.FT;
-  setChunks(c, N, tiles);
-  c.smem = size_t(g.C) * size_t(HpWp) * sizeof(float);
+  setChunks(c, N, tiles, blocks);
+  const int64_t stage = g.C * HpWp;
+  c.prefetch = g.padTop == 0 && g.padLeft == 0 && c.Hp == g.H && c.Wp == g.W && stage % 4 == 0 &&
+               stage <= 4 * kConvPoolWgThreads;
+  c.smem = size_t(c.prefetch ? 2 : 1) * size_t(stage) * sizeof(float);
   c.grid[0] = unsigned(c.chunks);
   c.grid[1] = unsigned(tiles);
   c.grid[2] = 1;
@@ -103,11 +125,12 @@ ConvPoolWeightsPlan thinWeightsPlan(int N, const ConvGeometry& g, ConvPoolWeight
 
 // Filter groups per block: cut until the grid has two blocks per SM (each thread sums its outputs in the
 // same order whatever the grouping, so this only moves work between blocks).
-ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p) {
-  return forwardPlan(N, g, p, 2 * caps.sms);
+ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p,
+                                        int loops) {
+  return forwardPlan(N, g, p, 2 * caps.sms, kConvPoolLoopBlocksPerSm * caps.sms, loops);
 }
 
-ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p) {
+ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p, int thinBlocks) {
   ConvPoolWeightsPlan c;
   if (N < 1) return c;
   c.Hp = (g.OH - 1) * g.stride + g.kh;
@@ -115,7 +138,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   const int khkw = g.kh * g.kw;
   const int64_t HpWp = int64_t(c.Hp) * c.Wp;
   const int PQ = p.OH * p.OW;
-  if (g.C * khkw <= kConvPoolThinTaps && g.C * HpWp <= kWgInputBytes / 4) return thinWeightsPlan(N, g, c, HpWp);
+  if (g.C * khkw <= kConvPoolThinTaps && g.C * HpWp <= kWgInputBytes / 4) return thinWeightsPlan(N, g, c, HpWp, thinBlocks > 0 ? thinBlocks : kConvPoolThinBlocks);
   c.CT = int(std::min<int64_t>(
       {int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kConvPoolWgCols * 32 - 1) / khkw)}));
   if (c.CT < 1) return c;
@@ -126,7 +149,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   c.QS = std::max(1, std::min(16, kConvPoolWgThreads * kConvPoolWgUnits / units));
   c.QS = std::min(c.QS, PQ);
   const int tiles = ((g.F + c.FT - 1) / c.FT) * ((g.C + c.CT - 1) / c.CT);
-  setChunks(c, N, tiles);
+  setChunks(c, N, tiles, kConvPoolWgBlocks);
   c.smem = std::max(size_t(c.CT) * HpWp * sizeof(float) + size_t(c.FT) * PQ * 2 * sizeof(float),
                     size_t(kConvPoolWgThreads) * kConvPoolWgUnits * 4 * sizeof(float));  // the slices' sums reuse it
   c.grid[0] = unsigned(c.chunks);
@@ -137,7 +160,7 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
 }
 
 bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p) {
-  return forwardPlan(1, g, p, 1).ok && planConvPoolWeights(1, g, p).ok;
+  return forwardPlan(1, g, p, 1, 1, 1).ok && planConvPoolWeights(1, g, p).ok;
 }
 
 bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, ActivationFn act,

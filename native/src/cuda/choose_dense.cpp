@@ -76,6 +76,11 @@ bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M
          N >= kGemmShallowMinN && M >= 1 && int64_t(M) <= int64_t(65535) * kGemmShallowRows;
 }
 
+std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
+                         int K) {
+  return chooseGemmShallow(o, transA, transB, M, N, K) ? std::string("shallow") : chooseGemm(caps, o, M, N, K).name();
+}
+
 std::string GemmPlan::name() const {
   std::string text = kGemmTiles[int(tile)].name;
   if (splits > 1) text += "/" + std::to_string(splits);

@@ -50,6 +50,7 @@ struct FwdArgs {
   int C, H, W, F, OH, OW, kh, kw, cs, padTop, padLeft;
   int PH, PW, ps;           // pooled size, pool stride
   int TPR, TH, TW, CC, FB;  // rows per block, input tile, channels per stage, filters per block
+  int FL;                   // filter blocks of FB a block takes in turn (> 1 only with every channel in one stage)
   ActivationFn act;
   float alpha;
 };
@@ -59,8 +60,7 @@ struct FwdArgs {
 // and the index arithmetic had cost more instructions than the window's 36 FMAs (ncu, seed001 with 256 filters).
 template <bool RELU>
 __device__ __forceinline__ float activateOutput(float x, ActivationFn act, float alpha) {
-  if constexpr (RELU) return x > 0.0f ? x : 0.0f;
-  else return activate(x, act, alpha);
+  return activate(x, RELU ? ActivationFn::ReLU : act, alpha);  // a constant: the switch folds away
 }
 template <bool RELU>
 __device__ __forceinline__ bool replacesPooled(float v, float best) {
@@ -118,58 +118,48 @@ __device__ __forceinline__ void accumulateWindow(float (&acc)[FPT][PS * PS], con
   }
 }
 
-template <int PS, int FPT, int KH, int KW, bool RELU>
-__global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
-  startAfterPreviousKernel();
-  extern __shared__ __align__(16) float smem[];
-  const int khkw = a.kh * a.kw;
-  float* wts = smem;                        // [CC][khkw][FB]
-  float* tile = smem + a.CC * khkw * a.FB;  // [CC][TH][TW]
+// The staged weights of filter blocks fbFirst .. fbFirst + a.FL - 1, channels c0 .. c0 + cc - 1, as
+// [block][channel][tap][filter], and the input rows of those channels as [channel][TH][TW] (zero outside)
+__device__ __forceinline__ void stageForward(float* wts, float* tile, const FwdArgs& a, const float* inSample, int c0,
+                                             int cc, int fbFirst, int loops, int iy0, int ix0) {
   const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
-  const int n = blockIdx.z;
-  const int py0 = blockIdx.x * a.TPR;
-  const int f0 = blockIdx.y * a.FB;
+  const int khkw = a.kh * a.kw, tileSize = a.TH * a.TW;
+  for (int i = tid; i < loops * cc * khkw * a.FB; i += nthreads) {
+    const int fl = i % a.FB, rest = i / a.FB;
+    const int tap = rest % khkw, rest2 = rest / khkw;
+    const int cl = rest2 % cc, lb = rest2 / cc;
+    const int f = (fbFirst + lb) * a.FB + fl;
+    wts[i] = f < a.F ? a.weight[(int64_t(f) * a.C + c0 + cl) * khkw + tap] : 0.0f;
+  }
+  for (int i = tid; i < cc * tileSize; i += nthreads) {
+    const int x = i % a.TW, rest = i / a.TW;
+    const int y = rest % a.TH, cl = rest / a.TH;
+    const int iy = iy0 + y, ix = ix0 + x;
+    tile[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c0 + cl) * a.H + iy) * a.W + ix] : 0.0f;
+  }
+}
+
+// This thread's pooled position (x, y) in the sample and whether it has one (the block's last row tile may be
+// partial, and its x threads round up to whole warps)
+struct PooledPosition {
+  int px, py, lpy;
+  bool valid;
+};
+__device__ __forceinline__ PooledPosition pooledPosition(const FwdArgs& a) {
   const int local = threadIdx.x;
   const int lpy = local / a.PW, px = local - lpy * a.PW;
-  const int py = py0 + lpy;
-  const bool valid = local < a.TPR * a.PW && py < a.PH;
-  const int step = a.ps * a.cs;  // input distance between neighbouring pool windows
-  const int myBase = valid ? lpy * step * a.TW + px * step : 0;
-  const int iy0 = py0 * step - a.padTop, ix0 = -a.padLeft;
-  const int tileSize = a.TH * a.TW;
+  const int py = blockIdx.x * a.TPR + lpy;
+  return {px, py, lpy, local < a.TPR * a.PW && py < a.PH};
+}
 
-  float acc[FPT][PS * PS];
-#pragma unroll
-  for (int j = 0; j < FPT; ++j)
-#pragma unroll
-    for (int w = 0; w < PS * PS; ++w) acc[j][w] = 0.0f;
-
-  const float* inSample = a.in + int64_t(n) * a.C * a.H * a.W;
-  for (int c0 = 0; c0 < a.C; c0 += a.CC) {
-    const int cc = min(a.CC, a.C - c0);
-    __syncthreads();
-    for (int i = tid; i < cc * khkw * a.FB; i += nthreads) {
-      const int fl = i % a.FB, rest = i / a.FB;
-      const int tap = rest % khkw, cl = rest / khkw;
-      const int f = f0 + fl;
-      wts[i] = f < a.F ? a.weight[(int64_t(f) * a.C + c0 + cl) * khkw + tap] : 0.0f;
-    }
-    for (int i = tid; i < cc * tileSize; i += nthreads) {
-      const int x = i % a.TW, rest = i / a.TW;
-      const int y = rest % a.TH, cl = rest / a.TH;
-      const int iy = iy0 + y, ix = ix0 + x;
-      tile[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c0 + cl) * a.H + iy) * a.W + ix] : 0.0f;
-    }
-    __syncthreads();
-    accumulateWindow<PS, FPT, KH, KW>(acc, tile, wts, cc, a, myBase);
-  }
-
-  if (!valid) return;
-  // outputs of the window's first conv output and of its (wy, wx)th, in the filter's (OH, OW) plane
+// The window's bias, activation and max for FPT filters from fFirst on: the pooled values and their argmax (the
+// index within the sample's (F, OH, OW) conv output; the first maximum in row-major order wins)
+template <int PS, int FPT, bool RELU>
+__device__ __forceinline__ void writePooled(const float (&acc)[FPT][PS * PS], const FwdArgs& a, PooledPosition pos,
+                                            int n, int fFirst) {
   const int plane = a.PH * a.PW, convPlane = a.OH * a.OW;
-  const int winOrigin = py * a.ps * a.OW + px * a.ps;
-  const int fFirst = f0 + threadIdx.y * FPT;
-  const int64_t out0 = (int64_t(n) * a.F + fFirst) * plane + py * a.PW + px;
+  const int winOrigin = pos.py * a.ps * a.OW + pos.px * a.ps;
+  const int64_t out0 = (int64_t(n) * a.F + fFirst) * plane + pos.py * a.PW + pos.px;
 #pragma unroll
   for (int j = 0; j < FPT; ++j) {
     const int f = fFirst + j;
@@ -187,6 +177,43 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
     }
     a.pooled[out0 + int64_t(j) * plane] = best;
     a.argmax[out0 + int64_t(j) * plane] = f * convPlane + winOrigin + bestOffset;
+  }
+}
+
+// A block takes a.FL filter blocks in turn: with every channel in one stage, the input and all their weights are
+// staged once, and the loops run without a barrier (seed001 with 256 filters had spent its blocks' time on the
+// stage's latency: one sample's 784 inputs and 144 weights, then 288 FMAs a thread).
+template <int PS, int FPT, int KH, int KW, bool RELU>
+__global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs a) {
+  startAfterPreviousKernel();
+  extern __shared__ __align__(16) float smem[];
+  const int khkw = a.kh * a.kw;
+  const int fbFirst = blockIdx.y * a.FL;
+  const int loops = min(a.FL, (a.F + a.FB - 1) / a.FB - fbFirst);
+  float* wts = smem;                                // [FL][CC][khkw][FB]
+  float* tile = smem + a.FL * a.CC * khkw * a.FB;  // [CC][TH][TW]
+  const int n = blockIdx.z;
+  for (int l = 0; l < loops; ++l) {
+    float acc[FPT][PS * PS];
+#pragma unroll
+    for (int j = 0; j < FPT; ++j)
+#pragma unroll
+      for (int w = 0; w < PS * PS; ++w) acc[j][w] = 0.0f;
+    for (int c0 = 0; c0 < a.C; c0 += a.CC) {
+      const int cc = min(a.CC, a.C - c0);
+      const int step = a.ps * a.cs;  // input distance between neighbouring pool windows
+      if (l == 0) {  // with FL > 1 the plan has one stage (CC = C): staged once for every loop
+        __syncthreads();
+        stageForward(wts, tile, a, a.in + int64_t(n) * a.C * a.H * a.W, c0, cc, fbFirst, loops,
+                     blockIdx.x * a.TPR * step - a.padTop, -a.padLeft);
+        __syncthreads();
+      }
+      const PooledPosition pos = pooledPosition(a);
+      const int myBase = pos.valid ? pos.lpy * step * a.TW + pos.px * step : 0;
+      accumulateWindow<PS, FPT, KH, KW>(acc, tile, wts + l * cc * khkw * a.FB, cc, a, myBase);
+    }
+    const PooledPosition pos = pooledPosition(a);
+    if (pos.valid) writePooled<PS, FPT, RELU>(acc, a, pos, n, (fbFirst + l) * a.FB + threadIdx.y * FPT);
   }
 }
 
@@ -209,6 +236,17 @@ struct WgArgs {
   ActivationFn act;
   float alpha;
 };
+
+// `channels` channels of one sample's input into shared memory as [channel][Hp][Wp], zero where the conv's
+// padding is (the block's threads in turn)
+__device__ __forceinline__ void stagePaddedInput(float* ins, const float* inSample, int channels, const WgArgs& a) {
+  for (int i = threadIdx.x; i < channels * a.Hp * a.Wp; i += kWgThreads) {
+    const int x = i % a.Wp, rest = i / a.Wp;
+    const int y = rest % a.Hp, c = rest / a.Hp;
+    const int iy = y - a.padTop, ix = x - a.padLeft;
+    ins[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c) * a.H + iy) * a.W + ix] : 0.0f;
+  }
+}
 
 __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
   startAfterPreviousKernel();
@@ -260,13 +298,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
   const int nBegin = chunk * a.per, nEnd = min(a.N, nBegin + a.per);
   for (int n = nBegin; n < nEnd; ++n) {
     __syncthreads();
-    const float* inSample = a.in + (int64_t(n) * a.C + c0) * a.H * a.W;
-    for (int i = tid; i < ccount * HpWp; i += kWgThreads) {
-      const int x = i % a.Wp, rest = i / a.Wp;
-      const int y = rest % a.Hp, cl = rest / a.Hp;
-      const int iy = y - a.padTop, ix = x - a.padLeft;
-      ins[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(cl) * a.H + iy) * a.W + ix] : 0.0f;
-    }
+    stagePaddedInput(ins, a.in + (int64_t(n) * a.C + c0) * a.H * a.W, ccount, a);
     const int64_t wBase = (int64_t(n) * a.F + f0) * a.PQ;
     const int OHW = a.OH * a.OW;
     for (int i = tid; i < fc * a.PQ; i += kWgThreads) {
@@ -329,31 +361,84 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeights(const WgArgs a) {
     }
   }
 }
-// The thin conv's weight gradient (C * kh * kw <= kConvPoolThinTaps: a first layer): a warp per filter, each
-// lane a slice of its windows (q = lane, lane + 32, ...), all the filter's taps and its bias in registers. Per
-// sample the block stages the zero-padded input once; each lane reads its windows' (argmax, dPooled, pooled)
-// straight from global memory (32 consecutive windows a warp) and adds g * input at every tap. With ReLU a window
-// whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a fixed tree, so
-// the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one channel and a
-// KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any shape, guarded.
 constexpr int kThinWindows = 4;  // windows a lane loads at once
 
 struct ThinArgs {
   WgArgs w;
   FastDiv divOW;
+  bool prefetch;  // the input is staged whole (no padding), one float4 a thread: the next sample's is loaded early
 };
 
+// One sample's windows of filter f into acc (taps, then the bias): lane's windows q = lane, lane + 32, ...;
+// `input` is the sample's staged input, `off` (KS = 0) each tap's offset from a window's first input.
+template <bool RELU, int KS, int MAXT>
+__device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const ThinArgs& t, const float* input,
+                                                 const int (&off)[KS > 0 ? 1 : MAXT], int n, int f, int lane) {
+  const WgArgs& a = t.w;
+  const int taps = KS > 0 ? MAXT : a.C * a.kh * a.kw;
+  const int64_t base = (int64_t(n) * a.F + f) * a.PQ;
+  const int firstOfFilter = f * a.OH * a.OW;
+  for (int q0 = lane; q0 < a.PQ; q0 += 32 * kThinWindows) {
+    // the loads of kThinWindows windows first, so that they are in flight together (one window's chain of
+    // dependent loads at a time had left the kernel latency-bound)
+    float y[kThinWindows], dy[kThinWindows];
+    int am[kThinWindows];
+#pragma unroll
+    for (int b = 0; b < kThinWindows; ++b) {
+      const int q = min(q0 + 32 * b, a.PQ - 1);
+      y[b] = a.pooled[base + q];
+      dy[b] = a.dPooled[base + q];
+      am[b] = a.argmax[base + q];
+    }
+#pragma unroll
+    for (int b = 0; b < kThinWindows; ++b) {
+      if (q0 + 32 * b >= a.PQ) break;
+      float g;
+      if constexpr (RELU) {
+        if (!(y[b] > 0.0f)) continue;
+        g = dy[b];
+      } else {
+        g = gateGradient(dy[b], y[b], a.act, a.alpha);
+      }
+      const int pix = am[b] - firstOfFilter;
+      const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
+      const float* window = input + (oy * a.Wp + ox) * a.cs;
+      if constexpr (KS > 0) {
+#pragma unroll
+        for (int ky = 0; ky < KS; ++ky) {
+          const float* row = window + ky * a.Wp;
+#pragma unroll
+          for (int kx = 0; kx < KS; ++kx) acc[ky * KS + kx] = fmaf(g, row[kx], acc[ky * KS + kx]);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < MAXT; ++k)
+          if (k < taps) acc[k] = fmaf(g, window[off[k]], acc[k]);
+      }
+      acc[MAXT] += g;
+    }
+  }
+}
+
+// The thin conv's weight gradient (C * kh * kw <= kConvPoolThinTaps: a first layer): a warp per filter, each
+// lane a slice of its windows, all the filter's taps and its bias in registers (accumulateSample). Per sample
+// the block stages the zero-padded input once; with t.prefetch it is double-buffered: each thread loads its
+// float4 of the next sample before this sample's windows and stores it after them, one barrier a sample. With
+// ReLU a window whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a
+// fixed tree, so the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one
+// channel and a KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any
+// shape, guarded.
 template <bool RELU, int KS>
 __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs t) {
   startAfterPreviousKernel();
   constexpr int MAXT = KS > 0 ? KS * KS : kConvPoolThinTaps;
   const WgArgs& a = t.w;
-  extern __shared__ __align__(16) float ins[];  // [C][Hp][Wp]
+  extern __shared__ __align__(16) float ins[];  // [C][Hp][Wp], twice with t.prefetch
   const int lane = threadIdx.x & 31;
   const int f = blockIdx.y * a.FT + (threadIdx.x >> 5);
   const int khkw = a.kh * a.kw, taps = KS > 0 ? MAXT : a.C * khkw;
-  const int HpWp = a.Hp * a.Wp, OHW = a.OH * a.OW;
-  int off[KS > 0 ? 1 : MAXT];  // KS = 0: each tap's offset from a window's first input in the staged region
+  const int HpWp = a.Hp * a.Wp;
+  int off[KS > 0 ? 1 : MAXT] = {};  // KS = 0: each tap's offset from a window's first input in the staged region
   if constexpr (KS == 0) {
 #pragma unroll
     for (int k = 0; k < MAXT; ++k) {
@@ -366,57 +451,29 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs
   for (int k = 0; k <= MAXT; ++k) acc[k] = 0.0f;
 
   const int nBegin = blockIdx.x * a.per, nEnd = min(a.N, nBegin + a.per);
+  const int stage4 = a.C * HpWp / 4;  // float4s a sample (t.prefetch)
+  const float4* in4 = reinterpret_cast<const float4*>(a.in);
+  const bool mine = t.prefetch && int(threadIdx.x) < stage4;
+  if (t.prefetch && nBegin < nEnd) {
+    if (mine) reinterpret_cast<float4*>(ins)[threadIdx.x] = __ldg(in4 + int64_t(nBegin) * stage4 + threadIdx.x);
+    __syncthreads();
+  }
   for (int n = nBegin; n < nEnd; ++n) {
-    __syncthreads();
-    const float* inSample = a.in + int64_t(n) * a.C * a.H * a.W;
-    for (int i = threadIdx.x; i < a.C * HpWp; i += kWgThreads) {
-      const int x = i % a.Wp, rest = i / a.Wp;
-      const int y = rest % a.Hp, c = rest / a.Hp;
-      const int iy = y - a.padTop, ix = x - a.padLeft;
-      ins[i] = (iy >= 0 && iy < a.H && ix >= 0 && ix < a.W) ? inSample[(int64_t(c) * a.H + iy) * a.W + ix] : 0.0f;
+    const float* input = ins;
+    float4 next = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const bool more = n + 1 < nEnd;
+    if (t.prefetch) {
+      input = ins + ((n - nBegin) & 1) * 4 * stage4;
+      if (mine && more) next = __ldg(in4 + int64_t(n + 1) * stage4 + threadIdx.x);
+    } else {
+      __syncthreads();
+      stagePaddedInput(ins, a.in + int64_t(n) * a.C * a.H * a.W, a.C, a);
+      __syncthreads();
     }
-    __syncthreads();
-    if (f >= a.F) continue;
-    const int64_t base = (int64_t(n) * a.F + f) * a.PQ;
-    for (int q0 = lane; q0 < a.PQ; q0 += 32 * kThinWindows) {
-      // the loads of kThinWindows windows first, so that they are in flight together (one window's chain of
-      // dependent loads at a time had left the kernel latency-bound)
-      float y[kThinWindows], dy[kThinWindows];
-      int am[kThinWindows];
-#pragma unroll
-      for (int b = 0; b < kThinWindows; ++b) {
-        const int q = min(q0 + 32 * b, a.PQ - 1);
-        y[b] = a.pooled[base + q];
-        dy[b] = a.dPooled[base + q];
-        am[b] = a.argmax[base + q];
-      }
-#pragma unroll
-      for (int b = 0; b < kThinWindows; ++b) {
-        if (q0 + 32 * b >= a.PQ) break;
-        float g;
-        if constexpr (RELU) {
-          if (!(y[b] > 0.0f)) continue;
-          g = dy[b];
-        } else {
-          g = gateGradient(dy[b], y[b], a.act, a.alpha);
-        }
-        const int pix = am[b] - f * OHW;
-        const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
-        const float* window = ins + (oy * a.Wp + ox) * a.cs;
-        if constexpr (KS > 0) {
-#pragma unroll
-          for (int ky = 0; ky < KS; ++ky) {
-            const float* row = window + ky * a.Wp;
-#pragma unroll
-            for (int kx = 0; kx < KS; ++kx) acc[ky * KS + kx] = fmaf(g, row[kx], acc[ky * KS + kx]);
-          }
-        } else {
-#pragma unroll
-          for (int k = 0; k < MAXT; ++k)
-            if (k < taps) acc[k] = fmaf(g, window[off[k]], acc[k]);
-        }
-        acc[MAXT] += g;
-      }
+    if (f < a.F) accumulateSample<RELU, KS, MAXT>(acc, t, input, off, n, f, lane);
+    if (t.prefetch && more) {
+      if (mine) reinterpret_cast<float4*>(ins + ((n + 1 - nBegin) & 1) * 4 * stage4)[threadIdx.x] = next;
+      __syncthreads();
     }
   }
   if (f >= a.F) return;
@@ -497,7 +554,7 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
                             const float* weight, const float* bias, int N, const ConvGeometry& g,
                             const PoolGeometry& p, ActivationFn act, float alpha) {
   if (N <= 0) return;
-  const ConvPoolForwardPlan c = planConvPoolForward(currentDeviceCaps(), N, g, p);
+  const ConvPoolForwardPlan c = planConvPoolForward(currentDeviceCaps(), N, g, p, kernelOverrides().convPoolLoops);
   if (!c.ok) throw EngineError("conv2d_maxpool_forward: unsupported geometry");
   FwdArgs a;
   a.pooled = pooled;
@@ -514,6 +571,7 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
   a.TW = c.TW;
   a.CC = c.CC;
   a.FB = c.FPT * c.GY;
+  a.FL = c.FL;
   a.act = act;
   a.alpha = alpha;
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]), block(c.block[0], c.block[1]);
@@ -532,7 +590,7 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
 }
 
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p) {
-  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p);
+  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p, kernelOverrides().convPoolThinBlocks);
   if (!c.ok || c.mostChunks <= 1) return 0;
   return size_t(c.mostChunks) * g.F * (size_t(g.colRows()) + 1);  // any batch up to N (network.cu sizes once)
 }
@@ -547,7 +605,7 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
     check(cudaMemsetAsync(dBias, 0, sizeof(float) * size_t(g.F), stream), "conv2d_maxpool dB");
     return;
   }
-  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p);
+  const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p, kernelOverrides().convPoolThinBlocks);
   if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
   WgArgs a;
   a.ws = workspace;
@@ -570,7 +628,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.alpha = alpha;
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]);
   if (c.thin) {
-    const ThinArgs t{a, FastDiv(g.OW)};
+    const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
+    const ThinArgs t{a, FastDiv(g.OW), c.prefetch && aligned};
     const int ks = g.C == 1 && g.kh == g.kw ? g.kh : 0;
     auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, c.smem, stream, t); };
     const bool relu = act == ActivationFn::ReLU;

@@ -175,22 +175,26 @@ size_t convWgradWorkspace(const ConvWgradPlan& plan, const ConvGeometry& g);
 
 // ================================ conv2d + max pool, fused ================================
 
-// conv2d_pool.cu's forward: a block owns one sample, TPR pooled rows and FPT * GY filters; CC channels of
-// input rows (TH x TW) and weights staged per step
+// conv2d_pool.cu's forward: a block owns one sample, TPR pooled rows and FL blocks of FPT * GY filters in turn;
+// CC channels of input rows (TH x TW) and weights staged per step (one step for all FL blocks where FL > 1)
 struct ConvPoolForwardPlan {
   bool ok = false;
   int taps = 0;  // 3 or 5: a square kernel of that size, stride 1, pool 2: the windows' inputs in registers
   int PS = 0, FPT = 0, GY = 0, TPR = 0, TH = 0, TW = 0, CC = 0, bx = 0;
+  int FL = 1;  // filter blocks a block takes in turn
   size_t smem = 0;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[2] = {1, 1};
 };
 inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch_bounds__
+// a block takes more filter blocks in turn (FL, doubled) while the grid keeps this many blocks an SM
+inline constexpr int kConvPoolLoopBlocksPerSm = 8;
 
 // its weight gradient: a block owns a chunk of `per` samples, FT filters and CT channels; QS window slices
 struct ConvPoolWeightsPlan {
   bool ok = false;
   bool thin = false;  // convPoolWeightsThin: a warp per filter, all C * kh * kw taps in registers
+  bool prefetch = false;  // thin, unpadded, at most a float4 a thread: the next sample's input loaded early
   int Hp = 0, Wp = 0, CT = 0, FT = 0, QS = 0, chunks = 0, per = 0;
   int mostChunks = 0;  // the most chunks of any batch from 1 to this one (chunks is not monotone in the batch)
   size_t smem = 0;
@@ -200,9 +204,16 @@ inline constexpr int kConvPoolWgThreads = 256;  // threads per block
 inline constexpr int kConvPoolWgCols = 4;       // columns per thread unit
 inline constexpr int kConvPoolWgUnits = 2;      // units per thread
 inline constexpr int kConvPoolThinTaps = 32;    // the thin kernel's most taps (C * kh * kw)
+// The weight gradients split the batch into chunks until the grid has about this many blocks (two per SM of an
+// H100 for the general kernel, kConvPoolWgBlocks; four for the thin one). Constants: the chunks are summed in
+// order, so they decide the bits, which must not depend on the GPU.
+inline constexpr int kConvPoolWgBlocks = 528, kConvPoolThinBlocks = 528;
 
-ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p);
-ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p);
+// loops > 0: FL forced (halved until the staged weights fit; 1 where the channels take several stages)
+ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const ConvGeometry& g, const PoolGeometry& p,
+                                        int loops = 0);
+// thinBlocks > 0: the thin kernel's block target instead of kConvPoolThinBlocks (measurements; it changes the bits)
+ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p, int thinBlocks = 0);
 // the fused kernels implement this pair (any caps: support does not depend on the GPU)
 inline constexpr int kConvPoolMaxBatch = 65535;  // the forward's grid.z holds the batch
 bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p);
@@ -291,6 +302,9 @@ GemmPlan chooseGemm(const DeviceCaps& caps, const KernelOverrides& o, int M, int
 // forced; N >= kGemmShallowMinN, M within the grid's rows
 inline constexpr int kGemmShallowMaxK = 16, kGemmShallowMinN = 256, kGemmShallowRows = 8;
 bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M, int N, int K);
+// what gemm() runs for these transposes and sizes: "shallow" or the tile's name (GemmPlan::name)
+std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
+                         int K);
 
 // ================================ elementwise optimizer step ================================
 

@@ -60,6 +60,8 @@ struct KernelOverrides {
   int convWgradSplits = 0;                  // tests: the conv weight gradient in this many chunks (0: the choice)
   Switch convDirect = Switch::Auto;         // NNSTUDIO_CONV_DIRECT=0 turns it off (On: tests, thresholds skipped)
   ConvDirectShape convDirectShape;          // NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks
+  int convPoolLoops = 0;                    // NNSTUDIO_CONVPOOL_LOOPS: filter blocks a fused conv + pool forward block takes in turn (0: the plan's)
+  int convPoolThinBlocks = 0;               // NNSTUDIO_CONVPOOL_THIN_BLOCKS: the thin weight gradient's block target (0: kConvPoolThinBlocks)
   int stepsPerGraph = 8;                    // NNSTUDIO_CUDA_STEPS_PER_GRAPH, 1..64
   bool memoryCheck = true;                  // NNSTUDIO_CUDA_MEMORY_CHECK=0 skips the estimate before a run
 };
