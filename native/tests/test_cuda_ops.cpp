@@ -155,7 +155,7 @@ std::vector<GemmRow> gemmRows() {
     for (int mode = 0; mode < 4; ++mode) rows.push_back({s[0], s[1], s[2], bool(mode & 2), bool(mode & 1), 1});
   rows.push_back({9, 11, 0, false, true, 0, kSigmoid, true});  // K = 0: the epilogue of zeros
   // K <= 16, N >= 256 without transposes: the shallow kernel (float4 where N % 4 == 0 and aligned, else scalar)
-  const int shallow[][3] = {{100, 10816, 10}, {19, 1030, 10}, {1000, 300, 16}, {17, 256, 1}, {9, 4099, 3}};
+  const int shallow[][3] = {{100, 10816, 10}, {19, 1030, 10}, {1000, 300, 16}, {17, 256, 1}, {9, 4099, 3}, {33, 1000, 7}};
   for (const auto& s : shallow)
     for (int mode = 0; mode < 4; ++mode) rows.push_back({s[0], s[1], s[2], bool(mode & 2), bool(mode & 1)});
   rows.push_back({33, 1028, 7, false, false, 1});  // misaligned: scalar

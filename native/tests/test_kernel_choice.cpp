@@ -722,7 +722,7 @@ void testConvPoolPlans() {
   }
 }
 
-// (testConvPoolPlans's geometries) A forward block takes several filter blocks in turn where the grid keeps 8
+// (testConvPoolPlans's geometries) A forward block takes several filter blocks in turn where the grid keeps 4
 // blocks an SM and every channel is staged at once; the thin weight gradient prefetches the next sample where
 // the input is unpadded and a float4 a thread; its chunks follow the block target.
 void testConvPoolLoopsAndPrefetch() {
@@ -737,10 +737,10 @@ void testConvPoolLoopsAndPrefetch() {
   strided.stride = 2;
   const PoolGeometry p256 = pool(256, 26, 2, 2);
   const ConvPoolForwardPlan wide = planConvPoolForward(h100(), 1000, seed001, p256);
-  CHECK_MSG(wide.ok && wide.FL == 8 && wide.grid[1] * wide.grid[2] == 2000 && wide.CC == 1,
-            "seed001_256: 8 filter blocks of 16 a block, 2000 blocks (16 would leave 1000, under 8 an SM)");
-  CHECK_MSG(wide.smem == sizeof(float) * (28 * 28 + 9 * 16 * 8), "its stage: the sample and 8 blocks' weights");
-  CHECK_MSG(planConvPoolForward(h100(), 100, seed001, p256).FL == 1, "batch 100: one (1600 blocks; 2 would leave 800)");
+  CHECK_MSG(wide.ok && wide.FL == 16 && wide.grid[1] * wide.grid[2] == 1000 && wide.CC == 1,
+            "seed001_256: all 16 filter blocks of 16 a block, 1000 blocks (at least 4 an SM)");
+  CHECK_MSG(wide.smem == sizeof(float) * (28 * 28 + 9 * 16 * 16), "its stage: the sample and 16 blocks' weights");
+  CHECK_MSG(planConvPoolForward(h100(), 100, seed001, p256).FL == 2, "batch 100: 2 (800 blocks; 4 would leave 400)");
   CHECK_MSG(planConvPoolForward(h100(), 100, geometry(1, 28, 28, 64, 3, 26, 26), pool(64, 26, 2, 2)).FL == 1,
             "seed001 (64 filters, batch 100): one filter block a block");
   CHECK_MSG(planConvPoolForward(h100(), 256, fast1, pool(24, 24, 2, 2)).FL == 1, "fast_mnist conv1: one");

@@ -402,22 +402,24 @@ ActivationFn elementwise(ActivationFn fn) { return fn == ActivationFn::Softmax ?
 
 // C (M, N) = A (M, K) . B (K, N) for K <= kGemmShallowMaxK (chooseGemmShallow): a thread owns 4 columns of C,
 // holds their K rows of B in registers and writes them for the block's kGemmShallowRows rows of A (staged in
-// shared memory). Each sum runs k = 0, 1, ... from 0, as the tiled kernels' (no K split at this depth).
+// shared memory). Each sum runs k = 0, 1, ... from 0, as the tiled kernels' (no K split at this depth). KMAX (4, 8,
+// 12 or 16, the least >= K) sizes the registers of B's rows: compiled for 16, a K of 10 took 88 registers a thread
+// and two blocks an SM (seed001_256's input gradient, 116 us at 1.5 TB/s on an H200).
 constexpr int kShallowThreads = 256;
 
-template <bool VEC>
+template <int KMAX, bool VEC>
 __global__ void __launch_bounds__(kShallowThreads)
     gemmShallowKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C,
                       Epilogue epi) {
   startAfterPreviousKernel();
-  __shared__ float a[kGemmShallowRows][kGemmShallowMaxK];
+  __shared__ float a[kGemmShallowRows][KMAX];
   const int n0 = (blockIdx.x * kShallowThreads + threadIdx.x) * 4;
   const int m0 = blockIdx.y * kGemmShallowRows;
   const int rows = min(kGemmShallowRows, M - m0);
   for (int i = threadIdx.x; i < rows * K; i += kShallowThreads) a[i / K][i % K] = A[int64_t(m0) * K + i];
-  float b[kGemmShallowMaxK][4];
+  float b[KMAX][4];
 #pragma unroll
-  for (int k = 0; k < kGemmShallowMaxK; ++k) {
+  for (int k = 0; k < KMAX; ++k) {
     const float* row = B + int64_t(k) * N + n0;
     if (k >= K || n0 >= N) {
       b[k][0] = b[k][1] = b[k][2] = b[k][3] = 0.0f;
@@ -434,7 +436,7 @@ __global__ void __launch_bounds__(kShallowThreads)
   for (int r = 0; r < rows; ++r) {
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int k = 0; k < kGemmShallowMaxK; ++k) {
+    for (int k = 0; k < KMAX; ++k) {
       if (k >= K) break;
       const float x = a[r][k];
 #pragma unroll
@@ -461,7 +463,11 @@ void launchShallow(cudaStream_t stream, int M, int N, int K, const float* A, con
   auto go = [&](auto kernel) {
     launchKernel("gemmShallowKernel", kernel, grid, kShallowThreads, 0, stream, M, N, K, A, B, C, epi);
   };
-  vec ? go(gemmShallowKernel<true>) : go(gemmShallowKernel<false>);
+  static_assert(kGemmShallowMaxK == 16, "the instances below cover K up to 16");
+  if (K <= 4) vec ? go(gemmShallowKernel<4, true>) : go(gemmShallowKernel<4, false>);
+  else if (K <= 8) vec ? go(gemmShallowKernel<8, true>) : go(gemmShallowKernel<8, false>);
+  else if (K <= 12) vec ? go(gemmShallowKernel<12, true>) : go(gemmShallowKernel<12, false>);
+  else vec ? go(gemmShallowKernel<16, true>) : go(gemmShallowKernel<16, false>);
   checkLaunch("gemm (shallow K)");
 }
 

@@ -188,7 +188,7 @@ struct ConvPoolForwardPlan {
 };
 inline constexpr int kConvPoolForwardMaxThreads = 512;  // the kernel's __launch_bounds__
 // a block takes more filter blocks in turn (FL, doubled) while the grid keeps this many blocks an SM
-inline constexpr int kConvPoolLoopBlocksPerSm = 8;
+inline constexpr int kConvPoolLoopBlocksPerSm = 4;
 
 // its weight gradient: a block owns a chunk of `per` samples, FT filters and CT channels; QS window slices
 struct ConvPoolWeightsPlan {
