@@ -739,7 +739,8 @@ void testConvPoolLoopsAndPrefetch() {
   const ConvPoolForwardPlan wide = planConvPoolForward(h100(), 1000, seed001, p256);
   CHECK_MSG(wide.ok && wide.FL == 16 && wide.grid[1] * wide.grid[2] == 1000 && wide.CC == 1,
             "seed001_256: all 16 filter blocks of 16 a block, 1000 blocks (at least 4 an SM)");
-  CHECK_MSG(wide.smem == sizeof(float) * (28 * 28 + 9 * 16 * 16), "its stage: the sample and 16 blocks' weights");
+  CHECK_MSG(wide.smem == sizeof(float) * (28 * 28 + 9 * 16 * 16 + 16 * 16),
+            "its stage: the sample, 16 blocks' weights and their biases");
   CHECK_MSG(planConvPoolForward(h100(), 100, seed001, p256).FL == 2, "batch 100: 2 (800 blocks; 4 would leave 400)");
   CHECK_MSG(planConvPoolForward(h100(), 100, geometry(1, 28, 28, 64, 3, 26, 26), pool(64, 26, 2, 2)).FL == 1,
             "seed001 (64 filters, batch 100): one filter block a block");

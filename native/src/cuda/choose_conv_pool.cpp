@@ -20,13 +20,18 @@ constexpr int kWgWindowBytes = 24 * 1024;
 // the conv plus a separate pool is faster.
 bool fusionPays(const ConvGeometry& g) { return g.C * g.kh * g.kw <= 32 && g.F >= 24; }
 
+// the forward's shared memory: CC channels of input rows and of FL blocks' weights (FB filters each), their biases
+int64_t forwardStageBytes(int CC, int TH, int TW, int64_t khkw, int FB, int FL) {
+  return (int64_t(CC) * (int64_t(TH) * TW + khkw * FB * FL) + int64_t(FB) * FL) * int64_t(sizeof(float));
+}
+
 // FL: doubled while the grid keeps loopBlocks blocks and the staged weights fit (forced: `loops`, halved until
 // they fit); only where every channel is staged at once, so that the loops need no barrier
 int filterLoops(const ConvPoolForwardPlan& c, const ConvGeometry& g, int64_t samplesTiles, int filterBlocks,
                 int loopBlocks, int loops) {
   if (c.CC != g.C) return 1;
   auto fits = [&](int fl) {
-    return int64_t(g.C) * (int64_t(c.TH) * c.TW + int64_t(g.kh) * g.kw * c.FPT * c.GY * fl) * 4 <= kForwardSmemBytes;
+    return forwardStageBytes(g.C, c.TH, c.TW, int64_t(g.kh) * g.kw, c.FPT * c.GY, fl) <= kForwardSmemBytes;
   };
   auto blocks = [&](int fl) { return samplesTiles * ((filterBlocks + fl - 1) / fl); };
   int fl = 1;
@@ -67,7 +72,7 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
     int CC = 0;
     for (; GY >= 1; --GY) {
       const int64_t perChannel = int64_t(TH) * TW + int64_t(khkw) * c.FPT * GY;
-      CC = int(std::min<int64_t>(g.C, kForwardSmemBytes / 4 / perChannel));
+      CC = int(std::min<int64_t>(g.C, (kForwardSmemBytes / 4 - c.FPT * GY) / perChannel));  // the biases too
       if (CC >= 1) break;
     }
     if (CC >= 1) {
@@ -79,7 +84,7 @@ ConvPoolForwardPlan forwardPlan(int N, const ConvGeometry& g, const PoolGeometry
       c.bx = bx;
       const int filterBlocks = (groups + GY - 1) / GY;
       c.FL = filterLoops(c, g, int64_t(std::max(N, 1)) * rowTiles, filterBlocks, loopBlocks, loops);
-      c.smem = size_t(CC) * (size_t(TH) * TW + size_t(khkw) * c.FPT * GY * c.FL) * sizeof(float);
+      c.smem = size_t(forwardStageBytes(CC, TH, TW, khkw, c.FPT * GY, c.FL));
       c.grid[0] = unsigned(rowTiles);
       c.grid[1] = unsigned((filterBlocks + c.FL - 1) / c.FL);
       c.grid[2] = unsigned(std::max(N, 1));

@@ -118,12 +118,19 @@ __device__ __forceinline__ void accumulateWindow(float (&acc)[FPT][PS * PS], con
   }
 }
 
-// The staged weights of filter blocks fbFirst .. fbFirst + a.FL - 1, channels c0 .. c0 + cc - 1, as
-// [block][channel][tap][filter], and the input rows of those channels as [channel][TH][TW] (zero outside)
-__device__ __forceinline__ void stageForward(float* wts, float* tile, const FwdArgs& a, const float* inSample, int c0,
-                                             int cc, int fbFirst, int loops, int iy0, int ix0) {
+// The staged weights of filter blocks fbFirst .. fbFirst + loops - 1, channels c0 .. c0 + cc - 1, as
+// [block][channel][tap][filter], the input rows of those channels as [channel][TH][TW] (zero outside), and with
+// the first channels the blocks' biases (read by the epilogue: a global load there had stalled every loop)
+__device__ __forceinline__ void stageForward(float* wts, float* tile, float* biases, const FwdArgs& a,
+                                             const float* inSample, int c0, int cc, int fbFirst, int loops, int iy0,
+                                             int ix0) {
   const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
   const int khkw = a.kh * a.kw, tileSize = a.TH * a.TW;
+  if (c0 == 0)
+    for (int i = tid; i < loops * a.FB; i += nthreads) {
+      const int f = fbFirst * a.FB + i;
+      biases[i] = f < a.F ? a.bias[f] : 0.0f;
+    }
   for (int i = tid; i < loops * cc * khkw * a.FB; i += nthreads) {
     const int fl = i % a.FB, rest = i / a.FB;
     const int tap = rest % khkw, rest2 = rest / khkw;
@@ -156,7 +163,7 @@ __device__ __forceinline__ PooledPosition pooledPosition(const FwdArgs& a) {
 // index within the sample's (F, OH, OW) conv output; the first maximum in row-major order wins)
 template <int PS, int FPT, bool RELU>
 __device__ __forceinline__ void writePooled(const float (&acc)[FPT][PS * PS], const FwdArgs& a, PooledPosition pos,
-                                            int n, int fFirst) {
+                                            int n, int fFirst, const float* bias) {
   const int plane = a.PH * a.PW, convPlane = a.OH * a.OW;
   const int winOrigin = pos.py * a.ps * a.OW + pos.px * a.ps;
   const int64_t out0 = (int64_t(n) * a.F + fFirst) * plane + pos.py * a.PW + pos.px;
@@ -164,7 +171,7 @@ __device__ __forceinline__ void writePooled(const float (&acc)[FPT][PS * PS], co
   for (int j = 0; j < FPT; ++j) {
     const int f = fFirst + j;
     if (f >= a.F) break;
-    const float b = a.bias[f];
+    const float b = bias[j];
     float best = activateOutput<RELU>(acc[j][0] + b, a.act, a.alpha);
     int bestOffset = 0;
 #pragma unroll
@@ -192,6 +199,7 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
   const int loops = min(a.FL, (a.F + a.FB - 1) / a.FB - fbFirst);
   float* wts = smem;                                // [FL][CC][khkw][FB]
   float* tile = smem + a.FL * a.CC * khkw * a.FB;  // [CC][TH][TW]
+  float* biases = tile + a.CC * a.TH * a.TW;        // [FL][FB]
   const int n = blockIdx.z;
   for (int l = 0; l < loops; ++l) {
     float acc[FPT][PS * PS];
@@ -204,7 +212,7 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
       const int step = a.ps * a.cs;  // input distance between neighbouring pool windows
       if (l == 0) {  // with FL > 1 the plan has one stage (CC = C): staged once for every loop
         __syncthreads();
-        stageForward(wts, tile, a, a.in + int64_t(n) * a.C * a.H * a.W, c0, cc, fbFirst, loops,
+        stageForward(wts, tile, biases, a, a.in + int64_t(n) * a.C * a.H * a.W, c0, cc, fbFirst, loops,
                      blockIdx.x * a.TPR * step - a.padTop, -a.padLeft);
         __syncthreads();
       }
@@ -213,7 +221,8 @@ __global__ void __launch_bounds__(kFwdMaxThreads) convPoolForward(const FwdArgs 
       accumulateWindow<PS, FPT, KH, KW>(acc, tile, wts + l * cc * khkw * a.FB, cc, a, myBase);
     }
     const PooledPosition pos = pooledPosition(a);
-    if (pos.valid) writePooled<PS, FPT, RELU>(acc, a, pos, n, (fbFirst + l) * a.FB + threadIdx.y * FPT);
+    const int inBlock = l * a.FB + threadIdx.y * FPT;  // this thread's first filter among the staged blocks'
+    if (pos.valid) writePooled<PS, FPT, RELU>(acc, a, pos, n, fbFirst * a.FB + inBlock, biases + inBlock);
   }
 }
 
