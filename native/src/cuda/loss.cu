@@ -26,8 +26,6 @@ __device__ double blockSumToAll(double value) {
   return shared;
 }
 
-// KMAX > 0: softmax cross-entropy with 2 <= K <= KMAX, each row in registers (softmaxRowLoss); 0: any loss
-template <int KMAX>
 __global__ void __launch_bounds__(kThreads) lossKernel(LossConfig config, const float* outputs, LossTargets targets,
                                                        int N, int K, float* dOutputs, StepState* state) {
   startAfterPreviousKernel();
@@ -59,15 +57,6 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossConfig config, const 
       continue;
     }
     const int32_t y = targets.labels[n];
-    if constexpr (KMAX > 0) {
-      const double w = weights ? double(weights[y]) : 1.0;
-      int32_t predicted = 0;
-      const double rowTotal =
-          softmaxRowLoss<KMAX>(z, y, K, dz, weights ? w * scale : scale, config.labelSmoothing, predicted);
-      if (predicted == y) ++right;
-      total += weights ? w * rowTotal : rowTotal;
-      continue;
-    }
     if (predictRow(loss, z, K) == y) ++right;
     if (weights) {
       const double w = weights[y];
@@ -153,13 +142,7 @@ __global__ void __launch_bounds__(kThreads) predictKernel(LossConfig config, con
 void loss_forward_backward(cudaStream_t stream, const LossConfig& config, const float* outputs,
                            const LossTargets& targets, int N, int K, float* dOutputs, StepState* state) {
   if (N == 0) return;
-  auto go = [&](auto kernel) {
-    launchKernel("lossKernel", kernel, 1, kThreads, 0, stream, config, outputs, targets, N, K, dOutputs, state);
-  };
-  const bool inRegisters = config.kind == LossKind::SoftmaxCrossEntropy && !config.regression && K >= 2 && K <= 32;
-  if (!inRegisters) go(lossKernel<0>);
-  else if (K <= 16) go(lossKernel<16>);
-  else go(lossKernel<32>);
+  launchKernel("lossKernel", lossKernel, 1, kThreads, 0, stream, config, outputs, targets, N, K, dOutputs, state);
   checkLaunch("loss");
 }
 

@@ -114,44 +114,6 @@ __device__ inline double rowLoss(LossKind loss, const float* z, int32_t y, int K
   return total;
 }
 
-// rowLoss's softmax cross-entropy for K <= KMAX, the row held in registers: every loop unrolled, so the row's
-// loads and its exps are in flight together. rowLoss's runtime loops had run one exp after another (about 5 us a
-// row-pass, 12-22 us a batch in one block on an H200). The same operations in the same order: the same bits. The
-// predicted class (predictRow's, first maximum) comes with it.
-template <int KMAX>
-__device__ inline double softmaxRowLoss(const float* z, int32_t y, int K, float* dz, double scale, double smoothing,
-                                        int32_t& predicted) {
-  float r[KMAX];
-#pragma unroll
-  for (int k = 0; k < KMAX; ++k) r[k] = k < K ? z[k] : 0.0f;
-  double m = r[0], sum = 0, zSum = 0;
-  float top = r[0], zLabel = r[0];
-  int best = 0;
-#pragma unroll
-  for (int k = 1; k < KMAX; ++k)
-    if (k < K) {
-      m = fmax(m, double(r[k]));
-      if (r[k] > top) best = k, top = r[k];
-    }
-#pragma unroll
-  for (int k = 0; k < KMAX; ++k)
-    if (k < K) {
-      sum += softmaxTerm(r[k], m);
-      if (k == y) zLabel = r[k];
-    }
-  if (smoothing != 0.0)
-#pragma unroll
-    for (int k = 0; k < KMAX; ++k)
-      if (k < K) zSum += r[k];
-  predicted = best;
-  const double lse = m + log(sum);
-  if (dz)
-#pragma unroll
-    for (int k = 0; k < KMAX; ++k)
-      if (k < K) dz[k] = softmaxGradient(r[k], lse, k == y, scale, smoothing, K);
-  return softmaxLoss(lse, zLabel, zSum, smoothing, K);
-}
-
 // block-wide sums of (double, long long) into thread 0 (fixed order: deterministic); Threads = blockDim.x,
 // a multiple of 32 up to 1024. Every thread of the block must call it.
 template <int Threads>
