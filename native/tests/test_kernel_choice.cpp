@@ -107,7 +107,7 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
                         (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation, N) ? "fused" : "separate"));
     } else if (lp.kind == LayerKind::Dense) {
       const int inputs = int(lp.inSize), units = int(lp.outSize);
-      lines.push_back(at + "gemm forward " + gemmPlanName(caps, o, false, true, N, units, inputs) + ", weight gradient " +
+      lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
                       chooseGemm(caps, o, units, inputs, N).name() + ", input gradient " +
                       gemmPlanName(caps, o, false, false, N, inputs, units));
     }
@@ -676,36 +676,6 @@ void testWorkspaceCoversSmallerBatches() {
 
 // The shallow GEMM (K <= 16, no transposes, N >= 256): seed001's head input gradients; not where a tile is
 // forced (the op table's tile variants keep testing the tiled kernels on the same shapes).
-// The skinny GEMM (C = A . B^T, N <= 16, K % 4 == 0, K >= 2048): the forward of a 10-unit head over a long input,
-// K split over clusters of up to 16 blocks while a lane keeps 16 float4s; not where a tile is forced, clusters are
-// off and a lane would stream more than 256 float4s, or the shape differs.
-void testGemmSkinny() {
-  const KernelOverrides o;
-  CHECK_MSG(chooseGemmSkinny(h100(), o, false, true, 1000, 10, 43264) == 16, "seed001_256's forward: 16 splits");
-  CHECK_MSG(chooseGemmSkinny(h100(), o, false, true, 100, 10, 10816) == 16, "seed001's forward: 16 splits");
-  CHECK_MSG(chooseGemmSkinny(h100(), o, false, true, 64, 10, 4096) == 8, "K 4096: 8 splits (16 float4s a lane)");
-  CHECK_MSG(chooseGemmSkinny(h100(), o, false, true, 100000, 16, 2048) == 1,
-            "3125 row groups fill the GPU: no split");
-  CHECK_MSG(!chooseGemmSkinny(h100(), o, true, true, 1000, 10, 43264) &&
-                !chooseGemmSkinny(h100(), o, false, false, 1000, 10, 43264),
-            "other transposes: not skinny");
-  CHECK_MSG(!chooseGemmSkinny(h100(), o, false, true, 1000, 17, 43264) &&
-                !chooseGemmSkinny(h100(), o, false, true, 1000, 10, 2044) &&
-                !chooseGemmSkinny(h100(), o, false, true, 1000, 10, 43266),
-            "N > 16, K < 2048 or K % 4 != 0: a tile");
-  KernelOverrides forced;
-  forced.gemmTile = GemmTileForce::Small16x16;
-  CHECK_MSG(!chooseGemmSkinny(h100(), forced, false, true, 1000, 10, 43264), "a forced tile is taken");
-  const DeviceCaps noClusters = gpu(132, 8, 9, 99, TensorCores::Tf32MmaSync, 1);
-  CHECK_MSG(!chooseGemmSkinny(noClusters, o, false, true, 1000, 10, 43264),
-            "no clusters: 1352 float4s a lane, the tiles instead");
-  CHECK_MSG(chooseGemmSkinny(noClusters, o, false, true, 64, 10, 4096) == 1, "no clusters, K 4096: unsplit");
-  KernelOverrides portable;
-  portable.gemmWideClusters = false;
-  CHECK_MSG(chooseGemmSkinny(h100(), portable, false, true, 1000, 10, 43264) == 8, "portable clusters: 8");
-  CHECK_MSG(gemmPlanName(h100(), o, false, true, 1000, 10, 43264) == "skinny/16", "its name");
-}
-
 void testGemmShallow() {
   const KernelOverrides o;
   CHECK_MSG(chooseGemmShallow(o, false, false, 1000, 43264, 10) && chooseGemmShallow(o, false, false, 100, 10816, 10),
@@ -885,7 +855,6 @@ int main(int argc, char** argv) {
     testConvPoolPlans();
     testConvPoolLoopsAndPrefetch();
     testGemmShallow();
-    testGemmSkinny();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());
   }

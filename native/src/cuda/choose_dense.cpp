@@ -76,30 +76,9 @@ bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M
          N >= kGemmShallowMinN && M >= 1 && int64_t(M) <= int64_t(65535) * kGemmShallowRows;
 }
 
-// The tiled kernels ran seed001_256's forward (1000 x 10 x 43 264) at 16 x 16 tiles split 16 ways in 108 us on an
-// H100, 1.65 TB/s at 15 % occupancy (their 4-stage rings). A lane streams its row's slice of K one float4 after
-// another, so the slices must be short: splits are doubled while a lane keeps at least 16 float4s and the grid has
-// fewer than 8 blocks an SM; with more than 256 float4s a lane left (few or no clusters) the tiles are faster.
-int chooseGemmSkinny(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N, int K) {
-  if (o.gemmTile != GemmTileForce::Auto || transA || !transB || N < 1 || N > kGemmSkinnyMaxN || M < 1 ||
-      K < kGemmSkinnyMinK || K % 4 != 0)
-    return 0;
-  const int64_t rowGroups = (int64_t(M) + kGemmSkinnyRows - 1) / kGemmSkinnyRows;
-  if (rowGroups > 65535) return 0;
-  const int maxSplits = o.gemmSplitK ? std::min(caps.gemmMaxCluster, o.gemmWideClusters ? kGemmWideCluster
-                                                                                         : kGemmPortableCluster)
-                                     : 1;
-  int splits = 1;
-  auto slice = [&](int s) { return int64_t(K / 4) / (int64_t(s) * kGemmSkinnyWarps); };  // float4s a lane
-  while (2 * splits <= maxSplits && rowGroups * splits < 8 * int64_t(caps.sms) && slice(2 * splits) >= 16) splits *= 2;
-  return slice(splits) <= 256 ? splits : 0;
-}
-
 std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
                          int K) {
-  if (chooseGemmShallow(o, transA, transB, M, N, K)) return "shallow";
-  if (const int splits = chooseGemmSkinny(caps, o, transA, transB, M, N, K)) return "skinny/" + std::to_string(splits);
-  return chooseGemm(caps, o, M, N, K).name();
+  return chooseGemmShallow(o, transA, transB, M, N, K) ? std::string("shallow") : chooseGemm(caps, o, M, N, K).name();
 }
 
 std::string GemmPlan::name() const {

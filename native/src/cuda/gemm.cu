@@ -471,115 +471,6 @@ void launchShallow(cudaStream_t stream, int M, int N, int K, const float* A, con
   checkLaunch("gemm (shallow K)");
 }
 
-// C (M, N) = A (M, K) . B (N, K)^T for N <= kGemmSkinnyMaxN and K % 4 == 0 (chooseGemmSkinny): a block takes
-// kGemmSkinnyRows rows of A, a lane each, and its cluster rank's share of K, split again over its warps. A lane
-// streams its row's float4s and reads B's N rows at the same k: the same address in every lane, so one load serves
-// the warp's 32 rows. Each sum runs along its slice in k order; the warps' sums are added in warp order in shared
-// memory and the cluster's blocks' in rank order through distributed shared memory (as the tiled split-K):
-// deterministic. NMAX (4, 8 or 16, the least >= N) sizes the accumulators.
-constexpr int kSkinnyThreads = kGemmSkinnyWarps * 32;
-constexpr int kSkinnyUnroll = 4;  // float4s of A a lane has in flight
-
-__device__ __forceinline__ float dot4(float4 x, float4 y, float acc) {
-  return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, fmaf(x.x, y.x, acc))));
-}
-
-template <int NMAX>
-__global__ void __launch_bounds__(kSkinnyThreads)
-    gemmSkinnyKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* C,
-                     Epilogue epi, int splits) {
-  startAfterPreviousKernel();
-  __shared__ float partial[kGemmSkinnyWarps][kGemmSkinnyRows * NMAX];
-  __shared__ float sums[kGemmSkinnyRows * NMAX];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int group = int(blockIdx.x) / splits, split = int(blockIdx.x) % splits;
-  const int m0 = group * kGemmSkinnyRows;
-  const int64_t K4 = K / 4;
-  const int slices = splits * kGemmSkinnyWarps, slice = split * kGemmSkinnyWarps + warp;
-  const int64_t i0 = K4 * slice / slices, i1 = K4 * (slice + 1) / slices;
-  const float4* a = reinterpret_cast<const float4*>(A) + int64_t(min(m0 + lane, M - 1)) * K4;
-  const float4* b = reinterpret_cast<const float4*>(B);
-  float acc[NMAX];
-#pragma unroll
-  for (int n = 0; n < NMAX; ++n) acc[n] = 0.0f;
-  int64_t i = i0;
-  for (; i + kSkinnyUnroll <= i1; i += kSkinnyUnroll) {
-    float4 x[kSkinnyUnroll];
-#pragma unroll
-    for (int u = 0; u < kSkinnyUnroll; ++u) x[u] = __ldg(a + i + u);
-#pragma unroll
-    for (int n = 0; n < NMAX; ++n) {
-      if (n >= N) break;
-#pragma unroll
-      for (int u = 0; u < kSkinnyUnroll; ++u) acc[n] = dot4(x[u], __ldg(b + n * K4 + i + u), acc[n]);
-    }
-  }
-  for (; i < i1; ++i) {
-    const float4 x = __ldg(a + i);
-#pragma unroll
-    for (int n = 0; n < NMAX; ++n) {
-      if (n >= N) break;
-      acc[n] = dot4(x, __ldg(b + n * K4 + i), acc[n]);
-    }
-  }
-#pragma unroll
-  for (int n = 0; n < NMAX; ++n) partial[warp][lane * NMAX + n] = acc[n];
-  __syncthreads();
-  for (int e = threadIdx.x; e < kGemmSkinnyRows * NMAX; e += kSkinnyThreads) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kGemmSkinnyWarps; ++w) sum += partial[w][e];
-    sums[e] = sum;
-    const int m = m0 + e / NMAX, n = e % NMAX;
-    if (splits == 1 && m < M && n < N) C[int64_t(m) * N + n] = finish(sum, m, n, N, epi);
-  }
-  if (splits == 1) return;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();
-  const int rank = int(cluster.block_rank());
-  const int total = kGemmSkinnyRows * NMAX, per = (total + splits - 1) / splits;
-  for (int e = rank * per + int(threadIdx.x); e < min(total, (rank + 1) * per); e += kSkinnyThreads) {
-    const int m = m0 + e / NMAX, n = e % NMAX;
-    if (m >= M || n >= N) continue;
-    float sum = 0.0f;
-    for (int r = 0; r < splits; ++r) sum += cluster.map_shared_rank(sums, r)[e];  // fixed order
-    C[int64_t(m) * N + n] = finish(sum, m, n, N, epi);
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory
-#else
-  __trap();  // never launched: the chooser splits only where clusters exist
-#endif
-}
-
-template <int NMAX>
-void launchSkinnyAs(cudaStream_t stream, int M, int N, int K, const float* A, const float* B, float* C,
-                    const Epilogue& epi, int splits) {
-  auto kernel = gemmSkinnyKernel<NMAX>;
-  const dim3 grid(unsigned((M + kGemmSkinnyRows - 1) / kGemmSkinnyRows * splits));
-  if (splits == 1) {
-    launchKernel("gemmSkinnyKernel", kernel, grid, kSkinnyThreads, 0, stream, M, N, K, A, B, C, epi, 1);
-  } else {
-    if (splits > kGemmPortableCluster) {
-      static PerDevice<bool> allowed;  // once per kernel and device
-      if (!oncePerDevice(allowed, [&] { return allowWideClusters(kernel); }))
-        throw EngineError("gemm: clusters of " + std::to_string(splits) + " blocks are not allowed");
-    }
-    launchClusterKernel("gemm (skinny, split K)", kernel, grid, dim3(kSkinnyThreads), 0, stream, splits, M, N, K, A,
-                        B, C, epi, splits);
-  }
-  checkLaunch("gemm (skinny)");
-}
-
-void launchSkinny(cudaStream_t stream, int M, int N, int K, const float* A, const float* B, float* C,
-                  const Epilogue& epi, int splits) {
-  static_assert(kGemmSkinnyMaxN == 16, "the instances below cover N up to 16");
-  if (N <= 4) launchSkinnyAs<4>(stream, M, N, K, A, B, C, epi, splits);
-  else if (N <= 8) launchSkinnyAs<8>(stream, M, N, K, A, B, C, epi, splits);
-  else launchSkinnyAs<16>(stream, M, N, K, A, B, C, epi, splits);
-}
-
 void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K, const float* A, const float* B,
               float* C, const GemmEpilogue& e, float* rowSums) {
   if (M <= 0 || (N <= 0 && !rowSums)) return;
@@ -600,9 +491,6 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if (N % 4 == 0 && aligned16(C)) flags |= kVecC;
   if (!rowSums && chooseGemmShallow(kernelOverrides(), transA, transB, M, N, K))
     return launchShallow(stream, M, N, K, A, B, C, epi, (flags & kVecB) && (flags & kVecC));
-  if (!rowSums && aligned16(A) && aligned16(B))
-    if (const int splits = chooseGemmSkinny(currentDeviceCaps(), kernelOverrides(), transA, transB, M, N, K))
-      return launchSkinny(stream, M, N, K, A, B, C, epi, splits);
   switch (p.tile) {
     case GemmTile::Large64x64:
       launchModes<GemmTile::Large64x64>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);

@@ -302,14 +302,7 @@ GemmPlan chooseGemm(const DeviceCaps& caps, const KernelOverrides& o, int M, int
 // forced; N >= kGemmShallowMinN, M within the grid's rows
 inline constexpr int kGemmShallowMaxK = 16, kGemmShallowMinN = 256, kGemmShallowRows = 8;
 bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M, int N, int K);
-// C = A . B^T with N <= kGemmSkinnyMaxN and a long K (a few-unit layer's forward: seed001_256's 10-unit head over
-// 43 264 inputs, batch 1000) as gemm.cu gemmSkinnyKernel: a lane per row of A streaming it as float4s, B's rows
-// read by the whole warp at once, K split over a block's 8 warps and `splits` blocks of a cluster; where no tile
-// is forced, K % 4 == 0 (float4 rows; the operands' alignment is the launcher's) and K >= kGemmSkinnyMinK.
-// splits: 0 (not taken), else 1..caps.gemmMaxCluster (1 without clusters).
-inline constexpr int kGemmSkinnyMaxN = 16, kGemmSkinnyMinK = 2048, kGemmSkinnyRows = 32, kGemmSkinnyWarps = 8;
-int chooseGemmSkinny(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N, int K);
-// what gemm() runs for these transposes and sizes: "shallow", "skinny/S" or the tile's name (GemmPlan::name)
+// what gemm() runs for these transposes and sizes: "shallow" or the tile's name (GemmPlan::name)
 std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
                          int K);
 
