@@ -139,9 +139,12 @@ inline void checkDropout(cpu::ThreadPool& pool, int N, int64_t width, float rate
 // ---- losses ----
 
 // Per-sample losses and gradient (the batch mean into StepState), predictions, probabilities, evaluation
-// totals and the confusion matrix; N larger than the loss kernel's block.
-inline void checkLoss(LossKind loss, int K, int N) {
-  Row line(std::string("loss ") + lossName(loss), "N" + std::to_string(N) + " K=" + std::to_string(K), kOneKernel);
+// totals and the confusion matrix; N larger than the loss kernel's block. spread: with the network's
+// LossPartials (softmax cross-entropy of 2-32 classes runs over many blocks), launched twice on one state: the
+// second batch adds the same loss, the counter having been reset.
+inline void checkLoss(LossKind loss, int K, int N, bool spread = false) {
+  Row line(std::string("loss ") + lossName(loss) + (spread ? ", spread" : ""),
+           "N" + std::to_string(N) + " K=" + std::to_string(K), kOneKernel);
   const int classes = K == 1 ? 2 : K;
   const auto z = randomVector(size_t(N) * K, 30 + K, 3.0f);
   std::vector<int32_t> labels(static_cast<size_t>(N));
@@ -158,9 +161,23 @@ inline void checkLoss(LossKind loss, int K, int N) {
   DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{cuda::StepState{}});
   DeviceVector<cuda::StepState> evalState(std::vector<cuda::StepState>{cuda::StepState{}});
   DeviceVector<unsigned long long> confusion(std::vector<unsigned long long>(size_t(classes) * classes, 0));
-  cuda::loss_forward_backward(nullptr, loss, dZ.ptr, dLabels.ptr, N, K, dDz.ptr, state.ptr);
+  DeviceVector<cuda::LossPartials> partials(std::vector<cuda::LossPartials>{cuda::LossPartials{}});
+  LossTargets targets;
+  targets.labels = dLabels.ptr;
+  auto launch = [&] {
+    cuda::loss_forward_backward(nullptr, cuda::LossConfig{loss}, dZ.ptr, targets, N, K, dDz.ptr, state.ptr,
+                                spread ? partials.ptr : nullptr);
+  };
+  launch();
   cuda::loss_predict(nullptr, loss, dZ.ptr, dLabels.ptr, N, K, dPred.ptr, dProb.ptr, evalState.ptr, confusion.ptr);
   const cuda::StepState s = state.download()[0], e = evalState.download()[0];
+  if (spread) {
+    launch();
+    const cuda::StepState twice = state.download()[0];
+    line.check(twice.lossSteps == 2 && twice.batchLossSum == 2 * s.batchLossSum && twice.correct == 2 * s.correct &&
+                   partials.download()[0].blocksDone == 0,
+               "a second batch: the same loss again, the block counter back at 0");
+  }
   line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "batch loss",
              nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));
   line.check(s.correct == correct && s.samples == N && s.lossSteps == 1 && !s.diverged, "counts");
@@ -376,10 +393,11 @@ inline void checkEma(size_t n) {
   line.check(dAvg.download() == before, "no update after divergence");
 }
 
-// Softmax cross-entropy with label smoothing 0.1: the batch loss and gradient against the CPU's.
-inline void checkLabelSmoothingLoss(int K, int N) {
-  Row line("loss softmax_cross_entropy, label smoothing 0.1", "N" + std::to_string(N) + " K=" + std::to_string(K),
-           kOneKernel);
+// Softmax cross-entropy with label smoothing 0.1: the batch loss and gradient against the CPU's (spread: over
+// many blocks, with LossPartials).
+inline void checkLabelSmoothingLoss(int K, int N, bool spread = false) {
+  Row line(std::string("loss softmax_cross_entropy, label smoothing 0.1") + (spread ? ", spread" : ""),
+           "N" + std::to_string(N) + " K=" + std::to_string(K), kOneKernel);
   const auto z = randomVector(size_t(N) * K, 70 + K, 3.0f);
   std::vector<int32_t> labels(static_cast<size_t>(N));
   Rng rng(80 + K);
@@ -399,7 +417,9 @@ inline void checkLabelSmoothingLoss(int K, int N) {
   deviceTargets.labels = dLabels.ptr;
   cuda::LossConfig config;
   config.labelSmoothing = 0.1f;
-  cuda::loss_forward_backward(nullptr, config, dZ.ptr, deviceTargets, N, K, dDz.ptr, state.ptr);
+  DeviceVector<cuda::LossPartials> partials(std::vector<cuda::LossPartials>{cuda::LossPartials{}});
+  cuda::loss_forward_backward(nullptr, config, dZ.ptr, deviceTargets, N, K, dDz.ptr, state.ptr,
+                              spread ? partials.ptr : nullptr);
   const cuda::StepState s = state.download()[0];
   line.check(std::fabs(s.batchLossSum - cpuLoss) <= 1e-9 * (1 + std::fabs(cpuLoss)), "batch loss",
              nnstudio_test::num(s.batchLossSum) + " vs CPU " + nnstudio_test::num(cpuLoss));

@@ -273,6 +273,8 @@ void runTable(cpu::ThreadPool& pool) {
   checkDropout(pool, 19, 133, 0.3f);
   for (LossKind loss : {LossKind::SoftmaxCrossEntropy, LossKind::BinaryCrossEntropy, LossKind::MSE, LossKind::MAE})
     for (int K : {1, 3, 10}) checkLoss(loss, K, 600);
+  for (const auto& [K, N] : {std::pair{3, 600}, {10, 100}, {10, 1000}, {16, 37}, {24, 600}, {32, 9000}, {40, 600}})
+    checkLoss(LossKind::SoftmaxCrossEntropy, K, N, true);  // 8, 16 and 32 lanes a row, 64 blocks a grid-stride; 40: one block
   for (LossKind loss : {LossKind::MSE, LossKind::MAE, LossKind::Huber})
     for (int K : {1, 3}) checkRegressionLoss(loss, K, 600, 0.7f);
   checkRegressionLoss(LossKind::Huber, 2, 33, 3.0f);
@@ -284,6 +286,7 @@ void runTable(cpu::ThreadPool& pool) {
     checkOptimizerDecay(name, 100003);
   checkEma(100003);
   for (int K : {3, 10}) checkLabelSmoothingLoss(K, 600);
+  for (int K : {3, 10, 20}) checkLabelSmoothingLoss(K, 600, true);
   {
     Augmentation shifts, flips, affine, all;
     shifts.translate = 3;

@@ -215,12 +215,22 @@ struct LossConfig {
   bool regression = false;
   float labelSmoothing = 0.0f;  // softmax cross-entropy: the target (1 - s) one-hot + s / K
 };
-// One block: per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward (labels, class
-// weights or a regression's targets, device pointers in `targets`), then the batch mean loss into
-// `state`: if it is not finite the first time, sets diverged/divergedAt; while not diverged, adds to the
-// running totals (a regression's squared errors included). Predictions count into state->correct.
+// The spread softmax loss's per-block batch sums and last-block counter (device memory, zeroed once; the last
+// block resets the counter). One per network: launches on it are serial.
+struct LossPartials {
+  static constexpr int kMaxBlocks = 64;
+  double total[kMaxBlocks];
+  long long right[kMaxBlocks];
+  unsigned int blocksDone;
+};
+// Per-sample losses, dOutputs (when not null) as cpu::loss_forward_backward (labels, class weights or a
+// regression's targets, device pointers in `targets`), then the batch mean loss into `state`: if it is not
+// finite the first time, sets diverged/divergedAt; while not diverged, adds to the running totals (a
+// regression's squared errors included). Predictions count into state->correct. One block; softmax
+// cross-entropy of 2-32 classes without class weights is spread over many blocks where `partials` is given.
 void loss_forward_backward(cudaStream_t stream, const LossConfig& config, const float* outputs,
-                           const LossTargets& targets, int N, int K, float* dOutputs, StepState* state);
+                           const LossTargets& targets, int N, int K, float* dOutputs, StepState* state,
+                           LossPartials* partials = nullptr);
 // Predicted class (N) and probabilities (N, classes) (classes = 2 when K == 1), as cpu::loss_predict;
 // either output may be null (a regression writes neither). With labels (or a regression's targets), also
 // accumulates into `state` the loss (weighted by class with class weights), the weights' sum and correct

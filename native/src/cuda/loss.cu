@@ -4,6 +4,8 @@
 // totals be written without atomics or a second kernel. softmax + cross-entropy are fused: the
 // gradient w.r.t. the logits is written directly. A regression's rows take their float targets; class
 // weights weigh each row by its label's class (the mean divides by the weights' sum).
+#include <algorithm>
+
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/kernels.h"
@@ -73,6 +75,98 @@ __global__ void __launch_bounds__(kThreads) lossKernel(LossConfig config, const 
   if (threadIdx.x == 0) recordBatchLoss(state, total, right, N, elements, squared);
 }
 
+// Softmax cross-entropy without class weights, 2 <= K <= W <= 32, spread: W lanes take a row, a lane a class, so a
+// row's exps run side by side; a warp takes 32 / W rows at a time, a block 8 warps, the grid up to
+// LossPartials::kMaxBlocks blocks. lossKernel's thread a row had run its 21 double-precision exp and log one
+// after another, 4 warps of one block holding seed001's 100 rows (13.7 us on an H100, 27 000 cycles for 7 900
+// instructions). Each lane scans the row's K values through shuffles in k order (the max, the prediction, the
+// label's value, the sums): rowLoss's operations in its order, so each row's loss and gradient have its bits. The
+// rows' losses are summed per block in a fixed order, the blocks' sums by the last block in block order: the
+// batch loss is deterministic (its rounding differs from lossKernel's thread order).
+constexpr int kSpreadThreads = 256;
+
+template <int W>
+__global__ void __launch_bounds__(kSpreadThreads)
+    softmaxLossSpread(float smoothingF, const float* outputs, const int32_t* labels, int N, int K, float* dOutputs,
+                      StepState* state, LossPartials* partials) {
+  startAfterPreviousKernel();
+  constexpr int G = 32 / W;  // rows a warp takes at once
+  constexpr int kWarps = kSpreadThreads / 32;
+  const unsigned all = 0xffffffffu;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int k = lane % W, group = lane / W;
+  const double smoothing = smoothingF;
+  const double scale = lossGradientScale(state) / double(N);
+  double total = 0;  // this lane's rows (lane k == 0 of its group)
+  long long right = 0;
+  for (int first = (blockIdx.x * kWarps + warp) * G; first < N; first += gridDim.x * kWarps * G) {
+    const int n = first + group;
+    const bool live = n < N;
+    const float z = live && k < K ? outputs[int64_t(n) * K + k] : 0.0f;
+    const int32_t y = live ? labels[n] : 0;
+    // the row's max, first maximum, label value and value sum, scanned in k order by every lane of the row
+    double m = __shfl_sync(all, z, 0, W);
+    float top = float(m), zLabel = y == 0 ? top : 0.0f;
+    int best = 0;
+    double zSum = smoothing != 0.0 ? m : 0.0;
+    for (int j = 1; j < K; ++j) {
+      const float zj = __shfl_sync(all, z, j, W);
+      m = fmax(m, double(zj));
+      if (zj > top) best = j, top = zj;
+      if (j == y) zLabel = zj;
+      if (smoothing != 0.0) zSum += zj;
+    }
+    const double term = k < K ? softmaxTerm(z, m) : 0.0;
+    double sum = 0;
+    for (int j = 0; j < K; ++j) sum += __shfl_sync(all, term, j, W);
+    const double lse = m + log(sum);
+    if (live && k < K && dOutputs)
+      dOutputs[int64_t(n) * K + k] = softmaxGradient(z, lse, k == y, scale, smoothing, K);
+    if (live && k == 0) {
+      total += softmaxLoss(lse, zLabel, zSum, smoothing, K);
+      if (best == y) ++right;
+    }
+  }
+  // the block's sums: a warp's groups in order, then the warps in order
+  __shared__ double warpTotal[kWarps];
+  __shared__ long long warpRight[kWarps];
+  double t = 0;
+  long long r = 0;
+  for (int g = 0; g < G; ++g) {
+    t += __shfl_sync(all, total, g * W);
+    r += __shfl_sync(all, right, g * W);
+  }
+  if (lane == 0) warpTotal[warp] = t, warpRight[warp] = r;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  double blockTotal = 0;
+  long long blockRight = 0;
+  for (int w = 0; w < kWarps; ++w) blockTotal += warpTotal[w], blockRight += warpRight[w];
+  partials->total[blockIdx.x] = blockTotal;
+  partials->right[blockIdx.x] = blockRight;
+  __threadfence();
+  if (atomicAdd(&partials->blocksDone, 1u) != gridDim.x - 1) return;
+  __threadfence();  // every block's partial is visible
+  double batchTotal = 0;
+  long long batchRight = 0;
+  for (int b = 0; b < int(gridDim.x); ++b) {
+    batchTotal += reinterpret_cast<volatile double*>(partials->total)[b];
+    batchRight += reinterpret_cast<volatile long long*>(partials->right)[b];
+  }
+  partials->blocksDone = 0;
+  recordBatchLoss(state, batchTotal, batchRight, N, double(N));
+}
+
+template <int W>
+void launchSpread(cudaStream_t stream, const LossConfig& config, const float* outputs, const int32_t* labels, int N,
+                  int K, float* dOutputs, StepState* state, LossPartials* partials) {
+  const int rowsPerBlock = kSpreadThreads / 32 * (32 / W);
+  const unsigned blocks = unsigned(std::min<int64_t>((int64_t(N) + rowsPerBlock - 1) / rowsPerBlock,
+                                                     LossPartials::kMaxBlocks));
+  launchKernel("softmaxLossSpread", softmaxLossSpread<W>, blocks, kSpreadThreads, 0, stream, config.labelSmoothing,
+               outputs, labels, N, K, dOutputs, state, partials);
+}
+
 __global__ void __launch_bounds__(kThreads) predictKernel(LossConfig config, const float* outputs, LossTargets targets,
                                                           int N, int K, int32_t* predictions, float* probabilities,
                                                           StepState* state, unsigned long long* confusion) {
@@ -140,9 +234,16 @@ __global__ void __launch_bounds__(kThreads) predictKernel(LossConfig config, con
 }  // namespace
 
 void loss_forward_backward(cudaStream_t stream, const LossConfig& config, const float* outputs,
-                           const LossTargets& targets, int N, int K, float* dOutputs, StepState* state) {
+                           const LossTargets& targets, int N, int K, float* dOutputs, StepState* state,
+                           LossPartials* partials) {
   if (N == 0) return;
-  launchKernel("lossKernel", lossKernel, 1, kThreads, 0, stream, config, outputs, targets, N, K, dOutputs, state);
+  // spread (a lane a class, many blocks) where a training step's state takes the batch sums
+  const bool spread = state && partials && config.kind == LossKind::SoftmaxCrossEntropy && !config.regression &&
+                      !targets.classWeights && K >= 2 && K <= 32;
+  if (!spread) launchKernel("lossKernel", lossKernel, 1, kThreads, 0, stream, config, outputs, targets, N, K, dOutputs, state);
+  else if (K <= 8) launchSpread<8>(stream, config, outputs, targets.labels, N, K, dOutputs, state, partials);
+  else if (K <= 16) launchSpread<16>(stream, config, outputs, targets.labels, N, K, dOutputs, state, partials);
+  else launchSpread<32>(stream, config, outputs, targets.labels, N, K, dOutputs, state, partials);
   checkLaunch("loss");
 }
 

@@ -184,6 +184,11 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 
   workspace_.allocate(workspace);
   track(workspace_.bytes());
+  if (trainable) {  // the spread loss's counter starts at zero (its last block resets it)
+    lossPartials_.allocate(1, "allocating the loss's block sums");
+    check(cudaMemset(lossPartials_.get(), 0, sizeof(LossPartials)), "clearing the loss's block sums");
+    track(lossPartials_.bytes());
+  }
 
   // activation fusion: a dense/conv layer's elementwise activation is differentiated by the next
   // non-flatten layer's input-gradient kernel when that layer takes a gate
@@ -319,7 +324,8 @@ void Network::loss(cudaStream_t stream, const LossTargets& targets, int n, StepS
     return;
   }
   const LossConfig config{plan_.loss, plan_.huberDelta, plan_.regression(), plan_.labelSmoothing};
-  loss_forward_backward(stream, config, out_.back(), targets, n, int(plan_.outputWidth), grad_.back(), state);
+  loss_forward_backward(stream, config, out_.back(), targets, n, int(plan_.outputWidth), grad_.back(), state,
+                        lossPartials_.get());
 }
 
 void Network::loss(cudaStream_t stream, const int32_t* labels, int n, StepState* state) {

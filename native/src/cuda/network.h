@@ -90,6 +90,7 @@ class Network {
   std::vector<DeviceBuffer<float>> shortcutGrad_;
   std::vector<size_t> endOf_;
   bool lastTraining_ = false;                   // the last forward's mode (batchnorm's backward)
+  DeviceBuffer<LossPartials> lossPartials_;     // the spread loss's block sums (loss_forward_backward)
   DeviceBuffer<float> workspace_;               // weight-gradient partial sums, shared (launches are serial)
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
