@@ -690,19 +690,32 @@ void testGemmShallow() {
   CHECK_MSG(!chooseGemmShallow(forced, false, false, 1000, 43264, 10), "a forced tile is taken");
 }
 
+// a square max pool of `size` and `stride` over C planes of H x H
+PoolGeometry squarePool(int C, int H, int size, int stride) {
+  PoolGeometry p;
+  p.C = C, p.H = p.W = H, p.size = size, p.stride = stride, p.OH = p.OW = (H - size) / stride + 1;
+  return p;
+}
+
+// the fused conv + max pool tests' convolutions: seed001's with 256 filters, fast_mnist's conv1, keras's conv2,
+// seed000's conv2 and a strided 3x3
+struct ConvPoolShapes {
+  ConvGeometry seed001 = geometry(1, 28, 28, 256, 3, 26, 26), fast1 = geometry(1, 28, 28, 24, 5, 24, 24),
+               keras2 = geometry(32, 26, 26, 64, 3, 24, 24), seed000 = geometry(4, 28, 28, 4, 2, 28, 28),
+               strided = [] {
+                 ConvGeometry g = geometry(1, 17, 17, 30, 3, 8, 8);
+                 g.stride = 2;
+                 return g;
+               }();
+};
+
 // The fused conv + max pool's kernels by shape: the forward's register taps (a square 3x3 or 5x5 kernel of
 // stride 1 under a pool of 2) with 8 filters a thread, and the thin weight gradient (C * kh * kw <= 32, a warp
 // per filter) for the first layers; the general kernels elsewhere.
 void testConvPoolPlans() {
-  auto pool = [](int C, int H, int size, int stride) {
-    PoolGeometry p;
-    p.C = C, p.H = p.W = H, p.size = size, p.stride = stride, p.OH = p.OW = (H - size) / stride + 1;
-    return p;
-  };
-  const ConvGeometry seed001 = geometry(1, 28, 28, 256, 3, 26, 26), fast1 = geometry(1, 28, 28, 24, 5, 24, 24),
-                     keras2 = geometry(32, 26, 26, 64, 3, 24, 24), seed000 = geometry(4, 28, 28, 4, 2, 28, 28);
-  ConvGeometry strided = geometry(1, 17, 17, 30, 3, 8, 8);
-  strided.stride = 2;
+  const ConvPoolShapes shapes;
+  const auto& [seed001, fast1, keras2, seed000, strided] = shapes;
+  const auto pool = squarePool;
   const ConvPoolForwardPlan f1 = planConvPoolForward(h100(), 1000, seed001, pool(256, 26, 2, 2));
   CHECK_MSG(f1.ok && f1.taps == 3 && f1.FPT == 8, "seed001 (256 filters 3x3): register taps, 8 filters a thread");
   const ConvPoolForwardPlan f5 = planConvPoolForward(h100(), 256, fast1, pool(24, 24, 2, 2));
@@ -726,15 +739,9 @@ void testConvPoolPlans() {
 // blocks an SM and every channel is staged at once; the thin weight gradient prefetches the next sample where
 // the input is unpadded and a float4 a thread; its chunks follow the block target.
 void testConvPoolLoopsAndPrefetch() {
-  auto pool = [](int C, int H, int size, int stride) {
-    PoolGeometry p;
-    p.C = C, p.H = p.W = H, p.size = size, p.stride = stride, p.OH = p.OW = (H - size) / stride + 1;
-    return p;
-  };
-  const ConvGeometry seed001 = geometry(1, 28, 28, 256, 3, 26, 26), fast1 = geometry(1, 28, 28, 24, 5, 24, 24),
-                     keras2 = geometry(32, 26, 26, 64, 3, 24, 24), seed000 = geometry(4, 28, 28, 4, 2, 28, 28);
-  ConvGeometry strided = geometry(1, 17, 17, 30, 3, 8, 8);
-  strided.stride = 2;
+  const ConvPoolShapes shapes;
+  const auto& [seed001, fast1, keras2, seed000, strided] = shapes;
+  const auto pool = squarePool;
   const PoolGeometry p256 = pool(256, 26, 2, 2);
   const ConvPoolForwardPlan wide = planConvPoolForward(h100(), 1000, seed001, p256);
   CHECK_MSG(wide.ok && wide.FL == 16 && wide.grid[1] * wide.grid[2] == 1000 && wide.CC == 1,
