@@ -1,8 +1,9 @@
 // Losses on the device, the formulas of cpu/loss.cpp (in double, as there; loss_math.cuh, shared with the
-// fused classifier head of dense_head.cu), in one block per launch:
-// a batch's rows are few, and one block lets the batch total, the divergence check and the running
-// totals be written without atomics or a second kernel. softmax + cross-entropy are fused: the
-// gradient w.r.t. the logits is written directly. A regression's rows take their float targets; class
+// fused classifier head of dense_head.cu), in one block per launch: a batch's rows are few, and one block
+// lets the batch total, the divergence check and the running totals be written without atomics or a second
+// kernel. Softmax cross-entropy of 2-32 classes without class weights is the exception (softmaxLossSpread):
+// spread over many blocks, a lane a class, the last block books the step. softmax + cross-entropy are fused:
+// the gradient w.r.t. the logits is written directly. A regression's rows take their float targets; class
 // weights weigh each row by its label's class (the mean divides by the weights' sum).
 #include <algorithm>
 
