@@ -119,7 +119,8 @@ inline void benchDense(const Bench& b, int N, int inputs, int units) {
   const cudaStream_t s = b.stream();
   const ActivationFn R = ActivationFn::ReLU;
   auto plans = [&](const cuda::KernelOverrides& o) {
-    return gemmPlan(o, N, units, inputs) + " " + gemmPlan(o, units, inputs, N) + " " + gemmPlan(o, false, false, N, inputs, units);
+    return gemmPlan(o, N, units, inputs) + " " + gemmPlan(o, units, inputs, N) + " " +
+           gemmPlan(o, false, false, N, inputs, units);
   };
   const std::string shape = "N=" + std::to_string(N) + " " + std::to_string(inputs) + "->" + std::to_string(units);
   for (const Reached& r : reached(gemmVariants(), plans)) {

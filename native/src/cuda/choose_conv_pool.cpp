@@ -143,7 +143,8 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
   const int khkw = g.kh * g.kw;
   const int64_t HpWp = int64_t(c.Hp) * c.Wp;
   const int PQ = p.OH * p.OW;
-  if (g.C * khkw <= kConvPoolThinTaps && g.C * HpWp <= kWgInputBytes / 4) return thinWeightsPlan(N, g, c, HpWp, thinBlocks > 0 ? thinBlocks : kConvPoolThinBlocks);
+  if (g.C * khkw <= kConvPoolThinTaps && g.C * HpWp <= kWgInputBytes / 4)
+    return thinWeightsPlan(N, g, c, HpWp, thinBlocks > 0 ? thinBlocks : kConvPoolThinBlocks);
   c.CT = int(std::min<int64_t>(
       {int64_t(g.C), kWgInputBytes / 4 / HpWp, int64_t((kConvPoolWgCols * 32 - 1) / khkw)}));
   if (c.CT < 1) return c;

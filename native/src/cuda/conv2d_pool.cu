@@ -4,10 +4,11 @@
 // FPT filters, taken in turn; thread (x, y) owns one pooled position and FPT filters, i.e. the PS x PS conv
 // outputs of its pool window for each of those filters, accumulated in registers. The input rows the block
 // needs and the weights of CC channels at a time are staged in shared memory (weights as [channel][tap][filter],
-// read as float4 broadcasts; with FL > 1 every channel at once, for all FL blocks, with their biases). The epilogue adds the bias, activates, and scans the window row-major with
-// a strict '>' (the first maximum wins, a NaN wins), as pool.cu; only the pooled value and the argmax
-// (index within the sample's (F, OH, OW) conv output) are written. A 3x3 or 5x5 kernel of stride 1 under a
-// pool of 2 is compiled for its size (the window's inputs in registers), and ReLU inline (activateOutput).
+// read as float4 broadcasts; with FL > 1 every channel at once, for all FL blocks, with their biases). The
+// epilogue adds the bias, activates, and scans the window row-major with a strict '>' (the first maximum wins,
+// a NaN wins), as pool.cu; only the pooled value and the argmax (index within the sample's (F, OH, OW) conv
+// output) are written. A 3x3 or 5x5 kernel of stride 1 under a pool of 2 is compiled for its size (the window's
+// inputs in registers), and ReLU inline (activateOutput).
 //
 // Weight gradient: the conv's pre-activation gradient has one nonzero per pool window, at its argmax:
 // g = dPooled * act'(pooled). So dW[f][c][ky][kx] = sum over (n, window q) of g(n, f, q) * in(n, c, oy*s -

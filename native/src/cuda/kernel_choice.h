@@ -204,9 +204,9 @@ inline constexpr int kConvPoolWgThreads = 256;  // threads per block
 inline constexpr int kConvPoolWgCols = 4;       // columns per thread unit
 inline constexpr int kConvPoolWgUnits = 2;      // units per thread
 inline constexpr int kConvPoolThinTaps = 32;    // the thin kernel's most taps (C * kh * kw)
-// The weight gradients split the batch into chunks until the grid has about this many blocks (two per SM of an
-// H100 for the general kernel, kConvPoolWgBlocks; four for the thin one). Constants: the chunks are summed in
-// order, so they decide the bits, which must not depend on the GPU.
+// The weight gradients split the batch into chunks until the grid has about this many blocks (four per SM of an
+// H100), the general kernel kConvPoolWgBlocks, the thin one kConvPoolThinBlocks. Constants: the chunks are summed
+// in order, so they decide the bits, which must not depend on the GPU.
 inline constexpr int kConvPoolWgBlocks = 528, kConvPoolThinBlocks = 528;
 
 // loops > 0: FL forced (halved until the staged weights fit; 1 where the channels take several stages)
