@@ -811,6 +811,10 @@ int main() {
       cuda::ScopedKernelOverride never([](cuda::KernelOverrides& o) { o.fusion = cuda::Switch::Off; });
       testNetworks("never fused");
     }
+    {
+      cuda::ScopedKernelOverride oneStream([](cuda::KernelOverrides& o) { o.weightStream = cuda::Switch::Off; });
+      testNetworks("weight gradients on the step's stream");
+    }
     testWholeRuns();
     testFusedStep();
     testReducedPrecision(Precision::Tf32, "tf32", 5e-2);  // 2.6e-3 on an H100

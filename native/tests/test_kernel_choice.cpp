@@ -427,6 +427,8 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "4"}}).convPoolLoops == 4);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "-1"}}).convPoolLoops == 0);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
+  CHECK(parse({}).weightStream == Switch::Auto &&
+        parse({{"NNSTUDIO_CUDA_WEIGHT_STREAM", "0"}}).weightStream == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_CUDA_PDL", "true"}}).programmaticLaunch);
   CHECK(!parse({{"NNSTUDIO_GEMM_SPLITK", "0"}}).gemmSplitK);

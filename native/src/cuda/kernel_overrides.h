@@ -48,6 +48,7 @@ struct KernelOverrides {
   int batchnormClusterGrid = 0;             // NNSTUDIO_CUDA_BN_CLUSTER_GRID: the most blocks a cluster launch aims for (0: the chooser's)
   long long batchnormClusterValues = 0;     // NNSTUDIO_CUDA_BN_CLUSTER_VALUES: the most values a channel for a cluster (0: the chooser's)
   Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)
+  Switch weightStream = Switch::Auto;       // NNSTUDIO_CUDA_WEIGHT_STREAM=0: weight gradients on the step's stream (network.h)
   bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off
   bool gemmWideClusters = true;             // NNSTUDIO_GEMM_MAXSPLIT <= 8: split-K over at most 8 blocks

@@ -115,7 +115,11 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
                       batchnormConvWgradFits(convGeom_[i - 1], maxBatch_);
   }
 
-  size_t workspace = 0;
+  size_t workspace = 0, weightsWorkspace = 0;  // (the second: the weight stream's kernels)
+  auto weightGradientNeeds = [&](size_t floats) {
+    workspace = std::max(workspace, floats);
+    weightsWorkspace = std::max(weightsWorkspace, floats);
+  };
   storage_.reserve(2 * L);
   auto allocate = [&](size_t count) {
     storage_.emplace_back(count, "allocating the layers' activations");
@@ -146,10 +150,10 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     if (!trainable) continue;
     switch (lp.kind) {
       case LayerKind::Dense:
-        workspace = std::max(workspace, dense_weights_workspace(maxBatch_, int(lp.outSize)));
+        weightGradientNeeds(dense_weights_workspace(maxBatch_, int(lp.outSize)));
         break;
       case LayerKind::Conv2D:
-        workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
+        weightGradientNeeds(conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
         if (poolFused_[i])
           workspace = std::max(workspace, conv2d_maxpool_weights_workspace(maxBatch_, convGeom_[i], poolGeom_[i + 1]));
         break;
@@ -164,7 +168,7 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
                                     "allocating the layers' activations");
           track(shortcutGrad_[i].bytes());
         }
-        if (lp.projection) workspace = std::max(workspace, conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
+        if (lp.projection) weightGradientNeeds(conv2d_weights_workspace(maxBatch_, convGeom_[i], precision_));
         break;
       default:
         break;
@@ -184,6 +188,11 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 
   workspace_.allocate(workspace);
   track(workspace_.bytes());
+  weightStream_ = trainable && overrides.weightStream != Switch::Off;
+  if (weightStream_) {
+    weightsWorkspace_.allocate(weightsWorkspace, "allocating the weight gradients' partial sums");
+    track(weightsWorkspace_.bytes());
+  }
   if (trainable) {  // the spread loss's counter starts at zero (its last block resets it)
     lossPartials_.allocate(1, "allocating the loss's block sums");
     check(cudaMemset(lossPartials_.get(), 0, sizeof(LossPartials)), "clearing the loss's block sums");
@@ -342,6 +351,23 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     if (lp.statsSize)
       check(cudaMemsetAsync(grads + lp.statsOffset, 0, sizeof(float) * lp.statsSize, stream),
             "zeroing batchnorm's statistics' gradients");
+  forked_ = false;
+  backwardLayers(stream, params, grads, n);
+  if (forked_) {  // the weight stream's gradients are done before the step goes on
+    check(cudaEventRecord(join_, weights_), "joining the weight gradients' stream");
+    check(cudaStreamWaitEvent(stream, join_, 0), "joining the weight gradients' stream");
+  }
+}
+
+cudaStream_t Network::weightGradientStream(cudaStream_t stream) {
+  if (!weightStream_) return stream;
+  check(cudaEventRecord(fork_, stream), "forking the weight gradients' stream");
+  check(cudaStreamWaitEvent(weights_, fork_, 0), "forking the weight gradients' stream");
+  forked_ = true;
+  return weights_;
+}
+
+void Network::backwardLayers(cudaStream_t stream, const float* params, float* grads, int n) {
   for (size_t li = plan_.layers.size(); li-- > 0;) {
     const LayerPlan& lp = plan_.layers[li];
     if (!lp.hasParams && !needInputGrad_[li]) continue;  // nothing before it needs a gradient
@@ -366,8 +392,8 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
     switch (lp.kind) {
       case LayerKind::Dense:
         if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
-        dense_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, int(lp.inSize),
-                               int(lp.outSize), workspace_.get());
+        dense_backward_weights(weightGradientStream(stream), grads + lp.weightOffset, grads + lp.biasOffset, dOut, x,
+                               n, int(lp.inSize), int(lp.outSize), weightGradientWorkspace());
         if (dIn)
           dense_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, int(lp.inSize), int(lp.outSize),
                                inAct_[li], inAlpha_[li]);
@@ -388,8 +414,8 @@ void Network::backward(cudaStream_t stream, const float* params, float* grads, i
         } else if (!gatedByNext_[li]) {
           activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         }
-        conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, x, n, convGeom_[li],
-                                workspace_.get(), precision_);
+        conv2d_backward_weights(weightGradientStream(stream), grads + lp.weightOffset, grads + lp.biasOffset, dOut, x,
+                                n, convGeom_[li], weightGradientWorkspace(), precision_);
         if (dIn)
           conv2d_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, convGeom_[li], inAct_[li],
                                 inAlpha_[li], precision_);
@@ -512,8 +538,8 @@ void Network::residualBackward(cudaStream_t stream, size_t i, const float* param
   }
   const size_t begin = size_t(lp.blockBegin);
   const float* blockIn = begin == 0 ? input_ : out_[begin - 1];
-  conv2d_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, dOut, blockIn, n, convGeom_[i],
-                          workspace_.get(), precision_);
+  conv2d_backward_weights(weightGradientStream(stream), grads + lp.weightOffset, grads + lp.biasOffset, dOut, blockIn,
+                          n, convGeom_[i], weightGradientWorkspace(), precision_);
   if (keep)
     conv2d_backward_input(stream, keep, dOut, params + lp.weightOffset, blockIn, n, convGeom_[i], ActivationFn::Linear,
                           0.0f, precision_);

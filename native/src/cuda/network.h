@@ -92,6 +92,19 @@ class Network {
   bool lastTraining_ = false;                   // the last forward's mode (batchnorm's backward)
   DeviceBuffer<LossPartials> lossPartials_;     // the spread loss's block sums (loss_forward_backward)
   DeviceBuffer<float> workspace_;               // weight-gradient partial sums, shared (launches are serial)
+  // The weight gradients of dense and conv layers (and projections) run on a second stream, beside the input
+  // gradients that the rest of the backward waits for: forked where their dOut is ready, joined at the end of
+  // backward(), with a workspace of their own (NNSTUDIO_CUDA_WEIGHT_STREAM=0 keeps them on the step's stream).
+  bool weightStream_ = true;
+  Stream weights_;
+  Event fork_, join_;
+  DeviceBuffer<float> weightsWorkspace_;
+  bool forked_ = false;                         // this backward() has forked
+  // backward()'s layers, last to first
+  void backwardLayers(cudaStream_t stream, const float* params, float* grads, int n);
+  // `stream` or, with weightStream_, the weight stream, forked from `stream` as it stands
+  cudaStream_t weightGradientStream(cudaStream_t stream);
+  float* weightGradientWorkspace() const { return (weightStream_ ? weightsWorkspace_ : workspace_).get(); }
   std::vector<ConvGeometry> convGeom_;
   std::vector<PoolGeometry> poolGeom_;
 
