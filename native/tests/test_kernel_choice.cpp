@@ -498,8 +498,9 @@ void testFusedMlpStep() {
   const MlpStepLayout l = mlpStepLayout(shape, 16);
   CHECK_MSG(l.cols == 49 && l.rowsPer == 4 && l.NP == 64 && l.HP == 128 && l.IcP == 56 && l.KP == 12,
             "784 columns over 16 blocks: 49 each (56 for the products' steps of 8); 64 rows: 4 each");
-  const size_t offsets[] = {l.w1t, l.xN,  l.part, l.hRows, l.dhRows, l.dz, l.rowLoss, l.rowRight,
-                            l.lossPart, l.dW2, l.w2s, l.b1s, l.b2s, l.rows, l.w1[1], l.own2[0], l.ownB1[0]};
+  const size_t offsets[] = {l.w1t,     l.xN[0],   l.xN[1], l.part,    l.hRows,   l.dhRows,  l.zRows,
+                            l.dz,      l.rowLoss, l.rowRight, l.lossPart, l.dW2,  l.w2s,     l.b2s,
+                            l.rows[0], l.rows[1], l.labels[0], l.labels[1], l.w1[1], l.own2[0], l.ownB1[0]};
   bool aligned = true, ordered = true;
   for (size_t i = 0; i < std::size(offsets); ++i) {
     aligned = aligned && offsets[i] % 4 == 0;

@@ -32,19 +32,21 @@ MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
   };
   const size_t R = size_t(l.rowsPer), K = size_t(s.classes), H = size_t(s.hidden);
   l.w1t = take(size_t(l.IcP) * l.w1s);
-  l.xN = take(size_t(l.NP) * l.xs);
+  l.xN[0] = take(size_t(l.NP) * l.xs);
+  l.xN[1] = take(size_t(l.NP) * l.xs);
   l.part = take(size_t(l.NP) * l.ps);
   l.hRows = take(R * l.HP);
   l.dhRows = take(R * l.HP);
+  l.zRows = take(R * l.KP);
   l.dz = take(R * l.KP);
   l.rowLoss = take(2 * R);
   l.rowRight = take(R);
   l.lossPart = take(4);
   l.dW2 = take(K * H + K);
   l.w2s = take(K * l.w2Stride);
-  l.b1s = take(size_t(l.HP));
   l.b2s = take(size_t(l.KP));
-  l.rows = take(size_t(l.NP));
+  for (int b = 0; b < 2; ++b) l.rows[b] = take(size_t(l.NP));
+  for (int b = 0; b < 2; ++b) l.labels[b] = take(size_t(l.NP));
   l.per2 = ceilDiv(int64_t(K * H + K), blocks);
   l.perB1 = ceilDiv(s.hidden, blocks);
   const int copies = 2 + std::clamp(s.stateSlots, 0, 2);  // values, backup, state

@@ -26,6 +26,15 @@ namespace {
 constexpr int kThreads = kMlpStepThreads;
 constexpr int kWarps = kThreads / 32;
 
+// Compiled with NNSTUDIO_MLP_STEP_PHASES defined (a measurement build only), block 0's thread 0 prints the clock
+// counts of the 12 phases of the run's step 300 (MLP_STEP_MARK(1..12) minus the mark before).
+#if defined(NNSTUDIO_MLP_STEP_PHASES)
+#define MLP_STEP_MARK(i) \
+  if (threadIdx.x == 0) marks[i] = clock64()
+#else
+#define MLP_STEP_MARK(i)
+#endif
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace cg = cooperative_groups;
 
@@ -128,26 +137,31 @@ __device__ __forceinline__ float clusterSum(cg::cluster_group& cluster, const fl
   return sum;
 }
 
-// x's columns [col0, col0 + cols) of the step's rows (`rows`: their dataset indices) and a column of ones
-// (whose weight gradient is b1's), zeros past N; eight loads in flight per thread
-__device__ void stageBatch(const MlpStepArgs& a, const MlpStepLayout& l, float* xN, const uint32_t* rows, int N,
-                           int col0, int cols) {
-  constexpr int kBatch = 8;
-  const int IcP = l.IcP, NP = l.NP, total = NP * IcP;
-  for (int base = threadIdx.x; base < total; base += kBatch * kThreads) {
-    float v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
-      v[u] = e < total && n < N ? (i < cols ? __ldg(a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i)
-                                            : i == cols ? 1.0f : 0.0f)
-                                : 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int e = base + u * kThreads, n = e / IcP, i = e - n * IcP;
-      if (e < total) xN[n * l.xs + i] = v[u];
-    }
+// The step's batch by cp.async (it lands while the step before runs): x's columns [col0, col0 + cols) of the
+// rows `rows` (their dataset indices) and the rows' labels. The column of ones (whose weight gradient is b1's) and
+// the zeros past N and past the columns are written once, when the launch begins (onesColumn).
+__device__ void stageBatchAsync(const MlpStepArgs& a, const MlpStepLayout& l, float* xN, int32_t* labels,
+                                const uint32_t* rows, int N, int col0, int cols) {
+  const uint32_t base = uint32_t(__cvta_generic_to_shared(xN));
+  for (int e = threadIdx.x; e < N * cols; e += kThreads) {
+    const int n = e / cols, i = e - n * cols;
+    tc::cpAsync4(base + 4u * uint32_t(n * l.xs + i), a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i, 1u);
+  }
+  for (int n = threadIdx.x; n < N; n += kThreads)
+    tc::cpAsync4(uint32_t(__cvta_generic_to_shared(labels + n)), reinterpret_cast<const float*>(a.labels + rows[n]), 1u);
+}
+
+// The step's rows (dataset indices) by cp.async, into `rows`.
+__device__ void stageRowsAsync(const uint32_t* order, uint32_t* rows, int N) {
+  for (int n = threadIdx.x; n < N; n += kThreads)
+    tc::cpAsync4(uint32_t(__cvta_generic_to_shared(rows + n)), reinterpret_cast<const float*>(order + n), 1u);
+}
+
+// Both batch buffers' column of ones for the N rows (the rest stays zero).
+__device__ void onesColumn(const MlpStepLayout& l, float* smem, int N, int cols) {
+  for (int n = threadIdx.x; n < N; n += kThreads) {
+    smem[l.xN[0] + n * l.xs + cols] = 1.0f;
+    smem[l.xN[1] + n * l.xs + cols] = 1.0f;
   }
 }
 
@@ -175,21 +189,28 @@ __device__ void forwardPartials(const MlpStepLayout& l, const float* xN, const f
   }
 }
 
-// One row of this block (a warp): logits, the softmax cross-entropy (loss_math.cuh's pieces; the sums over the
-// classes as a butterfly), dz, and dh = (dz . W2) * act'(h), all into this block's shared memory.
-__device__ void rowStep(const MlpStepArgs& a, const MlpStepLayout& l, float* smem, int r, int32_t label, int N) {
-  const int lane = threadIdx.x & 31, H = a.hidden, K = a.classes;
-  const float* h = smem + l.hRows + r * l.HP;
-  const float* w2 = smem + l.w2s;
+// This block's logits z (R, K): a warp per (row, class), its lanes over the hidden units, summed as a butterfly.
+// (A lane per class summing all H units one after another was the step's longest chain.)
+__device__ void blockLogits(const MlpStepLayout& l, const float* smem, float* z, int R, int H, int K) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  for (int p = warp; p < R * K; p += kWarps) {
+    const int r = p / K, k = p - r * K;
+    const float* h = smem + l.hRows + r * l.HP;
+    const float* wk = smem + l.w2s + k * l.w2Stride;
+    float sum = 0.0f;
+    for (int u = lane; u < H; u += 32) sum = fmaf(h[u], wk[u], sum);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) z[r * l.KP + k] = sum + smem[l.b2s + k];
+  }
+}
+
+// One row of this block (a warp, a lane a class) from its logits: the softmax cross-entropy (loss_math.cuh's
+// pieces; the sums over the classes as a butterfly), dz, the row's loss and whether its prediction is right.
+__device__ void rowLoss(const MlpStepArgs& a, const MlpStepLayout& l, float* smem, int r, int32_t label, int N) {
+  const int lane = threadIdx.x & 31, K = a.classes;
   float* dz = smem + l.dz + r * l.KP;
   const bool live = lane < K;
-  float z = -INFINITY;
-  if (live) {
-    float sum = 0.0f;
-    const float* wk = w2 + lane * l.w2Stride;
-    for (int u = 0; u < H; ++u) sum = fmaf(h[u], wk[u], sum);
-    z = sum + smem[l.b2s + lane];
-  }
+  const float z = live ? smem[l.zRows + r * l.KP + lane] : -INFINITY;
   // the row's max and first argmax (predictRow's), the sums of exp(z - max) and of z
   double m = live ? double(z) : -INFINITY;
   float best = z;
@@ -215,11 +236,37 @@ __device__ void rowStep(const MlpStepArgs& a, const MlpStepLayout& l, float* sme
     reinterpret_cast<double*>(smem + l.rowLoss)[r] = softmaxLoss(lse, zLabel, zSum, a.smoothing, K);
     smem[l.rowRight + r] = bestAt == label ? 1.0f : 0.0f;
   }
-  __syncwarp();
-  for (int u = lane; u < H; u += 32) {
+}
+
+// This block's dh = (dz . W2) * act'(h), a thread per (row, unit), the classes in order.
+__device__ void blockHiddenGradient(const MlpStepArgs& a, const MlpStepLayout& l, float* smem, int R) {
+  const int H = a.hidden, K = a.classes;
+  for (int e = threadIdx.x; e < R * H; e += kThreads) {
+    const int r = e / H, u = e - r * H;
+    const float* dz = smem + l.dz + r * l.KP;
     float sum = 0.0f;
-    for (int k = 0; k < K; ++k) sum = fmaf(dz[k], w2[k * l.w2Stride + u], sum);
-    smem[l.dhRows + r * l.HP + u] = gateGradient(sum, h[u], a.act, a.alpha);
+    for (int k = 0; k < K; ++k) sum = fmaf(dz[k], smem[l.w2s + k * l.w2Stride + u], sum);
+    smem[l.dhRows + r * l.HP + u] = gateGradient(sum, smem[l.hRows + r * l.HP + u], a.act, a.alpha);
+  }
+}
+
+// W2 and b2 (K * H + K entries) from their owners into this block's copy, four remote loads in flight a thread.
+__device__ void pullW2(cg::cluster_group& cluster, const MlpStepLayout& l, float* smem, const float* owned, int H, int KH,
+                       int K) {
+  constexpr int kBatch = 4;
+  for (int base = threadIdx.x; base < KH + K; base += kBatch * kThreads) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = base + u * kThreads, owner = e / l.per2;
+      if (e < KH + K) v[u] = *cluster.map_shared_rank(owned + (e - owner * l.per2), owner);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = base + u * kThreads;
+      if (e < KH) smem[l.w2s + (e / H) * l.w2Stride + e % H] = v[u];
+      else if (e < KH + K) smem[l.b2s + e - KH] = v[u];
+    }
   }
 }
 
@@ -230,7 +277,10 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   extern __shared__ float4 shared4[];
   float* smem = reinterpret_cast<float*>(shared4);
   float* w1t = smem + l.w1t;
-  float* xN = smem + l.xN;
+  // step s's batch in buffer s & 1 (selects, not an indexed array: that would live in local memory)
+  auto xBuf = [&](int b) { return smem + (b ? l.xN[1] : l.xN[0]); };
+  auto rowBuf = [&](int b) { return reinterpret_cast<uint32_t*>(smem + (b ? l.rows[1] : l.rows[0])); };
+  auto labelBuf = [&](int b) { return reinterpret_cast<int32_t*>(smem + (b ? l.labels[1] : l.labels[0])); };
   float* part = smem + l.part;
   float* hRows = smem + l.hRows;
   float* dhRows = smem + l.dhRows;
@@ -239,10 +289,6 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   float* rowRight = smem + l.rowRight;
   double* lossPart = reinterpret_cast<double*>(smem + l.lossPart);
   float* dW2 = smem + l.dW2;
-  float* w2s = smem + l.w2s;
-  float* b1s = smem + l.b1s;
-  float* b2s = smem + l.b2s;
-  uint32_t* rows = reinterpret_cast<uint32_t*>(smem + l.rows);
   __shared__ int skipStep;
   __shared__ int anyApplied;
 
@@ -287,38 +333,54 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   }
   loadOwned(a, own2, slots, own2Count, own2Index);
   loadOwned(a, ownB1, slots, b1Count, b1Index);
+  onesColumn(l, smem, N, cols);
+  auto orderOf = [&](int s) { return a.order + size_t(epochStep0 + s) * size_t(a.batch); };
+  const uint32_t* order0 = orderOf(0);
+  for (int n = tid; n < N; n += kThreads) rowBuf(0)[n] = order0[n];
+  __syncthreads();
+  stageBatchAsync(a, l, xBuf(0), labelBuf(0), rowBuf(0), N, col0, cols);
+  tc::cpAsyncCommit();
+#if defined(NNSTUDIO_MLP_STEP_PHASES)
+  long long marks[16] = {};
+#endif
 
   for (int s = 0; s < steps; ++s) {
-    const uint32_t* order = a.order + size_t(epochStep0 + s) * size_t(a.batch);
+    const int cur = s & 1, nxt = cur ^ 1;
+    const bool more = s + 1 < steps;
+    float* xN = xBuf(cur);
+    MLP_STEP_MARK(0);
+    tc::cpAsyncWait<0>();
+    __syncthreads();  // this step's batch has landed; the next step's rows start coming
+    MLP_STEP_MARK(1);
+    if (more) stageRowsAsync(orderOf(s + 1), rowBuf(nxt), N);
+    tc::cpAsyncCommit();
     // ---- forward partials over this block's columns ----
-    for (int n = tid; n < N; n += kThreads) rows[n] = order[n];
-    __syncthreads();
-    stageBatch(a, l, xN, rows, N, col0, cols);
-    __syncthreads();
     forwardPartials<SPLIT>(l, xN, w1t, part, N);
+    tc::cpAsyncWait<0>();
     __syncthreads();
+    MLP_STEP_MARK(2);
     cluster.sync();  // (1) every block's partials, and its owned parameters of the last step
+    MLP_STEP_MARK(3);
+    if (more) stageBatchAsync(a, l, xBuf(nxt), labelBuf(nxt), rowBuf(nxt), N, col0, cols);
+    tc::cpAsyncCommit();
 
     // ---- this block's rows: h, logits, loss, dz, dh; its partial dW2 and db2 ----
-    for (int e = tid; e < KH + K; e += kThreads) {  // W2, b2 and b1 from their owners
-      const int owner = e / l.per2;
-      const float v = *cluster.map_shared_rank(own2.slot[0] + (e - owner * l.per2), owner);
-      if (e < KH) w2s[(e / H) * l.w2Stride + e % H] = v;
-      else b2s[e - KH] = v;
-    }
-    for (int u = tid; u < H; u += kThreads) {
-      const int owner = u / l.perB1;
-      b1s[u] = *cluster.map_shared_rank(ownB1.slot[0] + (u - owner * l.perB1), owner);
-    }
-    __syncthreads();
-    for (int e = tid; e < R * H; e += kThreads) {
-      const int r = e / H, u = e - r * H;
+    pullW2(cluster, l, smem, own2.slot[0], H, KH, K);
+    for (int e = tid; e < R * H; e += kThreads) {  // h: the partials summed in rank order, b1 from its owner
+      const int r = e / H, u = e - r * H, owner = u / l.perB1;
+      const float b = *cluster.map_shared_rank(ownB1.slot[0] + (u - owner * l.perB1), owner);
       const float sum = clusterSum(cluster, part + (row0 + r) * l.ps + u, C);
-      hRows[r * HP + u] = activate(sum + b1s[u], a.act, a.alpha);
+      hRows[r * HP + u] = activate(sum + b, a.act, a.alpha);
     }
     __syncthreads();
-    for (int r = tid / 32; r < R; r += kWarps) rowStep(a, l, smem, r, a.labels[rows[row0 + r]], N);
+    MLP_STEP_MARK(4);
+    blockLogits(l, smem, smem + l.zRows, R, H, K);
     __syncthreads();
+    MLP_STEP_MARK(5);
+    for (int r = warp; r < R; r += kWarps) rowLoss(a, l, smem, r, labelBuf(cur)[row0 + r], N);
+    __syncthreads();
+    MLP_STEP_MARK(6);
+    blockHiddenGradient(a, l, smem, R);
     if (tid == 0) {
       double total = 0, right = 0;
       for (int r = 0; r < R; ++r) {
@@ -339,7 +401,9 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
       dW2[e] = sum;
     }
     __syncthreads();
+    MLP_STEP_MARK(7);
     cluster.sync();  // (2) every block's rows
+    MLP_STEP_MARK(8);
 
     // ---- the step's loss: warp 0 sums the blocks' partials (the same tree in every block); block 0 books it ----
     if (tid < 32) {
@@ -384,6 +448,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
       }
     }
     __syncthreads();
+    MLP_STEP_MARK(9);
     diverged = skipStep != 0;
     if (!diverged) {
       if (tid == 0) anyApplied = 1;
@@ -396,6 +461,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
         const int e = own2Begin + j;
         updateOwned(a, own2, j, own2Index(j), clusterSum(cluster, dW2 + e, C), rule, e < KH);
       }
+      MLP_STEP_MARK(10);
       // W1's columns' gradient dW1^T = dh^T . x on the tensor cores, into the backup slot (the update reads it
       // there before it writes the backup); the ones column's is b1's
       float* grad = w1.slot[1];
@@ -419,6 +485,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
             }
       }
       __syncthreads();
+      MLP_STEP_MARK(11);
       const int quads = HP / 4;
       for (int q = tid; q < cols * quads; q += kThreads) {  // a thread per 4 units of a column
         const int i = q / quads, u0 = 4 * (q - i * quads), j = i * l.w1s + u0;
@@ -430,6 +497,14 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
         updateOwned(a, ownB1, j, b1Index(j), grad[cols * l.w1s + b1Begin + j], rule, false);
     }
     __syncthreads();
+    MLP_STEP_MARK(12);
+#if defined(NNSTUDIO_MLP_STEP_PHASES)
+    if (rank == 0 && tid == 0 && globalStep0 + s == 300) {
+      printf("mlpphases step %lld C %d N %d SPLIT %d:", globalStep0 + s, C, N, SPLIT);
+      for (int m = 1; m <= 12; ++m) printf(" %lld", marks[m] - marks[m - 1]);
+      printf(" total %lld\n", marks[12] - marks[0]);
+    }
+#endif
   }
   cluster.sync();  // no block leaves while another still reads its shared memory
   // ---- write back: the owned parameters (when a step applied), and block 0's booking ----

@@ -50,19 +50,20 @@ struct MlpStepLayout {
   int w2Stride = 0;  // W2's row stride: HP + 1 (a lane per class reads down its row)
   int ps = 0;        // the partials' (then dh's) row stride: HP + 8 (the weight gradient's fragment loads)
   size_t w1t = 0;      // (IcP, w1s)  the block's W1 columns, transposed (w1[0])
-  size_t xN = 0;       // (NP, xs)    the batch's columns and a column of ones, zero past N
+  size_t xN[2] = {};   // (NP, xs)    the batch's columns and a column of ones, zero past N; two steps'
   size_t part = 0;     // (NP, ps)    partial pre-activations; then every row's dh
   size_t hRows = 0;    // (rowsPer, HP)  the block's rows: h
   size_t dhRows = 0;   // (rowsPer, HP)  and dh
+  size_t zRows = 0;    // (rowsPer, KP)  the logits
   size_t dz = 0;       // (rowsPer, KP)  the logits' gradient
   size_t rowLoss = 0;  // (rowsPer) doubles: each row's loss
   size_t rowRight = 0; // (rowsPer) 1 where the prediction is right
   size_t lossPart = 0; // 2 doubles: the block's loss sum and right count
   size_t dW2 = 0;      // (K * H + K)  the block's partial dW2 (K, H), then db2
   size_t w2s = 0;      // (K, w2Stride)
-  size_t b1s = 0;      // (HP)
   size_t b2s = 0;      // (KP)
-  size_t rows = 0;     // (NP) the step's rows' dataset indices (uint32)
+  size_t rows[2] = {};   // (NP) the step's rows' dataset indices (uint32); two steps'
+  size_t labels[2] = {}; // (NP) their labels (int32); two steps'
   int per2 = 0, perB1 = 0;
   // owned parameters: [0] the values, [1] before the last applied update, [2], [3] the optimizer state
   size_t w1[4] = {};   // (IcP, w1s) each; w1[0] is w1t

@@ -115,10 +115,13 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
                       batchnormConvWgradFits(convGeom_[i - 1], maxBatch_);
   }
 
-  size_t workspace = 0, weightsWorkspace = 0;  // (the second: the weight stream's kernels)
+  // the weight gradients' kernels take the weight stream's workspace when it runs, else the shared one (the
+  // batchnorm and the fused conv + pool weight gradient always take the shared one)
+  weightStream_ = trainable && overrides.weightStream != Switch::Off;
+  size_t workspace = 0, weightsWorkspace = 0;
   auto weightGradientNeeds = [&](size_t floats) {
-    workspace = std::max(workspace, floats);
-    weightsWorkspace = std::max(weightsWorkspace, floats);
+    size_t& need = weightStream_ ? weightsWorkspace : workspace;
+    need = std::max(need, floats);
   };
   storage_.reserve(2 * L);
   auto allocate = [&](size_t count) {
@@ -188,7 +191,6 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
 
   workspace_.allocate(workspace);
   track(workspace_.bytes());
-  weightStream_ = trainable && overrides.weightStream != Switch::Off;
   if (weightStream_) {
     weightsWorkspace_.allocate(weightsWorkspace, "allocating the weight gradients' partial sums");
     track(weightsWorkspace_.bytes());
