@@ -101,6 +101,20 @@ __device__ __forceinline__ void updateW1Quad(const MlpStepArgs& a, const Owned& 
   if (o.slot[3]) *reinterpret_cast<float4*>(o.slot[3] + j) = make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// updateW1Quad for plain SGD (no momentum, no decay: sgdUpdate's p - lr g, the same bits). The padding units
+// past H stay zero: their gradient is zero.
+__device__ __forceinline__ void updateW1QuadSgd(const Owned& o, int j, float4 g, float lr) {
+  float4* value = reinterpret_cast<float4*>(o.slot[0] + j);
+  const float4 old = *value;
+  *reinterpret_cast<float4*>(o.slot[1] + j) = old;
+  float unused = 0.0f;
+  const WeightDecay none{};
+  *value = make_float4(sgdUpdate(old.x, g.x, 0, lr, 0.0f, false, none, unused),
+                       sgdUpdate(old.y, g.y, 0, lr, 0.0f, false, none, unused),
+                       sgdUpdate(old.z, g.z, 0, lr, 0.0f, false, none, unused),
+                       sgdUpdate(old.w, g.w, 0, lr, 0.0f, false, none, unused));
+}
+
 // Moves `count` owned parameters between global memory (flat indices at(j)) and their slots: load (the values,
 // their copy as the backup, the optimizer state) or store (values, backup and state).
 template <class At>
@@ -303,10 +317,6 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   const int own2Begin = min(KH + K, rank * l.per2), own2Count = min(KH + K, own2Begin + l.per2) - own2Begin;
   const int b1Begin = min(H, rank * l.perB1), b1Count = min(H, b1Begin + l.perB1) - b1Begin;
   const Owned w1 = ownedAt(smem, l.w1, slots), own2 = ownedAt(smem, l.own2, slots), ownB1 = ownedAt(smem, l.ownB1, slots);
-  auto w1Index = [&](int j) {  // j = i * w1s + u
-    const int i = j / l.w1s, u = j - i * l.w1s;
-    return a.w1 + size_t(u) * size_t(I) + col0 + i;
-  };
   auto own2Index = [&](int j) {
     const int e = own2Begin + j;
     return e < KH ? a.w2 + size_t(e) : a.b2 + size_t(e - KH);
@@ -486,13 +496,19 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
       }
       __syncthreads();
       MLP_STEP_MARK(11);
-      const int quads = HP / 4;
-      for (int q = tid; q < cols * quads; q += kThreads) {  // a thread per 4 units of a column
-        const int i = q / quads, u0 = 4 * (q - i * quads), j = i * l.w1s + u0;
-        const float4 g4 = *reinterpret_cast<const float4*>(grad + j);
-        const float gq[4] = {g4.x, g4.y, g4.z, g4.w};
-        updateW1Quad(a, w1, j, w1Index(j), H - u0, gq, rule);
-      }
+      // W1's columns: a warp a column, a lane 4 units (no index division); plain SGD as one FMA an entry
+      const bool plainSgd = !a.adam && a.momentum == 0.0f && a.decay.rate == 0.0f;
+      for (int i = warp; i < cols; i += kWarps)
+        for (int u0 = 4 * lane; u0 < HP; u0 += 128) {
+          const int j = i * l.w1s + u0;
+          const float4 g4 = *reinterpret_cast<const float4*>(grad + j);
+          if (plainSgd) {
+            updateW1QuadSgd(w1, j, g4, rule.lr);
+          } else {
+            const float gq[4] = {g4.x, g4.y, g4.z, g4.w};
+            updateW1Quad(a, w1, j, a.w1 + size_t(u0) * size_t(I) + col0 + i, H - u0, gq, rule);
+          }
+        }
       for (int j = tid; j < b1Count; j += kThreads)  // b1: the units this block owns
         updateOwned(a, ownB1, j, b1Index(j), grad[cols * l.w1s + b1Begin + j], rule, false);
     }
