@@ -154,14 +154,18 @@ __device__ __forceinline__ float clusterSum(cg::cluster_group& cluster, const fl
 // The step's batch by cp.async (it lands while the step before runs): x's columns [col0, col0 + cols) of the
 // rows `rows` (their dataset indices) and the rows' labels. The column of ones (whose weight gradient is b1's) and
 // the zeros past N and past the columns are written once, when the launch begins (onesColumn).
+// Threads [first, first + stride) of the block issue the copies.
 __device__ void stageBatchAsync(const MlpStepArgs& a, const MlpStepLayout& l, float* xN, int32_t* labels,
-                                const uint32_t* rows, int N, int col0, int cols) {
+                                const uint32_t* rows, int N, int col0, int cols, int first = 0,
+                                int stride = kThreads) {
   const uint32_t base = uint32_t(__cvta_generic_to_shared(xN));
-  for (int e = threadIdx.x; e < N * cols; e += kThreads) {
+  const int me = int(threadIdx.x) - first;
+  if (me < 0 || me >= stride) return;
+  for (int e = me; e < N * cols; e += stride) {
     const int n = e / cols, i = e - n * cols;
     tc::cpAsync4(base + 4u * uint32_t(n * l.xs + i), a.features + size_t(rows[n]) * size_t(a.inputs) + col0 + i, 1u);
   }
-  for (int n = threadIdx.x; n < N; n += kThreads)
+  for (int n = me; n < N; n += stride)
     tc::cpAsync4(uint32_t(__cvta_generic_to_shared(labels + n)), reinterpret_cast<const float*>(a.labels + rows[n]), 1u);
 }
 
@@ -371,8 +375,10 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     MLP_STEP_MARK(2);
     cluster.sync();  // (1) every block's partials, and its owned parameters of the last step
     MLP_STEP_MARK(3);
-    if (more) stageBatchAsync(a, l, xBuf(nxt), labelBuf(nxt), rowBuf(nxt), N, col0, cols);
-    tc::cpAsyncCommit();
+    // the next step's batch: issued by the warps the rows' loss leaves idle (there the copies slow no exchange),
+    // else now
+    const bool idleWarps = R < kWarps;
+    if (more && !idleWarps) stageBatchAsync(a, l, xBuf(nxt), labelBuf(nxt), rowBuf(nxt), N, col0, cols);
 
     // ---- this block's rows: h, logits, loss, dz, dh; its partial dW2 and db2 ----
     pullW2(cluster, l, smem, own2.slot[0], H, KH, K);
@@ -388,6 +394,9 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     __syncthreads();
     MLP_STEP_MARK(5);
     for (int r = warp; r < R; r += kWarps) rowLoss(a, l, smem, r, labelBuf(cur)[row0 + r], N);
+    if (more && idleWarps)
+      stageBatchAsync(a, l, xBuf(nxt), labelBuf(nxt), rowBuf(nxt), N, col0, cols, 32 * R, kThreads - 32 * R);
+    tc::cpAsyncCommit();
     __syncthreads();
     MLP_STEP_MARK(6);
     blockHiddenGradient(a, l, smem, R);

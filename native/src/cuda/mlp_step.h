@@ -9,7 +9,8 @@
 //             and the rows' partial dW2, db2                                       (DSMEM reads) -> barrier
 //   update    dW2, db2 (each block its share of the entries), db1 (its units), dW1[:, cols_r] = dh^T . x
 //             (every block gathers dh), each parameter updated as the optimizer kernels do (optim_math.cuh)
-// The next step's rows, labels and x columns come by cp.async while a step runs (double-buffered). The logits
+// The next step's rows, labels and x columns come by cp.async while a step runs (double-buffered; the copies
+// are issued by the warps the rows' loss leaves idle, where they slow no exchange). The logits
 // take a warp per (row, class), its lanes over the hidden units. docs/BENCHMARKS.md ("The fused MLP step,
 // session 35") has each phase's clock count and the designs measured and dropped.
 // Every sum has a fixed order: the results are deterministic. Plain C++ (the layout and the refusal reasons),
