@@ -51,7 +51,7 @@ struct MlpStepLayout {
   int NP = 0, HP = 0, IcP = 0, KP = 0;
   int xs = 0;        // x's row stride: IcP + 4 (the fragment loads of 8 rows fall in different banks)
   int w1s = 0;       // the W1 slots' row stride (a row per column): HP + 8 (likewise)
-  int w2Stride = 0;  // W2's row stride: HP + 1 (a lane per class reads down its row)
+  int w2Stride = 0;  // W2's row stride: HP + 1 (off the bank period)
   int ps = 0;        // the partials' (then dh's) row stride: HP + 8 (the weight gradient's fragment loads)
   size_t w1t = 0;      // (IcP, w1s)  the block's W1 columns, transposed (w1[0])
   size_t xN[2] = {};   // (NP, xs)    the batch's columns and a column of ones, zero past N; two steps'
