@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/mlp_step_launch.h"
 #include "cuda_timing.h"
 #include "ops_conv.h"
 #include "ops_dense.h"
@@ -162,9 +163,75 @@ inline void benchHead(const Bench& b, int N, int I, int K, bool inputGrad) {
   }
 }
 
-inline int bench() {
+// the fused MLP step (mlp_step.h), 8 steps a launch, in the column split and in the unit split, on the mlp preset's
+// shape and on table-sized ones (few inputs): microseconds a step, plain SGD, mixed precision (1xTF32)
+inline void benchMlpStep(const Bench& b, int I, int H, int K, int N) {
+  constexpr int kSteps = 8, kRows = 4096;
+  const size_t P = size_t(H) * I + H + size_t(K) * H + K;
+  DeviceVector<float> features(randomVector(size_t(kRows) * I, 11)), params(randomVector(P, 12, 0.05f)), backup(P);
+  std::vector<int32_t> hostLabels(kRows);
+  std::vector<uint32_t> hostOrder(size_t(kSteps) * N);
+  Rng rng(13);
+  for (int32_t& y : hostLabels) y = int32_t(rng.uniform() * K) % K;
+  for (uint32_t& row : hostOrder) row = uint32_t(rng.uniform() * kRows) % kRows;
+  DeviceVector<int32_t> labels(hostLabels);
+  DeviceVector<uint32_t> order(hostOrder);
+  cuda::StepState start{};
+  start.baseLr = 0.01;
+  DeviceVector<cuda::StepState> state(std::vector<cuda::StepState>{start}), initial(std::vector<cuda::StepState>{start});
+  cuda::MlpStepArgs a;
+  a.features = features.ptr;
+  a.labels = labels.ptr;
+  a.order = order.ptr;
+  a.batch = N;
+  a.inputs = I;
+  a.hidden = H;
+  a.classes = K;
+  a.params = params.ptr;
+  a.backup = backup.ptr;
+  a.w1 = 0;
+  a.b1 = size_t(H) * I;
+  a.w2 = a.b1 + H;
+  a.b2 = a.w2 + size_t(K) * H;
+  a.state = state.ptr;
+  a.schedule.initialLr = 0.01;
+  a.precision = Precision::Mixed;
+  cuda::MlpStepShape shape;
+  shape.inputs = I;
+  shape.hidden = H;
+  shape.classes = K;
+  shape.maxRows = N;
+  const cudaStream_t s = b.stream();
+  auto restart = [&] {  // every launch starts at the epoch's step 0 (the step counters advance)
+    cudaOk(cudaMemcpyAsync(state.ptr, initial.ptr, sizeof(cuda::StepState), cudaMemcpyDeviceToDevice, s), "state");
+  };
+  const std::string what = std::to_string(I) + "-" + std::to_string(H) + "-" + std::to_string(K) + " N=" + std::to_string(N);
+  auto perStep = [&](const char* label, auto launch) {
+    const float us = timeLaunches([&] { restart(); launch(); }, s, true) / kSteps;
+    char t[64];
+    std::snprintf(t, sizeof t, "%.2f us a step", us);
+    Bench::line("fused MLP step", what, label, t);
+  };
+  if (const int blocks = cuda::mlp_step_blocks(shape); blocks >= 2) {
+    const cuda::MlpStepLayout l = cuda::mlpStepLayout(shape, blocks);
+    perStep(("columns, " + std::to_string(blocks) + " blocks").c_str(), [&] { cuda::mlp_step_fused(s, a, l, N, kSteps); });
+  }
+  if (const cuda::MlpUnitLayout u = cuda::mlp_unit_step_layout(shape); u.blocks >= 2) {
+    DeviceVector<float> staging(u.stagingFloats(I));
+    a.staging = staging.ptr;
+    perStep(("units, " + std::to_string(u.blocks) + " blocks, ring " + std::to_string(u.ring)).c_str(),
+            [&] { cuda::mlp_unit_step_fused(s, a, u, N, kSteps); });
+  }
+}
+
+// `section`: "mlp" times the fused MLP step alone; anything else, every op
+inline int bench(const std::string& section = "") {
   const Bench b;
   std::printf("microseconds per launch inside a CUDA graph of 20 launches (median of 50)\n");
+  const int mlpShapes[][4] = {{784, 128, 10, 64}, {784, 128, 10, 256}, {20, 128, 3, 64}, {20, 64, 2, 32},
+                              {54, 128, 7, 256}, {100, 256, 10, 128}, {8, 32, 2, 64}, {200, 512, 5, 64}};
+  for (const auto& m : mlpShapes) benchMlpStep(b, m[0], m[1], m[2], m[3]);
+  if (section == "mlp") return 0;
   const ActivationFn R = ActivationFn::ReLU;
   const ConvCase convs[] = {
       {"seed000 conv1", 32, 1, 28, 28, 4, 2, 2, 1, 's'},      {"seed000 conv2", 32, 4, 28, 28, 4, 2, 2, 1, 's'},

@@ -14,7 +14,7 @@
 //   batchnorm, global_avgpool, gelu, and networks of them against cpu::Network (ops_norm.h)
 // Tolerances: the CUDA parity tolerance max |gpu - cpu| <= 1e-4 (1 + max |cpu|) unless a row says otherwise.
 // A machine without a GPU prints "skipped: no CUDA device" and passes. `--bench` times every variant on the
-// presets' full shapes instead (ops_bench.h).
+// presets' full shapes instead (ops_bench.h); `--bench mlp` times the fused MLP step alone.
 #include <cstdio>
 
 #ifdef NNSTUDIO_WITH_CUDA
@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     std::puts("skipped: no CUDA device");
     return 0;
   }
-  if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) return bench();
+  if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) return bench(argc > 2 ? argv[2] : "");
   nnstudio_test::verbose() = false;  // one line per row; failing checks print their own
   cpu::ThreadPool pool(0);
   try {

@@ -246,7 +246,7 @@ struct FusedCase {
 
 // Small MLPs the fused step takes: label smoothing with Nesterov momentum and coupled decay, AdamW on a one-cycle
 // schedule, plain SGD on a batch of 7 over 16 blocks (blocks without rows, columns not a multiple of the
-// blocks); each with a last partial batch.
+// blocks), 784 inputs (7 chunks in the unit split); each with a last partial batch.
 const FusedCase kFusedRuns[] = {
     {"relu, sgd nesterov + weight decay, label smoothing 0.1, batch 20 (tail 10)",
      R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":40,"activation":"relu"},{"kind":"dense","units":3}],
@@ -262,6 +262,10 @@ const FusedCase kFusedRuns[] = {
      R"({"input":[17],"layers":[{"kind":"dense","units":6,"activation":"sigmoid"},{"kind":"dense","units":3}],
         "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.2},"seed":14})",
      1, 1, 17, 3, 300, 7, 3, LrScheduleKind::Constant},
+    {"relu, 784 inputs (the unit split's ring reloads chunks), sgd momentum, batch 50 (tail 30)",
+     R"({"input":[1,28,28],"layers":[{"kind":"flatten"},{"kind":"dense","units":32,"activation":"relu"},{"kind":"dense","units":10}],
+        "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9},"seed":15})",
+     1, 28, 28, 10, 730, 50, 2, LrScheduleKind::Constant},
 };
 
 // A learning rate of 1e30: the first step's loss is finite, its update overflows, the second step's loss is not.
@@ -291,8 +295,10 @@ void testFusedStepDivergence() {
 // Each case with the fused step on and off and on the CPU: the fused run takes the path (its bits differ from
 // the unfused run's where the GPU has the cluster), its weights and per-epoch losses are the CPU's within the
 // whole-run tolerances, and it is deterministic.
-void testFusedStep() {
-  std::printf("the fused MLP step, against the unfused CUDA run and the CPU\n");
+void testFusedStep(cuda::MlpSplit split) {
+  const cuda::ScopedKernelOverride pick([&](cuda::KernelOverrides& k) { k.mlpSplit = split; });
+  const std::string splitName = split == cuda::MlpSplit::Units ? "unit split" : "column split";
+  std::printf("the fused MLP step (%s), against the unfused CUDA run and the CPU\n", splitName.c_str());
   auto cpu = createBackend(DeviceKind::CPU, 2);
   auto gpu = createBackend(DeviceKind::CUDA);
   for (const FusedCase& c : kFusedRuns) {
@@ -303,9 +309,10 @@ void testFusedStep() {
     TrainOptions o = runOptions(c.epochs, c.batch);
     o.lrSchedule.kind = c.schedule;
     o.lrSchedule.maxLr = 0.01;
-    const std::string name = c.name;
+    const std::string name = splitName + ", " + c.name;
     const cuda::MlpStepShape shape = cuda::mlpStepShape(planNetwork(spec), spec.optimizer, c.batch);
-    const bool fusable = cuda::mlp_step_blocks(shape) > 0;
+    const bool fusable = split == cuda::MlpSplit::Units ? cuda::mlp_unit_step_layout(shape).blocks > 0
+                                                        : cuda::mlp_step_blocks(shape) > 0;
     const cuda::DeviceCaps& caps = cuda::currentDeviceCaps();
     if (caps.clusterLaunch && caps.computeMajor >= 9)
       CHECK_MSG(fusable, name + ": a GPU with clusters (sm_90+) runs the fused step (it fits and co-schedules)");
@@ -348,7 +355,8 @@ void testFusedStep() {
   testFusedStepDivergence();
   {  // a stop after 2 epochs and a resume give the 4-epoch run's bits (the state written back at each launch's end)
     cuda::ScopedKernelOverride fused([](cuda::KernelOverrides& o) { o.fusedStep = cuda::Switch::On; });
-    nnstudio_test::checkResumeExact(*gpu, "fused MLP step, SGD with momentum",
+    const std::string label = "fused MLP step (" + splitName + "), SGD with momentum";
+    nnstudio_test::checkResumeExact(*gpu, label.c_str(),
                                     R"({"input":[1,8,8],"layers":[{"kind":"flatten"},{"kind":"dense","units":16,"activation":"relu"},
                                       {"kind":"dense","units":2}],"loss":"softmax_cross_entropy",
                                       "optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9},"seed":3})",
@@ -816,7 +824,8 @@ int main() {
       testNetworks("weight gradients on the step's stream");
     }
     testWholeRuns();
-    testFusedStep();
+    testFusedStep(cuda::MlpSplit::Columns);
+    testFusedStep(cuda::MlpSplit::Units);
     testReducedPrecision(Precision::Tf32, "tf32", 5e-2);  // 2.6e-3 on an H100
     testReducedPrecision(Precision::Mixed, "mixed", 2e-2);  // 5.5e-3 on an H100
     testFp16LossScaling();

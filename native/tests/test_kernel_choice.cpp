@@ -538,6 +538,75 @@ void testFusedMlpStep() {
   CHECK(parse({}).fusedStep == Switch::Auto);
 }
 
+// The fused MLP step's unit split (mlp_step.h, MlpUnitLayout): its layout, the shapes it refuses, and the choice
+// between the two splits.
+void testMlpUnitSplit() {
+  const Preset mlp = loadPreset("mlp");
+  const MlpStepShape shape = mlpStepShape(planNetwork(mlp.spec), mlp.spec.optimizer, mlp.batch);
+  constexpr size_t kH100 = 227 * 1024;
+  const MlpUnitLayout l = mlpUnitLayout(shape, 16, kH100);
+  CHECK_MSG(l.blocks == 16 && l.units == 8 && l.UP == 8 && l.NP == 64 && l.rowsPer == 4 && l.KP == 12 && l.kGroups == 4,
+            "128 hidden units over 16 blocks: 8 each; 64 rows in 4 m16 tiles, each tile's k8 steps over 4 warps");
+  CHECK_MSG(l.chunkCols == 128 && l.chunks == 7 && l.ring == 4, "784 columns in 7 chunks of 128, 4 ring slots (plain SGD)");
+  CHECK_MSG(l.xs % 32 == 8 && l.w1s % 32 == 8 && l.w1s >= l.chunks * l.chunkCols && l.hs == 8,
+            "the strides the fragment loads need (8 past the bank period)");
+  const size_t offsets[] = {l.w1[0], l.w1[1], l.x, l.part, l.h, l.dh, l.zPart, l.zRows, l.dzRows, l.dzAll, l.rowLoss,
+                            l.rowRight, l.lossPart, l.combine, l.sums, l.rows[0], l.rows[1], l.labels, l.own2[0],
+                            l.own2[1], l.ownB1[0], l.ownB1[1], l.b2[0], l.b2[1]};
+  bool aligned = true, ordered = true;
+  for (size_t i = 0; i < std::size(offsets); ++i) {
+    aligned = aligned && offsets[i] % 4 == 0;
+    if (i > 0) ordered = ordered && offsets[i] > offsets[i - 1];
+  }
+  CHECK_MSG(aligned && ordered && l.b2[1] + size_t(l.KP) <= l.floats && l.w1[2] == 0 && l.bytes() <= kH100,
+            "offsets ascend, 16-byte aligned, inside the block (" + std::to_string(l.bytes()) + " B); no optimizer slots");
+  CHECK_MSG(l.x + size_t(l.ring) * l.NP * l.xs <= l.part && l.stagingFloats(784) == 3 * 64 * 784,
+            "the ring's slots end before the next region; three staged batches");
+  MlpStepShape adam = shape;
+  adam.stateSlots = 2;
+  const MlpUnitLayout la = mlpUnitLayout(adam, 16, kH100);
+  CHECK_MSG(la.blocks == 16 && la.ring >= 2 && la.ring < l.ring && la.w1[3] > 0 && la.bytes() <= kH100,
+            "Adam's two moments fit with fewer ring slots (" + std::to_string(la.ring) + ")");
+  MlpStepShape tiny = shape;
+  tiny.inputs = 17, tiny.hidden = 6, tiny.classes = 3, tiny.maxRows = 7;
+  const MlpUnitLayout lt = mlpUnitLayout(tiny, 16, kH100);
+  CHECK_MSG(lt.blocks == 16 && lt.units == 1 && lt.chunkCols == 16 && lt.chunks == 2 && lt.ring == 2 && lt.NP == 16 &&
+                lt.kGroups == 16,
+            "17 inputs: two chunks of 16 columns; 6 units: one a block (ten blocks own none)");
+  tiny.inputs = 8;
+  CHECK_MSG(mlpUnitLayout(tiny, 16, kH100).chunks == 1 && mlpUnitLayout(tiny, 16, kH100).ring == 2,
+            "one chunk: two slots, the next step's batch in the other");
+  MlpStepShape wide = shape;
+  wide.maxRows = 256;
+  CHECK_MSG(mlpUnitLayout(wide, 16, kH100).blocks == 0, "784 inputs at batch 256: two ring slots do not fit");
+  wide.maxRows = 300;
+  wide.inputs = 20;
+  CHECK_MSG(mlpUnitLayout(wide, 16, kH100).blocks == 0, "more than 256 rows: refused");
+  MlpStepShape many = shape;
+  many.hidden = 600;
+  CHECK_MSG(mlpUnitLayout(many, 16, kH100).blocks == 0, "more than 32 units a block: refused");
+
+  const KernelOverrides automatic;
+  CHECK_MSG(!chooseUnitSplit(automatic, shape, l, 16), "the mlp preset keeps the column split (measured faster)");
+  MlpStepShape table = shape;
+  table.inputs = 54, table.hidden = 128, table.classes = 7, table.maxRows = 256;
+  const MlpUnitLayout lTable = mlpUnitLayout(table, 16, kH100);
+  CHECK_MSG(lTable.blocks == 16 && chooseUnitSplit(automatic, table, lTable, 16),
+            "a table of 54 columns at batch 256: the unit split (measured faster)");
+  MlpStepShape small = table;
+  small.inputs = 20, small.maxRows = 64;
+  CHECK_MSG(!chooseUnitSplit(automatic, small, mlpUnitLayout(small, 16, kH100), 16), "a small step keeps the column split");
+  CHECK_MSG(chooseUnitSplit(automatic, small, mlpUnitLayout(small, 16, kH100), 0), "the unit split where the column split does not fit");
+  KernelOverrides units, columns;
+  units.mlpSplit = MlpSplit::Units;
+  columns.mlpSplit = MlpSplit::Columns;
+  CHECK(chooseUnitSplit(units, shape, l, 16) && !chooseUnitSplit(columns, table, lTable, 16));
+  CHECK_MSG(!chooseUnitSplit(units, shape, MlpUnitLayout{}, 16), "never where its layout does not fit");
+  CHECK(parse({{"NNSTUDIO_CUDA_MLP_SPLIT", "units"}}).mlpSplit == MlpSplit::Units);
+  CHECK(parse({{"NNSTUDIO_CUDA_MLP_SPLIT", "columns"}}).mlpSplit == MlpSplit::Columns);
+  CHECK(parse({}).mlpSplit == MlpSplit::Auto);
+}
+
 void testScopedOverrides() {
   const Switch before = kernelOverrides().fusion;
   {
@@ -858,6 +927,7 @@ int main(int argc, char** argv) {
     testParsing();
     testScopedOverrides();
     testFusedMlpStep();
+    testMlpUnitSplit();
     testBatchnormCluster();
     testBatchnormConvWgrad();
     testPerDevice();

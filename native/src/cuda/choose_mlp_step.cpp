@@ -7,6 +7,16 @@ namespace nnstudio::cuda {
 
 namespace {
 int ceilDiv(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// Carves a block's shared memory into regions of whole float4s (16-byte aligned for float4 and double accesses).
+struct Carver {
+  size_t at = 0;
+  size_t take(size_t floats) {
+    const size_t offset = at;
+    at += (floats + 3) / 4 * 4;
+    return offset;
+  }
+};
 }  // namespace
 
 MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
@@ -24,12 +34,8 @@ MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
   l.w1s = l.HP + 8;
   l.w2Stride = l.HP + 1;
   l.ps = l.HP + 8;
-  size_t at = 0;
-  auto take = [&](size_t floats) {
-    const size_t offset = at;
-    at += (floats + 3) / 4 * 4;
-    return offset;
-  };
+  Carver carver;
+  auto take = [&](size_t floats) { return carver.take(floats); };
   const size_t R = size_t(l.rowsPer), K = size_t(s.classes), H = size_t(s.hidden);
   l.w1t = take(size_t(l.IcP) * l.w1s);
   l.xN[0] = take(size_t(l.NP) * l.xs);
@@ -54,8 +60,57 @@ MlpStepLayout mlpStepLayout(const MlpStepShape& s, int blocks) {
   for (int c = 1; c < copies; ++c) l.w1[c] = take(size_t(l.IcP) * l.w1s);
   for (int c = 0; c < copies; ++c) l.own2[c] = take(size_t(l.per2));
   for (int c = 0; c < copies; ++c) l.ownB1[c] = take(size_t(l.perB1));
-  l.floats = at;
+  l.floats = carver.at;
   return l;
+}
+
+MlpUnitLayout mlpUnitLayout(const MlpStepShape& s, int blocks, size_t maxBytes) {
+  MlpUnitLayout l;
+  if (blocks < 1 || s.inputs < 1 || s.hidden < 1 || s.classes < 1 || s.maxRows < 1 || s.maxRows > 256) return l;
+  auto roundUp = [](int64_t v, int m) { return int((v + m - 1) / m * m); };
+  l.units = ceilDiv(s.hidden, blocks);
+  if (l.units > 32) return l;
+  l.blocks = blocks;
+  l.UP = roundUp(l.units, 8);
+  l.rowsPer = ceilDiv(s.maxRows, blocks);
+  l.NP = 16;
+  while (l.NP < s.maxRows) l.NP *= 2;
+  l.KP = roundUp(s.classes, 4);
+  l.chunkCols = int(std::min<int64_t>(128, roundUp(ceilDiv(s.inputs, 2), 16)));  // two chunks at least
+  l.chunks = ceilDiv(s.inputs, l.chunkCols);
+  l.xs = l.chunkCols + 8;
+  l.w1s = roundUp(int64_t(l.chunks) * l.chunkCols, 32) + 8;
+  l.hs = l.UP <= 8 ? 8 : l.UP <= 24 ? 24 : 40;
+  l.kGroups = 256 / l.NP;
+  const size_t K = size_t(s.classes), UP = size_t(l.UP), NP = size_t(l.NP), R = size_t(l.rowsPer);
+  const int copies = 2 + std::clamp(s.stateSlots, 0, 2);  // values, backup, state
+  for (int ring = std::max(2, std::min(4, l.chunks)); ring >= 2; --ring) {  // one chunk: two slots, a step each
+    Carver carver;
+    auto take = [&](size_t floats) { return carver.take(floats); };
+    for (int c = 0; c < copies; ++c) l.w1[c] = take(UP * l.w1s);
+    l.x = take(size_t(ring) * NP * l.xs);
+    l.part = take(size_t(l.kGroups) * NP * UP);
+    l.h = take(NP * l.hs);
+    l.dh = take(NP * l.hs);
+    l.zPart = take(NP * l.KP);
+    l.zRows = take(R * l.KP);
+    l.dzRows = take(R * l.KP);
+    l.dzAll = take(NP * l.KP);
+    l.rowLoss = take(2 * R);
+    l.rowRight = take(R);
+    l.lossPart = take(4);
+    l.combine = take(8 * UP / 8 * 4 * 32);
+    l.sums = take(K * UP + K + UP);
+    for (int b = 0; b < 2; ++b) l.rows[b] = take(NP);
+    l.labels = take(R);
+    for (int c = 0; c < copies; ++c) l.own2[c] = take(K * UP);
+    for (int c = 0; c < copies; ++c) l.ownB1[c] = take(UP);
+    for (int c = 0; c < copies; ++c) l.b2[c] = take(size_t(l.KP));
+    l.floats = carver.at;
+    l.ring = ring;
+    if (l.bytes() <= maxBytes) return l;
+  }
+  return MlpUnitLayout{};
 }
 
 std::string mlpStepRefusal(const NetworkPlan& plan, const MlpStepRun& run) {
@@ -95,6 +150,14 @@ bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, con
   if (overrides.fusedStep == Switch::On) return true;
   const double blockMacs = 2.0 * double(shape.maxRows) * double(shape.inputs) * shape.hidden / fitsBlocks;
   return shape.stateSlots <= 1 && blockMacs <= kMlpStepMaxBlockMacs;
+}
+
+bool chooseUnitSplit(const KernelOverrides& overrides, const MlpStepShape& shape, const MlpUnitLayout& units,
+                     int columnBlocks) {
+  if (units.blocks < 2 || overrides.mlpSplit == MlpSplit::Columns) return false;
+  if (overrides.mlpSplit == MlpSplit::Units || columnBlocks < 2) return true;
+  const double rowsTimesHidden = double(shape.maxRows) * shape.hidden, rowsTimesInputs = double(shape.maxRows) * shape.inputs;
+  return rowsTimesHidden >= kUnitSplitMinRowsHidden && rowsTimesInputs <= kUnitSplitMaxRowsInputs;
 }
 
 }  // namespace nnstudio::cuda

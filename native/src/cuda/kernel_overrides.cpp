@@ -32,6 +32,8 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_POOL")) o.batchnormPool = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER")) o.batchnormCluster = is(v, "0") ? Switch::Off : Switch::On;
   if (const char* v = lookup("NNSTUDIO_CUDA_FUSED_STEP")) o.fusedStep = is(v, "0") ? Switch::Off : Switch::On;
+  if (const char* v = lookup("NNSTUDIO_CUDA_MLP_SPLIT"))
+    o.mlpSplit = is(v, "columns") ? MlpSplit::Columns : is(v, "units") ? MlpSplit::Units : MlpSplit::Auto;
   if (is(lookup("NNSTUDIO_CUDA_WEIGHT_STREAM"), "0")) o.weightStream = Switch::Off;
   o.programmaticLaunch = is(lookup("NNSTUDIO_CUDA_PDL"), "1");
   o.gemmSplitK = !is(lookup("NNSTUDIO_GEMM_SPLITK"), "0");

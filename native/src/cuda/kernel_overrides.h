@@ -35,6 +35,9 @@ struct ConvDirectShape {
   }
 };
 
+// Which fused MLP step (mlp_step.h): the column split or the unit split; Auto by shape.
+enum class MlpSplit { Auto, Columns, Units };
+
 // The GEMM's four tiles (gemm.cu); Auto = the choice by shape.
 enum class GemmTileForce { Auto = -1, Large64x64 = 0, Medium32x32 = 1, Wide16x64 = 2, Small16x16 = 3 };
 
@@ -48,6 +51,7 @@ struct KernelOverrides {
   int batchnormClusterGrid = 0;             // NNSTUDIO_CUDA_BN_CLUSTER_GRID: the most blocks a cluster launch aims for (0: the chooser's)
   long long batchnormClusterValues = 0;     // NNSTUDIO_CUDA_BN_CLUSTER_VALUES: the most values a channel for a cluster (0: the chooser's)
   Switch fusedStep = Switch::Auto;          // NNSTUDIO_CUDA_FUSED_STEP: a small MLP's whole step (mlp_step.h)
+  MlpSplit mlpSplit = MlpSplit::Auto;       // NNSTUDIO_CUDA_MLP_SPLIT=columns|units: that fused step's split
   Switch weightStream = Switch::Auto;       // NNSTUDIO_CUDA_WEIGHT_STREAM=0: weight gradients on the step's stream (network.h)
   bool programmaticLaunch = false;          // NNSTUDIO_CUDA_PDL=1
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off

@@ -14,6 +14,7 @@
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 #include "cuda/loss_math.cuh"
+#include "cuda/mlp_step_common.cuh"
 #include "cuda/mlp_step_launch.h"
 #include "cuda/optim_math.cuh"
 #include "cuda/tc_mma.cuh"
@@ -23,7 +24,7 @@ namespace nnstudio::cuda {
 
 namespace {
 
-constexpr int kThreads = kMlpStepThreads;
+using mlp::kThreads;
 constexpr int kWarps = kThreads / 32;
 
 // Compiled with NNSTUDIO_MLP_STEP_PHASES defined (a measurement build only), block 0's thread 0 prints the clock
@@ -37,41 +38,7 @@ constexpr int kWarps = kThreads / 32;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace cg = cooperative_groups;
-
-// The step's optimizer constants.
-struct StepRule {
-  float lr;
-  AdamCorrections corrections;
-};
-
-// One owned parameter on chip: slot arrays [0] value, [1] before the last applied update, [2], [3] the
-// optimizer state (SGD's velocity, or Adam's moments), each at index j.
-struct Owned {
-  float* slot[4];
-};
-__device__ __forceinline__ Owned ownedAt(float* smem, const size_t (&offsets)[4], int slots) {
-  Owned o;
-  for (int c = 0; c < 4; ++c) o.slot[c] = c < 2 + slots ? smem + offsets[c] : nullptr;
-  return o;
-}
-
-// Updates owned parameter j (flat index i, for the decay rule) with gradient g; returns the new value.
-// Weights decay (as weightDecayMask: dense weights do, biases never).
-__device__ __forceinline__ float updateOwned(const MlpStepArgs& a, const Owned& o, int j, size_t i, float g,
-                                             const StepRule& rule, bool weight) {
-  const WeightDecay decay = weight ? a.decay : WeightDecay{};
-  const float old = o.slot[0][j];
-  o.slot[1][j] = old;
-  float p;
-  if (a.adam) {
-    p = adamUpdate(old, g, i, rule.lr, rule.corrections, a.beta1, a.beta2, a.eps, decay, o.slot[2][j], o.slot[3][j]);
-  } else {
-    float unused = 0.0f;
-    p = sgdUpdate(old, g, i, rule.lr, a.momentum, a.nesterov, decay, a.momentum != 0.0f ? o.slot[2][j] : unused);
-  }
-  o.slot[0][j] = p;
-  return p;
-}
+using namespace mlp;
 
 // Four consecutive units of one W1 column (slot index j, flat index i of the first; `valid` of them are real
 // units), updated from their gradients g with float4 accesses to the slots.
@@ -113,42 +80,6 @@ __device__ __forceinline__ void updateW1QuadSgd(const Owned& o, int j, float4 g,
                        sgdUpdate(old.y, g.y, 0, lr, 0.0f, false, none, unused),
                        sgdUpdate(old.z, g.z, 0, lr, 0.0f, false, none, unused),
                        sgdUpdate(old.w, g.w, 0, lr, 0.0f, false, none, unused));
-}
-
-// Moves `count` owned parameters between global memory (flat indices at(j)) and their slots: load (the values,
-// their copy as the backup, the optimizer state) or store (values, backup and state).
-template <class At>
-__device__ void loadOwned(const MlpStepArgs& a, const Owned& o, int slots, int count, At at) {
-  for (int j = threadIdx.x; j < count; j += kThreads) {
-    const size_t i = at(j);
-    const float p = a.params[i];
-    o.slot[0][j] = p;
-    o.slot[1][j] = p;
-    if (slots >= 1) o.slot[2][j] = a.m[i];
-    if (slots >= 2) o.slot[3][j] = a.v[i];
-  }
-}
-template <class At>
-__device__ void storeOwned(const MlpStepArgs& a, const Owned& o, int slots, int count, At at) {
-  for (int j = threadIdx.x; j < count; j += kThreads) {
-    const size_t i = at(j);
-    a.params[i] = o.slot[0][j];
-    a.backup[i] = o.slot[1][j];
-    if (slots >= 1) a.m[i] = o.slot[2][j];
-    if (slots >= 2) a.v[i] = o.slot[3][j];
-  }
-}
-
-// sum over the cluster's blocks of `local`'s counterpart in each, in rank order; the loads are issued together
-__device__ __forceinline__ float clusterSum(cg::cluster_group& cluster, const float* local, int C) {
-  float v[kMlpStepMaxBlocks];
-#pragma unroll
-  for (int c = 0; c < kMlpStepMaxBlocks; ++c) v[c] = c < C ? *cluster.map_shared_rank(local, c) : 0.0f;
-  float sum = 0.0f;
-#pragma unroll
-  for (int c = 0; c < kMlpStepMaxBlocks; ++c)
-    if (c < C) sum += v[c];
-  return sum;
 }
 
 // The step's batch by cp.async (it lands while the step before runs): x's columns [col0, col0 + cols) of the
@@ -219,40 +150,6 @@ __device__ void blockLogits(const MlpStepLayout& l, const float* smem, float* z,
     for (int u = lane; u < H; u += 32) sum = fmaf(h[u], wk[u], sum);
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (lane == 0) z[r * l.KP + k] = sum + smem[l.b2s + k];
-  }
-}
-
-// One row of this block (a warp, a lane a class) from its logits: the softmax cross-entropy (loss_math.cuh's
-// pieces; the sums over the classes as a butterfly), dz, the row's loss and whether its prediction is right.
-__device__ void rowLoss(const MlpStepArgs& a, const MlpStepLayout& l, float* smem, int r, int32_t label, int N) {
-  const int lane = threadIdx.x & 31, K = a.classes;
-  float* dz = smem + l.dz + r * l.KP;
-  const bool live = lane < K;
-  const float z = live ? smem[l.zRows + r * l.KP + lane] : -INFINITY;
-  // the row's max and first argmax (predictRow's), the sums of exp(z - max) and of z
-  double m = live ? double(z) : -INFINITY;
-  float best = z;
-  int bestAt = live ? lane : 32;
-  for (int o = 16; o > 0; o >>= 1) {
-    m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-    const int oa = __shfl_xor_sync(0xffffffffu, bestAt, o);
-    if (ob > best || (ob == best && oa < bestAt)) {
-      best = ob;
-      bestAt = oa;
-    }
-  }
-  double term = live ? softmaxTerm(z, m) : 0.0, zSum = live ? double(z) : 0.0;
-  for (int o = 16; o > 0; o >>= 1) {
-    term += __shfl_xor_sync(0xffffffffu, term, o);
-    zSum += __shfl_xor_sync(0xffffffffu, zSum, o);
-  }
-  const double lse = m + log(term);
-  const float zLabel = __shfl_sync(0xffffffffu, z, label);
-  if (live) dz[lane] = softmaxGradient(z, lse, lane == label, 1.0 / N, a.smoothing, K);
-  if (lane == 0) {
-    reinterpret_cast<double*>(smem + l.rowLoss)[r] = softmaxLoss(lse, zLabel, zSum, a.smoothing, K);
-    smem[l.rowRight + r] = bestAt == label ? 1.0f : 0.0f;
   }
 }
 
@@ -336,15 +233,11 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   for (size_t e = tid; e < l.floats; e += kThreads) smem[e] = 0.0f;  // the paddings stay zero
   if (tid == 0) anyApplied = 0;
   __syncthreads();
-  for (int e = tid; e < H * cols; e += kThreads) {  // W1's columns, coalesced along them
-    const int u = e / cols, i = e - u * cols, j = i * l.w1s + u;
-    const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
-    const float p = a.params[at];
-    w1.slot[0][j] = p;
-    w1.slot[1][j] = p;
-    if (slots >= 1) w1.slot[2][j] = a.m[at];
-    if (slots >= 2) w1.slot[3][j] = a.v[at];
-  }
+  auto w1Place = [&](int e) {  // W1's columns, coalesced along them
+    const int u = e / cols, i = e - u * cols;
+    return OwnedPlace{i * l.w1s + u, a.w1 + size_t(u) * size_t(I) + col0 + i};
+  };
+  loadOwnedAt(a, w1, slots, H * cols, w1Place);
   loadOwned(a, own2, slots, own2Count, own2Index);
   loadOwned(a, ownB1, slots, b1Count, b1Index);
   onesColumn(l, smem, N, cols);
@@ -393,22 +286,15 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     blockLogits(l, smem, smem + l.zRows, R, H, K);
     __syncthreads();
     MLP_STEP_MARK(5);
-    for (int r = warp; r < R; r += kWarps) rowLoss(a, l, smem, r, labelBuf(cur)[row0 + r], N);
+    for (int r = warp; r < R; r += kWarps)
+      rowLoss(a, smem + l.zRows + r * KP, RowOut{dz + r * KP, rowLosses + r, rowRight + r}, labelBuf(cur)[row0 + r], N);
     if (more && idleWarps)
       stageBatchAsync(a, l, xBuf(nxt), labelBuf(nxt), rowBuf(nxt), N, col0, cols, 32 * R, kThreads - 32 * R);
     tc::cpAsyncCommit();
     __syncthreads();
     MLP_STEP_MARK(6);
     blockHiddenGradient(a, l, smem, R);
-    if (tid == 0) {
-      double total = 0, right = 0;
-      for (int r = 0; r < R; ++r) {
-        total += rowLosses[r];
-        right += rowRight[r];
-      }
-      lossPart[0] = total;
-      lossPart[1] = right;
-    }
+    blockLossPart(rowLosses, rowRight, R, lossPart);
     for (int e = tid; e < KH + K; e += kThreads) {
       float sum = 0.0f;
       if (e < KH) {
@@ -426,24 +312,8 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
 
     // ---- the step's loss: warp 0 sums the blocks' partials (the same tree in every block); block 0 books it ----
     if (tid < 32) {
-      double total = 0, right = 0;
-      if (tid < C) {
-        const double* other = cluster.map_shared_rank(lossPart, tid);
-        total = other[0];
-        right = other[1];
-      }
-      for (int o = 16; o > 0; o >>= 1) {
-        total += __shfl_xor_sync(0xffffffffu, total, o);
-        right += __shfl_xor_sync(0xffffffffu, right, o);
-      }
-      if (tid == 0) {
-        if (rank == 0) {
-          recordBatchLoss(&booked, total, (long long)right, N, double(N));
-          booked.globalStep += 1;
-          booked.epochStep += 1;
-        }
-        skipStep = diverged || !isfinite(total / N) ? 1 : 0;
-      }
+      const bool skip = bookStepLoss(cluster, lossPart, C, rank, N, booked, diverged);
+      if (tid == 0) skipStep = skip ? 1 : 0;
     }
     // every row's dh (over the partials: every block read them before the second barrier)
     float* dhAll = part;
@@ -471,10 +341,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
     diverged = skipStep != 0;
     if (!diverged) {
       if (tid == 0) anyApplied = 1;
-      const long long t = globalStep0 + s;
-      StepRule rule;
-      rule.lr = stepLearningRate(a.schedule, booked.baseLr, t);
-      rule.corrections = a.adam ? adamCorrections(rule.lr, a.beta1, a.beta2, t + 1) : AdamCorrections{0.0f, 1.0f};
+      const StepRule rule = stepRule(a, booked.baseLr, globalStep0 + s);
       // W2 and b2: this block's entries, summed over the blocks in rank order
       for (int j = tid; j < own2Count; j += kThreads) {
         const int e = own2Begin + j;
@@ -534,14 +401,7 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
   cluster.sync();  // no block leaves while another still reads its shared memory
   // ---- write back: the owned parameters (when a step applied), and block 0's booking ----
   if (anyApplied) {
-    for (int e = tid; e < H * cols; e += kThreads) {
-      const int u = e / cols, i = e - u * cols, j = i * l.w1s + u;
-      const size_t at = a.w1 + size_t(u) * size_t(I) + col0 + i;
-      a.params[at] = w1.slot[0][j];
-      a.backup[at] = w1.slot[1][j];
-      if (slots >= 1) a.m[at] = w1.slot[2][j];
-      if (slots >= 2) a.v[at] = w1.slot[3][j];
-    }
+    storeOwnedAt(a, w1, slots, H * cols, w1Place);
     storeOwned(a, own2, slots, own2Count, own2Index);
     storeOwned(a, ownB1, slots, b1Count, b1Index);
   }
@@ -560,19 +420,8 @@ KernelFn kernelFor(Precision precision) { return precision == Precision::Fp32 ? 
 }  // namespace
 
 int mlp_step_blocks(const MlpStepShape& shape) {
-  const DeviceCaps& caps = currentDeviceCaps();
-  if (!caps.clusterLaunch || caps.computeMajor < 9) return 0;
-  cudaFuncAttributes attr{};
-  if (!runsSm90Code(kernelFor(Precision::Fp32), &attr) || attr.sharedSizeBytes >= caps.sharedOptin) return 0;
-  // the whole opt-in less the kernel's static shared variables: any layout that fits may launch, with no
-  // attribute set while a step is being captured
-  const size_t optin = caps.sharedOptin - attr.sharedSizeBytes;
-  for (Precision p : {Precision::Fp32, Precision::Tf32})
-    if (cudaFuncSetAttribute(kernelFor(p), cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)) != cudaSuccess ||
-        cudaFuncSetAttribute(kernelFor(p), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
+  const size_t optin = mlp::optInSharedMemory(kernelFor(Precision::Fp32), kernelFor(Precision::Tf32));
+  if (optin == 0) return 0;
   for (int blocks = kMlpStepMaxBlocks; blocks >= 2; blocks /= 2) {
     const MlpStepLayout l = mlpStepLayout(shape, blocks);
     if (l.bytes() <= optin && clusterFits(kernelFor(Precision::Fp32), kThreads, l.bytes(), blocks)) return blocks;

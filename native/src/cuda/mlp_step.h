@@ -13,8 +13,9 @@
 // are issued by the warps the rows' loss leaves idle, where they slow no exchange). The logits
 // take a warp per (row, class), its lanes over the hidden units. docs/BENCHMARKS.md ("The fused MLP step,
 // session 35") has each phase's clock count and the designs measured and dropped.
-// Every sum has a fixed order: the results are deterministic. Plain C++ (the layout and the refusal reasons),
-// tested on the CPU; the chooser's rule is fusedStepBlocks in kernel_choice.h's spirit.
+// Every sum has a fixed order: the results are deterministic. A second split, over the hidden units
+// (MlpUnitLayout below, mlp_unit_step.cu), is chosen by shape. Plain C++ (the layouts, the refusal reasons and
+// the choices), tested on the CPU.
 #pragma once
 
 #include <cstddef>
@@ -79,6 +80,57 @@ struct MlpStepLayout {
 
 MlpStepLayout mlpStepLayout(const MlpStepShape& shape, int blocks);
 
+// The second split (mlp_unit_step.cu): block r of C owns the hidden units [r U, r U + U), i.e. W1's rows and W2's
+// columns for them, and every block streams the whole batch through shared memory, so the forward, dh and both
+// weight gradients are local. The blocks exchange only the logits' partials (each block sums its rows') and the
+// rows' dz:
+//   forward   h[:, units] = act(x . W1[units, :]^T + b1), the logits' partials h[:, units] . W2[:, units]^T -> barrier
+//   rows_r    the logits (the C partials summed in rank order, + b2), the loss, dz              (DSMEM) -> barrier
+//   update    every row's dz (DSMEM); dh[:, units], dW2[:, units], db1, db2 (every block, the same bits),
+//             dW1[units, :] = dh^T . x over the batch streamed again, each parameter updated in place
+// x streams in chunks of `chunkCols` columns through a ring of `ring` chunk slots (cp.async); the backward pass
+// takes the chunks in reverse order, so the forward's last `ring` chunks are still there.
+struct MlpUnitLayout {
+  int blocks = 0;     // the cluster's blocks (0: the split cannot run)
+  int units = 0;      // hidden units per block (the last blocks may have fewer, or none)
+  int UP = 0;         // units rounded up to the mma's 8
+  int rowsPer = 0;    // batch rows whose loss and dz a block computes
+  int NP = 0;         // rows rounded up to 16 times a power of 2 (the forward's m16 tiles share the 16 warps)
+  int KP = 0;         // classes rounded up to 4
+  int chunkCols = 0;  // a multiple of 16 (the weight gradient's m16 column tiles), at most 128
+  int chunks = 0;     // ceil(I / chunkCols)
+  int ring = 0;       // chunk slots: 2 .. 4, at most the chunks where there are 2 or more
+  int xs = 0;         // a chunk's row stride: chunkCols + 8 (both products' fragment loads miss bank conflicts)
+  int w1s = 0;        // W1's row stride: 8 past a multiple of 32, at least chunks * chunkCols
+  int hs = 0;         // h's and dh's row stride: 8 or 24 past a multiple of 32
+  int kGroups = 0;    // the forward's warps sharing an m16 row tile's k8 steps: 16 / (NP / 16)
+  size_t w1[4] = {};    // (UP, w1s) each: values, backup, state
+  size_t x = 0;         // (ring, NP, xs)
+  size_t part = 0;      // (kGroups, NP, UP) the forward's partial sums
+  size_t h = 0, dh = 0; // (NP, hs)
+  size_t zPart = 0;     // (NP, KP) this block's share of every row's logits
+  size_t zRows = 0;     // (rowsPer, KP) its rows' logits
+  size_t dzRows = 0;    // (rowsPer, KP) and their gradient
+  size_t dzAll = 0;     // (NP, KP) every row's dz
+  size_t rowLoss = 0;   // (rowsPer) doubles
+  size_t rowRight = 0;  // (rowsPer)
+  size_t lossPart = 0;  // 2 doubles
+  size_t combine = 0;   // (8 warps, UP / 8, 4, 32) the weight gradient's second row half
+  size_t sums = 0;      // (K * UP + K + UP) dW2[:, units], db2, db1
+  size_t rows[2] = {};  // (NP) two steps' dataset indices
+  size_t labels = 0;    // (rowsPer) the block's rows' labels (int32)
+  size_t own2[4] = {};  // (K * UP) W2[:, units] as [k][u]
+  size_t ownB1[4] = {}; // (UP)
+  size_t b2[4] = {};    // (KP) every block holds b2 and updates it alike; block 0 writes it back
+  size_t floats = 0;
+  size_t bytes() const { return floats * sizeof(float); }
+  size_t stagingFloats(int64_t inputs) const { return 3 * size_t(NP) * size_t(inputs); }  // MlpStepArgs::staging
+};
+
+// The unit split's layout for `blocks` blocks with as many ring slots as `maxBytes` of shared memory allow
+// (blocks = 0 where not even 2 fit, or the shape is outside it: more than 256 rows, more than 32 units a block).
+MlpUnitLayout mlpUnitLayout(const MlpStepShape& shape, int blocks, size_t maxBytes);
+
 // What a run brings besides its plan.
 struct MlpStepRun {
   bool classWeights = false;
@@ -103,5 +155,16 @@ constexpr double kMlpStepMaxBlockMacs = 1.0e6;
 // Auto: that rule where the device has clusters; On: wherever the device and shape allow (tests, comparisons).
 // `fitsBlocks`: the largest cluster the device co-schedules for the layout (0: none).
 bool chooseMlpStep(const DeviceCaps& caps, const KernelOverrides& overrides, const MlpStepShape& shape, int fitsBlocks);
+// Where the unit split beats the column split, measured on an H200 (2026-11-28, `test_cuda_ops --bench mlp`,
+// docs/BENCHMARKS.md "Two splits of the fused MLP step"): a block streams the batch at about 10 bytes a cycle, so
+// it loses where the batch is wide (784-128-10 at batch 64: 40.8 us a step against 17.1) or the step small
+// (20-128-3 at 64: 14.7 against 13.1), and wins where rows x hidden units are many and the batch narrow
+// (54-128-7 at 256: 26.0 against 34.2; 100-256-10 at 128: 24.3 against 34.1).
+constexpr double kUnitSplitMinRowsHidden = 32768;  // batch x hidden units at least
+constexpr double kUnitSplitMaxRowsInputs = 16384;  // batch x inputs at most (64 KB of FP32 a pass)
+// The unit split instead of the column split: forced either way (where its layout fits: `units`, from
+// mlp_unit_step_layout), else where the column split does not fit (`columnBlocks` < 2) or that rule holds.
+bool chooseUnitSplit(const KernelOverrides& overrides, const MlpStepShape& shape, const MlpUnitLayout& units,
+                     int columnBlocks);
 
 }  // namespace nnstudio::cuda

@@ -33,6 +33,9 @@ struct MlpStepArgs {
   float* v = nullptr;
   size_t w1 = 0, b1 = 0, w2 = 0, b2 = 0;
   StepState* state = nullptr;
+  // the unit split's copies of three steps' batches, (3, NP, inputs): each block gathers its rows of the next
+  // batch there, so every block then streams one contiguous array (the dataset's rows lie scattered over pages)
+  float* staging = nullptr;
   LrPlan schedule;
   bool adam = false;  // else SGD
   float momentum = 0.0f;
@@ -48,5 +51,10 @@ int mlp_step_blocks(const MlpStepShape& shape);
 // `steps` consecutive training steps of `rows` rows each (rows <= the layout's batch), as the layers' kernels,
 // the loss and the optimizer would run them. Captured in the session's graphs.
 void mlp_step_fused(cudaStream_t stream, const MlpStepArgs& args, const MlpStepLayout& layout, int rows, int steps);
+
+// The unit split (mlp_step.h, MlpUnitLayout): its layout on the current device for the largest cluster (16, 8, 4 or
+// 2 blocks) that fits and co-schedules (blocks = 0: none), and its launch, as mlp_step_fused.
+MlpUnitLayout mlp_unit_step_layout(const MlpStepShape& shape);
+void mlp_unit_step_fused(cudaStream_t stream, const MlpStepArgs& args, const MlpUnitLayout& layout, int rows, int steps);
 
 }  // namespace nnstudio::cuda

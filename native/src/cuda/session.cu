@@ -208,9 +208,16 @@ class CudaSession final : public TrainingSession {
   const int64_t fullSteps_;
   const int group_;
   GraphExec fullStep_, groupSteps_, tailStep_;
-  // a small MLP's whole step in one launch (mlp_step.h), when chosen: layout.blocks > 0
+  // a small MLP's whole step in one launch (mlp_step.h), when chosen: one of the layouts has blocks > 0
   MlpStepLayout fusedLayout_;
+  MlpUnitLayout fusedUnits_;
+  DeviceBuffer<float> fusedStaging_;  // the unit split's batch copies
   MlpStepArgs fusedArgs_;
+  bool fused() const { return fusedLayout_.blocks > 0 || fusedUnits_.blocks > 0; }
+  void launchFused(int rows, int steps) {
+    if (fusedUnits_.blocks > 0) mlp_unit_step_fused(stream_, fusedArgs_, fusedUnits_, rows, steps);
+    else mlp_step_fused(stream_, fusedArgs_, fusedLayout_, rows, steps);
+  }
   // ---- the queue's bound and the asynchronous totals ----
   std::vector<std::unique_ptr<Event>> windows_;
   Event progressEvent_;
@@ -312,7 +319,8 @@ void CudaSession::chooseFusedStep(const SessionSetup& setup) {
   if (!mlpStepRefusal(setup.plan, run).empty()) return;
   const MlpStepShape shape = mlpStepShape(setup.plan, setup.spec.optimizer, batch_);
   const int blocks = mlp_step_blocks(shape);
-  if (!chooseMlpStep(currentDeviceCaps(), kernelOverrides(), shape, blocks)) return;
+  const MlpUnitLayout units = mlp_unit_step_layout(shape);
+  if (!chooseMlpStep(currentDeviceCaps(), kernelOverrides(), shape, std::max(blocks, units.blocks))) return;
   std::vector<const LayerPlan*> dense;
   for (const LayerPlan& lp : setup.plan.layers)
     if (lp.kind == LayerKind::Dense) dense.push_back(&lp);
@@ -346,14 +354,15 @@ void CudaSession::chooseFusedStep(const SessionSetup& setup) {
   a.eps = opt.eps;
   a.decay = WeightDecay{opt.weightDecay, nullptr, opt.decoupled()};
   a.precision = setup.options.precision;
-  fusedLayout_ = mlpStepLayout(shape, blocks);
+  if (chooseUnitSplit(kernelOverrides(), shape, units, blocks)) {
+    fusedUnits_ = units;
+    fusedStaging_.allocate(units.stagingFloats(shape.inputs), "allocating the fused MLP step's batch copies");
+    a.staging = fusedStaging_.get();
+  } else if (blocks >= 2) fusedLayout_ = mlpStepLayout(shape, blocks);
 }
 
 void CudaSession::enqueueStep(int n) {
-  if (fusedLayout_.blocks > 0) {
-    mlp_step_fused(stream_, fusedArgs_, fusedLayout_, n, 1);
-    return;
-  }
+  if (fused()) return launchFused(n, 1);
   const OptimizerSpec& opt = spec_.optimizer;
   const WeightDecay decay{decayMask_.size() ? opt.weightDecay : 0.0f, decayMask_.get(), opt.decoupled()};
   const float* input = batchFeatures_.get();
@@ -399,7 +408,7 @@ void CudaSession::captureSteps() {
   fullStep_.capture(stream_, [&] { enqueueStep(batch_); });
   if (group_ > 1)
     groupSteps_.capture(stream_, [&] {
-      if (fusedLayout_.blocks > 0) return mlp_step_fused(stream_, fusedArgs_, fusedLayout_, batch_, group_);
+      if (fused()) return launchFused(batch_, group_);
       for (int i = 0; i < group_; ++i) enqueueStep(batch_);
     });
   if (tailBatch_) tailStep_.capture(stream_, [&] { enqueueStep(tailBatch_); });

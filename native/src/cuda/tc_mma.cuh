@@ -41,6 +41,18 @@ __device__ __forceinline__ void cpAsync4(uint32_t dst, const float* src, uint32_
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(value) : "memory");
 #endif
 }
+// 16 bytes global -> shared (a shared-window address; both 16-byte aligned): `bytes` of them read (16), or
+// none (0: zeros). Before sm_80 a plain load and store.
+__device__ __forceinline__ void cpAsync16(uint32_t dst, const float* src, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+#else
+  const float4 value = bytes ? *reinterpret_cast<const float4*>(src) : make_float4(0.f, 0.f, 0.f, 0.f);
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "f"(value.x), "f"(value.y), "f"(value.z),
+               "f"(value.w)
+               : "memory");
+#endif
+}
 __device__ __forceinline__ void cpAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");
