@@ -246,7 +246,7 @@ struct FusedCase {
 
 // Small MLPs the fused step takes: label smoothing with Nesterov momentum and coupled decay, AdamW on a one-cycle
 // schedule, plain SGD on a batch of 7 over 16 blocks (blocks without rows, columns not a multiple of the
-// blocks), 784 inputs (7 chunks in the unit split); each with a last partial batch.
+// blocks), 12 inputs (one chunk in the unit split), 784 inputs (7 chunks); each with a last partial batch.
 const FusedCase kFusedRuns[] = {
     {"relu, sgd nesterov + weight decay, label smoothing 0.1, batch 20 (tail 10)",
      R"({"input":[3,5,5],"layers":[{"kind":"flatten"},{"kind":"dense","units":40,"activation":"relu"},{"kind":"dense","units":3}],
@@ -262,6 +262,10 @@ const FusedCase kFusedRuns[] = {
      R"({"input":[17],"layers":[{"kind":"dense","units":6,"activation":"sigmoid"},{"kind":"dense","units":3}],
         "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.2},"seed":14})",
      1, 1, 17, 3, 300, 7, 3, LrScheduleKind::Constant},
+    {"tanh, 12 inputs (one chunk in the unit split), plain sgd, batch 10 (tail 6)",
+     R"({"input":[12],"layers":[{"kind":"dense","units":8,"activation":"tanh"},{"kind":"dense","units":3}],
+        "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.1},"seed":16})",
+     1, 1, 12, 3, 236, 10, 3, LrScheduleKind::Constant},
     {"relu, 784 inputs (the unit split's ring reloads chunks), sgd momentum, batch 50 (tail 30)",
      R"({"input":[1,28,28],"layers":[{"kind":"flatten"},{"kind":"dense","units":32,"activation":"relu"},{"kind":"dense","units":10}],
         "loss":"softmax_cross_entropy","optimizer":{"kind":"sgd","lr":0.05,"momentum":0.9},"seed":15})",

@@ -298,11 +298,18 @@ __global__ void __launch_bounds__(kThreads, 1) mlpUnitStepKernel(MlpStepArgs a, 
     float acc[4][4] = {};
     RowGather nextRows;
     int32_t label = 0;
+    // (with one chunk the rows' copy, issued at position 0, is waited for after the pass)
+    const int rowsAt = min(S, CH) - 1;
     for (int c = 0; c < CH; ++c) {
       advance(s, c);
       if (c == 0 && tid < R) label = a.labels[rows[row0 + tid]];
-      if (c == min(S, CH) - 1 && more) gatherLoad(a, rowBuf((s + 1) & 1), row0, R, nextRows);
+      if (c == rowsAt && c > 0 && more) gatherLoad(a, rowBuf((s + 1) & 1), row0, R, nextRows);
       forwardChunk<SPLIT>(l, slotAt(ring.slot(c)), w1.slot[0], c, N, NT, acc);
+    }
+    if (rowsAt == 0 && more) {
+      tc::cpAsyncWait<0>();
+      __syncthreads();
+      gatherLoad(a, rowBuf((s + 1) & 1), row0, R, nextRows);
     }
     if (more) gatherStore(a, l, rowBuf((s + 1) & 1), row0, R, (s + 1) % 3, nextRows);
     if (tid < R) labelRows[tid] = label;
