@@ -191,6 +191,7 @@ __device__ bool weightGradientChunk(const MlpUnitLayout& l, const float* x, cons
   return true;
 }
 
+// (one block an SM: without the 1, ptxas aimed at two and held the kernel to 64 registers, spilling 300 bytes)
 template <int SPLIT>
 __global__ void __launch_bounds__(kThreads, 1) mlpUnitStepKernel(MlpStepArgs a, MlpUnitLayout l, int N, int steps) {
   startAfterPreviousKernel();  // as every kernel: under NNSTUDIO_CUDA_PDL=1 the launch may start early
