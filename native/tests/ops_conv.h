@@ -440,6 +440,46 @@ inline std::string convPoolPlanName(const cuda::KernelOverrides& o, int N, const
   return name;
 }
 
+// The thin weight gradient with each window's dPooled computed from a dense layer's output gradient and weight
+// (PooledGradientFromDense, as the network runs a first conv + pool into a small dense layer) against the same
+// kernel reading the dPooled that the dense layer's input-gradient GEMM stored: the same bits, for 1, 10 and 16
+// units (the unrolled loop's shortest, MNIST's and longest).
+inline void checkPooledGradientFromDense(const ConvPoolRow& row, const ConvPoolData& d, const std::string& shape,
+                                         const std::string& variant, const DeviceVector<float>& gPooled,
+                                         const DeviceVector<int32_t>& gArgmax, cudaStream_t stream) {
+  const int N = row.c.N;
+  const int features = int(d.dPooled.size() / size_t(N));
+  const size_t ws = cuda::conv2d_maxpool_weights_workspace(N, d.g, d.p);
+  DeviceVector<float> work(std::max<size_t>(ws, 1)), stored(d.dPooled.size());
+  DeviceVector<float> dW(d.dW.size()), dB(d.dB.size()), dWHead(d.dW.size()), dBHead(d.dB.size());
+  for (const int units : {1, 10, 16}) {
+    Row line("conv2d + max pool", shape, variant + ", dPooled from a dense layer of " + std::to_string(units));
+    line.check(cuda::chooseConvPoolHeadGradient(cuda::kernelOverrides(), d.g, d.p, units), "the chooser takes it");
+    DeviceVector<float> dOut(randomNonZero(size_t(N) * units, 77 + units, 1.0f));
+    DeviceVector<float> weight(randomNonZero(size_t(units) * features, 91 + units, 0.1f));
+    cuda::dense_backward_input(stream, stored.ptr, dOut.ptr, weight.ptr, nullptr, N, features, units,
+                               ActivationFn::Linear, 0.0f);
+    poison(dW);
+    poison(dB);
+    cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, stored.ptr, gPooled.ptr, gArgmax.ptr, d.dIn_.ptr, N,
+                                          d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr);
+    const cuda::PooledGradientFromDense head{dOut.ptr, weight.ptr, units};
+    auto launch = [&] {
+      cuda::conv2d_maxpool_backward_weights(stream, dWHead.ptr, dBHead.ptr, nullptr, gPooled.ptr, gArgmax.ptr,
+                                            d.dIn_.ptr, N, d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr, head);
+    };
+    poison(dWHead);
+    poison(dBHead);
+    launch();
+    cudaOk(cudaStreamSynchronize(stream), "weight gradient from a dense layer");
+    const std::vector<float> want = dW.download(), wantBias = dB.download();
+    line.check(sameBits(dWHead.download(), want) && sameBits(dBHead.download(), wantBias),
+               "dWeight and dBias: the bits of the stored dPooled's");
+    line.check(sameBitsWhenRepeated(stream, launch, {&dWHead, &dBHead}, {want, wantBias}, 3),
+               "3 launches in a row and 3 graph replays give the same bits");
+  }
+}
+
 // Forward and weight gradient, fused (one kernel, the conv's output never stored) or as the conv and the
 // pool's own kernels (as the network runs them): the pooled values, the argmax (exact), dW and dB, and the
 // weight gradient repeated (3 launches, 4 graph replays) gives the same bits.
@@ -507,6 +547,8 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
       line.compare("dBias", dB, d.dB, kRelative);
       line.check(sameBitsWhenRepeated(stream, launch, {&gDW, &gDB}, {dW, dB}, 4),
                  "the weight gradient: 3 launches in a row and 4 graph replays give the same bits");
+      if (fused && cuda::planConvPoolWeights(N, d.g, d.p, cuda::kernelOverrides().convPoolThinBlocks).thin)
+        checkPooledGradientFromDense(row, d, shape, r.label(), gPooled, gArgmax, stream);
     });
   }
   cudaOk(cudaStreamDestroy(stream), "stream");

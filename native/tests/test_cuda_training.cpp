@@ -108,6 +108,14 @@ const NetCase kNetworks[] = {
         {"kind":"conv2d","filters":4,"kernel":[3,3],"padding":"same","activation":"tanh"},{"kind":"maxpool2d","size":2},
         {"kind":"flatten"},{"kind":"dense","units":3}],"loss":"softmax_cross_entropy",
         "optimizer":{"kind":"adam","lr":0.001},"seed":9})"},
+    {"first conv + relu + max pool into flatten into dense: dPooled from the dense layer's gradient",
+     R"({"input":[1,10,10],"layers":[{"kind":"conv2d","filters":6,"kernel":[3,3],"activation":"relu"},
+        {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"dense","units":4}],"loss":"softmax_cross_entropy",
+        "optimizer":{"kind":"sgd","lr":0.1},"seed":10})"},
+    {"first conv (2 channels) + tanh + max pool into a sigmoid dense layer and mse: the same through a gate",
+     R"({"input":[2,9,9],"layers":[{"kind":"conv2d","filters":5,"kernel":[3,3],"activation":"tanh"},
+        {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"dense","units":3,"activation":"sigmoid"}],
+        "loss":"mse","optimizer":{"kind":"sgd","lr":0.1},"seed":11})"},
     {"binary cross-entropy on three outputs",
      R"({"input":[1,6,6],"layers":[{"kind":"conv2d","filters":2,"kernel":[3,3],"activation":"sigmoid"},{"kind":"flatten"},
         {"kind":"dense","units":3}],"loss":"binary_cross_entropy","optimizer":{"kind":"adam","lr":0.001},"seed":8})"},
@@ -826,6 +834,13 @@ int main() {
     {
       cuda::ScopedKernelOverride oneStream([](cuda::KernelOverrides& o) { o.weightStream = cuda::Switch::Off; });
       testNetworks("weight gradients on the step's stream");
+    }
+    {
+      cuda::ScopedKernelOverride stored([](cuda::KernelOverrides& o) {
+        o.fusion = cuda::Switch::On;
+        o.convPoolHeadGradient = cuda::Switch::Off;
+      });
+      testNetworks("conv + max pool fused, dPooled stored by the dense layer");
     }
     testWholeRuns();
     testFusedStep(cuda::MlpSplit::Columns);

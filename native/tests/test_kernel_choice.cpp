@@ -427,6 +427,8 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "4"}}).convPoolLoops == 4);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "-1"}}).convPoolLoops == 0);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
+  CHECK(parse({}).convPoolHeadGradient == Switch::Auto &&
+        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "0"}}).convPoolHeadGradient == Switch::Off);
   CHECK(parse({}).weightStream == Switch::Auto &&
         parse({{"NNSTUDIO_CUDA_WEIGHT_STREAM", "0"}}).weightStream == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
@@ -842,6 +844,18 @@ void testConvPoolLoopsAndPrefetch() {
   CHECK_MSG(!planConvPoolWeights(5, strided, pool(30, 8, 2, 2)).prefetch, "17 x 17 (not whole float4s): staged");
   CHECK_MSG(!planConvPoolWeights(8, geometry(1, 40, 40, 8, 3, 38, 38), pool(8, 38, 2, 2)).prefetch,
             "1600 inputs, more than a float4 a thread: staged");
+
+  // the dense layer after a first conv + pool: its input gradient in the thin weight gradient
+  const KernelOverrides none;
+  CHECK_MSG(chooseConvPoolHeadGradient(none, seed001, p256, 10), "seed001_256's 10 units: dPooled from the dense layer");
+  CHECK_MSG(chooseConvPoolHeadGradient(none, seed001, p256, 1) && chooseConvPoolHeadGradient(none, seed001, p256, 16),
+            "1 and 16 units too");
+  CHECK_MSG(!chooseConvPoolHeadGradient(none, seed001, p256, 17) && !chooseConvPoolHeadGradient(none, seed001, p256, 0),
+            "not 17 units (past the shallow GEMM's depth), nor 0");
+  CHECK_MSG(!chooseConvPoolHeadGradient(none, keras2, pool(64, 24, 2, 2), 10), "not a conv the thin kernel does not run");
+  KernelOverrides off;
+  off.convPoolHeadGradient = Switch::Off;
+  CHECK_MSG(!chooseConvPoolHeadGradient(off, seed001, p256, 10), "NNSTUDIO_CUDA_POOL_HEAD_GRAD=0: stored");
 }
 
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at

@@ -176,4 +176,12 @@ bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const
   return o.fusion == Switch::On || fusionPays(g);
 }
 
+// Always where the thin kernel runs: the input-gradient GEMM it replaces writes every window's dPooled
+// (seed001_256: 173 MB a step) for the weight gradient to read back, while the weights it reads instead are
+// one slice a block, from L1 after the block's first sample.
+bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units) {
+  return o.convPoolHeadGradient != Switch::Off && units >= 1 && units <= kConvPoolHeadMaxUnits &&
+         planConvPoolWeights(1, g, p, o.convPoolThinBlocks).thin;
+}
+
 }  // namespace nnstudio::cuda

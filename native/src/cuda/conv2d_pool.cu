@@ -377,11 +377,29 @@ struct ThinArgs {
   WgArgs w;
   FastDiv divOW;
   bool prefetch;  // the input is staged whole (no padding), one float4 a thread: the next sample's is loaded early
+  PooledGradientFromDense head;  // HEAD: dPooled is never stored; each window's comes from the dense layer after
 };
+
+// HEAD: window q of filter f in sample n: its dPooled, the dense layer's input gradient at feature f * PQ + q
+// (the flatten's order), summed over k from 0 as gemmShallowKernel does: the same bits as the stored dPooled.
+// The lane reads the same weights for every sample of its block, so they come from L1 after the first.
+__device__ __forceinline__ float pooledGradientFromDense(const ThinArgs& t, int n, int64_t feature) {
+  const PooledGradientFromDense& h = t.head;
+  const float* dOut = h.dOut + int64_t(n) * h.units;
+  const float* w = h.weight + feature;
+  const int64_t features = int64_t(t.w.F) * t.w.PQ;
+  float v = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kConvPoolHeadMaxUnits; ++k) {
+    if (k >= h.units) break;
+    v = fmaf(__ldg(dOut + k), __ldg(w + k * features), v);
+  }
+  return v;
+}
 
 // One sample's windows of filter f into acc (taps, then the bias): lane's windows q = lane, lane + 32, ...;
 // `input` is the sample's staged input, `off` (KS = 0) each tap's offset from a window's first input.
-template <bool RELU, int KS, int MAXT>
+template <bool RELU, int KS, int MAXT, bool HEAD>
 __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const ThinArgs& t, const float* input,
                                                  const int (&off)[KS > 0 ? 1 : MAXT], int n, int f, int lane) {
   const WgArgs& a = t.w;
@@ -397,19 +415,17 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
     for (int b = 0; b < kThinWindows; ++b) {
       const int q = min(q0 + 32 * b, a.PQ - 1);
       y[b] = a.pooled[base + q];
-      dy[b] = a.dPooled[base + q];
+      if constexpr (!HEAD) dy[b] = a.dPooled[base + q];
       am[b] = a.argmax[base + q];
     }
 #pragma unroll
     for (int b = 0; b < kThinWindows; ++b) {
       if (q0 + 32 * b >= a.PQ) break;
-      float g;
       if constexpr (RELU) {
-        if (!(y[b] > 0.0f)) continue;
-        g = dy[b];
-      } else {
-        g = gateGradient(dy[b], y[b], a.act, a.alpha);
+        if (!(y[b] > 0.0f)) continue;  // g = 0: with HEAD, its dPooled is not even computed
       }
+      if constexpr (HEAD) dy[b] = pooledGradientFromDense(t, n, int64_t(f) * a.PQ + q0 + 32 * b);
+      const float g = RELU ? dy[b] : gateGradient(dy[b], y[b], a.act, a.alpha);
       const int pix = am[b] - firstOfFilter;
       const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
       const float* window = input + (oy * a.Wp + ox) * a.cs;
@@ -437,8 +453,8 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
 // ReLU a window whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a
 // fixed tree, so the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one
 // channel and a KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any
-// shape, guarded.
-template <bool RELU, int KS>
+// shape, guarded. HEAD: each window's dPooled from the dense layer after the pool (pooledGradientFromDense).
+template <bool RELU, int KS, bool HEAD>
 __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs t) {
   startAfterPreviousKernel();
   constexpr int MAXT = KS > 0 ? KS * KS : kConvPoolThinTaps;
@@ -480,7 +496,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs
       stagePaddedInput(ins, a.in + int64_t(n) * a.C * a.H * a.W, a.C, a);
       __syncthreads();
     }
-    if (f < a.F) accumulateSample<RELU, KS, MAXT>(acc, t, input, off, n, f, lane);
+    if (f < a.F) accumulateSample<RELU, KS, MAXT, HEAD>(acc, t, input, off, n, f, lane);
     if (t.prefetch && more) {
       if (mine) reinterpret_cast<float4*>(ins + ((n + 1 - nBegin) & 1) * 4 * stage4)[threadIdx.x] = next;
       __syncthreads();
@@ -558,6 +574,22 @@ void setConvGeometry(Args& a, const ConvGeometry& g) {
   a.padLeft = g.padLeft;
 }
 
+// the thin weight gradient compiled for its kernel size (3, 5 or any: ks = 0), ReLU and where dPooled comes from
+template <bool RELU, bool HEAD>
+void launchThinFor(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks) {
+  auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, smem, stream, t); };
+  if (ks == 3) go(convPoolWeightsThin<RELU, 3, HEAD>);
+  else if (ks == 5) go(convPoolWeightsThin<RELU, 5, HEAD>);
+  else go(convPoolWeightsThin<RELU, 0, HEAD>);
+}
+
+void launchThin(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks, bool relu, bool fromDense) {
+  auto (*go)(cudaStream_t, dim3, size_t, const ThinArgs&, int) -> void =
+      relu ? (fromDense ? launchThinFor<true, true> : launchThinFor<true, false>)
+           : (fromDense ? launchThinFor<false, true> : launchThinFor<false, false>);
+  go(stream, grid, smem, t, ks);
+}
+
 }  // namespace
 
 void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax, const float* in,
@@ -608,7 +640,7 @@ size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const Pool
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,
                                      const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
-                                     float* workspace) {
+                                     float* workspace, const PooledGradientFromDense& head) {
   const int K = int(g.colRows());
   if (N <= 0) {
     check(cudaMemsetAsync(dWeight, 0, sizeof(float) * size_t(g.F) * K, stream), "conv2d_maxpool dW");
@@ -617,6 +649,9 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   }
   const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p, kernelOverrides().convPoolThinBlocks);
   if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
+  const bool fromDense = head.dOut != nullptr;
+  if (fromDense && (!c.thin || head.units < 1 || head.units > kConvPoolHeadMaxUnits))
+    throw EngineError("conv2d_maxpool_backward_weights: dPooled from the dense layer needs the thin kernel (internal error)");
   WgArgs a;
   a.ws = workspace;
   a.dWeight = dWeight;
@@ -639,13 +674,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]);
   if (c.thin) {
     const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
-    const ThinArgs t{a, FastDiv(g.OW), c.prefetch && aligned};
-    const int ks = g.C == 1 && g.kh == g.kw ? g.kh : 0;
-    auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, c.smem, stream, t); };
-    const bool relu = act == ActivationFn::ReLU;
-    if (ks == 3) relu ? go(convPoolWeightsThin<true, 3>) : go(convPoolWeightsThin<false, 3>);
-    else if (ks == 5) relu ? go(convPoolWeightsThin<true, 5>) : go(convPoolWeightsThin<false, 5>);
-    else relu ? go(convPoolWeightsThin<true, 0>) : go(convPoolWeightsThin<false, 0>);
+    launchThin(stream, grid, c.smem, ThinArgs{a, FastDiv(g.OW), c.prefetch && aligned, head},
+               g.C == 1 && g.kh == g.kw ? g.kh : 0, act == ActivationFn::ReLU, fromDense);
   } else {
     launchKernel("convPoolWeights", convPoolWeights, grid, kWgThreads, c.smem, stream, a);
   }

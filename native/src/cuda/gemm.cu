@@ -39,6 +39,7 @@
 #include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
+#include "cuda/tc_mma.cuh"
 
 namespace nnstudio::cuda {
 
@@ -46,14 +47,9 @@ namespace {
 
 // ---- async copies ----
 
+// cp.async.cg of 16 bytes (zeros where !valid, nothing read): tc_mma.cuh's, which the tensor-core kernels share
 __device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
-#else
-  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
-#endif
+  tc::cpAsync16(unsigned(__cvta_generic_to_shared(smem)), gmem, valid ? 16u : 0u);
 }
 
 __device__ __forceinline__ void copy4(float* smem, const float* gmem, bool valid) {
@@ -63,19 +59,6 @@ __device__ __forceinline__ void copy4(float* smem, const float* gmem, bool valid
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
 #else
   *smem = valid ? *gmem : 0.0f;
-#endif
-}
-
-__device__ __forceinline__ void copyCommit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void copyWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 
@@ -197,13 +180,13 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < nk) loadStage(s, kt0 + s);
-    copyCommit();
+    tc::cpAsyncCommit();
   }
   for (int t = 0; t < nk; ++t) {
-    copyWait<STAGES - 2>();  // tile t has landed (this thread's copies) ...
+    tc::cpAsyncWait<STAGES - 2>();  // tile t has landed (this thread's copies) ...
     __syncthreads();         // ... everyone's, and everyone is done with tile t - 1's stage
     if (t + STAGES - 1 < nk) loadStage((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
-    copyCommit();
+    tc::cpAsyncCommit();
     const float* as = As + (t % STAGES) * A_STAGE;
     const float* bs = Bs + (t % STAGES) * B_STAGE;
 #pragma unroll
@@ -249,7 +232,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
       }
     }
   }
-  copyWait<0>();
+  tc::cpAsyncWait<0>();
 
   if (splits == 1) {
 #pragma unroll

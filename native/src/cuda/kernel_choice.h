@@ -214,6 +214,11 @@ ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const Con
                                         int loops = 0);
 // thinBlocks > 0: the thin kernel's block target instead of kConvPoolThinBlocks (measurements; it changes the bits)
 ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p, int thinBlocks = 0);
+// The dense layer after a fused conv + pool whose input gradient nobody needs (a first layer): the thin weight
+// gradient computes dPooled from the dense layer's output gradient (conv2d_pool.h PooledGradientFromDense) for up
+// to this many units, the shallow GEMM's depth, whose sums in k order it repeats (the same bits).
+inline constexpr int kConvPoolHeadMaxUnits = 16;
+bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units);
 // the fused kernels implement this pair (any caps: support does not depend on the GPU)
 inline constexpr int kConvPoolMaxBatch = 65535;  // the forward's grid.z holds the batch
 bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p);

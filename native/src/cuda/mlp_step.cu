@@ -74,12 +74,8 @@ __device__ __forceinline__ void updateW1QuadSgd(const Owned& o, int j, float4 g,
   float4* value = reinterpret_cast<float4*>(o.slot[0] + j);
   const float4 old = *value;
   *reinterpret_cast<float4*>(o.slot[1] + j) = old;
-  float unused = 0.0f;
-  const WeightDecay none{};
-  *value = make_float4(sgdUpdate(old.x, g.x, 0, lr, 0.0f, false, none, unused),
-                       sgdUpdate(old.y, g.y, 0, lr, 0.0f, false, none, unused),
-                       sgdUpdate(old.z, g.z, 0, lr, 0.0f, false, none, unused),
-                       sgdUpdate(old.w, g.w, 0, lr, 0.0f, false, none, unused));
+  *value = make_float4(plainSgd(old.x, g.x, lr), plainSgd(old.y, g.y, lr), plainSgd(old.z, g.z, lr),
+                       plainSgd(old.w, g.w, lr));
 }
 
 // The step's batch by cp.async (it lands while the step before runs): x's columns [col0, col0 + cols) of the
@@ -373,12 +369,12 @@ __global__ void __launch_bounds__(kThreads) mlpStepKernel(MlpStepArgs a, MlpStep
       __syncthreads();
       MLP_STEP_MARK(11);
       // W1's columns: a warp a column, a lane 4 units (no index division); plain SGD as one FMA an entry
-      const bool plainSgd = !a.adam && a.momentum == 0.0f && a.decay.rate == 0.0f;
+      const bool plainSgdRule = !a.adam && a.momentum == 0.0f && a.decay.rate == 0.0f;
       for (int i = warp; i < cols; i += kWarps)
         for (int u0 = 4 * lane; u0 < HP; u0 += 128) {
           const int j = i * l.w1s + u0;
           const float4 g4 = *reinterpret_cast<const float4*>(grad + j);
-          if (plainSgd) {
+          if (plainSgdRule) {
             updateW1QuadSgd(w1, j, g4, rule.lr);
           } else {
             const float gq[4] = {g4.x, g4.y, g4.z, g4.w};

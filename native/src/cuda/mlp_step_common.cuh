@@ -74,6 +74,18 @@ __device__ __forceinline__ float updateOwned(const MlpStepArgs& a, const Owned& 
   return p;
 }
 
+// Plain SGD (no momentum, no decay: the presets' rule): sgdUpdate's p - lr g, the same bits as updateOwned's
+// without its branches. updateOwnedPlainSgd also keeps the backup, as updateOwned does.
+__device__ __forceinline__ float plainSgd(float old, float g, float lr) {
+  float unused = 0.0f;
+  return sgdUpdate(old, g, 0, lr, 0.0f, false, WeightDecay{}, unused);
+}
+__device__ __forceinline__ void updateOwnedPlainSgd(const Owned& o, int j, float g, float lr) {
+  const float old = o.slot[0][j];
+  o.slot[1][j] = old;
+  o.slot[0][j] = plainSgd(old, g, lr);
+}
+
 // The step's learning rate and Adam's corrections at global step t.
 __device__ __forceinline__ StepRule stepRule(const MlpStepArgs& a, double baseLr, long long t) {
   StepRule rule;

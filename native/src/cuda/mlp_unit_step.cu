@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1) mlpUnitStepKernel(MlpStepArgs a, 
   auto w2Index = [&](int j) { return a.w2 + size_t(j / max(U, 1)) * size_t(H) + unit0 + j % max(U, 1); };
   auto b1Index = [&](int j) { return a.b1 + size_t(unit0 + j); };
   auto b2Index = [&](int j) { return a.b2 + size_t(j); };
-  const bool plainSgd = !a.adam && a.momentum == 0.0f && a.decay.rate == 0.0f;
+  const bool plainSgdRule = !a.adam && a.momentum == 0.0f && a.decay.rate == 0.0f;
 
   StepState booked = *a.state;
   const long long globalStep0 = booked.globalStep, epochStep0 = booked.epochStep;
@@ -428,11 +428,8 @@ __global__ void __launch_bounds__(kThreads, 1) mlpUnitStepKernel(MlpStepArgs a, 
           const int col = col0 + gq + (c >= 2 ? 8 : 0), u = 8 * nt + 2 * t + (c & 1);
           if (nt >= NT || col >= I || u >= U) continue;
           const int at = u * l.w1s + col;
-          if (plainSgd) {
-            float unused = 0.0f;
-            const float old = w1.slot[0][at];
-            w1.slot[1][at] = old;
-            w1.slot[0][at] = sgdUpdate(old, g[nt][c], 0, rule.lr, 0.0f, false, WeightDecay{}, unused);
+          if (plainSgdRule) {
+            updateOwnedPlainSgd(w1, at, g[nt][c], rule.lr);
           } else {
             updateOwned(a, w1, at, a.w1 + size_t(unit0 + u) * size_t(I) + col, g[nt][c], rule, true);
           }
