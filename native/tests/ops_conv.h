@@ -480,6 +480,58 @@ inline void checkPooledGradientFromDense(const ConvPoolRow& row, const ConvPoolD
   }
 }
 
+// The forward's window bytes (conv2d_pool.h `windows`, as the network runs a first conv + pool): the same pooled
+// bits with the int32 argmax not written, each byte the argmax's row and column in its window and the pooled
+// value's sign; the thin weight gradient from them gives the bits it gives from the argmax, with dPooled stored
+// and from a dense layer of 10 units.
+inline void checkPoolWindowBytes(const ConvPoolRow& row, const ConvPoolData& d, const std::string& shape,
+                                 const std::string& variant, const DeviceVector<float>& gPooled,
+                                 const DeviceVector<int32_t>& gArgmax, cudaStream_t stream) {
+  const int N = row.c.N;
+  Row line("conv2d + max pool", shape, variant + ", window bytes");
+  line.check(cuda::chooseConvPoolWindowBytes(cuda::kernelOverrides(), d.g, d.p), "the chooser takes it");
+  DeviceVector<float> pooled(d.dPooled.size());
+  DeviceVector<uint8_t> windows(d.dPooled.size());
+  poison(pooled);
+  cuda::conv2d_maxpool_forward(stream, pooled.ptr, nullptr, d.dIn_.ptr, d.dWeight.ptr, d.dBias.ptr, N, d.g, d.p,
+                               row.act, ConvPoolData::kAlpha, windows.ptr);
+  cudaOk(cudaStreamSynchronize(stream), "forward with window bytes");
+  const std::vector<float> want = gPooled.download(), got = pooled.download();
+  line.check(sameBits(got, want), "pooled: the bits written beside the int32 argmax");
+  const std::vector<int32_t> argmax = gArgmax.download();
+  const std::vector<uint8_t> bytes = windows.download();
+  const int PQ = d.p.OH * d.p.OW, plane = d.g.OH * d.g.OW;
+  size_t wrong = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int q = int(i % size_t(PQ)), f = int(i / size_t(PQ) % size_t(d.g.F));
+    const int oy = q / d.p.OW * d.p.stride + (bytes[i] >> 2 & 3), ox = q % d.p.OW * d.p.stride + (bytes[i] & 3);
+    const bool positive = (bytes[i] & 0x80) != 0;
+    wrong += argmax[i] != f * plane + oy * d.g.OW + ox || positive != (want[i] > 0.0f) || (bytes[i] & 0x70) != 0;
+  }
+  line.check(wrong == 0, "each byte: the argmax's place in its window and the pooled value's sign",
+             std::to_string(wrong) + " wrong");
+  const size_t ws = cuda::conv2d_maxpool_weights_workspace(N, d.g, d.p);
+  DeviceVector<float> work(std::max<size_t>(ws, 1)), dW(d.dW.size()), dB(d.dB.size());
+  DeviceVector<float> dOut(randomNonZero(size_t(N) * 10, 71, 1.0f));
+  DeviceVector<float> weight(randomNonZero(size_t(10) * d.dPooled.size() / size_t(N), 72, 0.1f));
+  for (const bool fromDense : {false, true}) {
+    const cuda::PooledGradientFromDense head =
+        fromDense ? cuda::PooledGradientFromDense{dOut.ptr, weight.ptr, 10} : cuda::PooledGradientFromDense{};
+    auto run = [&](const int32_t* am, const uint8_t* wb) {
+      poison(dW);
+      poison(dB);
+      cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, d.dDPooled.ptr, gPooled.ptr, am, d.dIn_.ptr, N,
+                                            d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr, head, wb);
+      cudaOk(cudaStreamSynchronize(stream), "weight gradient from window bytes");
+      return std::make_pair(dW.download(), dB.download());
+    };
+    const auto fromArgmax = run(gArgmax.ptr, nullptr), fromBytes = run(nullptr, windows.ptr);
+    line.check(sameBits(fromBytes.first, fromArgmax.first) && sameBits(fromBytes.second, fromArgmax.second),
+               std::string("dWeight and dBias from the bytes: the argmax's bits, dPooled ") +
+                   (fromDense ? "from a dense layer" : "stored"));
+  }
+}
+
 // Forward and weight gradient, fused (one kernel, the conv's output never stored) or as the conv and the
 // pool's own kernels (as the network runs them): the pooled values, the argmax (exact), dW and dB, and the
 // weight gradient repeated (3 launches, 4 graph replays) gives the same bits.
@@ -548,7 +600,10 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
       line.check(sameBitsWhenRepeated(stream, launch, {&gDW, &gDB}, {dW, dB}, 4),
                  "the weight gradient: 3 launches in a row and 4 graph replays give the same bits");
       if (fused && cuda::planConvPoolWeights(N, d.g, d.p, cuda::kernelOverrides().convPoolThinBlocks).thin)
+      {
         checkPooledGradientFromDense(row, d, shape, r.label(), gPooled, gArgmax, stream);
+        checkPoolWindowBytes(row, d, shape, r.label(), gPooled, gArgmax, stream);
+      }
     });
   }
   cudaOk(cudaStreamDestroy(stream), "stream");

@@ -839,8 +839,9 @@ int main() {
       cuda::ScopedKernelOverride stored([](cuda::KernelOverrides& o) {
         o.fusion = cuda::Switch::On;
         o.convPoolHeadGradient = cuda::Switch::Off;
+        o.convPoolWindowBytes = cuda::Switch::Off;
       });
-      testNetworks("conv + max pool fused, dPooled stored by the dense layer");
+      testNetworks("conv + max pool fused, dPooled stored by the dense layer, the int32 argmax");
     }
     testWholeRuns();
     testFusedStep(cuda::MlpSplit::Columns);

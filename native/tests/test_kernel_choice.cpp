@@ -429,6 +429,8 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
   CHECK(parse({}).convPoolHeadGradient == Switch::Auto &&
         parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "0"}}).convPoolHeadGradient == Switch::Off);
+  CHECK(parse({}).convPoolWindowBytes == Switch::Auto &&
+        parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "0"}}).convPoolWindowBytes == Switch::Off);
   CHECK(parse({}).weightStream == Switch::Auto &&
         parse({{"NNSTUDIO_CUDA_WEIGHT_STREAM", "0"}}).weightStream == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
@@ -856,6 +858,12 @@ void testConvPoolLoopsAndPrefetch() {
   KernelOverrides off;
   off.convPoolHeadGradient = Switch::Off;
   CHECK_MSG(!chooseConvPoolHeadGradient(off, seed001, p256, 10), "NNSTUDIO_CUDA_POOL_HEAD_GRAD=0: stored");
+  // and its windows' argmax as bytes
+  CHECK_MSG(chooseConvPoolWindowBytes(none, seed001, p256) && chooseConvPoolWindowBytes(none, fast1, pool(24, 24, 2, 2)),
+            "seed001's and fast_mnist's first conv + pool: window bytes");
+  CHECK_MSG(!chooseConvPoolWindowBytes(none, keras2, pool(64, 24, 2, 2)), "not where the thin kernel does not run");
+  off.convPoolWindowBytes = Switch::Off;
+  CHECK_MSG(!chooseConvPoolWindowBytes(off, seed001, p256), "NNSTUDIO_CUDA_POOL_WINDOW_BYTES=0: the int32 argmax");
 }
 
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at

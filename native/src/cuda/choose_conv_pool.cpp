@@ -184,4 +184,10 @@ bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g,
          planConvPoolWeights(1, g, p, o.convPoolThinBlocks).thin;
 }
 
+// Always where the thin kernel runs (its windows' argmax fit 2 + 2 bits): seed001_256's forward writes 43 MB of
+// bytes a step instead of 173 MB of int32s, and its weight gradient reads them instead of the argmax and pooled.
+bool chooseConvPoolWindowBytes(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p) {
+  return o.convPoolWindowBytes != Switch::Off && p.size <= 4 && planConvPoolWeights(1, g, p, o.convPoolThinBlocks).thin;
+}
+
 }  // namespace nnstudio::cuda

@@ -40,11 +40,19 @@ namespace {
 
 constexpr int kFwdMaxThreads = kConvPoolForwardMaxThreads;
 
+// A pool window's argmax in one byte (conv2d_pool.h, `windows`): its row and column in the window, 2 bits each
+// (pools of up to 4 x 4), and in the top bit whether the pooled value is positive, ReLU's gate.
+constexpr int kWindowPositive = 0x80;
+__device__ __forceinline__ uint8_t poolWindowByte(int row, int col, bool positive) {
+  return uint8_t(col | row << 2 | (positive ? kWindowPositive : 0));
+}
+
 // ---------------------------------------------------------------- forward
 
 struct FwdArgs {
   float* pooled;
-  int32_t* argmax;
+  int32_t* argmax;   // or null
+  uint8_t* windows;  // or null: the argmax as its place in the window, and the pooled value's sign (poolWindowByte)
   const float* in;
   const float* weight;
   const float* bias;
@@ -174,17 +182,19 @@ __device__ __forceinline__ void writePooled(const float (&acc)[FPT][PS * PS], co
     if (f >= a.F) break;
     const float b = bias[j];
     float best = activateOutput<RELU>(acc[j][0] + b, a.act, a.alpha);
-    int bestOffset = 0;
+    int bestAt = 0;
 #pragma unroll
     for (int e = 1; e < PS * PS; ++e) {
       const float v = activateOutput<RELU>(acc[j][e] + b, a.act, a.alpha);
       if (replacesPooled<RELU>(v, best)) {
         best = v;
-        bestOffset = (e / PS) * a.OW + e % PS;
+        bestAt = e;
       }
     }
-    a.pooled[out0 + int64_t(j) * plane] = best;
-    a.argmax[out0 + int64_t(j) * plane] = f * convPlane + winOrigin + bestOffset;
+    const int64_t out = out0 + int64_t(j) * plane;
+    a.pooled[out] = best;
+    if (a.argmax) a.argmax[out] = f * convPlane + winOrigin + (bestAt / PS) * a.OW + bestAt % PS;
+    if (a.windows) a.windows[out] = poolWindowByte(bestAt / PS, bestAt % PS, best > 0.0f);
   }
 }
 
@@ -242,6 +252,7 @@ struct WgArgs {
   const int32_t* argmax;
   const float* in;
   int N, C, H, W, F, OH, OW, kh, kw, cs, padTop, padLeft, PQ;
+  int PW, ps;  // the pooled width and the pool's stride
   int Hp, Wp, CT, FT, QS, per;
   ActivationFn act;
   float alpha;
@@ -378,6 +389,8 @@ struct ThinArgs {
   FastDiv divOW;
   bool prefetch;  // the input is staged whole (no padding), one float4 a thread: the next sample's is loaded early
   PooledGradientFromDense head;  // HEAD: dPooled is never stored; each window's comes from the dense layer after
+  const uint8_t* windows;        // BYTES: the forward's window bytes instead of the argmax (and, with ReLU, pooled)
+  FastDiv divPW;
 };
 
 // HEAD: window q of filter f in sample n: its dPooled, the dense layer's input gradient at feature f * PQ + q
@@ -399,7 +412,7 @@ __device__ __forceinline__ float pooledGradientFromDense(const ThinArgs& t, int 
 
 // One sample's windows of filter f into acc (taps, then the bias): lane's windows q = lane, lane + 32, ...;
 // `input` is the sample's staged input, `off` (KS = 0) each tap's offset from a window's first input.
-template <bool RELU, int KS, int MAXT, bool HEAD>
+template <bool RELU, int KS, int MAXT, bool HEAD, bool BYTES>
 __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const ThinArgs& t, const float* input,
                                                  const int (&off)[KS > 0 ? 1 : MAXT], int n, int f, int lane) {
   const WgArgs& a = t.w;
@@ -410,24 +423,37 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
     // the loads of kThinWindows windows first, so that they are in flight together (one window's chain of
     // dependent loads at a time had left the kernel latency-bound)
     float y[kThinWindows], dy[kThinWindows];
-    int am[kThinWindows];
+    int am[kThinWindows];  // the argmax, or with BYTES the window byte
 #pragma unroll
     for (int b = 0; b < kThinWindows; ++b) {
       const int q = min(q0 + 32 * b, a.PQ - 1);
-      y[b] = a.pooled[base + q];
+      if constexpr (!(RELU && BYTES)) y[b] = a.pooled[base + q];
       if constexpr (!HEAD) dy[b] = a.dPooled[base + q];
-      am[b] = a.argmax[base + q];
+      if constexpr (BYTES) am[b] = t.windows[base + q];
+      else am[b] = a.argmax[base + q];
     }
 #pragma unroll
     for (int b = 0; b < kThinWindows; ++b) {
-      if (q0 + 32 * b >= a.PQ) break;
+      const int q = q0 + 32 * b;
+      if (q >= a.PQ) break;
+      float g;
       if constexpr (RELU) {
-        if (!(y[b] > 0.0f)) continue;  // g = 0: with HEAD, its dPooled is not even computed
+        const bool positive = BYTES ? (am[b] & kWindowPositive) != 0 : y[b] > 0.0f;
+        if (!positive) continue;  // g = 0: with HEAD, its dPooled is not even computed
       }
-      if constexpr (HEAD) dy[b] = pooledGradientFromDense(t, n, int64_t(f) * a.PQ + q0 + 32 * b);
-      const float g = RELU ? dy[b] : gateGradient(dy[b], y[b], a.act, a.alpha);
-      const int pix = am[b] - firstOfFilter;
-      const int oy = t.divOW.div(pix), ox = pix - oy * a.OW;
+      if constexpr (HEAD) dy[b] = pooledGradientFromDense(t, n, int64_t(f) * a.PQ + q);
+      if constexpr (RELU) g = dy[b];
+      else g = gateGradient(dy[b], y[b], a.act, a.alpha);
+      int oy, ox;  // the argmax's conv output
+      if constexpr (BYTES) {
+        const int py = t.divPW.div(q);
+        oy = py * a.ps + ((am[b] >> 2) & 3);
+        ox = (q - py * a.PW) * a.ps + (am[b] & 3);
+      } else {
+        const int pix = am[b] - firstOfFilter;
+        oy = t.divOW.div(pix);
+        ox = pix - oy * a.OW;
+      }
       const float* window = input + (oy * a.Wp + ox) * a.cs;
       if constexpr (KS > 0) {
 #pragma unroll
@@ -454,7 +480,8 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
 // fixed tree, so the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one
 // channel and a KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any
 // shape, guarded. HEAD: each window's dPooled from the dense layer after the pool (pooledGradientFromDense).
-template <bool RELU, int KS, bool HEAD>
+// BYTES: each window's argmax from its byte (poolWindowByte), with ReLU its gate too: pooled is not read.
+template <bool RELU, int KS, bool HEAD, bool BYTES>
 __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs t) {
   startAfterPreviousKernel();
   constexpr int MAXT = KS > 0 ? KS * KS : kConvPoolThinTaps;
@@ -496,7 +523,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs
       stagePaddedInput(ins, a.in + int64_t(n) * a.C * a.H * a.W, a.C, a);
       __syncthreads();
     }
-    if (f < a.F) accumulateSample<RELU, KS, MAXT, HEAD>(acc, t, input, off, n, f, lane);
+    if (f < a.F) accumulateSample<RELU, KS, MAXT, HEAD, BYTES>(acc, t, input, off, n, f, lane);
     if (t.prefetch && more) {
       if (mine) reinterpret_cast<float4*>(ins + ((n + 1 - nBegin) & 1) * 4 * stage4)[threadIdx.x] = next;
       __syncthreads();
@@ -575,18 +602,23 @@ void setConvGeometry(Args& a, const ConvGeometry& g) {
 }
 
 // the thin weight gradient compiled for its kernel size (3, 5 or any: ks = 0), ReLU and where dPooled comes from
-template <bool RELU, bool HEAD>
+template <bool RELU, bool HEAD, bool BYTES>
 void launchThinFor(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks) {
   auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, smem, stream, t); };
-  if (ks == 3) go(convPoolWeightsThin<RELU, 3, HEAD>);
-  else if (ks == 5) go(convPoolWeightsThin<RELU, 5, HEAD>);
-  else go(convPoolWeightsThin<RELU, 0, HEAD>);
+  if (ks == 3) go(convPoolWeightsThin<RELU, 3, HEAD, BYTES>);
+  else if (ks == 5) go(convPoolWeightsThin<RELU, 5, HEAD, BYTES>);
+  else go(convPoolWeightsThin<RELU, 0, HEAD, BYTES>);
 }
 
-void launchThin(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks, bool relu, bool fromDense) {
-  auto (*go)(cudaStream_t, dim3, size_t, const ThinArgs&, int) -> void =
-      relu ? (fromDense ? launchThinFor<true, true> : launchThinFor<true, false>)
-           : (fromDense ? launchThinFor<false, true> : launchThinFor<false, false>);
+using ThinLauncher = void (*)(cudaStream_t, dim3, size_t, const ThinArgs&, int);
+template <bool RELU, bool HEAD>
+ThinLauncher thinLauncher(bool bytes) {
+  return bytes ? launchThinFor<RELU, HEAD, true> : launchThinFor<RELU, HEAD, false>;
+}
+void launchThin(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks, bool relu) {
+  const bool head = t.head.dOut != nullptr, bytes = t.windows != nullptr;
+  const ThinLauncher go = relu ? (head ? thinLauncher<true, true>(bytes) : thinLauncher<true, false>(bytes))
+                               : (head ? thinLauncher<false, true>(bytes) : thinLauncher<false, false>(bytes));
   go(stream, grid, smem, t, ks);
 }
 
@@ -594,13 +626,14 @@ void launchThin(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, 
 
 void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax, const float* in,
                             const float* weight, const float* bias, int N, const ConvGeometry& g,
-                            const PoolGeometry& p, ActivationFn act, float alpha) {
+                            const PoolGeometry& p, ActivationFn act, float alpha, uint8_t* windows) {
   if (N <= 0) return;
   const ConvPoolForwardPlan c = planConvPoolForward(currentDeviceCaps(), N, g, p, kernelOverrides().convPoolLoops);
   if (!c.ok) throw EngineError("conv2d_maxpool_forward: unsupported geometry");
   FwdArgs a;
   a.pooled = pooled;
   a.argmax = argmax;
+  a.windows = windows;
   a.in = in;
   a.weight = weight;
   a.bias = bias;
@@ -640,7 +673,7 @@ size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const Pool
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,
                                      const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
-                                     float* workspace, const PooledGradientFromDense& head) {
+                                     float* workspace, const PooledGradientFromDense& head, const uint8_t* windows) {
   const int K = int(g.colRows());
   if (N <= 0) {
     check(cudaMemsetAsync(dWeight, 0, sizeof(float) * size_t(g.F) * K, stream), "conv2d_maxpool dW");
@@ -652,6 +685,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   const bool fromDense = head.dOut != nullptr;
   if (fromDense && (!c.thin || head.units < 1 || head.units > kConvPoolHeadMaxUnits))
     throw EngineError("conv2d_maxpool_backward_weights: dPooled from the dense layer needs the thin kernel (internal error)");
+  if (windows && (!c.thin || p.size > 4))
+    throw EngineError("conv2d_maxpool_backward_weights: window bytes need the thin kernel and a pool of at most 4 x 4 (internal error)");
   WgArgs a;
   a.ws = workspace;
   a.dWeight = dWeight;
@@ -663,6 +698,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   a.N = N;
   setConvGeometry(a, g);
   a.PQ = p.OH * p.OW;
+  a.PW = p.OW;
+  a.ps = p.stride;
   a.Hp = c.Hp;
   a.Wp = c.Wp;
   a.CT = c.CT;
@@ -674,8 +711,8 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]);
   if (c.thin) {
     const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
-    launchThin(stream, grid, c.smem, ThinArgs{a, FastDiv(g.OW), c.prefetch && aligned, head},
-               g.C == 1 && g.kh == g.kw ? g.kh : 0, act == ActivationFn::ReLU, fromDense);
+    launchThin(stream, grid, c.smem, ThinArgs{a, FastDiv(g.OW), c.prefetch && aligned, head, windows, FastDiv(p.OW)},
+               g.C == 1 && g.kh == g.kw ? g.kh : 0, act == ActivationFn::ReLU);
   } else {
     launchKernel("convPoolWeights", convPoolWeights, grid, kWgThreads, c.smem, stream, a);
   }

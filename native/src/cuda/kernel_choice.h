@@ -219,6 +219,9 @@ ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const Pool
 // to this many units, the shallow GEMM's depth, whose sums in k order it repeats (the same bits).
 inline constexpr int kConvPoolHeadMaxUnits = 16;
 bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units);
+// The same first conv + pool: the forward writes each window's argmax as a byte (conv2d_pool.h `windows`) instead
+// of an int32, for the thin weight gradient alone (with ReLU it reads neither the argmax nor pooled).
+bool chooseConvPoolWindowBytes(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p);
 // the fused kernels implement this pair (any caps: support does not depend on the GPU)
 inline constexpr int kConvPoolMaxBatch = 65535;  // the forward's grid.z holds the batch
 bool convPoolSupported(const ConvGeometry& g, const PoolGeometry& p);

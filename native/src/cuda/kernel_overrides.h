@@ -67,6 +67,7 @@ struct KernelOverrides {
   ConvDirectShape convDirectShape;          // NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks
   int convPoolLoops = 0;                    // NNSTUDIO_CONVPOOL_LOOPS: filter blocks a fused conv + pool forward block takes in turn (0: the plan's)
   Switch convPoolHeadGradient = Switch::Auto;  // NNSTUDIO_CUDA_POOL_HEAD_GRAD=0: the dense layer's input gradient stored for a first conv + pool
+  Switch convPoolWindowBytes = Switch::Auto;   // NNSTUDIO_CUDA_POOL_WINDOW_BYTES=0: a first conv + pool keeps its int32 argmax
   int convPoolThinBlocks = 0;               // NNSTUDIO_CONVPOOL_THIN_BLOCKS: the thin weight gradient's block target (0: kConvPoolThinBlocks)
   int stepsPerGraph = 8;                    // NNSTUDIO_CUDA_STEPS_PER_GRAPH, 1..64
   bool memoryCheck = true;                  // NNSTUDIO_CUDA_MEMORY_CHECK=0 skips the estimate before a run

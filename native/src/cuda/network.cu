@@ -215,6 +215,21 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     inAlpha_[next] = lp.alpha;
   }
   choosePooledGradientSources(overrides);
+  allocateWindowBytes(overrides);
+}
+
+// The same first conv + max pool (nothing needs its input gradient): the forward writes each window's argmax as a
+// byte for the thin weight gradient, and no int32 argmax (an evaluation network keeps the int32s: it trains nothing)
+void Network::allocateWindowBytes(const KernelOverrides& overrides) {
+  windows_.resize(plan_.layers.size());
+  for (size_t i = 0; trainable_ && i + 1 < plan_.layers.size(); ++i) {
+    if (!poolFused_[i] || needInputGrad_[i] || !chooseConvPoolWindowBytes(overrides, convGeom_[i], poolGeom_[i + 1]))
+      continue;
+    windows_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i + 1].outSize), "allocating the pool's windows");
+    bytes_ += windows_[i].bytes();
+    bytes_ -= argmax_[i + 1].bytes();
+    argmax_[i + 1] = DeviceBuffer<int32_t>();
+  }
 }
 
 // A fused conv + max pool whose input gradient nobody needs (a first layer), then flatten, then a dense layer
@@ -282,8 +297,10 @@ const float* Network::forward(cudaStream_t stream, const float* params, const fl
           // conv + bias + activation + max pool: layer i+1 is done with it
           ++i;
           y = out_[i];
-          conv2d_maxpool_forward(stream, y, argmax_[i].get(), x, params + lp.weightOffset, params + lp.biasOffset, n,
-                                 convGeom_[i - 1], poolGeom_[i], lp.activation, lp.alpha);
+          uint8_t* windows = windows_[i - 1].get();
+          conv2d_maxpool_forward(stream, y, windows ? nullptr : argmax_[i].get(), x, params + lp.weightOffset,
+                                 params + lp.biasOffset, n, convGeom_[i - 1], poolGeom_[i], lp.activation, lp.alpha,
+                                 windows);
           break;
         }
         if (pre) {
@@ -436,7 +453,8 @@ void Network::backwardLayers(cudaStream_t stream, const float* params, float* gr
             // the pre-activation gradient is one value per window: the weight gradient reads it sparsely
             conv2d_maxpool_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, grad_[li + 1],
                                             pooled, argmax, x, n, convGeom_[li], poolGeom_[li + 1], lp.activation,
-                                            lp.alpha, workspace_.get(), pooledGradientSource(li, params));
+                                            lp.alpha, workspace_.get(), pooledGradientSource(li, params),
+                                            windows_[li].get());
             break;
           }
           maxpool_backward_from_output(stream, dOut, grad_[li + 1], argmax, pooled, n, poolGeom_[li + 1],

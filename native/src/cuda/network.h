@@ -82,6 +82,7 @@ class Network {
   std::vector<bool> bnConvWgrad_;             // batchnorm i's backward takes conv i-1's weight gradient
   std::vector<size_t> pooledGradFrom_;        // fused conv i's dPooled from dense layer pooledGradFrom_[i] (0: stored)
   std::vector<bool> inputGradInPool_;         // dense layer i's input gradient is computed by that conv's kernel
+  std::vector<DeviceBuffer<uint8_t>> windows_;  // fused conv i's pool windows' argmax bytes (chooseConvPoolWindowBytes)
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
   DeviceBuffer<float> inputGrad_;
@@ -118,6 +119,7 @@ class Network {
   BatchNormPool fusedPool(size_t i) const;
   // the first conv + max pool's small dense layer after it (pooledGradFrom_), or none
   void choosePooledGradientSources(const KernelOverrides& overrides);
+  void allocateWindowBytes(const KernelOverrides& overrides);
   PooledGradientFromDense pooledGradientSource(size_t conv, const float* params) const;
   // act: the activation layer after the block when it is fused (resActFused_), else the identity
   void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
