@@ -601,6 +601,11 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
                  "the weight gradient: 3 launches in a row and 4 graph replays give the same bits");
       if (fused && cuda::planConvPoolWeights(N, d.g, d.p, cuda::kernelOverrides().convPoolThinBlocks).thin)
       {
+        // both are off until a GPU has timed them (Auto): turned on here
+        cuda::ScopedKernelOverride on([](cuda::KernelOverrides& o) {
+          o.convPoolHeadGradient = cuda::Switch::On;
+          o.convPoolWindowBytes = cuda::Switch::On;
+        });
         checkPooledGradientFromDense(row, d, shape, r.label(), gPooled, gArgmax, stream);
         checkPoolWindowBytes(row, d, shape, r.label(), gPooled, gArgmax, stream);
       }

@@ -836,12 +836,12 @@ int main() {
       testNetworks("weight gradients on the step's stream");
     }
     {
-      cuda::ScopedKernelOverride stored([](cuda::KernelOverrides& o) {
+      cuda::ScopedKernelOverride bytes([](cuda::KernelOverrides& o) {
         o.fusion = cuda::Switch::On;
-        o.convPoolHeadGradient = cuda::Switch::Off;
-        o.convPoolWindowBytes = cuda::Switch::Off;
+        o.convPoolHeadGradient = cuda::Switch::On;
+        o.convPoolWindowBytes = cuda::Switch::On;
       });
-      testNetworks("conv + max pool fused, dPooled stored by the dense layer, the int32 argmax");
+      testNetworks("conv + max pool fused, the first one's window bytes and dPooled from the dense layer after");
     }
     testWholeRuns();
     testFusedStep(cuda::MlpSplit::Columns);

@@ -428,9 +428,11 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "-1"}}).convPoolLoops == 0);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
   CHECK(parse({}).convPoolHeadGradient == Switch::Auto &&
-        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "0"}}).convPoolHeadGradient == Switch::Off);
+        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "0"}}).convPoolHeadGradient == Switch::Off &&
+        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "1"}}).convPoolHeadGradient == Switch::On);
   CHECK(parse({}).convPoolWindowBytes == Switch::Auto &&
-        parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "0"}}).convPoolWindowBytes == Switch::Off);
+        parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "0"}}).convPoolWindowBytes == Switch::Off &&
+        parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "1"}}).convPoolWindowBytes == Switch::On);
   CHECK(parse({}).weightStream == Switch::Auto &&
         parse({{"NNSTUDIO_CUDA_WEIGHT_STREAM", "0"}}).weightStream == Switch::Off);
   CHECK(parse({{"NNSTUDIO_CUDA_PDL", "1"}}).programmaticLaunch);
@@ -847,23 +849,22 @@ void testConvPoolLoopsAndPrefetch() {
   CHECK_MSG(!planConvPoolWeights(8, geometry(1, 40, 40, 8, 3, 38, 38), pool(8, 38, 2, 2)).prefetch,
             "1600 inputs, more than a float4 a thread: staged");
 
-  // the dense layer after a first conv + pool: its input gradient in the thin weight gradient
+  // the dense layer after a first conv + pool: its input gradient in the thin weight gradient, and the windows'
+  // argmax as bytes; both only where turned on (Auto: off until a GPU has timed them)
   const KernelOverrides none;
-  CHECK_MSG(chooseConvPoolHeadGradient(none, seed001, p256, 10), "seed001_256's 10 units: dPooled from the dense layer");
-  CHECK_MSG(chooseConvPoolHeadGradient(none, seed001, p256, 1) && chooseConvPoolHeadGradient(none, seed001, p256, 16),
+  KernelOverrides on;
+  on.convPoolHeadGradient = on.convPoolWindowBytes = Switch::On;
+  CHECK_MSG(!chooseConvPoolHeadGradient(none, seed001, p256, 10) && !chooseConvPoolWindowBytes(none, seed001, p256),
+            "Auto: neither yet");
+  CHECK_MSG(chooseConvPoolHeadGradient(on, seed001, p256, 10), "seed001_256's 10 units: dPooled from the dense layer");
+  CHECK_MSG(chooseConvPoolHeadGradient(on, seed001, p256, 1) && chooseConvPoolHeadGradient(on, seed001, p256, 16),
             "1 and 16 units too");
-  CHECK_MSG(!chooseConvPoolHeadGradient(none, seed001, p256, 17) && !chooseConvPoolHeadGradient(none, seed001, p256, 0),
+  CHECK_MSG(!chooseConvPoolHeadGradient(on, seed001, p256, 17) && !chooseConvPoolHeadGradient(on, seed001, p256, 0),
             "not 17 units (past the shallow GEMM's depth), nor 0");
-  CHECK_MSG(!chooseConvPoolHeadGradient(none, keras2, pool(64, 24, 2, 2), 10), "not a conv the thin kernel does not run");
-  KernelOverrides off;
-  off.convPoolHeadGradient = Switch::Off;
-  CHECK_MSG(!chooseConvPoolHeadGradient(off, seed001, p256, 10), "NNSTUDIO_CUDA_POOL_HEAD_GRAD=0: stored");
-  // and its windows' argmax as bytes
-  CHECK_MSG(chooseConvPoolWindowBytes(none, seed001, p256) && chooseConvPoolWindowBytes(none, fast1, pool(24, 24, 2, 2)),
+  CHECK_MSG(!chooseConvPoolHeadGradient(on, keras2, pool(64, 24, 2, 2), 10), "not a conv the thin kernel does not run");
+  CHECK_MSG(chooseConvPoolWindowBytes(on, seed001, p256) && chooseConvPoolWindowBytes(on, fast1, pool(24, 24, 2, 2)),
             "seed001's and fast_mnist's first conv + pool: window bytes");
-  CHECK_MSG(!chooseConvPoolWindowBytes(none, keras2, pool(64, 24, 2, 2)), "not where the thin kernel does not run");
-  off.convPoolWindowBytes = Switch::Off;
-  CHECK_MSG(!chooseConvPoolWindowBytes(off, seed001, p256), "NNSTUDIO_CUDA_POOL_WINDOW_BYTES=0: the int32 argmax");
+  CHECK_MSG(!chooseConvPoolWindowBytes(on, keras2, pool(64, 24, 2, 2)), "not where the thin kernel does not run");
 }
 
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at

@@ -216,7 +216,8 @@ ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const Con
 ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p, int thinBlocks = 0);
 // The dense layer after a fused conv + pool whose input gradient nobody needs (a first layer): the thin weight
 // gradient computes dPooled from the dense layer's output gradient (conv2d_pool.h PooledGradientFromDense) for up
-// to this many units, the shallow GEMM's depth, whose sums in k order it repeats (the same bits).
+// to this many units, the shallow GEMM's depth, whose sums in k order it repeats (the same bits). This and the
+// window bytes below run where the override is On: Auto keeps them off until a GPU has tested and timed them.
 inline constexpr int kConvPoolHeadMaxUnits = 16;
 bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units);
 // The same first conv + pool: the forward writes each window's argmax as a byte (conv2d_pool.h `windows`) instead
