@@ -180,6 +180,8 @@ bool chooseConvPoolFusion(const KernelOverrides& o, const ConvGeometry& g, const
 // none). The input-gradient GEMM it replaces writes every window's dPooled (seed001_256: 173 MB a step) for the
 // weight gradient to read back, while the weights it reads instead are one slice a block, from L1 after the
 // block's first sample.
+static_assert(kConvPoolHeadMaxUnits == kGemmShallowMaxK,
+              "dPooled from the dense layer repeats the shallow GEMM's sums: the same depths, the same bits");
 bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units) {
   return o.convPoolHeadGradient == Switch::On && units >= 1 && units <= kConvPoolHeadMaxUnits &&
          planConvPoolWeights(1, g, p, o.convPoolThinBlocks).thin;

@@ -184,7 +184,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
   }
   for (int t = 0; t < nk; ++t) {
     tc::cpAsyncWait<STAGES - 2>();  // tile t has landed (this thread's copies) ...
-    __syncthreads();         // ... everyone's, and everyone is done with tile t - 1's stage
+    __syncthreads();                // ... everyone's, and everyone is done with tile t - 1's stage
     if (t + STAGES - 1 < nk) loadStage((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
     tc::cpAsyncCommit();
     const float* as = As + (t % STAGES) * A_STAGE;

@@ -177,8 +177,9 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
         break;
     }
   }
+  allocateWindowBytes(overrides);
   for (size_t i = 0; i < L; ++i)
-    if (plan_.layers[i].kind == LayerKind::MaxPool2D) {
+    if (plan_.layers[i].kind == LayerKind::MaxPool2D && (i == 0 || !windows_[i - 1].get())) {
       argmax_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i].outSize));
       track(argmax_[i].bytes());
     }
@@ -215,11 +216,11 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     inAlpha_[next] = lp.alpha;
   }
   choosePooledGradientSources(overrides);
-  allocateWindowBytes(overrides);
 }
 
-// The same first conv + max pool (nothing needs its input gradient): the forward writes each window's argmax as a
-// byte for the thin weight gradient, and no int32 argmax (an evaluation network keeps the int32s: it trains nothing)
+// A fused conv + max pool whose input gradient nobody needs (a first layer): the forward writes each window's
+// argmax as a byte for the thin weight gradient instead of the int32 argmax, which is then not allocated (an
+// evaluation network keeps the int32s: it trains nothing)
 void Network::allocateWindowBytes(const KernelOverrides& overrides) {
   windows_.resize(plan_.layers.size());
   for (size_t i = 0; trainable_ && i + 1 < plan_.layers.size(); ++i) {
@@ -227,8 +228,6 @@ void Network::allocateWindowBytes(const KernelOverrides& overrides) {
       continue;
     windows_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i + 1].outSize), "allocating the pool's windows");
     bytes_ += windows_[i].bytes();
-    bytes_ -= argmax_[i + 1].bytes();
-    argmax_[i + 1] = DeviceBuffer<int32_t>();
   }
 }
 
