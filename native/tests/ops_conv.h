@@ -440,50 +440,9 @@ inline std::string convPoolPlanName(const cuda::KernelOverrides& o, int N, const
   return name;
 }
 
-// The thin weight gradient with each window's dPooled computed from a dense layer's output gradient and weight
-// (PooledGradientFromDense, as the network runs a first conv + pool into a small dense layer) against the same
-// kernel reading the dPooled that the dense layer's input-gradient GEMM stored: the same bits, for 1, 10 and 16
-// units (the unrolled loop's shortest, MNIST's and longest).
-inline void checkPooledGradientFromDense(const ConvPoolRow& row, const ConvPoolData& d, const std::string& shape,
-                                         const std::string& variant, const DeviceVector<float>& gPooled,
-                                         const DeviceVector<int32_t>& gArgmax, cudaStream_t stream) {
-  const int N = row.c.N;
-  const int features = int(d.dPooled.size() / size_t(N));
-  const size_t ws = cuda::conv2d_maxpool_weights_workspace(N, d.g, d.p);
-  DeviceVector<float> work(std::max<size_t>(ws, 1)), stored(d.dPooled.size());
-  DeviceVector<float> dW(d.dW.size()), dB(d.dB.size()), dWHead(d.dW.size()), dBHead(d.dB.size());
-  for (const int units : {1, 10, 16}) {
-    Row line("conv2d + max pool", shape, variant + ", dPooled from a dense layer of " + std::to_string(units));
-    line.check(cuda::chooseConvPoolHeadGradient(cuda::kernelOverrides(), d.g, d.p, units), "the chooser takes it");
-    DeviceVector<float> dOut(randomNonZero(size_t(N) * units, 77 + units, 1.0f));
-    DeviceVector<float> weight(randomNonZero(size_t(units) * features, 91 + units, 0.1f));
-    cuda::dense_backward_input(stream, stored.ptr, dOut.ptr, weight.ptr, nullptr, N, features, units,
-                               ActivationFn::Linear, 0.0f);
-    poison(dW);
-    poison(dB);
-    cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, stored.ptr, gPooled.ptr, gArgmax.ptr, d.dIn_.ptr, N,
-                                          d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr);
-    const cuda::PooledGradientFromDense head{dOut.ptr, weight.ptr, units};
-    auto launch = [&] {
-      cuda::conv2d_maxpool_backward_weights(stream, dWHead.ptr, dBHead.ptr, nullptr, gPooled.ptr, gArgmax.ptr,
-                                            d.dIn_.ptr, N, d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr, head);
-    };
-    poison(dWHead);
-    poison(dBHead);
-    launch();
-    cudaOk(cudaStreamSynchronize(stream), "weight gradient from a dense layer");
-    const std::vector<float> want = dW.download(), wantBias = dB.download();
-    line.check(sameBits(dWHead.download(), want) && sameBits(dBHead.download(), wantBias),
-               "dWeight and dBias: the bits of the stored dPooled's");
-    line.check(sameBitsWhenRepeated(stream, launch, {&dWHead, &dBHead}, {want, wantBias}, 3),
-               "3 launches in a row and 3 graph replays give the same bits");
-  }
-}
-
 // The forward's window bytes (conv2d_pool.h `windows`, as the network runs a first conv + pool): the same pooled
 // bits with the int32 argmax not written, each byte the argmax's row and column in its window and the pooled
-// value's sign; the thin weight gradient from them gives the bits it gives from the argmax, with dPooled stored
-// and from a dense layer of 10 units.
+// value's sign; the thin weight gradient from them gives the bits it gives from the argmax.
 inline void checkPoolWindowBytes(const ConvPoolRow& row, const ConvPoolData& d, const std::string& shape,
                                  const std::string& variant, const DeviceVector<float>& gPooled,
                                  const DeviceVector<int32_t>& gArgmax, cudaStream_t stream) {
@@ -512,24 +471,17 @@ inline void checkPoolWindowBytes(const ConvPoolRow& row, const ConvPoolData& d, 
              std::to_string(wrong) + " wrong");
   const size_t ws = cuda::conv2d_maxpool_weights_workspace(N, d.g, d.p);
   DeviceVector<float> work(std::max<size_t>(ws, 1)), dW(d.dW.size()), dB(d.dB.size());
-  DeviceVector<float> dOut(randomNonZero(size_t(N) * 10, 71, 1.0f));
-  DeviceVector<float> weight(randomNonZero(size_t(10) * d.dPooled.size() / size_t(N), 72, 0.1f));
-  for (const bool fromDense : {false, true}) {
-    const cuda::PooledGradientFromDense head =
-        fromDense ? cuda::PooledGradientFromDense{dOut.ptr, weight.ptr, 10} : cuda::PooledGradientFromDense{};
-    auto run = [&](const int32_t* am, const uint8_t* wb) {
-      poison(dW);
-      poison(dB);
-      cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, d.dDPooled.ptr, gPooled.ptr, am, d.dIn_.ptr, N,
-                                            d.g, d.p, row.act, ConvPoolData::kAlpha, work.ptr, head, wb);
-      cudaOk(cudaStreamSynchronize(stream), "weight gradient from window bytes");
-      return std::make_pair(dW.download(), dB.download());
-    };
-    const auto fromArgmax = run(gArgmax.ptr, nullptr), fromBytes = run(nullptr, windows.ptr);
-    line.check(sameBits(fromBytes.first, fromArgmax.first) && sameBits(fromBytes.second, fromArgmax.second),
-               std::string("dWeight and dBias from the bytes: the argmax's bits, dPooled ") +
-                   (fromDense ? "from a dense layer" : "stored"));
-  }
+  auto run = [&](const int32_t* am, const uint8_t* wb) {
+    poison(dW);
+    poison(dB);
+    cuda::conv2d_maxpool_backward_weights(stream, dW.ptr, dB.ptr, d.dDPooled.ptr, gPooled.ptr, am, d.dIn_.ptr, N, d.g,
+                                          d.p, row.act, ConvPoolData::kAlpha, work.ptr, wb);
+    cudaOk(cudaStreamSynchronize(stream), "weight gradient from window bytes");
+    return std::make_pair(dW.download(), dB.download());
+  };
+  const auto fromArgmax = run(gArgmax.ptr, nullptr), fromBytes = run(nullptr, windows.ptr);
+  line.check(sameBits(fromBytes.first, fromArgmax.first) && sameBits(fromBytes.second, fromArgmax.second),
+             "dWeight and dBias from the bytes: the argmax's bits");
 }
 
 // Forward and weight gradient, fused (one kernel, the conv's output never stored) or as the conv and the
@@ -600,15 +552,7 @@ inline void checkConvPoolRow(cpu::ThreadPool& pool, const ConvPoolRow& row, uint
       line.check(sameBitsWhenRepeated(stream, launch, {&gDW, &gDB}, {dW, dB}, 4),
                  "the weight gradient: 3 launches in a row and 4 graph replays give the same bits");
       if (fused && cuda::planConvPoolWeights(N, d.g, d.p, cuda::kernelOverrides().convPoolThinBlocks).thin)
-      {
-        // both are off until a GPU has timed them (Auto): turned on here
-        cuda::ScopedKernelOverride on([](cuda::KernelOverrides& o) {
-          o.convPoolHeadGradient = cuda::Switch::On;
-          o.convPoolWindowBytes = cuda::Switch::On;
-        });
-        checkPooledGradientFromDense(row, d, shape, r.label(), gPooled, gArgmax, stream);
         checkPoolWindowBytes(row, d, shape, r.label(), gPooled, gArgmax, stream);
-      }
     });
   }
   cudaOk(cudaStreamDestroy(stream), "stream");

@@ -108,11 +108,11 @@ const NetCase kNetworks[] = {
         {"kind":"conv2d","filters":4,"kernel":[3,3],"padding":"same","activation":"tanh"},{"kind":"maxpool2d","size":2},
         {"kind":"flatten"},{"kind":"dense","units":3}],"loss":"softmax_cross_entropy",
         "optimizer":{"kind":"adam","lr":0.001},"seed":9})"},
-    {"first conv + relu + max pool into flatten into dense: dPooled from the dense layer's gradient",
+    {"first conv + relu + max pool into flatten into dense: the window bytes with ReLU (pooled not read)",
      R"({"input":[1,10,10],"layers":[{"kind":"conv2d","filters":6,"kernel":[3,3],"activation":"relu"},
         {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"dense","units":4}],"loss":"softmax_cross_entropy",
         "optimizer":{"kind":"sgd","lr":0.1},"seed":10})"},
-    {"first conv (2 channels) + tanh + max pool into a sigmoid dense layer and mse: the same through a gate",
+    {"first conv (2 channels) + tanh + max pool into a sigmoid dense layer and mse: the window bytes and a gate",
      R"({"input":[2,9,9],"layers":[{"kind":"conv2d","filters":5,"kernel":[3,3],"activation":"tanh"},
         {"kind":"maxpool2d","size":2},{"kind":"flatten"},{"kind":"dense","units":3,"activation":"sigmoid"}],
         "loss":"mse","optimizer":{"kind":"sgd","lr":0.1},"seed":11})"},
@@ -836,12 +836,11 @@ int main() {
       testNetworks("weight gradients on the step's stream");
     }
     {
-      cuda::ScopedKernelOverride bytes([](cuda::KernelOverrides& o) {
+      cuda::ScopedKernelOverride int32s([](cuda::KernelOverrides& o) {
         o.fusion = cuda::Switch::On;
-        o.convPoolHeadGradient = cuda::Switch::On;
-        o.convPoolWindowBytes = cuda::Switch::On;
+        o.convPoolWindowBytes = cuda::Switch::Off;
       });
-      testNetworks("conv + max pool fused, the first one's window bytes and dPooled from the dense layer after");
+      testNetworks("conv + max pool fused wherever supported, the first one's int32 argmax (no window bytes)");
     }
     testWholeRuns();
     testFusedStep(cuda::MlpSplit::Columns);

@@ -427,9 +427,6 @@ void testParsing() {
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "4"}}).convPoolLoops == 4);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_LOOPS", "-1"}}).convPoolLoops == 0);
   CHECK(parse({{"NNSTUDIO_CONVPOOL_THIN_BLOCKS", "1056"}}).convPoolThinBlocks == 1056);
-  CHECK(parse({}).convPoolHeadGradient == Switch::Auto &&
-        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "0"}}).convPoolHeadGradient == Switch::Off &&
-        parse({{"NNSTUDIO_CUDA_POOL_HEAD_GRAD", "1"}}).convPoolHeadGradient == Switch::On);
   CHECK(parse({}).convPoolWindowBytes == Switch::Auto &&
         parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "0"}}).convPoolWindowBytes == Switch::Off &&
         parse({{"NNSTUDIO_CUDA_POOL_WINDOW_BYTES", "1"}}).convPoolWindowBytes == Switch::On);
@@ -849,22 +846,16 @@ void testConvPoolLoopsAndPrefetch() {
   CHECK_MSG(!planConvPoolWeights(8, geometry(1, 40, 40, 8, 3, 38, 38), pool(8, 38, 2, 2)).prefetch,
             "1600 inputs, more than a float4 a thread: staged");
 
-  // the dense layer after a first conv + pool: its input gradient in the thin weight gradient, and the windows'
-  // argmax as bytes; both only where turned on (Auto: off until a GPU has timed them)
+  // the first conv + pool's windows' argmax as bytes: wherever the thin kernel runs and a window fits 2 + 2 bits
   const KernelOverrides none;
-  KernelOverrides on;
-  on.convPoolHeadGradient = on.convPoolWindowBytes = Switch::On;
-  CHECK_MSG(!chooseConvPoolHeadGradient(none, seed001, p256, 10) && !chooseConvPoolWindowBytes(none, seed001, p256),
-            "Auto: neither yet");
-  CHECK_MSG(chooseConvPoolHeadGradient(on, seed001, p256, 10), "seed001_256's 10 units: dPooled from the dense layer");
-  CHECK_MSG(chooseConvPoolHeadGradient(on, seed001, p256, 1) && chooseConvPoolHeadGradient(on, seed001, p256, 16),
-            "1 and 16 units too");
-  CHECK_MSG(!chooseConvPoolHeadGradient(on, seed001, p256, 17) && !chooseConvPoolHeadGradient(on, seed001, p256, 0),
-            "not 17 units (past the shallow GEMM's depth), nor 0");
-  CHECK_MSG(!chooseConvPoolHeadGradient(on, keras2, pool(64, 24, 2, 2), 10), "not a conv the thin kernel does not run");
-  CHECK_MSG(chooseConvPoolWindowBytes(on, seed001, p256) && chooseConvPoolWindowBytes(on, fast1, pool(24, 24, 2, 2)),
+  KernelOverrides off;
+  off.convPoolWindowBytes = Switch::Off;
+  CHECK_MSG(chooseConvPoolWindowBytes(none, seed001, p256) && chooseConvPoolWindowBytes(none, fast1, pool(24, 24, 2, 2)),
             "seed001's and fast_mnist's first conv + pool: window bytes");
-  CHECK_MSG(!chooseConvPoolWindowBytes(on, keras2, pool(64, 24, 2, 2)), "not where the thin kernel does not run");
+  CHECK_MSG(chooseConvPoolWindowBytes(none, seed001, pool(256, 26, 4, 4)), "a 4 x 4 pool: still a byte");
+  CHECK_MSG(!chooseConvPoolWindowBytes(none, seed001, pool(256, 26, 5, 5)), "a 5 x 5 pool: its windows need 3 + 3 bits");
+  CHECK_MSG(!chooseConvPoolWindowBytes(off, seed001, p256), "NNSTUDIO_CUDA_POOL_WINDOW_BYTES=0: the int32 argmax");
+  CHECK_MSG(!chooseConvPoolWindowBytes(none, keras2, pool(64, 24, 2, 2)), "not where the thin kernel does not run");
 }
 
 // The batchnorm's cluster per channel: the ResNet presets' layers at batch 128 on an H100 (a grid of at

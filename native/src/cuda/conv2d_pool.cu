@@ -388,31 +388,13 @@ struct ThinArgs {
   WgArgs w;
   FastDiv divOW;
   bool prefetch;  // the input is staged whole (no padding), one float4 a thread: the next sample's is loaded early
-  PooledGradientFromDense head;  // HEAD: dPooled is never stored; each window's comes from the dense layer after
   const uint8_t* windows;        // BYTES: the forward's window bytes instead of the argmax (and, with ReLU, pooled)
   FastDiv divPW;
 };
 
-// HEAD: window q of filter f in sample n: its dPooled, the dense layer's input gradient at feature f * PQ + q
-// (the flatten's order), summed over k from 0 as gemmShallowKernel does: the same bits as the stored dPooled.
-// The lane reads the same weights for every sample of its block, so they come from L1 after the first.
-__device__ __forceinline__ float pooledGradientFromDense(const ThinArgs& t, int n, int64_t feature) {
-  const PooledGradientFromDense& h = t.head;
-  const float* dOut = h.dOut + int64_t(n) * h.units;
-  const float* w = h.weight + feature;
-  const int64_t features = int64_t(t.w.F) * t.w.PQ;
-  float v = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kConvPoolHeadMaxUnits; ++k) {
-    if (k >= h.units) break;
-    v = fmaf(__ldg(dOut + k), __ldg(w + k * features), v);
-  }
-  return v;
-}
-
 // One sample's windows of filter f into acc (taps, then the bias): lane's windows q = lane, lane + 32, ...;
 // `input` is the sample's staged input, `off` (KS = 0) each tap's offset from a window's first input.
-template <bool RELU, int KS, int MAXT, bool HEAD, bool BYTES>
+template <bool RELU, int KS, int MAXT, bool BYTES>
 __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const ThinArgs& t, const float* input,
                                                  const int (&off)[KS > 0 ? 1 : MAXT], int n, int f, int lane) {
   const WgArgs& a = t.w;
@@ -428,7 +410,7 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
     for (int b = 0; b < kThinWindows; ++b) {
       const int q = min(q0 + 32 * b, a.PQ - 1);
       if constexpr (!(RELU && BYTES)) y[b] = a.pooled[base + q];
-      if constexpr (!HEAD) dy[b] = a.dPooled[base + q];
+      dy[b] = a.dPooled[base + q];
       if constexpr (BYTES) am[b] = t.windows[base + q];
       else am[b] = a.argmax[base + q];
     }
@@ -439,9 +421,8 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
       float g;
       if constexpr (RELU) {
         const bool positive = BYTES ? (am[b] & kWindowPositive) != 0 : y[b] > 0.0f;
-        if (!positive) continue;  // g = 0: with HEAD, its dPooled is not even computed
+        if (!positive) continue;  // g = 0
       }
-      if constexpr (HEAD) dy[b] = pooledGradientFromDense(t, n, int64_t(f) * a.PQ + q);
       if constexpr (RELU) g = dy[b];
       else g = gateGradient(dy[b], y[b], a.act, a.alpha);
       int oy, ox;  // the argmax's conv output
@@ -479,9 +460,9 @@ __device__ __forceinline__ void accumulateSample(float (&acc)[MAXT + 1], const T
 // ReLU a window whose pooled value is not positive has g = 0 and is skipped. The 32 lanes' sums are added in a
 // fixed tree, so the result is deterministic; slots and the reduce kernel are convPoolWeights's. KS > 0: one
 // channel and a KS x KS kernel, compiled for it (3, 5); else KS = 0, up to kConvPoolThinTaps taps of any
-// shape, guarded. HEAD: each window's dPooled from the dense layer after the pool (pooledGradientFromDense).
+// shape, guarded.
 // BYTES: each window's argmax from its byte (poolWindowByte), with ReLU its gate too: pooled is not read.
-template <bool RELU, int KS, bool HEAD, bool BYTES>
+template <bool RELU, int KS, bool BYTES>
 __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs t) {
   startAfterPreviousKernel();
   constexpr int MAXT = KS > 0 ? KS * KS : kConvPoolThinTaps;
@@ -523,7 +504,7 @@ __global__ void __launch_bounds__(kWgThreads) convPoolWeightsThin(const ThinArgs
       stagePaddedInput(ins, a.in + int64_t(n) * a.C * a.H * a.W, a.C, a);
       __syncthreads();
     }
-    if (f < a.F) accumulateSample<RELU, KS, MAXT, HEAD, BYTES>(acc, t, input, off, n, f, lane);
+    if (f < a.F) accumulateSample<RELU, KS, MAXT, BYTES>(acc, t, input, off, n, f, lane);
     if (t.prefetch && more) {
       if (mine) reinterpret_cast<float4*>(ins + ((n + 1 - nBegin) & 1) * 4 * stage4)[threadIdx.x] = next;
       __syncthreads();
@@ -601,24 +582,20 @@ void setConvGeometry(Args& a, const ConvGeometry& g) {
   a.padLeft = g.padLeft;
 }
 
-// the thin weight gradient compiled for its kernel size (3, 5 or any: ks = 0), ReLU and where dPooled comes from
-template <bool RELU, bool HEAD, bool BYTES>
+// the thin weight gradient compiled for its kernel size (3, 5 or any: ks = 0), ReLU and what its windows read
+template <bool RELU, bool BYTES>
 void launchThinFor(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks) {
   auto go = [&](auto kernel) { launchKernel("convPoolWeightsThin", kernel, grid, kWgThreads, smem, stream, t); };
-  if (ks == 3) go(convPoolWeightsThin<RELU, 3, HEAD, BYTES>);
-  else if (ks == 5) go(convPoolWeightsThin<RELU, 5, HEAD, BYTES>);
-  else go(convPoolWeightsThin<RELU, 0, HEAD, BYTES>);
+  if (ks == 3) go(convPoolWeightsThin<RELU, 3, BYTES>);
+  else if (ks == 5) go(convPoolWeightsThin<RELU, 5, BYTES>);
+  else go(convPoolWeightsThin<RELU, 0, BYTES>);
 }
 
-using ThinLauncher = void (*)(cudaStream_t, dim3, size_t, const ThinArgs&, int);
-template <bool RELU, bool HEAD>
-ThinLauncher thinLauncher(bool bytes) {
-  return bytes ? launchThinFor<RELU, HEAD, true> : launchThinFor<RELU, HEAD, false>;
-}
 void launchThin(cudaStream_t stream, dim3 grid, size_t smem, const ThinArgs& t, int ks, bool relu) {
-  const bool head = t.head.dOut != nullptr, bytes = t.windows != nullptr;
-  const ThinLauncher go = relu ? (head ? thinLauncher<true, true>(bytes) : thinLauncher<true, false>(bytes))
-                               : (head ? thinLauncher<false, true>(bytes) : thinLauncher<false, false>(bytes));
+  using Launcher = void (*)(cudaStream_t, dim3, size_t, const ThinArgs&, int);
+  const bool bytes = t.windows != nullptr;
+  const Launcher go = relu ? (bytes ? launchThinFor<true, true> : launchThinFor<true, false>)
+                           : (bytes ? launchThinFor<false, true> : launchThinFor<false, false>);
   go(stream, grid, smem, t, ks);
 }
 
@@ -673,7 +650,7 @@ size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const Pool
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,
                                      const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
-                                     float* workspace, const PooledGradientFromDense& head, const uint8_t* windows) {
+                                     float* workspace, const uint8_t* windows) {
   const int K = int(g.colRows());
   if (N <= 0) {
     check(cudaMemsetAsync(dWeight, 0, sizeof(float) * size_t(g.F) * K, stream), "conv2d_maxpool dW");
@@ -682,9 +659,6 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   }
   const ConvPoolWeightsPlan c = planConvPoolWeights(N, g, p, kernelOverrides().convPoolThinBlocks);
   if (!c.ok) throw EngineError("conv2d_maxpool_backward_weights: unsupported geometry");
-  const bool fromDense = head.dOut != nullptr;
-  if (fromDense && (!c.thin || head.units < 1 || head.units > kConvPoolHeadMaxUnits))
-    throw EngineError("conv2d_maxpool_backward_weights: dPooled from the dense layer needs the thin kernel (internal error)");
   if (windows && (!c.thin || p.size > 4))
     throw EngineError("conv2d_maxpool_backward_weights: window bytes need the thin kernel and a pool of at most 4 x 4 (internal error)");
   WgArgs a;
@@ -711,7 +685,7 @@ void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float*
   const dim3 grid(c.grid[0], c.grid[1], c.grid[2]);
   if (c.thin) {
     const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
-    launchThin(stream, grid, c.smem, ThinArgs{a, FastDiv(g.OW), c.prefetch && aligned, head, windows, FastDiv(p.OW)},
+    launchThin(stream, grid, c.smem, ThinArgs{a, FastDiv(g.OW), c.prefetch && aligned, windows, FastDiv(p.OW)},
                g.C == 1 && g.kh == g.kw ? g.kh : 0, act == ActivationFn::ReLU);
   } else {
     launchKernel("convPoolWeights", convPoolWeights, grid, kWgThreads, c.smem, stream, a);

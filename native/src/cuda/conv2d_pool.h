@@ -23,21 +23,11 @@ void conv2d_maxpool_forward(cudaStream_t stream, float* pooled, int32_t* argmax,
 // windows, stride < size, several windows may share an argmax: their contributions add). Deterministic
 // (no float atomics), workspace of conv2d_maxpool_weights_workspace(N, g, p) floats (any batch up to N).
 size_t conv2d_maxpool_weights_workspace(int N, const ConvGeometry& g, const PoolGeometry& p);
-// The dense layer after the pool (through a flatten) when nothing else needs dPooled: its pre-activation
-// gradient and weight, from which the weight gradient computes each window's dPooled = dOut . weight instead of
-// reading it (chooseConvPoolHeadGradient): the dense layer's input-gradient GEMM and a write and a read of
-// dPooled drop out.
-struct PooledGradientFromDense {
-  const float* dOut = nullptr;    // (N, units)
-  const float* weight = nullptr;  // (units, F * PH * PW)
-  int units = 0;                  // 1 .. kConvPoolHeadMaxUnits
-};
-// dPooled is ignored (may be null) where head.dOut is set; argmax where `windows` (the forward's) is, and
-// pooled too where they are and act is ReLU
+// argmax is ignored (may be null) where `windows` (the forward's) is given, and pooled too where they are and act
+// is ReLU
 void conv2d_maxpool_backward_weights(cudaStream_t stream, float* dWeight, float* dBias, const float* dPooled,
                                      const float* pooled, const int32_t* argmax, const float* in, int N,
                                      const ConvGeometry& g, const PoolGeometry& p, ActivationFn act, float alpha,
-                                     float* workspace, const PooledGradientFromDense& head = {},
-                                     const uint8_t* windows = nullptr);
+                                     float* workspace, const uint8_t* windows = nullptr);
 
 }  // namespace nnstudio::cuda

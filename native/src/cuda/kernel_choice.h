@@ -214,13 +214,7 @@ ConvPoolForwardPlan planConvPoolForward(const DeviceCaps& caps, int N, const Con
                                         int loops = 0);
 // thinBlocks > 0: the thin kernel's block target instead of kConvPoolThinBlocks (measurements; it changes the bits)
 ConvPoolWeightsPlan planConvPoolWeights(int N, const ConvGeometry& g, const PoolGeometry& p, int thinBlocks = 0);
-// The dense layer after a fused conv + pool whose input gradient nobody needs (a first layer): the thin weight
-// gradient computes dPooled from the dense layer's output gradient (conv2d_pool.h PooledGradientFromDense) for up
-// to this many units, the shallow GEMM's depth, whose sums in k order it repeats (the same bits). This and the
-// window bytes below run where the override is On: Auto keeps them off until a GPU has tested and timed them.
-inline constexpr int kConvPoolHeadMaxUnits = 16;
-bool chooseConvPoolHeadGradient(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p, int units);
-// The same first conv + pool: the forward writes each window's argmax as a byte (conv2d_pool.h `windows`) instead
+// A fused conv + pool whose input gradient nobody needs (a first layer): the forward writes each window's argmax as a byte (conv2d_pool.h `windows`) instead
 // of an int32, for the thin weight gradient alone (with ReLU it reads neither the argmax nor pooled).
 bool chooseConvPoolWindowBytes(const KernelOverrides& o, const ConvGeometry& g, const PoolGeometry& p);
 // the fused kernels implement this pair (any caps: support does not depend on the GPU)

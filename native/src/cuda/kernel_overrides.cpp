@@ -68,8 +68,6 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_GRID")) o.batchnormClusterGrid = std::max(0, std::atoi(v));
   if (const char* v = lookup("NNSTUDIO_CUDA_BN_CLUSTER_VALUES")) o.batchnormClusterValues = std::max(0LL, std::atoll(v));
   if (const char* v = lookup("NNSTUDIO_CONVPOOL_LOOPS")) o.convPoolLoops = std::clamp(std::atoi(v), 0, 256);
-  if (const char* v = lookup("NNSTUDIO_CUDA_POOL_HEAD_GRAD"))
-    o.convPoolHeadGradient = is(v, "0") ? Switch::Off : is(v, "1") ? Switch::On : Switch::Auto;
   if (const char* v = lookup("NNSTUDIO_CUDA_POOL_WINDOW_BYTES"))
     o.convPoolWindowBytes = is(v, "0") ? Switch::Off : is(v, "1") ? Switch::On : Switch::Auto;
   if (const char* v = lookup("NNSTUDIO_CONVPOOL_THIN_BLOCKS")) o.convPoolThinBlocks = std::clamp(std::atoi(v), 0, 1 << 20);

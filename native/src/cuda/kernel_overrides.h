@@ -66,8 +66,7 @@ struct KernelOverrides {
   Switch convDirect = Switch::Auto;         // NNSTUDIO_CONV_DIRECT=0 turns it off (On: tests, thresholds skipped)
   ConvDirectShape convDirectShape;          // NNSTUDIO_CONV_DIRECT_SHAPE=ft,px,splits,blocks
   int convPoolLoops = 0;                    // NNSTUDIO_CONVPOOL_LOOPS: filter blocks a fused conv + pool forward block takes in turn (0: the plan's)
-  Switch convPoolHeadGradient = Switch::Auto;  // NNSTUDIO_CUDA_POOL_HEAD_GRAD=1: a first conv + pool's dPooled from the dense layer after (Auto: off, not yet timed)
-  Switch convPoolWindowBytes = Switch::Auto;   // NNSTUDIO_CUDA_POOL_WINDOW_BYTES=1: a first conv + pool's argmax as bytes (Auto: off, not yet timed)
+  Switch convPoolWindowBytes = Switch::Auto;  // NNSTUDIO_CUDA_POOL_WINDOW_BYTES=0: a first conv + pool's argmax as int32s, not bytes
   int convPoolThinBlocks = 0;               // NNSTUDIO_CONVPOOL_THIN_BLOCKS: the thin weight gradient's block target (0: kConvPoolThinBlocks)
   int stepsPerGraph = 8;                    // NNSTUDIO_CUDA_STEPS_PER_GRAPH, 1..64
   bool memoryCheck = true;                  // NNSTUDIO_CUDA_MEMORY_CHECK=0 skips the estimate before a run

@@ -215,7 +215,6 @@ Network::Network(const ModelSpec& spec, int maxBatch, bool inputGradient, bool t
     inAct_[next] = lp.activation;
     inAlpha_[next] = lp.alpha;
   }
-  choosePooledGradientSources(overrides);
 }
 
 // A fused conv + max pool whose input gradient nobody needs (a first layer): the forward writes each window's
@@ -229,33 +228,6 @@ void Network::allocateWindowBytes(const KernelOverrides& overrides) {
     windows_[i].allocate(size_t(maxBatch_) * size_t(plan_.layers[i + 1].outSize), "allocating the pool's windows");
     bytes_ += windows_[i].bytes();
   }
-}
-
-// A fused conv + max pool whose input gradient nobody needs (a first layer), then flatten, then a dense layer
-// with no gate of its own to apply: the dense layer's input gradient is dPooled alone, which the conv's thin
-// weight gradient computes per window from the dense layer's output gradient (chooseConvPoolHeadGradient).
-void Network::choosePooledGradientSources(const KernelOverrides& overrides) {
-  const size_t L = plan_.layers.size();
-  pooledGradFrom_.assign(L, 0);
-  inputGradInPool_.assign(L, false);
-  for (size_t i = 0; trainable_ && i + 2 < L; ++i) {
-    if (!poolFused_[i] || needInputGrad_[i]) continue;
-    size_t d = i + 2;
-    while (d < L && plan_.layers[d].kind == LayerKind::Flatten) ++d;
-    if (d >= L || plan_.layers[d].kind != LayerKind::Dense || inAct_[d] != ActivationFn::Linear) continue;
-    if (d + 1 == L && headFused_) continue;  // the fused head writes its input gradient itself
-    if (!chooseConvPoolHeadGradient(overrides, convGeom_[i], poolGeom_[i + 1], int(plan_.layers[d].outSize))) continue;
-    pooledGradFrom_[i] = d;
-    inputGradInPool_[d] = true;
-  }
-}
-
-PooledGradientFromDense Network::pooledGradientSource(size_t conv, const float* params) const {
-  const size_t d = pooledGradFrom_[conv];
-  if (d == 0) return {};
-  const LayerPlan& dense = plan_.layers[d];
-  // grad_[d] holds the dense layer's pre-activation gradient by then (its activation's backward runs in place)
-  return PooledGradientFromDense{grad_[d], params + dense.weightOffset, int(dense.outSize)};
 }
 
 // ---- forward ----
@@ -440,7 +412,7 @@ void Network::backwardLayers(cudaStream_t stream, const float* params, float* gr
         if (!gatedByNext_[li]) activation_backward(stream, dOut, dOut, y, n, lp.outSize, act, lp.alpha);
         dense_backward_weights(weightGradientStream(stream), grads + lp.weightOffset, grads + lp.biasOffset, dOut, x,
                                n, int(lp.inSize), int(lp.outSize), weightGradientWorkspace());
-        if (dIn && !inputGradInPool_[li])
+        if (dIn)
           dense_backward_input(stream, dIn, dOut, params + lp.weightOffset, x, n, int(lp.inSize), int(lp.outSize),
                                inAct_[li], inAlpha_[li]);
         break;
@@ -452,8 +424,7 @@ void Network::backwardLayers(cudaStream_t stream, const float* params, float* gr
             // the pre-activation gradient is one value per window: the weight gradient reads it sparsely
             conv2d_maxpool_backward_weights(stream, grads + lp.weightOffset, grads + lp.biasOffset, grad_[li + 1],
                                             pooled, argmax, x, n, convGeom_[li], poolGeom_[li + 1], lp.activation,
-                                            lp.alpha, workspace_.get(), pooledGradientSource(li, params),
-                                            windows_[li].get());
+                                            lp.alpha, workspace_.get(), windows_[li].get());
             break;
           }
           maxpool_backward_from_output(stream, dOut, grad_[li + 1], argmax, pooled, n, poolGeom_[li + 1],

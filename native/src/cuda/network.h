@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "cuda/buffer.h"
-#include "cuda/conv2d_pool.h"
 #include "cuda/kernel_overrides.h"
 #include "cuda/kernels.h"
 #include "spec/model.h"
@@ -80,8 +79,6 @@ class Network {
   std::vector<bool> resActFused_;             // residual end i's sum applies (and differentiates) activation i+1
   std::vector<bool> bnPoolFused_;             // batchnorm i (with activation i+1) runs max pool i+2 too
   std::vector<bool> bnConvWgrad_;             // batchnorm i's backward takes conv i-1's weight gradient
-  std::vector<size_t> pooledGradFrom_;        // fused conv i's dPooled from dense layer pooledGradFrom_[i] (0: stored)
-  std::vector<bool> inputGradInPool_;         // dense layer i's input gradient is computed by that conv's kernel
   std::vector<DeviceBuffer<uint8_t>> windows_;  // fused conv i's pool windows' argmax bytes (chooseConvPoolWindowBytes)
   std::vector<ActivationFn> inAct_;           // the activation layer i's input-gradient kernel applies
   std::vector<float> inAlpha_;
@@ -117,10 +114,8 @@ class Network {
   BatchNormConvWgrad fusedConvWgrad(size_t i, float* grads) const;
   // batchnorm i's fused max pool (layer i+2, bnPoolFused_): its geometry and buffers; empty when not fused
   BatchNormPool fusedPool(size_t i) const;
-  // the first conv + max pool's small dense layer after it (pooledGradFrom_), or none
-  void choosePooledGradientSources(const KernelOverrides& overrides);
+  // the first conv + max pool's window bytes (windows_), where chosen
   void allocateWindowBytes(const KernelOverrides& overrides);
-  PooledGradientFromDense pooledGradientSource(size_t conv, const float* params) const;
   // act: the activation layer after the block when it is fused (resActFused_), else the identity
   void residualForward(cudaStream_t stream, size_t i, const float* params, float* y, const float* x, int n,
                        ActivationFn act, float alpha);
