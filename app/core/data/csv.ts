@@ -19,6 +19,7 @@ import type { CsvEncoding } from './encoding';
 import { DataError, fileError } from './errors';
 import { defaultMissingMarkers, missingTest } from './missing';
 import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
+import { detectSklearnPreamble, preambleApplies } from './sklearnPreamble';
 
 export { parseStrictNumber } from './numbers';
 export { resolveColumn, type ColumnRef } from './csvLayout';
@@ -146,26 +147,6 @@ export function detectHeader(rows: readonly (readonly string[])[], isMissing: (t
   return true;
 }
 
-/**
- * scikit-learn's bundled CSVs (iris.csv, wine_data.csv, breast_cancer.csv, boston_house_prices.csv) start
- * with `n_samples,n_features,<class names>`: two integers, then names or empty cells, over rows of
- * n_features + 1 fields (the last one the target, a class index into those names). Returns the class names
- * ([] when there are none) when the first rows have that form.
- */
-export function detectSklearnPreamble(rows: readonly (readonly string[])[]): string[] | undefined {
-  if (rows.length < 2) return undefined;
-  const [first, second] = rows;
-  if (first.length < 2 || !/^\s*\d+\s*$/.test(first[0]) || !/^\s*\d+\s*$/.test(first[1])) return undefined;
-  const featureCount = Number(first[1]);
-  if (featureCount < 1 || second.length !== featureCount + 1) return undefined;
-  const names = first.slice(2).map((cell) => cell.trim());
-  if (names.some((name) => isNumberText(name))) return undefined;
-  const numbers = second.filter(isNumberText).length;
-  if (numbers !== 0 && numbers !== second.length) return undefined; // the second row: all data or all header
-  if (first.length !== second.length && names.some((name) => name === '') && names.some((name) => name !== '')) return undefined;
-  return names.filter((name) => name !== '');
-}
-
 export function isBlankRow(row: readonly string[]): boolean {
   return row.length === 1 && row[0].trim() === '';
 }
@@ -243,9 +224,10 @@ class CsvReader {
   private endSampling(): void {
     this.sampling = false;
     if (this.sample.length === 0) return;
-    if (this.options.header === undefined) {
-      this.sklearnClasses = detectSklearnPreamble(this.sample.map((entry) => entry.fields));
-      if (this.sklearnClasses !== undefined) this.sample.shift();
+    const preamble = detectSklearnPreamble(this.sample.map((entry) => entry.fields));
+    if (preambleApplies(preamble, this.options.header)) {
+      this.sklearnClasses = preamble.classes;
+      this.sample.shift();
     }
     const rows = this.sample.map((entry) => entry.fields);
     this.hasHeader = this.options.header ?? detectHeader(rows, this.isMissing);

@@ -2,6 +2,7 @@
 // whether they look numeric, for the column roles table. The delimiter and header found here are sent with
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
+import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
 
@@ -61,13 +62,18 @@ export function guessDelimiter(text: string): string {
   return delimiterChoices.some((choice) => choice.value === guessed) ? guessed : ',';
 }
 
+/** scikit-learn's `n_samples,n_features,<class names>` first row, which the server skips (and names the classes by). */
+export function findPreamble(text: string, delimiter: string): SklearnPreamble | undefined {
+  return detectSklearnPreamble(parseRows(text, delimiter, 2));
+}
+
 /**
  * The server's rule (app/core/data/csv.ts detectHeader): a header when some column has a text first cell
  * above numbers; none when a first-row cell is a number; for all-text files, a header when no first-row
  * cell recurs below it.
  */
-export function guessHeader(text: string, delimiter: string): boolean {
-  const rows = parseRows(text, delimiter, 200);
+export function guessHeader(text: string, delimiter: string, skipFirst = false): boolean {
+  const rows = parseRows(text, delimiter, 201).slice(skipFirst ? 1 : 0);
   if (rows.length === 0) return false;
   const [first, ...rest] = rows;
   let firstHasNumber = false;
@@ -83,9 +89,10 @@ export function guessHeader(text: string, delimiter: string): boolean {
   return first.every((cell, column) => !rest.some((row) => row[column]?.trim() === cell.trim()));
 }
 
-/** The columns as the server will read them with this delimiter and header choice. */
-export function sampleCsv(text: string, delimiter: string, header: boolean): CsvSample {
-  const rows = parseRows(text, delimiter, sampleRows + (header ? 1 : 0));
+/** The columns as the server will read them with this delimiter and header choice (skipFirst: a preamble). */
+export function sampleCsv(text: string, delimiter: string, header: boolean, skipFirst = false): CsvSample {
+  const skip = skipFirst ? 1 : 0;
+  const rows = parseRows(text, delimiter, sampleRows + skip + (header ? 1 : 0)).slice(skip);
   const names = header && rows.length > 0 ? rows[0].map((name) => name.trim()) : [];
   const data = header ? rows.slice(1) : rows;
   const width = Math.max(names.length, ...data.map((row) => row.length), 0);

@@ -217,6 +217,20 @@ describe('scikit-learn files', () => {
     assert.equal(cancer.labels[0], 1); // target 0 = malignant
   });
 
+  test('the preamble is read whatever the Data screen says of a header, unless a header it names is one', async () => {
+    // the Data screen sends its header choice for the row after the preamble: none for breast_cancer
+    const said = await loadCsv(sklearn('breast_cancer_head.csv'), { header: false, labelColumn: 30 });
+    assert.equal(said.featureNames.length, 30);
+    assert.deepEqual(said.classLabels, ['benign', 'malignant']);
+    // boston's second row is the header: with header: true the first row is still the preamble
+    const boston = await loadCsv(sklearn('boston_head.csv'), { header: true });
+    assert.equal(boston.featureNames[0], 'CRIM');
+    // a header said present whose first two names are integers stays the header when data follows it
+    const named = await loadCsv(csvFile('1,2,label\n0.5,1.5,a\n0.25,2.5,b\n1.5,0.5,a\n'), { header: true });
+    assert.deepEqual(named.featureNames, ['1', '2']);
+    assert.deepEqual(named.classLabels, ['a', 'b']);
+  });
+
   test('boston (first rows): the second row is the header; MEDV is a regression target', async () => {
     const boston = await loadCsv(sklearn('boston_head.csv'));
     assert.equal(boston.count, 28);

@@ -2,7 +2,8 @@
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
 import type { PayloadOf } from '../../../../app/api/types';
-import { cleanCsvHead, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import { cleanCsvHead, findPreamble, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import { preambleApplies } from '../../../../app/core/data/sklearnPreamble';
 import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
@@ -44,7 +45,12 @@ export class CsvSetup {
   roles = $state<ColumnRole[]>([]);
   /** The file has no label column: rows to predict with a trained model (it cannot be trained on). */
   unlabeled = $state(false);
-  sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header));
+  /** scikit-learn's `n_samples,n_features,<class names>` first row: skipped, as the server skips it. */
+  preamble = $derived.by(() => {
+    const found = findPreamble(this.head, this.delimiter);
+    return preambleApplies(found, this.header) ? found : undefined;
+  });
+  sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header, this.preamble !== undefined));
   columns = $derived(this.sample.columns);
   labelIndex = $derived(this.roles.indexOf('label'));
 
@@ -66,7 +72,7 @@ export class CsvSetup {
     this.file = file;
     this.head = head;
     this.delimiter = guessDelimiter(head);
-    this.header = guessHeader(head, this.delimiter);
+    this.header = guessHeader(head, this.delimiter, findPreamble(head, this.delimiter) !== undefined);
     this.roles = defaultRoles(this.columns);
   }
 
