@@ -1,29 +1,21 @@
 // scikit-learn's own CSV files in the Data screen: breast_cancer.csv starts with `569,30,malignant,benign`,
 // a preamble and not a header. The preview skips it as the loader does, so the columns shown (31, the last one
 // the label) are the columns opened; before, the preview took it for a 4-name header and opening failed.
-import { after, before, describe } from 'node:test';
+import { describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { skipWithoutBrowser } from './support/browser';
 import { repoRoot } from './support/serve';
 import { sequentialSteps } from './support/steps';
-import { openStudio, type Studio } from './support/studio';
+import { useStudioWithScratch } from './support/studio';
 import { chooseCsv, datasetTab, readDatasetSummary } from './flows/data';
 
 const file = path.join(repoRoot, 'test', 'fixtures', 'data', 'sklearn', 'breast_cancer_head.csv');
 
 describe("scikit-learn's breast_cancer.csv: its preamble skipped in the preview and on opening", { skip: skipWithoutBrowser() }, () => {
-  let studio: Studio | undefined;
-  const step = sequentialSteps(() => studio);
-  const page = () => studio!.page;
-
-  before(async () => {
-    studio = await openStudio();
-  }, { timeout: 60_000 });
-
-  after(async () => {
-    await studio?.close();
-  });
+  const scratch = useStudioWithScratch('sklearn', () => undefined);
+  const step = sequentialSteps(() => scratch.studio);
+  const page = () => scratch.studio!.page;
 
   step('the preview says what the first row is and shows 31 unnamed columns, the last one the label', 20_000, async () => {
     await chooseCsv(page(), file);
