@@ -107,7 +107,12 @@ describe('serve: a client dropping mid-training', () => {
 
     await sleep(200);
     const second = await Client.open(server);
-    const held = await second.call<RunInfo>('training:status', { runId });
+    // a run paused while it was still starting (its dataset and network being set up: longer on a loaded
+    // machine) says 'starting' until it reaches the pause
+    let held = await second.call<RunInfo>('training:status', { runId });
+    for (const deadline = Date.now() + 30_000; held.state === 'starting' && Date.now() < deadline; await sleep(50)) {
+      held = await second.call<RunInfo>('training:status', { runId });
+    }
     assert.equal(held.state, 'paused');
     await sleep(200);
     const stillHeld = await second.call<RunInfo>('training:status', { runId });
