@@ -29,7 +29,8 @@ inline std::string actName(ActivationFn a) {
   return std::string(activationName(a)) + (a == ActivationFn::Softmax ? "(as linear)" : "");
 }
 
-// the GEMM plans: the choice by shape, each tile forced (NNSTUDIO_GEMM_TILE), split-K off
+// the GEMM plans: the choice by shape, each tile forced (NNSTUDIO_GEMM_TILE), split-K off, the streaming kernels
+// forced (NNSTUDIO_GEMM_STREAM=1) with and without split-K
 inline std::vector<Variant> gemmVariants() {
   using cuda::GemmTileForce;
   using cuda::KernelOverrides;
@@ -41,6 +42,21 @@ inline std::vector<Variant> gemmVariants() {
   for (const auto& [name, tile] : tiles)
     v.push_back({std::string("tile ") + name, [tile = tile](KernelOverrides& o) { o.gemmTile = tile; }});
   v.push_back({"no split-K", [](KernelOverrides& o) { o.gemmSplitK = false; }});
+  // the streaming kernels at any length, split and unsplit
+  v.push_back({"stream", [](KernelOverrides& o) { o.gemmStream = cuda::Switch::On; }});
+  v.push_back({"stream, no split", [](KernelOverrides& o) {
+                 o.gemmStream = cuda::Switch::On;
+                 o.gemmSplitK = false;
+               }});
+  v.push_back({"stream, 2 rows a lane", [](KernelOverrides& o) {
+                 o.gemmStream = cuda::Switch::On;
+                 o.gemmNarrowRowsPerLane = 2;
+               }});
+  v.push_back({"stream, 2 rows a lane, no split", [](KernelOverrides& o) {
+                 o.gemmStream = cuda::Switch::On;
+                 o.gemmNarrowRowsPerLane = 2;
+                 o.gemmSplitK = false;
+               }});
   return v;
 }
 
@@ -180,7 +196,8 @@ inline void checkDenseRow(cpu::ThreadPool& pool, const DenseRow& r, uint64_t see
   const std::string shape = "N=" + std::to_string(r.N) + " " + std::to_string(r.inputs) + "->" +
                             std::to_string(r.units) + " " + actName(r.act) + ", gate " + actName(r.inAct);
   auto plans = [&](const cuda::KernelOverrides& o) {
-    return "fwd " + gemmPlan(o, r.N, r.units, r.inputs) + ", dW " + gemmPlan(o, r.units, r.inputs, r.N) + ", dIn " +
+    return "fwd " + gemmPlan(o, false, true, r.N, r.units, r.inputs) + ", dW " +
+           gemmPlan(o, true, false, r.units, r.inputs, r.N) + ", dIn " +
            gemmPlan(o, false, false, r.N, r.inputs, r.units);
   };
   for (const Reached& v : reached(gemmVariants(), plans)) {

@@ -160,6 +160,17 @@ std::vector<GemmRow> gemmRows() {
     for (int mode = 0; mode < 4; ++mode) rows.push_back({s[0], s[1], s[2], bool(mode & 2), bool(mode & 1)});
   rows.push_back({33, 1028, 7, false, false, 1});  // misaligned: scalar
   for (ActivationFn a : {kLinear, kReLU, kSigmoid, kTanh}) rows.push_back({37, 513, 9, false, false, 0, a, true, a});
+  // a few units over a long input (gemm_stream.cu): narrow (NT) and fewrows (TN) under Auto, their padded widths,
+  // partial row and column tiles, scalar loads, the epilogue in the split reduction
+  const int streamed[][3] = {{1000, 10, 20000}, {100, 10, 10816}, {33, 3, 4099}, {70, 16, 2050}, {5, 1, 9000}};
+  for (const auto& s : streamed) {
+    rows.push_back({s[0], s[1], s[2], false, true});
+    rows.push_back({s[1], s[2], s[0], true, false});
+  }
+  rows.push_back({100, 10, 10816, false, true, 1});  // misaligned: scalar copies
+  rows.push_back({10, 10816, 100, true, false, 1});
+  rows.push_back({12, 4098, 77, true, false, 0, kLinear, false, kReLU});   // fewrows' gate, N % 4 != 0
+  for (ActivationFn a : {kReLU, kSigmoid, kSoftmax}) rows.push_back({37, 10, 5000, false, true, 0, a, true, a});
   for (ActivationFn a : {kLinear, kReLU, kLeaky, kSigmoid, kTanh, kSoftplus, kSoftmax}) {
     rows.push_back({37, 45, 29, false, true, 0, a, true});
     rows.push_back({128, 128, 784, false, true, 0, a, true});  // split-K epilogue

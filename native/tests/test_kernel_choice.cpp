@@ -107,8 +107,8 @@ std::vector<std::string> presetChoices(const std::string& name, const DeviceCaps
                         (chooseConvPoolFusion(o, g, poolOf(plan.layers[i + 1]), lp.activation, N) ? "fused" : "separate"));
     } else if (lp.kind == LayerKind::Dense) {
       const int inputs = int(lp.inSize), units = int(lp.outSize);
-      lines.push_back(at + "gemm forward " + chooseGemm(caps, o, N, units, inputs).name() + ", weight gradient " +
-                      chooseGemm(caps, o, units, inputs, N).name() + ", input gradient " +
+      lines.push_back(at + "gemm forward " + gemmPlanName(caps, o, false, true, N, units, inputs) +
+                      ", weight gradient " + gemmPlanName(caps, o, true, false, units, inputs, N) + ", input gradient " +
                       gemmPlanName(caps, o, false, false, N, inputs, units));
     }
   }
@@ -765,6 +765,54 @@ void testGemmShallow() {
   CHECK_MSG(!chooseGemmShallow(forced, false, false, 1000, 43264, 10), "a forced tile is taken");
 }
 
+// The streaming GEMMs (gemm_stream.cu): a head of at most 16 units over at least 2048 inputs, forward (narrow) and
+// weight gradient (fewrows), split over clusters within four blocks an SM; nowhere else under Auto.
+void testGemmStream() {
+  const KernelOverrides o;
+  auto name = [&](const DeviceCaps& caps, const KernelOverrides& ov, bool ta, bool tb, int M, int N, int K) {
+    return gemmPlanName(caps, ov, ta, tb, M, N, K);
+  };
+  CHECK_MSG(name(h100(), o, false, true, 1000, 10, 43264) == "narrow/16",
+            "seed001_256's forward: narrow over 16 (" + name(h100(), o, false, true, 1000, 10, 43264) + ")");
+  CHECK_MSG(name(h100(), o, true, false, 10, 43264, 1000) == "fewrows/4",
+            "seed001_256's weight gradient: fewrows over 4, 340 blocks in one wave (" + name(h100(), o, true, false, 10, 43264, 1000) + ")");
+  CHECK_MSG(name(h100(), o, false, true, 100, 10, 10816) == "narrow/16" &&
+                name(h100(), o, true, false, 10, 10816, 100) == "fewrows/4",
+            "seed001's head: narrow/16 and fewrows/4, 25 of its 100 rows a split (" +
+                name(h100(), o, true, false, 10, 10816, 100) + ")");
+  CHECK_MSG(chooseGemmStream(h100(), o, false, true, 32, 10, 128).kind == GemmStreamKind::None &&
+                chooseGemmStream(h100(), o, false, true, 1000, 17, 43264).kind == GemmStreamKind::None &&
+                chooseGemmStream(h100(), o, true, false, 17, 43264, 1000).kind == GemmStreamKind::None &&
+                chooseGemmStream(h100(), o, false, false, 1000, 10, 43264).kind == GemmStreamKind::None &&
+                chooseGemmStream(h100(), o, true, false, 10, 2047, 1000).kind == GemmStreamKind::None,
+            "short inputs, more than 16 units or other transposes: the tiles");
+  CHECK_MSG(chooseGemmStream(smallGpu(), o, false, true, 1000, 10, 43264).kind == GemmStreamKind::None,
+            "no clusters: the tiles, as measured");
+  KernelOverrides off, on, forced, portable;
+  off.gemmStream = Switch::Off;
+  on.gemmStream = Switch::On;
+  forced.gemmTile = GemmTileForce::Small16x16;
+  portable.gemmWideClusters = false;
+  CHECK_MSG(chooseGemmStream(h100(), off, false, true, 1000, 10, 43264).kind == GemmStreamKind::None &&
+                chooseGemmStream(h100(), forced, false, true, 1000, 10, 43264).kind == GemmStreamKind::None,
+            "NNSTUDIO_GEMM_STREAM=0 or a forced tile: the tiles");
+  CHECK_MSG(name(smallGpu(), on, false, true, 33, 3, 5) == "narrow/1" && name(h100(), on, true, false, 3, 7, 40) ==
+                                                                              "fewrows/2",
+            "On: any length, unsplit without clusters");
+  CHECK_MSG(chooseGemmStream(h100(), portable, false, true, 1000, 10, 43264).splits == 8,
+            "NNSTUDIO_GEMM_MAXSPLIT=8: portable clusters");
+  KernelOverrides twoRows;
+  twoRows.gemmNarrowRowsPerLane = 2;
+  CHECK_MSG(name(h100(), twoRows, false, true, 1000, 10, 43264) == "narrow2/16",
+            "2 rows a lane: 16 row tiles of 64, over 16 (" + name(h100(), twoRows, false, true, 1000, 10, 43264) + ")");
+  const KernelOverrides parsed = parseKernelOverrides([](const char* n) {
+    const std::string v(n);
+    return v == "NNSTUDIO_GEMM_STREAM" ? "0" : v == "NNSTUDIO_GEMM_NARROW_ROWS" ? "2" : nullptr;
+  });
+  CHECK_MSG(parsed.gemmStream == Switch::Off && parsed.gemmNarrowRowsPerLane == 2,
+            "NNSTUDIO_GEMM_STREAM=0 parses as Off, NNSTUDIO_GEMM_NARROW_ROWS=2 as 2 rows a lane");
+}
+
 // a square max pool of `size` and `stride` over C planes of H x H
 PoolGeometry squarePool(int C, int H, int size, int stride) {
   PoolGeometry p;
@@ -949,6 +997,7 @@ int main(int argc, char** argv) {
     testConvPoolPlans();
     testConvPoolLoopsAndPrefetch();
     testGemmShallow();
+    testGemmStream();
   } catch (const std::exception& e) {
     CHECK_MSG(false, std::string("no exception: ") + e.what());
   }

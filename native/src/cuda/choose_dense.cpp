@@ -76,8 +76,50 @@ bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M
          N >= kGemmShallowMinN && M >= 1 && int64_t(M) <= int64_t(65535) * kGemmShallowRows;
 }
 
+// Splits double while the grid stays within four blocks (16 warps) an SM, about what a streaming pass needs to keep
+// HBM busy and what fits at once (fewrows takes ~104 registers a thread: 4 blocks an SM), so no block waits for a
+// second wave; each split keeps at least `minDepth` of the `length` it divides.
+GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M,
+                                int N, int K) {
+  GemmStreamPlan p;
+  if (o.gemmStream == Switch::Off || o.gemmTile != GemmTileForce::Auto || M < 1 || N < 1 || K < 1) return p;
+  const bool clusters = o.gemmSplitK && caps.gemmMaxCluster > 1;
+  const int minLength = o.gemmStream == Switch::On ? 1 : kGemmStreamMinLength;
+  if (!clusters && o.gemmStream != Switch::On) return p;
+  int length = 0, minDepth = 0;
+  if (!transA && transB && N <= kGemmStreamMaxSmall && K >= minLength) {
+    p.kind = GemmStreamKind::Narrow;
+    p.rowsPerLane = o.gemmNarrowRowsPerLane == 2 ? 2 : 1;
+    const int rows = kGemmNarrowLaneRows * p.rowsPerLane;
+    p.tiles = (M + rows - 1) / rows;
+    length = K;
+    minDepth = kGemmNarrowMinDepth;
+  } else if (transA && !transB && M <= kGemmStreamMaxSmall && N >= minLength) {
+    p.kind = GemmStreamKind::FewRows;
+    p.tiles = (N + kGemmFewRowsColumns - 1) / kGemmFewRowsColumns;
+    length = K;
+    minDepth = 16;
+  } else {
+    return p;
+  }
+  const int maxSplits =
+      clusters ? std::min(caps.gemmMaxCluster, o.gemmWideClusters ? kGemmWideCluster : kGemmPortableCluster) : 1;
+  const int64_t enough = int64_t(caps.sms) * 4;
+  while (p.splits < maxSplits && int64_t(p.tiles) * p.splits * 2 <= enough &&
+         int64_t(length) >= int64_t(2 * p.splits) * minDepth)
+    p.splits *= 2;
+  return p;
+}
+
+std::string GemmStreamPlan::name() const {
+  const std::string kernel = kind == GemmStreamKind::FewRows ? "fewrows" : rowsPerLane == 2 ? "narrow2" : "narrow";
+  return kernel + "/" + std::to_string(splits);
+}
+
 std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
                          int K) {
+  const GemmStreamPlan s = chooseGemmStream(caps, o, transA, transB, M, N, K);
+  if (s.kind != GemmStreamKind::None) return s.name();
   return chooseGemmShallow(o, transA, transB, M, N, K) ? std::string("shallow") : chooseGemm(caps, o, M, N, K).name();
 }
 

@@ -36,67 +36,18 @@
 #include "cuda/check.h"
 #include "cuda/cluster_probes.h"
 #include "cuda/gemm_detail.h"
+#include "cuda/gemm_stream.h"
 #include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
+#include "cuda/gemm_common.cuh"
 #include "cuda/tc_mma.cuh"
 
 namespace nnstudio::cuda {
 
 namespace {
 
-// ---- async copies ----
-
-// cp.async.cg of 16 bytes (zeros where !valid, nothing read): tc_mma.cuh's, which the tensor-core kernels share
-__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
-  tc::cpAsync16(unsigned(__cvta_generic_to_shared(smem)), gmem, valid ? 16u : 0u);
-}
-
-__device__ __forceinline__ void copy4(float* smem, const float* gmem, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
-#else
-  *smem = valid ? *gmem : 0.0f;
-#endif
-}
-
-// A ROWS x COLS tile of a row-major matrix g (leading dimension ld, rowLim x colLim, colLim == ld) from
-// (row0, col0) into shared memory with row stride COLS + 4; out-of-range elements become 0. `vec`:
-// ld % 4 == 0 and g 16-byte aligned, so every aligned 4-column chunk is wholly inside or outside.
-template <int ROWS, int COLS, int THREADS>
-__device__ __forceinline__ void loadTile(float* s, const float* g, int64_t ld, int row0, int col0, int rowLim,
-                                         int colLim, bool vec, int tid) {
-  constexpr int LD = COLS + 4;
-  if (vec) {
-    constexpr int CHUNKS = ROWS * COLS / 4;
-#pragma unroll
-    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
-      const int c = tid + it * THREADS;
-      if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-        const int r = c / (COLS / 4), cc = (c % (COLS / 4)) * 4;
-        const int gr = row0 + r, gc = col0 + cc;
-        const bool ok = gr < rowLim && gc < colLim;
-        copy16(s + r * LD + cc, ok ? g + int64_t(gr) * ld + gc : g, ok);
-      }
-    }
-  } else {
-    constexpr int ELEMS = ROWS * COLS;
-    // rolled: unrolling would hoist a 64-bit address per element out of the K loop (register spills);
-    // the copies are asynchronous, so a rolled loop still has them all in flight
-#pragma unroll 1
-    for (int it = 0; it < (ELEMS + THREADS - 1) / THREADS; ++it) {
-      const int e = tid + it * THREADS;
-      if (ELEMS % THREADS == 0 || e < ELEMS) {
-        const int r = e / COLS, cc = e % COLS;
-        const int gr = row0 + r, gc = col0 + cc;
-        const bool ok = gr < rowLim && gc < colLim;
-        copy4(s + r * LD + cc, ok ? g + int64_t(gr) * ld + gc : g, ok);
-      }
-    }
-  }
-}
+using namespace gemm_parts;
 
 // T consecutive floats of shared memory (16/8-byte aligned for T = 4/2) into v[0..T)
 template <int T>
@@ -112,24 +63,6 @@ __device__ __forceinline__ void loadRun(float (&v)[T], const float* p) {
     for (int i = 0; i < T; ++i) v[i] = p[i];
   }
 }
-
-struct Epilogue {
-  const float* bias;
-  const float* gate;
-  float* rowSum;  // ROWSUM kernels: (M) row sums of op(A)
-  ActivationFn act, gateAct;
-  float alpha, gateAlpha;
-};
-
-__device__ __forceinline__ float finish(float v, int64_t m, int n, int N, const Epilogue& e) {
-  if (e.bias) v += __ldg(e.bias + n);
-  v = activate(v, e.act, e.alpha);
-  if (e.gate) v = gateGradient(v, e.gate[m * N + n], e.gateAct, e.gateAlpha);
-  return v;
-}
-
-// flags
-constexpr unsigned kVecA = 1, kVecB = 2, kVecC = 4;
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool TA, bool TB, bool ROWSUM>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 8)
@@ -321,16 +254,6 @@ constexpr int threadsOf(GemmTile c) { return kGemmTiles[int(c)].threads; }
 
 // ---- the device's clusters, probed once per device (DeviceCaps, cluster_probes.h) ----
 
-// Clusters of more than 8 blocks must be allowed per kernel (and device), before its first launch.
-template <class Kernel>
-bool allowWideClusters(Kernel kernel) {
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return true;
-}
-
 // the kernels that split K, smallest and largest tile
 constexpr auto kSplitSmall = KernelOf<GemmTile::Small16x16, true, false, false>::fn;
 constexpr auto kSplitLarge = KernelOf<GemmTile::Large64x64, false, true, false>::fn;
@@ -350,7 +273,6 @@ bool wideClustersFit() {
          clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), 0, kGemmWideCluster);
 }
 
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 template <GemmTile c, bool TA, bool TB, bool RS>
 void launchCfg(cudaStream_t stream, const GemmPlan& p, int M, int N, int K, const float* A, const float* B, float* C,
@@ -381,7 +303,6 @@ void launchModes(cudaStream_t stream, const GemmPlan& p, bool transA, bool trans
   else launchCfg<c, true, true, false>(stream, p, M, N, K, A, B, C, epi, flags);
 }
 
-ActivationFn elementwise(ActivationFn fn) { return fn == ActivationFn::Softmax ? ActivationFn::Linear : fn; }
 
 // C (M, N) = A (M, K) . B (K, N) for K <= kGemmShallowMaxK (chooseGemmShallow): a thread owns 4 columns of C,
 // holds their K rows of B in registers and writes them for the block's kGemmShallowRows rows of A (staged in
@@ -472,6 +393,12 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if ((transA ? M : K) % 4 == 0 && aligned16(A)) flags |= kVecA;
   if ((transB ? K : N) % 4 == 0 && aligned16(B)) flags |= kVecB;
   if (N % 4 == 0 && aligned16(C)) flags |= kVecC;
+  // a few-unit layer over a long input: its forward and weight gradient stream that input (gemm_stream.cu)
+  const GemmStreamPlan streamed = chooseGemmStream(currentDeviceCaps(), kernelOverrides(), transA, transB, M, N, K);
+  if (streamed.kind == GemmStreamKind::Narrow)
+    return detail::gemmNarrow(stream, streamed, M, N, K, A, B, C, epi, flags);
+  if (streamed.kind == GemmStreamKind::FewRows)
+    return detail::gemmFewRows(stream, streamed, M, N, K, A, B, C, epi, (flags & kVecB) != 0);
   if (!rowSums && chooseGemmShallow(kernelOverrides(), transA, transB, M, N, K))
     return launchShallow(stream, M, N, K, A, B, C, epi, (flags & kVecB) && (flags & kVecC));
   switch (p.tile) {

@@ -305,7 +305,27 @@ GemmPlan chooseGemm(const DeviceCaps& caps, const KernelOverrides& o, int M, int
 // forced; N >= kGemmShallowMinN, M within the grid's rows
 inline constexpr int kGemmShallowMaxK = 16, kGemmShallowMinN = 256, kGemmShallowRows = 8;
 bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M, int N, int K);
-// what gemm() runs for these transposes and sizes: "shallow" or the tile's name (GemmPlan::name)
+// A layer of few units over a long input (seed001_256's head: 1000 x 43 264 -> 10) streams that input once a pass
+// (gemm_stream.cu): its forward C (M, N <= 16) = A . B^T as "narrow", a lane a row of A with all N sums in
+// registers; its weight gradient C (M <= 16, N) = A^T . B (+ the row sums) as "fewrows", a thread 4 columns of B
+// with all M sums. K (narrow) or the rows of B (fewrows) are split over a cluster as the tiles' split-K is. Auto
+// takes them where clusters exist, no tile is forced and the streamed length is at least kGemmStreamMinLength.
+enum class GemmStreamKind { None, Narrow, FewRows };
+struct GemmStreamPlan {
+  GemmStreamKind kind = GemmStreamKind::None;
+  int splits = 1;  // over a cluster of this many blocks
+  int tiles = 1;   // row tiles (narrow) or column tiles (fewrows)
+  int rowsPerLane = 1;  // narrow: 1 (32 rows a block, K 64 a stage) or 2 (64 rows, K 32 a stage)
+  std::string name() const;  // "narrow/16", "narrow2/8" (2 rows a lane), "fewrows/4"
+};
+inline constexpr int kGemmStreamMaxSmall = 16;   // N (narrow) or M (fewrows) at most
+inline constexpr int kGemmStreamMinLength = 2048;
+inline constexpr int kGemmNarrowLaneRows = 32;  // a narrow block's rows are 32 x rowsPerLane
+inline constexpr int kGemmNarrowMinDepth = 128; // a narrow split's K at least
+inline constexpr int kGemmFewRowsColumns = 512;                  // a fewrows block's columns
+GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M,
+                                int N, int K);
+// what gemm() runs for these transposes and sizes: "shallow", a streaming plan or the tile's name (GemmPlan::name)
 std::string gemmPlanName(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M, int N,
                          int K);
 

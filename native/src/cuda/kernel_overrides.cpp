@@ -39,6 +39,8 @@ KernelOverrides parseKernelOverrides(const std::function<const char*(const char*
   o.gemmSplitK = !is(lookup("NNSTUDIO_GEMM_SPLITK"), "0");
   if (const char* v = lookup("NNSTUDIO_GEMM_MAXSPLIT")) o.gemmWideClusters = std::atoi(v) > 8;
   o.gemmTile = gemmTileNamed(lookup("NNSTUDIO_GEMM_TILE"));
+  if (const char* v = lookup("NNSTUDIO_GEMM_STREAM")) o.gemmStream = is(v, "0") ? Switch::Off : Switch::On;
+  if (const char* v = lookup("NNSTUDIO_GEMM_NARROW_ROWS")) o.gemmNarrowRowsPerLane = is(v, "2") ? 2 : is(v, "1") ? 1 : 0;
   if (const char* v = lookup("NNSTUDIO_CONV_TC"))
     o.convTc = is(v, "0")      ? ConvTcMode::Off
                : is(v, "tf32") ? ConvTcMode::Tf32

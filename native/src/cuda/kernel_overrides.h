@@ -57,6 +57,8 @@ struct KernelOverrides {
   bool gemmSplitK = true;                   // NNSTUDIO_GEMM_SPLITK=0 turns split-K off
   bool gemmWideClusters = true;             // NNSTUDIO_GEMM_MAXSPLIT <= 8: split-K over at most 8 blocks
   GemmTileForce gemmTile = GemmTileForce::Auto;  // NNSTUDIO_GEMM_TILE=64x64|32x32|16x64|16x16
+  Switch gemmStream = Switch::Auto;         // NNSTUDIO_GEMM_STREAM: 0 a few-unit layer's passes on the tiles, 1 streamed at any length
+  int gemmNarrowRowsPerLane = 0;            // NNSTUDIO_GEMM_NARROW_ROWS=1|2: rows of A a lane of the narrow kernel owns (0: the chooser's)
   ConvTcMode convTc = ConvTcMode::Auto;     // NNSTUDIO_CONV_TC
   MixedHalf mixedHalf = MixedHalf::Auto;    // NNSTUDIO_CUDA_MIXED=bf16|fp16
   int lossScaleLog2 = kLossScaleStartLog2;  // NNSTUDIO_CUDA_LOSS_SCALE_LOG2: an FP16 run's first loss scale, 2^n (0..60)
