@@ -3,9 +3,10 @@
 //   forward          out (N, units)     = act(in (N, inputs) . W^T + b)        A . B^T
 //   weight gradient  dW (units, inputs) = dOut^T . in, dBias = sums of dOut    A^T . B, + row sums of A^T
 //   input gradient   dIn (N, inputs)    = (dOut . W) * inAct'(in)               A . B
-// Split-K (a long K with few output tiles, e.g. the forward of 10816 -> 10) happens inside gemm() through
-// thread-block clusters, with a fixed-order reduction in distributed shared memory, so no pass needs a
-// workspace and every result is deterministic.
+// Split-K (a long K with few output tiles) happens inside gemm() through thread-block clusters, with a
+// fixed-order reduction in distributed shared memory, so no pass needs a workspace and every result is
+// deterministic; a layer of few units over a long input (10816 -> 10) has its forward and weight gradient
+// streamed that way too (gemm_stream.cu).
 #include "cuda/check.h"
 #include "cuda/gemm_detail.h"
 #include "cuda/kernels.h"
