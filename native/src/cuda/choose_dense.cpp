@@ -78,7 +78,7 @@ bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M
 
 // Splits double while the grid stays within four blocks (16 warps) an SM, about what a streaming pass needs to keep
 // HBM busy and what fits at once (fewrows takes ~104 registers a thread: 4 blocks an SM), so no block waits for a
-// second wave; each split keeps at least `minDepth` of the `length` it divides.
+// second wave; each split keeps at least `minDepth` of the K it divides (narrow's K, fewrows' rows of B).
 GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M,
                                 int N, int K) {
   GemmStreamPlan p;
@@ -86,19 +86,17 @@ GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o
   const bool clusters = o.gemmSplitK && caps.gemmMaxCluster > 1;
   const int minLength = o.gemmStream == Switch::On ? 1 : kGemmStreamMinLength;
   if (!clusters && o.gemmStream != Switch::On) return p;
-  int length = 0, minDepth = 0;
+  int minDepth = 0;  // of K, a split at least
   if (!transA && transB && N <= kGemmStreamMaxSmall && K >= minLength) {
     p.kind = GemmStreamKind::Narrow;
     p.rowsPerLane = o.gemmNarrowRowsPerLane == 2 ? 2 : 1;
     const int rows = kGemmNarrowLaneRows * p.rowsPerLane;
     p.tiles = (M + rows - 1) / rows;
-    length = K;
     minDepth = kGemmNarrowMinDepth;
   } else if (transA && !transB && M <= kGemmStreamMaxSmall && N >= minLength) {
     p.kind = GemmStreamKind::FewRows;
     p.tiles = (N + kGemmFewRowsColumns - 1) / kGemmFewRowsColumns;
-    length = K;
-    minDepth = 16;
+    minDepth = kGemmFewRowsMinDepth;
   } else {
     return p;
   }
@@ -106,7 +104,7 @@ GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o
       clusters ? std::min(caps.gemmMaxCluster, o.gemmWideClusters ? kGemmWideCluster : kGemmPortableCluster) : 1;
   const int64_t enough = int64_t(caps.sms) * 4;
   while (p.splits < maxSplits && int64_t(p.tiles) * p.splits * 2 <= enough &&
-         int64_t(length) >= int64_t(2 * p.splits) * minDepth)
+         int64_t(K) >= int64_t(2 * p.splits) * minDepth)
     p.splits *= 2;
   return p;
 }

@@ -35,12 +35,12 @@
 #include "cuda/activation_math.cuh"
 #include "cuda/check.h"
 #include "cuda/cluster_probes.h"
+#include "cuda/gemm_common.cuh"
 #include "cuda/gemm_detail.h"
 #include "cuda/gemm_stream.h"
 #include "cuda/kernel_choice.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
-#include "cuda/gemm_common.cuh"
 #include "cuda/tc_mma.cuh"
 
 namespace nnstudio::cuda {
@@ -273,7 +273,6 @@ bool wideClustersFit() {
          clusterFits(kSplitLarge, threadsOf(GemmTile::Large64x64), 0, kGemmWideCluster);
 }
 
-
 template <GemmTile c, bool TA, bool TB, bool RS>
 void launchCfg(cudaStream_t stream, const GemmPlan& p, int M, int N, int K, const float* A, const float* B, float* C,
                const Epilogue& epi, unsigned flags) {
@@ -302,7 +301,6 @@ void launchModes(cudaStream_t stream, const GemmPlan& p, bool transA, bool trans
   else if (transA && !transB) launchCfg<c, true, false, false>(stream, p, M, N, K, A, B, C, epi, flags);
   else launchCfg<c, true, true, false>(stream, p, M, N, K, A, B, C, epi, flags);
 }
-
 
 // C (M, N) = A (M, K) . B (K, N) for K <= kGemmShallowMaxK (chooseGemmShallow): a thread owns 4 columns of C,
 // holds their K rows of B in registers and writes them for the block's kGemmShallowRows rows of A (staged in
@@ -380,7 +378,6 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
   if (M <= 0 || (N <= 0 && !rowSums)) return;
   if (N < 0) N = 0;
   if (K < 0) K = 0;
-  const GemmPlan p = chooseGemm(currentDeviceCaps(), kernelOverrides(), M, N, K);
   Epilogue epi;
   epi.bias = e.bias;
   epi.act = elementwise(e.act);
@@ -401,6 +398,7 @@ void gemmImpl(cudaStream_t stream, bool transA, bool transB, int M, int N, int K
     return detail::gemmFewRows(stream, streamed, M, N, K, A, B, C, epi, (flags & kVecB) != 0);
   if (!rowSums && chooseGemmShallow(kernelOverrides(), transA, transB, M, N, K))
     return launchShallow(stream, M, N, K, A, B, C, epi, (flags & kVecB) && (flags & kVecC));
+  const GemmPlan p = chooseGemm(currentDeviceCaps(), kernelOverrides(), M, N, K);
   switch (p.tile) {
     case GemmTile::Large64x64:
       launchModes<GemmTile::Large64x64>(stream, p, transA, transB, rowSums, M, N, K, A, B, C, epi, flags);

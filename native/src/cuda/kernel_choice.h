@@ -313,16 +313,17 @@ bool chooseGemmShallow(const KernelOverrides& o, bool transA, bool transB, int M
 enum class GemmStreamKind { None, Narrow, FewRows };
 struct GemmStreamPlan {
   GemmStreamKind kind = GemmStreamKind::None;
-  int splits = 1;  // over a cluster of this many blocks
-  int tiles = 1;   // row tiles (narrow) or column tiles (fewrows)
-  int rowsPerLane = 1;  // narrow: 1 (32 rows a block, K 64 a stage) or 2 (64 rows, K 32 a stage)
+  int splits = 1;             // over a cluster of this many blocks
+  int tiles = 1;              // row tiles (narrow) or column tiles (fewrows)
+  int rowsPerLane = 1;        // narrow: 1 (32 rows a block, K 64 a stage) or 2 (64 rows, K 32 a stage)
   std::string name() const;  // "narrow/16", "narrow2/8" (2 rows a lane), "fewrows/4"
 };
-inline constexpr int kGemmStreamMaxSmall = 16;   // N (narrow) or M (fewrows) at most
-inline constexpr int kGemmStreamMinLength = 2048;
-inline constexpr int kGemmNarrowLaneRows = 32;  // a narrow block's rows are 32 x rowsPerLane
-inline constexpr int kGemmNarrowMinDepth = 128; // a narrow split's K at least
-inline constexpr int kGemmFewRowsColumns = 512;                  // a fewrows block's columns
+inline constexpr int kGemmStreamMaxSmall = 16;     // N (narrow) or M (fewrows) at most
+inline constexpr int kGemmStreamMinLength = 2048;  // the streamed inputs at least (Auto)
+inline constexpr int kGemmNarrowLaneRows = 32;     // a narrow block's rows are 32 x rowsPerLane
+inline constexpr int kGemmNarrowMinDepth = 128;    // a narrow split's K at least
+inline constexpr int kGemmFewRowsColumns = 512;    // a fewrows block's columns
+inline constexpr int kGemmFewRowsMinDepth = 16;    // a fewrows split's rows of B at least
 GemmStreamPlan chooseGemmStream(const DeviceCaps& caps, const KernelOverrides& o, bool transA, bool transB, int M,
                                 int N, int K);
 // what gemm() runs for these transposes and sizes: "shallow", a streaming plan or the tile's name (GemmPlan::name)
