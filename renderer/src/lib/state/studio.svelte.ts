@@ -60,6 +60,7 @@ class Studio {
     seed: () => this.model.settings.seed,
     modelReady: () => this.model.ready,
     imageData: () => this.data.dataset?.kind === 'images',
+    keepDrafts: () => void this.workspace.flush(),
     ended: (run, done) => {
       this.evaluate.showTestResult(run.runId, done);
       void this.models.refresh();

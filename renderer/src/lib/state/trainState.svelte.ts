@@ -52,6 +52,8 @@ export interface TrainDeps {
   modelReady(): boolean;
   /** The selected data are images (augmentation applies). */
   imageData(): boolean;
+  /** Sends the edits still waiting for their timer: the settings a run starts from are the session's first. */
+  keepDrafts(): void;
   /** The watched run ended (its test evaluation and its model are ready to show). */
   ended(run: RunView, done: TrainingDone): void;
 }
@@ -76,6 +78,8 @@ export class TrainState {
 
   private readonly deps: TrainDeps;
   private earlyEvents: TrainingEvent[] = [];
+  /** A training:list for a run this page was not told of is on its way (discover). */
+  private discovering = false;
 
   constructor(deps: TrainDeps) {
     this.deps = deps;
@@ -142,6 +146,8 @@ export class TrainState {
   ): Promise<void> {
     this.starting = true;
     this.earlyEvents = [];
+    // the same socket, in order: a reload once the start is answered finds these edits kept
+    this.deps.keepDrafts();
     const answer = await send();
     this.starting = false;
     if (answer.error) {
@@ -179,6 +185,7 @@ export class TrainState {
     const run = this.run;
     if (!run || run.runId !== event.payload.runId) {
       if (this.starting) this.earlyEvents.push(event);
+      else if (event.event === 'training:progress' && (!run || run.state === 'finished')) void this.discover(event.payload.runId);
       return;
     }
     if (event.event === 'training:done') this.finish(run, event.payload);
@@ -219,6 +226,23 @@ export class TrainState {
     if (info.outcome) {
       run.done = info.outcome;
       this.suggestMoreEpochs(run);
+    }
+  }
+
+  /**
+   * A live run this page was not told of (no workspace names it): a reload that came before the session
+   * registered the run this page had started, or another client of the session's API. It is the session's
+   * one live run, so the Train screen shows it rather than nothing, with a Start that would be refused.
+   */
+  private async discover(runId: string): Promise<void> {
+    if (this.discovering) return;
+    this.discovering = true;
+    try {
+      const answer = await api.invoke('training:list', {});
+      const live = answer.result?.find((info) => info.runId === runId && info.state !== 'finished');
+      if (live && !this.starting && (!this.run || this.run.state === 'finished')) this.attach(live);
+    } finally {
+      this.discovering = false;
     }
   }
 
