@@ -24,6 +24,8 @@ export const maxUploadBase64Chars = 256 * 1024 * 1024;
 
 export const csvOptionsSchema = z.strictObject({
   delimiter: z.string().min(1).max(3).optional(),
+  /** The numbers' decimal mark (default: sniffed from the file: ',' only when the delimiter is not a comma). */
+  decimal: z.enum(['.', ',']).optional(),
   header: z.boolean().optional(),
   labelColumn: columnRef.optional(),
   categorical: z.array(columnRef).optional(),

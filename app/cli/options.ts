@@ -79,6 +79,7 @@ export interface DataOptions {
   imageShape?: string;
   pixelScale?: number;
   delimiter?: string;
+  decimal?: ',' | '.';
   header?: boolean;
   categorical?: Array<string | number>;
   ignore?: Array<string | number>;
@@ -102,6 +103,7 @@ export function addDataOptions(command: Command, dataHelp: string): Command {
     .option('--image-shape <CxHxW>', 'reshape CSV features into images, e.g. 1x28x28')
     .option('--pixel-scale <n>', 'with --image-shape: divide pixel values by n (default 255; 1 keeps them)', positiveNumber('--pixel-scale'))
     .option('--delimiter <char>', 'CSV delimiter (default: detected)')
+    .addOption(new Option('--decimal <mark>', 'CSV decimal mark: "," for numbers written 162,5 (default: detected; "," only in files whose delimiter is not a comma)').choices([',', '.']))
     .addOption(new Option('--header', 'the CSV has a header row (default: detected)'))
     .addOption(new Option('--no-header', 'the CSV has no header row'))
     .option('--categorical <columns>', 'CSV columns to one-hot encode, comma-separated names or indices', columnList)
@@ -127,6 +129,7 @@ export function csvOptionsFrom(options: DataOptions): CsvOptions {
     throw new Error('--pixel-scale applies to pixel CSVs read with --image-shape');
   }
   if (options.delimiter !== undefined) csv.delimiter = options.delimiter;
+  if (options.decimal !== undefined) csv.decimal = options.decimal;
   if (options.header !== undefined) csv.header = options.header;
   if (options.categorical !== undefined) csv.categorical = options.categorical;
   if (options.ignore !== undefined) csv.ignoreColumns = options.ignore;

@@ -166,7 +166,7 @@ export async function loadDataSourceFor(
   if (source.kind === 'csv') {
     const given = source.options ?? {};
     const csvOptions: CsvOptions = known.encoding
-      ? { encoding: known.encoding, unlabeled: options.unlabeled, limit: given.limit, delimiter: given.delimiter, header: given.header }
+      ? { encoding: known.encoding, unlabeled: options.unlabeled, limit: given.limit, delimiter: given.delimiter, decimal: given.decimal, header: given.header }
       : {
           ...given,
           labelColumn: given.labelColumn ?? (await columnNamedLabel(source.path)),

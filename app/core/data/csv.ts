@@ -16,6 +16,7 @@ import { finishCsv } from './csvFinish';
 import { layoutFromEncoding, layoutFromOptions, type ColumnRef, type Layout } from './csvLayout';
 import type { Dataset } from './dataset';
 import type { CsvEncoding } from './encoding';
+import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
 import { DataError, fileError } from './errors';
 import { defaultMissingMarkers, missingTest } from './missing';
 import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
@@ -27,6 +28,8 @@ export { resolveColumn, type ColumnRef } from './csvLayout';
 export interface CsvOptions {
   /** Field delimiter; sniffed from the first rows when absent (`,` `;` tab `|`, else a space). `tab` and `\t` mean tab. */
   delimiter?: string;
+  /** The decimal mark of the file's numbers; sniffed when absent (decimalMark.ts: ',' only with another delimiter). */
+  decimal?: DecimalMark;
   /** Whether the first row is a header; detected when absent (see `detectHeader`). */
   header?: boolean;
   /** Header name or 0-based index (negative from the end). Default: the last column. */
@@ -163,6 +166,7 @@ function normaliseDelimiter(delimiter: string): string {
 export interface CsvRead {
   file: string;
   delimiter: string;
+  decimal: DecimalMark;
   options: CsvOptions;
   hasHeader: boolean;
   layout: Layout;
@@ -197,6 +201,7 @@ class CsvReader {
   constructor(
     private readonly file: string,
     private readonly delimiter: string,
+    private readonly decimal: DecimalMark,
     private readonly options: CsvOptions,
   ) {
     this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
@@ -206,6 +211,7 @@ class CsvReader {
 
   /** One record from the parser; `row` is its first line number. Returns the number of line breaks inside it. */
   record(fields: string[], row: number): number {
+    applyDecimalMark(fields, this.decimal);
     if (this.sampling) {
       if (isBlankRow(fields)) return 0;
       this.sample.push({ fields, row });
@@ -362,6 +368,7 @@ class CsvReader {
     return finishCsv({
       file: this.file,
       delimiter: this.delimiter,
+      decimal: this.decimal,
       options: this.options,
       hasHeader: this.hasHeader,
       layout: this.layout!,
@@ -429,7 +436,8 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   // Sniff complete lines only: the head of a large file ends mid-line.
   const sample = head.whole || headText.lastIndexOf('\n') <= 0 ? headText : headText.slice(0, headText.lastIndexOf('\n'));
   const delimiter = options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : sniffDelimiter(sample);
-  const reader = new CsvReader(file, delimiter, options);
+  const decimal = options.decimal ?? guessDecimalMark(Papa.parse<string[]>(sample, { delimiter, preview: headerSampleRows }).data, delimiter);
+  const reader = new CsvReader(file, delimiter, decimal, options);
 
   await new Promise<void>((resolve, reject) => {
     const stream = fs.createReadStream(file, { encoding: 'utf8', highWaterMark: headBytes });

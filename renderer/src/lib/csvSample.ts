@@ -2,6 +2,7 @@
 // whether they look numeric, for the column roles table. The delimiter and header found here are sent with
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
+import { commaCellToPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
@@ -22,6 +23,11 @@ export interface CsvSample {
 }
 
 export const sampleRows = 20;
+export const decimalChoices = [
+  { value: '.', title: 'Point (1.5)' },
+  { value: ',', title: 'Comma (1,5)' },
+] as const;
+
 export const delimiterChoices = [
   { value: ',', title: 'Comma' },
   { value: ';', title: 'Semicolon' },
@@ -36,8 +42,8 @@ const numberPattern = /^[ \t]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
 /** The loader's default missing-value markers (app/core/data/missing.ts), lower case; '' included. */
 const missingMarkers = new Set(['', 'na', 'n/a', 'nan', 'null', '?', '-']);
 
-export function isNumberText(text: string): boolean {
-  return numberPattern.test(text);
+export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean {
+  return numberPattern.test(decimal === ',' ? commaCellToPoint(text) : text);
 }
 
 /** The file's first 64 KiB as text, without a byte order mark or a cut last line. */
@@ -62,6 +68,11 @@ export function guessDelimiter(text: string): string {
   return delimiterChoices.some((choice) => choice.value === guessed) ? guessed : ',';
 }
 
+/** The server's guess of the numbers' decimal mark (app/core/data/decimalMark.ts), from the same first rows. */
+export function guessDecimal(text: string, delimiter: string): DecimalMark {
+  return guessDecimalMark(parseRows(text, delimiter, 200), delimiter);
+}
+
 /** scikit-learn's `n_samples,n_features,<class names>` first row, which the server skips (and names the classes by). */
 export function findPreamble(text: string, delimiter: string): SklearnPreamble | undefined {
   return detectSklearnPreamble(parseRows(text, delimiter, 2));
@@ -72,25 +83,26 @@ export function findPreamble(text: string, delimiter: string): SklearnPreamble |
  * above numbers; none when a first-row cell is a number; for all-text files, a header when no first-row
  * cell recurs below it.
  */
-export function guessHeader(text: string, delimiter: string, skipFirst = false): boolean {
+export function guessHeader(text: string, delimiter: string, skipFirst = false, decimal: DecimalMark = '.'): boolean {
+  const isNumber = (cell: string) => isNumberText(cell, decimal);
   const rows = parseRows(text, delimiter, 201).slice(skipFirst ? 1 : 0);
   if (rows.length === 0) return false;
   const [first, ...rest] = rows;
   let firstHasNumber = false;
   for (let column = 0; column < first.length; column++) {
-    if (isNumberText(first[column])) {
+    if (isNumber(first[column])) {
       firstHasNumber = true;
       continue;
     }
     const filled = rest.map((row) => row[column]).filter((cell) => cell !== undefined && cell.trim() !== '');
-    if (filled.length > 0 && filled.every(isNumberText)) return true;
+    if (filled.length > 0 && filled.every(isNumber)) return true;
   }
   if (firstHasNumber) return false;
   return first.every((cell, column) => !rest.some((row) => row[column]?.trim() === cell.trim()));
 }
 
 /** The columns as the server will read them with this delimiter and header choice (skipFirst: a preamble). */
-export function sampleCsv(text: string, delimiter: string, header: boolean, skipFirst = false): CsvSample {
+export function sampleCsv(text: string, delimiter: string, header: boolean, skipFirst = false, decimal: DecimalMark = '.'): CsvSample {
   const skip = skipFirst ? 1 : 0;
   const rows = parseRows(text, delimiter, sampleRows + skip + (header ? 1 : 0)).slice(skip);
   const names = header && rows.length > 0 ? rows[0].map((name) => name.trim()) : [];
@@ -103,7 +115,7 @@ export function sampleCsv(text: string, delimiter: string, header: boolean, skip
     return {
       name: names[index] || `column ${index + 1}`,
       values,
-      type: filled.length > 0 && filled.every(isNumberText) ? 'numeric' : 'text',
+      type: filled.length > 0 && filled.every((value) => isNumberText(value, decimal)) ? 'numeric' : 'text',
     };
   });
   return { columns, rowCount: data.length };

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { checkDataset } from '../../../app/core/data/dataset';
 import { loadCsv } from '../../../app/core/data/csv';
+import { commaCellToPoint, guessDecimalMark } from '../../../app/core/data/decimalMark';
 import { csvEncodingSchema } from '../../../app/core/data/encoding';
 import { DataError } from '../../../app/core/data/errors';
 
@@ -276,5 +277,29 @@ describe('column report', () => {
     assert.equal(ageIgnored.role, 'left out');
     assert.equal(ageIgnored.missing, 3);
     assert.ok(!ignored.featureNames.includes('age'));
+  });
+});
+
+describe('decimal commas (European spreadsheets: 162,5 with ";" between fields)', () => {
+  test('the guess: a comma only with another delimiter, some comma numbers and no point decimals but grouping', () => {
+    assert.equal(guessDecimalMark([['162,5', '7'], ['1,25', '8']], ';'), ',');
+    assert.equal(guessDecimalMark([['162,5', '1.234'], ['1.234,5', '8']], '\t'), ',', 'thousands grouped with points');
+    assert.equal(guessDecimalMark([['162,5', '1.5']], ';'), '.', 'a point decimal means points');
+    assert.equal(guessDecimalMark([['7', '8']], ';'), '.', 'no comma number: points');
+    assert.equal(guessDecimalMark([['"1,5"', '2']], ','), '.', 'a comma-delimited file keeps points unless told');
+    assert.deepEqual(['162,5', '-0,25', ',5', '1,5e-3', '1.234,5', '1.234.567', 'a,b', '1,2,3', '12'].map(commaCellToPoint),
+      ['162.5', '-0.25', '.5', '1.5e-3', '1234.5', '1234567', 'a,b', '1,2,3', '12']);
+  });
+
+  test('a semicolon file with decimal commas loads its columns as numbers and says so; "." read as asked', async () => {
+    const lines = ['Größe;Gewicht;Klasse'];
+    for (let i = 0; i < 40; i++) lines.push(`${160 + i},${i % 10};${(50 + i * 1.5).toFixed(1).replace('.', ',')};${i % 2 ? 'a' : 'b'}`);
+    const file = csvFile('\ufeff' + lines.join('\r\n') + '\r\n');
+    const data = await loadCsv(file, { report: true });
+    assert.deepEqual(data.report!.map((entry) => [entry.name, entry.type]), [['Größe', 'numeric'], ['Gewicht', 'numeric'], ['Klasse', 'categorical']]);
+    assert.deepEqual(Array.from(data.features.slice(0, 4)), [160, 50, 161.1, 51.5].map(Math.fround));
+    assert.ok(data.notes!.some((note) => note.includes('decimal comma')), data.notes!.join('; '));
+    // read with points, the same cells are 40 distinct texts each: ID-like, nothing left to learn from
+    await assert.rejects(loadCsv(file, { decimal: '.' }), /no feature columns left: column "Größe" left out \(ID-like/);
   });
 });

@@ -2,7 +2,8 @@
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
 import type { PayloadOf } from '../../../../app/api/types';
-import { cleanCsvHead, findPreamble, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import { cleanCsvHead, findPreamble, guessDecimal, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import type { DecimalMark } from '../../../../app/core/data/decimalMark';
 import { preambleApplies } from '../../../../app/core/data/sklearnPreamble';
 import type { PickedFile } from '../platform';
 
@@ -41,6 +42,8 @@ export class CsvSetup {
   readonly file: PickedFile;
   private readonly head: string;
   delimiter = $state(',');
+  /** The numbers' decimal mark: a comma in most European spreadsheets' CSVs (with ';' between fields). */
+  decimal = $state<DecimalMark>('.');
   header = $state(true);
   roles = $state<ColumnRole[]>([]);
   /** The file has no label column: rows to predict with a trained model (it cannot be trained on). */
@@ -50,7 +53,7 @@ export class CsvSetup {
     const found = findPreamble(this.head, this.delimiter);
     return preambleApplies(found, this.header) ? found : undefined;
   });
-  sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header, this.preamble !== undefined));
+  sample = $derived.by(() => sampleCsv(this.head, this.delimiter, this.header, this.preamble !== undefined, this.decimal));
   columns = $derived(this.sample.columns);
   labelIndex = $derived(this.roles.indexOf('label'));
 
@@ -72,7 +75,8 @@ export class CsvSetup {
     this.file = file;
     this.head = head;
     this.delimiter = guessDelimiter(head);
-    this.header = guessHeader(head, this.delimiter, findPreamble(head, this.delimiter) !== undefined);
+    this.decimal = guessDecimal(head, this.delimiter);
+    this.header = guessHeader(head, this.delimiter, findPreamble(head, this.delimiter) !== undefined, this.decimal);
     this.roles = defaultRoles(this.columns);
   }
 
@@ -86,7 +90,13 @@ export class CsvSetup {
   /** A new delimiter gives new columns: their roles start again from the defaults. */
   setDelimiter(delimiter: string): void {
     this.delimiter = delimiter;
+    this.decimal = guessDecimal(this.head, delimiter);
     this.roles = defaultRoles(this.columns);
+  }
+
+  /** The decimal mark changes which columns read as numbers; the roles stay. */
+  setDecimal(decimal: DecimalMark): void {
+    this.decimal = decimal;
   }
 
   /** The header row only renames columns; the roles stay. */
@@ -117,6 +127,7 @@ export class CsvSetup {
     const ignoreColumns = where('ignore');
     return {
       delimiter: this.delimiter,
+      decimal: this.decimal,
       header: this.header,
       ...(this.unlabeled ? { unlabeled: true } : { labelColumn: this.labelIndex }),
       ...(categorical.length > 0 ? { categorical } : {}),
