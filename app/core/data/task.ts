@@ -88,5 +88,20 @@ export function checkClasses(name: string, texts: readonly string[], counts: rea
     warnings.push(`${single} of the ${texts.length} classes of ${name} have a single example: a model cannot learn a class from one example` +
       (numeric ? ' (use --task regression if the values are amounts)' : ''));
   }
+  const alike = classesAlikeButCase(texts);
+  if (alike.length > 0) {
+    warnings.push(`classes of ${name} that differ only in upper and lower case are different classes: ${alike.join('; ')} (correct the file if they mean the same)`);
+  }
   return { warnings };
+}
+
+/** Groups of class texts equal but for case ("Yes / yes"), the first 3 groups; a typo a model would learn as a class. */
+function classesAlikeButCase(texts: readonly string[]): string[] {
+  const byFolded = new Map<string, string[]>();
+  for (const text of texts) {
+    const folded = text.toLocaleLowerCase('en-US');
+    byFolded.set(folded, [...(byFolded.get(folded) ?? []), text]);
+  }
+  const groups = [...byFolded.values()].filter((group) => group.length > 1).map((group) => group.join(' / '));
+  return groups.length > 3 ? [...groups.slice(0, 3), `${groups.length - 3} more`] : groups;
 }

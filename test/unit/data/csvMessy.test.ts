@@ -199,6 +199,13 @@ describe('task inference', () => {
     const sparse = await loadCsv(csvFile('a,who\n1,ann\n2,bob\n3,cy\n4,ann\n'));
     assert.deepEqual(sparse.notes, ['2 of the 3 classes of "who" have a single example: a model cannot learn a class from one example']);
   });
+
+  test('classes equal but for case are kept apart and named in a note; spaces around a label are not a class of their own', async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => `${i % 7},${['yes', ' yes', 'Yes ', 'no', 'NO', 'No'][i % 6]}`);
+    const data = await loadCsv(csvFile(`a,answer\n${rows.join('\n')}\n`));
+    assert.deepEqual(data.classLabels, ['NO', 'No', 'Yes', 'no', 'yes']);
+    assert.deepEqual(data.notes, ['classes of "answer" that differ only in upper and lower case are different classes: NO / No / no; Yes / yes (correct the file if they mean the same)']);
+  });
 });
 
 describe('scikit-learn files', () => {
