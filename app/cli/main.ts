@@ -11,6 +11,7 @@ import { runsCommand } from './commands/runs';
 import { searchCommand } from './commands/search';
 import { serveCommand } from './commands/serve';
 import { trainCommand } from './commands/train';
+import { excessArgumentHint } from './argumentHint';
 import { translateCourseArgs } from './courseFlags';
 
 export function buildProgram(): Command {
@@ -35,13 +36,15 @@ export function describeError(error: unknown): string {
 
 export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
   const program = buildProgram();
+  const args = translateCourseArgs(argv) ?? [...argv];
   try {
-    const args = translateCourseArgs(argv) ?? [...argv];
     await program.parseAsync(args, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {
       // Commander has already printed its message (or the help / version text).
+      const hint = error.code === 'commander.excessArguments' ? excessArgumentHint(program, args) : undefined;
+      if (hint) process.stderr.write(`${hint}\n`);
       return error.exitCode;
     }
     if (process.env.NNSTUDIO_DEBUG) console.error(error);

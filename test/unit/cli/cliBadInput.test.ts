@@ -134,3 +134,18 @@ test('counts beyond the engine\'s bounds are refused before anything runs, quoti
   assert.ok(evaluation.stderr.includes('--batch-size must be an integer between 1 and 16777216, got 99999999999999999999'), evaluation.stderr);
   assert.deepEqual(fs.readdirSync(dir), [], 'nothing was written');
 });
+
+test('a file given without its option: refused, with the command line it was probably meant as', async () => {
+  const dir = scratchDir('bare-file');
+  const train = await runCli(['train', 'iris.csv', '--epochs', '3'], dir);
+  assert.equal(train.code, 1);
+  assert.match(train.stderr, /too many arguments for 'train'/);
+  assert.match(errorLine(train), /^files are given as options: did you mean `nnstudio train --data iris\.csv --epochs 3`\?/);
+  const evaluate = await runCli(['eval', '--device', 'cpu', 'model.safetensors', 'my data.csv'], dir);
+  assert.match(errorLine(evaluate), /did you mean `nnstudio eval --device cpu --model model\.safetensors --data 'my data\.csv'`\?/);
+  // nothing to suggest where the command reads no files
+  const devices = await runCli(['devices', 'extra'], dir);
+  assert.equal(devices.code, 1);
+  assert.doesNotMatch(devices.stderr, /did you mean/);
+  assert.ok(!hasStackTrace(train.stderr + evaluate.stderr + devices.stderr));
+});
