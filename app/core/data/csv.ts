@@ -16,6 +16,7 @@ import { finishCsv } from './csvFinish';
 import { layoutFromEncoding, layoutFromOptions, type ColumnRef, type Layout } from './csvLayout';
 import type { Dataset } from './dataset';
 import type { CsvEncoding } from './encoding';
+import { dropTrailingField, endsWithDelimiter, excelSeparator, withoutExcelSeparator } from './csvQuirks';
 import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
 import { DataError, fileError } from './errors';
 import { defaultMissingMarkers, missingTest } from './missing';
@@ -167,6 +168,10 @@ export interface CsvRead {
   file: string;
   delimiter: string;
   decimal: DecimalMark;
+  /** Excel's `sep=X` first line, skipped: the delimiter it named. */
+  separatorLine?: string;
+  /** Every line ended with a delimiter: the empty field after it was dropped. */
+  trailingDelimiter: boolean;
   options: CsvOptions;
   hasHeader: boolean;
   layout: Layout;
@@ -195,6 +200,10 @@ class CsvReader {
   private readonly isMissing: (text: string) => boolean;
   /** A marker that reads as a number (-999): cells are checked against the markers before parsing. */
   private readonly numericMarkers: boolean;
+  /** Every sampled line ended with a delimiter: the empty field after it is not a column. */
+  private trailingDelimiter = false;
+  /** Excel's `sep=X` line comes first and is not data. */
+  private separatorLinePending: boolean;
   count = 0;
   done = false;
 
@@ -203,7 +212,9 @@ class CsvReader {
     private readonly delimiter: string,
     private readonly decimal: DecimalMark,
     private readonly options: CsvOptions,
+    private readonly separatorLine: string | undefined,
   ) {
+    this.separatorLinePending = separatorLine !== undefined;
     this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
     this.isMissing = missingTest(this.markers);
     this.numericMarkers = this.markers.some(isNumberText);
@@ -211,6 +222,10 @@ class CsvReader {
 
   /** One record from the parser; `row` is its first line number. Returns the number of line breaks inside it. */
   record(fields: string[], row: number): number {
+    if (this.separatorLinePending) {
+      this.separatorLinePending = false;
+      return 0;
+    }
     applyDecimalMark(fields, this.decimal);
     if (this.sampling) {
       if (isBlankRow(fields)) return 0;
@@ -220,6 +235,7 @@ class CsvReader {
       return breaks;
     }
     if (isBlankRow(fields)) return 0;
+    if (this.trailingDelimiter) dropTrailingField(fields);
     this.dataRow(fields, row);
     const textSources = this.layout!.textSources;
     let breaks = 0;
@@ -236,6 +252,8 @@ class CsvReader {
       this.sample.shift();
     }
     const rows = this.sample.map((entry) => entry.fields);
+    this.trailingDelimiter = endsWithDelimiter(rows);
+    if (this.trailingDelimiter) rows.forEach(dropTrailingField);
     this.hasHeader = this.options.header ?? detectHeader(rows, this.isMissing);
     const first = this.sample[0].fields;
     if (first.length > maxColumns) {
@@ -369,6 +387,8 @@ class CsvReader {
       file: this.file,
       delimiter: this.delimiter,
       decimal: this.decimal,
+      separatorLine: this.separatorLine,
+      trailingDelimiter: this.trailingDelimiter,
       options: this.options,
       hasHeader: this.hasHeader,
       layout: this.layout!,
@@ -434,10 +454,13 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   const headText = stripBom(head.text);
   if (headText.trim() === '') throw new DataError(file, 'the file is empty');
   // Sniff complete lines only: the head of a large file ends mid-line.
-  const sample = head.whole || headText.lastIndexOf('\n') <= 0 ? headText : headText.slice(0, headText.lastIndexOf('\n'));
-  const delimiter = options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : sniffDelimiter(sample);
+  const cut = head.whole || headText.lastIndexOf('\n') <= 0 ? headText : headText.slice(0, headText.lastIndexOf('\n'));
+  // Excel's `sep=;` line names the delimiter and is skipped, whatever delimiter the caller gives
+  const separatorLine = excelSeparator(cut);
+  const sample = withoutExcelSeparator(cut);
+  const delimiter = options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : separatorLine ?? sniffDelimiter(sample);
   const decimal = options.decimal ?? guessDecimalMark(Papa.parse<string[]>(sample, { delimiter, preview: headerSampleRows }).data, delimiter);
-  const reader = new CsvReader(file, delimiter, decimal, options);
+  const reader = new CsvReader(file, delimiter, decimal, options, separatorLine);
 
   await new Promise<void>((resolve, reject) => {
     const stream = fs.createReadStream(file, { encoding: 'utf8', highWaterMark: headBytes });

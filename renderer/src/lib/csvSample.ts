@@ -2,6 +2,7 @@
 // whether they look numeric, for the column roles table. The delimiter and header found here are sent with
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
+import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csvQuirks';
 import { commaCellToPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
@@ -59,7 +60,8 @@ export function cleanCsvHead(text: string, cut: boolean): string {
 
 function parseRows(text: string, delimiter: string, rows: number): string[][] {
   const parsed = Papa.parse<string[]>(text, { delimiter, preview: rows, skipEmptyLines: 'greedy' });
-  return parsed.data;
+  // lines that end with a delimiter have no empty last column (the server's rule, app/core/data/csvQuirks.ts)
+  return endsWithDelimiter(parsed.data) ? parsed.data.map(dropTrailingField) : parsed.data;
 }
 
 /** The delimiter that splits the first rows into the most, consistent fields (papaparse's guess among , ; tab |). */

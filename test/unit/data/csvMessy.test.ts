@@ -310,3 +310,30 @@ describe('decimal commas (European spreadsheets: 162,5 with ";" between fields)'
     await assert.rejects(loadCsv(file, { decimal: '.' }), /no feature columns left: column "Größe" left out \(ID-like/);
   });
 });
+
+describe('lines as spreadsheet programs write them', () => {
+  test('a delimiter at the end of every line is not an empty last column (the label stays the last named column)', async () => {
+    const lines = ['a,b,label,', ...Array.from({ length: 30 }, (_, i) => `${i % 7},${(i * 0.37) % 3},${i % 3 ? 'x' : 'y'},`)];
+    const data = await loadCsv(csvFile(lines.join('\n') + '\n'), { report: true });
+    assert.deepEqual(data.report!.map((entry) => [entry.name, entry.role]), [['a', 'feature'], ['b', 'feature'], ['label', 'label']]);
+    assert.deepEqual(data.classLabels, ['x', 'y']);
+    assert.ok(data.notes!.includes('every line ends with a delimiter: the empty field after it is not a column'), data.notes!.join('; '));
+    // a named last column that is mostly empty is a column, not a trailing delimiter
+    const named = await loadCsv(csvFile('a,label,comment\n1,x,\n2,y,\n3,x,ok\n'), { labelColumn: 'label', report: true });
+    assert.equal(named.report!.length, 3);
+  });
+
+  test("Excel's sep=; first line names the delimiter and is skipped; rows keep their line numbers", async () => {
+    const lines = ['sep=;', 'a;b;label', ...Array.from({ length: 30 }, (_, i) => `${i % 7};${i % 5};${i % 3 ? 'x' : 'y'}`)];
+    lines[9] = '1;2';
+    const file = csvFile(lines.join('\r\n') + '\r\n');
+    await assert.rejects(loadCsv(file), /row 10: 2 field\(s\), expected 3 like the header/);
+    lines[9] = '1;2;x';
+    const data = await loadCsv(csvFile(lines.join('\r\n') + '\r\n'));
+    assert.deepEqual(data.featureNames, ['a', 'b']);
+    assert.equal(data.count, 30);
+    assert.ok(data.notes!.includes('the first line, sep=;, names the delimiter (Excel writes it) and is skipped'), data.notes!.join('; '));
+    // also when the caller names the delimiter (the Data screen sends the one it shows)
+    assert.equal((await loadCsv(csvFile(lines.join('\n')), { delimiter: ';' })).count, 30);
+  });
+});

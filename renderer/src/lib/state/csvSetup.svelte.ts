@@ -5,6 +5,7 @@ import type { PayloadOf } from '../../../../app/api/types';
 import { cleanCsvHead, findPreamble, guessDecimal, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
 import type { DecimalMark } from '../../../../app/core/data/decimalMark';
 import { preambleApplies } from '../../../../app/core/data/sklearnPreamble';
+import { excelSeparator, withoutExcelSeparator } from '../../../../app/core/data/csvQuirks';
 import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
@@ -73,10 +74,11 @@ export class CsvSetup {
 
   private constructor(file: PickedFile, head: string) {
     this.file = file;
-    this.head = head;
-    this.delimiter = guessDelimiter(head);
-    this.decimal = guessDecimal(head, this.delimiter);
-    this.header = guessHeader(head, this.delimiter, findPreamble(head, this.delimiter) !== undefined, this.decimal);
+    // Excel's `sep=;` first line names the delimiter; the server skips it too
+    this.head = withoutExcelSeparator(head);
+    this.delimiter = excelSeparator(head) ?? guessDelimiter(this.head);
+    this.decimal = guessDecimal(this.head, this.delimiter);
+    this.header = guessHeader(this.head, this.delimiter, findPreamble(this.head, this.delimiter) !== undefined, this.decimal);
     this.roles = defaultRoles(this.columns);
   }
 

@@ -1,0 +1,27 @@
+// Two habits of the programs that write CSV files, read by the loader and the Data screen's preview alike
+// (nothing of Node here): Excel's `sep=;` first line, which names the delimiter, and a delimiter at the end of
+// every line (`1,2,3,`), which would otherwise read as an empty last column and become the default label.
+
+/** The delimiter an Excel `sep=X` first line names, or undefined (the line is then not data). */
+export function excelSeparator(text: string): string | undefined {
+  return /^sep=(.)[ \t]*\r?(?:\n|$)/i.exec(text)?.[1];
+}
+
+/** The text after an Excel `sep=X` first line (the whole text when there is none). */
+export function withoutExcelSeparator(text: string): string {
+  if (excelSeparator(text) === undefined) return text;
+  const end = text.indexOf('\n');
+  return end < 0 ? '' : text.slice(end + 1);
+}
+
+/** Every row (header included) of at least two fields ends with an empty one: the lines end with a delimiter. */
+export function endsWithDelimiter(rows: readonly (readonly string[])[]): boolean {
+  const filled = rows.filter((row) => !(row.length === 1 && row[0].trim() === ''));
+  return filled.length > 0 && filled.every((row) => row.length >= 2 && row[row.length - 1].trim() === '');
+}
+
+/** The row without the empty field after its last delimiter (in place); a row with a value there is kept whole. */
+export function dropTrailingField(fields: string[]): string[] {
+  if (fields.length >= 2 && fields[fields.length - 1].trim() === '') fields.length -= 1;
+  return fields;
+}
