@@ -8,20 +8,25 @@ export type DecimalMark = '.' | ',';
 /** 162,5  -3,25  ,5  1,5e-3: a number written with a decimal comma (no grouping). */
 const commaNumber = /^[ \t]*[+-]?\d*,\d+([eE][+-]?\d+)?[ \t]*$/;
 /** 1.234.567 or 1.234,5: thousands grouped with points, in a decimal-comma file. */
-const groupedNumber = /^[ \t]*[+-]?\d{1,3}(\.\d{3})+(,\d+)?[ \t]*$/;
+const groupedNumber = /^[ \t]*[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d+)?[ \t]*$/;
+/** "1,234" or "1,234.5": thousands grouped with commas in a decimal-point file (quoted, where ',' delimits). */
+const commaGroupedNumber = /^[ \t]*[+-]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?[ \t]*$/;
 /** 1.5  .25  2.: a number written with a decimal point. */
 const pointNumber = /^[ \t]*[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
 
 /**
- * ',' when the delimiter is not a comma, some cells are numbers with a decimal comma, and no cell is a
- * number with a decimal point other than thousands grouping (1.234); else '.'.
+ * ',' when the delimiter is not a comma, some cells are numbers with a decimal comma that cannot be thousands
+ * grouping (162,5 or 0,125; 1,234 could be either and decides nothing), and no cell is a number with a decimal
+ * point other than thousands grouping (1.234); else '.'.
  */
 export function guessDecimalMark(rows: readonly (readonly string[])[], delimiter: string): DecimalMark {
   if (delimiter === ',') return '.';
   let commaCells = 0;
   for (const row of rows) {
     for (const cell of row) {
-      if (commaNumber.test(cell)) commaCells++;
+      if (commaNumber.test(cell)) {
+        if (!commaGroupedNumber.test(cell)) commaCells++;
+      }
       else if (pointNumber.test(cell) && !groupedNumber.test(cell)) return '.';
     }
   }
@@ -35,8 +40,16 @@ export function commaCellToPoint(cell: string): string {
   return cell;
 }
 
-/** The row's cells as the number parser reads them, in place (nothing to do for a decimal point). */
+/** A decimal-point file's cell as the number parser reads it (1,234.5 → 1234.5); other text unchanged. */
+export function pointCellWithoutGrouping(cell: string): string {
+  // the cheap test first: a pixel CSV's millions of short cells never reach the pattern
+  if (cell.length < 5 || cell.indexOf(',') < 0 || !commaGroupedNumber.test(cell)) return cell;
+  return cell.replace(/,/g, '');
+}
+
+/** The row's cells as the number parser reads them, in place: the decimal mark a point, no thousands grouping. */
 export function applyDecimalMark(fields: string[], mark: DecimalMark): string[] {
-  if (mark === ',') for (let i = 0; i < fields.length; i++) fields[i] = commaCellToPoint(fields[i]);
+  const convert = mark === ',' ? commaCellToPoint : pointCellWithoutGrouping;
+  for (let i = 0; i < fields.length; i++) fields[i] = convert(fields[i]);
   return fields;
 }

@@ -3,7 +3,7 @@
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
 import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csvQuirks';
-import { commaCellToPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
+import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
@@ -44,7 +44,7 @@ const numberPattern = /^[ \t]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
 const missingMarkers = new Set(['', 'na', 'n/a', 'nan', 'null', '?', '-']);
 
 export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean {
-  return numberPattern.test(decimal === ',' ? commaCellToPoint(text) : text);
+  return numberPattern.test(decimal === ',' ? commaCellToPoint(text) : pointCellWithoutGrouping(text));
 }
 
 /** The file's first 64 KiB as text, without a byte order mark or a cut last line. */

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { checkDataset } from '../../../app/core/data/dataset';
 import { loadCsv } from '../../../app/core/data/csv';
-import { commaCellToPoint, guessDecimalMark } from '../../../app/core/data/decimalMark';
+import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping } from '../../../app/core/data/decimalMark';
 import { csvEncodingSchema } from '../../../app/core/data/encoding';
 import { DataError } from '../../../app/core/data/errors';
 
@@ -296,6 +296,18 @@ describe('decimal commas (European spreadsheets: 162,5 with ";" between fields)'
     assert.equal(guessDecimalMark([['"1,5"', '2']], ','), '.', 'a comma-delimited file keeps points unless told');
     assert.deepEqual(['162,5', '-0,25', ',5', '1,5e-3', '1.234,5', '1.234.567', 'a,b', '1,2,3', '12'].map(commaCellToPoint),
       ['162.5', '-0.25', '.5', '1.5e-3', '1234.5', '1234567', 'a,b', '1,2,3', '12']);
+    assert.equal(guessDecimalMark([['1,234', '7'], ['12,500', '8']], '\t'), '.', '1,234 could be thousands: it decides nothing');
+    assert.equal(guessDecimalMark([['1,234', '0,125']], '\t'), ',', '0,125 cannot be thousands');
+  });
+
+  test('thousands grouped with commas in a decimal-point file ("1,234.5", as Excel writes formatted numbers) are numbers', async () => {
+    assert.deepEqual(['1,234', '-12,345,678.9', '0,125', '1,23', '1,2345', 'a,bcd', '123'].map(pointCellWithoutGrouping),
+      ['1234', '-12345678.9', '0,125', '1,23', '1,2345', 'a,bcd', '123']);
+    const lines = ['price,rooms,label', ...Array.from({ length: 30 }, (_, i) => `"${(1000 + i * 37).toLocaleString('en-US')}.50",${i % 5},${i % 2 ? 'a' : 'b'}`)];
+    const data = await loadCsv(csvFile(lines.join('\n') + '\n'), { report: true });
+    assert.equal(data.report![0].type, 'numeric');
+    assert.equal(data.features[0], 1000.5);
+    assert.equal(data.features[2 * 29], Math.fround(1000 + 29 * 37 + 0.5));
   });
 
   test('a semicolon file with decimal commas loads its columns as numbers and says so; "." read as asked', async () => {
