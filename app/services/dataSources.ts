@@ -3,7 +3,7 @@
 // the desktop window.
 import * as fs from 'node:fs';
 import Papa from 'papaparse';
-import { loadCsv, sniffDelimiter, type CsvOptions } from '../core/data/csv';
+import { loadCsv, readTextHead, sniffDelimiter, type CsvOptions } from '../core/data/csv';
 import type { CsvEncoding } from '../core/data/encoding';
 import type { Dataset } from '../core/data/dataset';
 import { DataError } from '../core/data/errors';
@@ -78,6 +78,8 @@ export function knownData(dataset: Dataset): KnownData {
 
 const idxNamePattern = /idx\d|ubyte/i;
 
+const workbookExtension = /\.(xlsx|xlsm|xls|ods)$/i;
+
 /**
  * Reads a `--data` argument: `mnist`, an IDX images file (by its name, e.g. train-images-idx3-ubyte[.gz],
  * or by its magic number, gzipped or not) or a CSV file. `split` picks the built-in MNIST's half.
@@ -89,6 +91,8 @@ export async function dataSourceFromArgument(
 ): Promise<DataSource> {
   if (argument.toLowerCase() === 'mnist') return { kind: 'mnist', split };
   if (!fs.existsSync(argument)) throw new DataError(argument, 'no such file');
+  // a workbook is a ZIP too: the CSV reader says what to do with it
+  if (workbookExtension.test(argument)) return { kind: 'csv', path: argument, options: extra.csv };
   // a folder of class folders, or a ZIP of one (read through its unpacked copy: zipImages.ts)
   if (fs.statSync(argument).isDirectory() || isZipFile(argument)) return { kind: 'folder', path: argument, ...definedOf(extra.image ?? {}) };
   if (idxNamePattern.test(argument) || (await looksLikeIdx(argument))) {
@@ -205,17 +209,10 @@ async function loadFolderFor(source: FolderSource, known: KnownData, unlabeled: 
  * label column "label", usually first. Returns that column's name when the header has it.
  */
 async function columnNamedLabel(file: string): Promise<string | undefined> {
-  const handle = await fs.promises.open(file, 'r');
-  try {
-    const head = Buffer.alloc(64 * 1024);
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    const text = head.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '');
-    const firstLine = text.split(/\r?\n/, 1)[0] ?? '';
-    const fields = Papa.parse<string[]>(firstLine, { delimiter: sniffDelimiter(text) }).data[0] ?? [];
-    return fields.map((field) => field.trim()).find((field) => field.toLowerCase() === 'label');
-  } finally {
-    await handle.close();
-  }
+  const text = (await readTextHead(file)).text.replace(/^\uFEFF/, '');
+  const firstLine = text.split(/\r?\n/, 1)[0] ?? '';
+  const fields = Papa.parse<string[]>(firstLine, { delimiter: sniffDelimiter(text) }).data[0] ?? [];
+  return fields.map((field) => field.trim()).find((field) => field.toLowerCase() === 'label');
 }
 
 /** Renumbers a dataset's labels to `classLabels` by name; a class the model does not know is an error. */

@@ -1,8 +1,8 @@
 // What the Data screen shows of a loaded dataset: a summary (size, shape, classes and their counts) and a
 // preview (the CSV's first rows as written, or the first images as 0-255 pixels). Plain JSON for any face.
-import * as fs from 'node:fs';
 import Papa from 'papaparse';
-import { sniffDelimiter } from '../core/data/csv';
+import { readTextHead, sniffDelimiter } from '../core/data/csv';
+import { dropTrailingField, endsWithDelimiter, withoutExcelSeparator } from '../core/data/csvQuirks';
 import { classCounts, featureSize, type Dataset } from '../core/data/dataset';
 import type { DatasetPreview, DatasetSummary, ImagePreview } from '../core/data/datasetViews';
 import type { DataSource } from './dataSources';
@@ -79,24 +79,17 @@ function imagesAt(dataset: Dataset, indices: readonly number[]): ImagePreview[] 
 
 /** The file's own first rows (header as columns when it has one), so the user sees the data as written. */
 async function firstCsvRows(file: string, count: number, dataset: Dataset): Promise<{ columns: string[]; rows: string[][] }> {
-  const handle = await fs.promises.open(file, 'r');
-  let text: string;
-  try {
-    const head = Buffer.alloc(previewHeadBytes);
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    text = head.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '');
-    // A cut last line would show half a row.
-    if (bytesRead === head.length) text = text.slice(0, Math.max(0, text.lastIndexOf('\n')));
-  } finally {
-    await handle.close();
-  }
+  const head = await readTextHead(file, previewHeadBytes);
+  // A cut last line would show half a row; Excel's sep= line is not a row (the loader skips it too).
+  const text = withoutExcelSeparator((head.whole ? head.text : head.text.slice(0, Math.max(0, head.text.lastIndexOf('\n')))).replace(/^\uFEFF/, ''));
   const hasHeader = dataset.encoding?.hasHeader ?? false;
   const parsed = Papa.parse<string[]>(text, {
     delimiter: dataset.encoding?.delimiter ?? sniffDelimiter(text),
     skipEmptyLines: 'greedy',
     preview: count + (hasHeader ? 1 : 0),
   });
-  const all = parsed.data.map((row) => row.map((field) => field.trim()));
+  const rows = endsWithDelimiter(parsed.data) ? parsed.data.map(dropTrailingField) : parsed.data;
+  const all = rows.map((row) => row.map((field) => field.trim()));
   const width = all.reduce((max, row) => Math.max(max, row.length), 0);
   const columns = hasHeader && all.length > 0 ? all[0] : Array.from({ length: width }, (_, i) => `column ${i + 1}`);
   return { columns, rows: hasHeader ? all.slice(1) : all };

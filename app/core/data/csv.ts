@@ -19,6 +19,7 @@ import type { CsvEncoding } from './encoding';
 import { dropTrailingField, endsWithDelimiter, excelSeparator, withoutExcelSeparator } from './csvQuirks';
 import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
 import { DataError, fileError } from './errors';
+import { textEncodingOf, type TextEncoding } from './textEncoding';
 import { defaultMissingMarkers, missingTest } from './missing';
 import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
 import { detectSklearnPreamble, preambleApplies } from './sklearnPreamble';
@@ -422,8 +423,11 @@ function countLineBreaks(field: string): number {
 
 // ---- reading ----
 
-/** The first bytes of the file as text; `whole` when that is all of it. */
-async function readHead(file: string): Promise<{ text: string; whole: boolean }> {
+/**
+ * The first bytes of the file as text in its encoding (textEncoding.ts; the byte order mark kept); `whole`
+ * when that is all of it. A workbook or another binary file is a DataError saying what to do.
+ */
+export async function readTextHead(file: string, byteCount = headBytes): Promise<{ text: string; whole: boolean; encoding: TextEncoding }> {
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(file, 'r');
@@ -431,11 +435,13 @@ async function readHead(file: string): Promise<{ text: string; whole: boolean }>
     throw fileError(file, error);
   }
   try {
-    const buffer = Buffer.alloc(headBytes);
-    const { bytesRead } = await handle.read(buffer, 0, headBytes, 0);
-    return { text: buffer.subarray(0, bytesRead).toString('utf8'), whole: bytesRead < headBytes };
+    const buffer = Buffer.alloc(byteCount);
+    const { bytesRead } = await handle.read(buffer, 0, byteCount, 0);
+    const bytes = buffer.subarray(0, bytesRead);
+    const encoding = textEncodingOf(file, bytes);
+    return { text: bytes.toString(encoding), whole: bytesRead < byteCount, encoding };
   } catch (error) {
-    throw fileError(file, error);
+    throw error instanceof DataError ? error : fileError(file, error);
   } finally {
     await handle.close();
   }
@@ -450,7 +456,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
     throw new Error(`limit must be a positive integer, got ${options.limit}`);
   }
-  const head = await readHead(file);
+  const head = await readTextHead(file);
   const headText = stripBom(head.text);
   if (headText.trim() === '') throw new DataError(file, 'the file is empty');
   // Sniff complete lines only: the head of a large file ends mid-line.
@@ -463,7 +469,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   const reader = new CsvReader(file, delimiter, decimal, options, separatorLine);
 
   await new Promise<void>((resolve, reject) => {
-    const stream = fs.createReadStream(file, { encoding: 'utf8', highWaterMark: headBytes });
+    const stream = fs.createReadStream(file, { encoding: head.encoding, highWaterMark: headBytes });
     let settled = false;
     let nextRow = 1;
     const finish = (error?: unknown) => {

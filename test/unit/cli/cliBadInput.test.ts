@@ -149,3 +149,9 @@ test('a file given without its option: refused, with the command line it was pro
   assert.doesNotMatch(devices.stderr, /did you mean/);
   assert.ok(!hasStackTrace(train.stderr + evaluate.stderr + devices.stderr));
 });
+
+test('an Excel workbook given as data is told to be saved as CSV (not read as a ZIP of images)', async () => {
+  const dir = scratchDir('workbook');
+  fs.writeFileSync(path.join(dir, 'sales.xlsx'), Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00]));
+  await trainFails(dir, ['--data', 'sales.xlsx'], /sales\.xlsx: the file is a ZIP archive, such as an Excel \(\.xlsx\) or LibreOffice \(\.ods\) workbook, not a CSV: save the sheet as CSV/);
+});

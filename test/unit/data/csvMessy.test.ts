@@ -349,3 +349,33 @@ describe('lines as spreadsheet programs write them', () => {
     assert.equal((await loadCsv(csvFile(lines.join('\n')), { delimiter: ';' })).count, 30);
   });
 });
+
+describe('what the bytes say: UTF-16 text, workbooks, binary files', () => {
+  const rowsText = ['a\tb\tlabel', ...Array.from({ length: 20 }, (_, i) => `${i % 7}\t${i % 3}\t${i % 2 ? 'jä' : 'nein'}`)].join('\r\n') + '\r\n';
+  const bytesFile = (name: string, bytes: Buffer) => {
+    const file = path.join(folder, name);
+    fs.writeFileSync(file, bytes);
+    return file;
+  };
+
+  test('UTF-16 little-endian with its byte order mark (Excel\'s "Unicode Text") reads like the UTF-8 file', async () => {
+    const file = bytesFile('unicode.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(rowsText, 'utf16le')]));
+    const utf8 = await loadCsv(csvFile(rowsText));
+    const utf16 = await loadCsv(file);
+    assert.deepEqual(utf16.featureNames, ['a', 'b']);
+    assert.deepEqual(utf16.classLabels, ['jä', 'nein']);
+    assert.deepEqual(Array.from(utf16.features), Array.from(utf8.features));
+    assert.deepEqual(Array.from(utf16.labels), Array.from(utf8.labels));
+  });
+
+  test('a workbook, UTF-16 big-endian and a binary file are refused with what to do', async () => {
+    const zip = bytesFile('book.xlsx', Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x00, 0x00]));
+    await assert.rejects(loadCsv(zip), { message: /^book\.xlsx: the file is a ZIP archive, such as an Excel \(\.xlsx\) or LibreOffice \(\.ods\) workbook, not a CSV: save the sheet as CSV/ });
+    const xls = bytesFile('old.xls', Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]));
+    await assert.rejects(loadCsv(xls), { message: /^old\.xls: the file is an old Excel workbook \(\.xls\), not a CSV/ });
+    const bigEndian = bytesFile('be.csv', Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(rowsText, 'utf16le').swap16()]));
+    await assert.rejects(loadCsv(bigEndian), { message: /^be\.csv: the file is UTF-16 big-endian text, which is not read: save it as UTF-8/ });
+    const binary = bytesFile('data.csv', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x01, 0x00, 0x31, 0x2c, 0x32]));
+    await assert.rejects(loadCsv(binary), { message: /^data\.csv: the file is not text \(it holds zero bytes\): is it a CSV file\?/ });
+  });
+});
