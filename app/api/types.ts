@@ -398,6 +398,8 @@ export interface ChosenFile {
   name: string;
   /** purpose 'dataset' only: the file's first 64 KiB as text, for the label column choice before opening. */
   head?: string;
+  /** purpose 'dataset' only, instead of head: what the file is when it is not text ("an Excel workbook: save it as CSV"). */
+  headProblem?: string;
 }
 
 /** What a native save dialog saves: a model file (.safetensors) or its ONNX export (.onnx). */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { downloadFileName, type Api } from '../api/session';
 import { isChannel, payloadSchemas, type ParsedPayloadOf } from '../api/schemas';
 import type { ApiError, ApiEvent, ApiResponse, ChosenFile, OpenFilePurpose, SaveFilePurpose } from '../api/types';
+import { decodeTextHead } from '../core/data/textEncoding';
 import { isTrustedSender, type SenderFrame } from './security';
 
 /** The IPC channel names (the preload repeats them as literals, checked against these types). */
@@ -85,13 +86,14 @@ function validationError(channel: string, error: z.ZodError): ApiError {
   return { message: `${channel}: ${field ? `${field}: ` : 'payload: '}${issue.message}`, field };
 }
 
-/** The first bytes of a chosen dataset file as text (CSV header and a few rows). */
-async function readHead(file: string): Promise<string> {
+/** The first bytes of a chosen dataset file as text in its encoding (CSV header and a few rows), or what the file is instead. */
+async function readHead(file: string): Promise<Pick<ChosenFile, 'head' | 'headProblem'>> {
   const handle = await fs.promises.open(file, 'r');
   try {
     const buffer = Buffer.alloc(fileHeadBytes);
     const { bytesRead } = await handle.read(buffer, 0, fileHeadBytes, 0);
-    return buffer.subarray(0, bytesRead).toString('utf8');
+    const decoded = decodeTextHead(buffer.subarray(0, bytesRead));
+    return 'text' in decoded ? { head: decoded.text } : { headProblem: decoded.problem };
   } finally {
     await handle.close();
   }
@@ -114,7 +116,7 @@ export function createIpcRouter(api: Pick<Api, 'dispatch'>, dialogs: DialogBacke
       if (file === undefined) return { result: null };
       const resolved = remember(file);
       const result: ChosenFile = { path: resolved, name: path.basename(resolved) };
-      if (purpose === 'dataset') result.head = await readHead(resolved);
+      if (purpose === 'dataset') Object.assign(result, await readHead(resolved));
       return { result };
     }
     const { defaultName, purpose } = parsed.data as z.output<(typeof dialogSchemas)['dialog:saveFile']>;

@@ -19,7 +19,7 @@ import type { CsvEncoding } from './encoding';
 import { dropTrailingField, endsWithDelimiter, excelSeparator, withoutExcelSeparator } from './csvQuirks';
 import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
 import { DataError, fileError } from './errors';
-import { textEncodingOf, type TextEncoding } from './textEncoding';
+import { decodeTextHead, type TextEncoding } from './textEncoding';
 import { defaultMissingMarkers, missingTest } from './missing';
 import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
 import { detectSklearnPreamble, preambleApplies } from './sklearnPreamble';
@@ -424,7 +424,7 @@ function countLineBreaks(field: string): number {
 // ---- reading ----
 
 /**
- * The first bytes of the file as text in its encoding (textEncoding.ts; the byte order mark kept); `whole`
+ * The first bytes of the file as text in its encoding (textEncoding.ts; without a byte order mark); `whole`
  * when that is all of it. A workbook or another binary file is a DataError saying what to do.
  */
 export async function readTextHead(file: string, byteCount = headBytes): Promise<{ text: string; whole: boolean; encoding: TextEncoding }> {
@@ -437,9 +437,9 @@ export async function readTextHead(file: string, byteCount = headBytes): Promise
   try {
     const buffer = Buffer.alloc(byteCount);
     const { bytesRead } = await handle.read(buffer, 0, byteCount, 0);
-    const bytes = buffer.subarray(0, bytesRead);
-    const encoding = textEncodingOf(file, bytes);
-    return { text: bytes.toString(encoding), whole: bytesRead < byteCount, encoding };
+    const decoded = decodeTextHead(buffer.subarray(0, bytesRead));
+    if ('problem' in decoded) throw new DataError(file, decoded.problem);
+    return { ...decoded, whole: bytesRead < byteCount };
   } catch (error) {
     throw error instanceof DataError ? error : fileError(file, error);
   } finally {

@@ -3,6 +3,7 @@
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
 import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csvQuirks';
+import { decodeTextHead } from '../../../app/core/data/textEncoding';
 import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
@@ -47,9 +48,10 @@ export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean 
   return numberPattern.test(decimal === ',' ? commaCellToPoint(text) : pointCellWithoutGrouping(text));
 }
 
-/** The file's first 64 KiB as text, without a byte order mark or a cut last line. */
-export async function readCsvHead(file: Blob): Promise<string> {
-  return cleanCsvHead(await file.slice(0, headBytes).text(), file.size > headBytes);
+/** The file's first 64 KiB as text in its encoding (UTF-8, or UTF-16 with its mark), without a byte order mark or a cut last line; or what the file is instead. */
+export async function readCsvHead(file: Blob): Promise<{ text: string } | { problem: string }> {
+  const decoded = decodeTextHead(new Uint8Array(await file.slice(0, headBytes).arrayBuffer()));
+  return 'problem' in decoded ? decoded : { text: cleanCsvHead(decoded.text, file.size > headBytes) };
 }
 
 /** A file's first bytes as text (a browser slice, or Electron's dialog `head`) without the BOM and, when cut, the last partial line. */

@@ -12,6 +12,8 @@ export interface PickedFile {
   path?: string;
   /** Electron, datasets: the file's first 64 KiB as text. */
   head?: string;
+  /** Electron, datasets: what the file is when it is not text (app/core/data/textEncoding.ts). */
+  headProblem?: string;
 }
 
 /** The file as datasets:open and models:import take it: its path (Electron) or its bytes (browser). */

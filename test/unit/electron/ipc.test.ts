@@ -211,6 +211,20 @@ describe('paths come only from dialogs', () => {
     }
   });
 
+  test('a chosen dataset in UTF-16 comes as text; a workbook comes with what it is instead of a head', async () => {
+    const unicode = path.join(scratch, 'unicode.txt');
+    fs.writeFileSync(unicode, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('a\tb\tlabel\r\n1\t2\tx\r\n', 'utf16le')]));
+    const workbook = path.join(scratch, 'book.csv');
+    fs.writeFileSync(workbook, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00]));
+    const router = createIpcRouter(recordingApi(), fakeDialogs([unicode, workbook]).dialogs);
+    const text = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
+    assert.equal(text.head, 'a\tb\tlabel\r\n1\t2\tx\r\n', 'decoded, without its byte order mark');
+    assert.equal(text.headProblem, undefined);
+    const zip = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
+    assert.equal(zip.head, undefined);
+    assert.match(zip.headProblem ?? '', /^the file is a ZIP archive, such as an Excel \(\.xlsx\)/);
+  });
+
   test('a model file chosen to import has no head; a cancelled dialog answers null and allows nothing', async () => {
     const modelFile = path.join(scratch, 'chosen.safetensors');
     fs.writeFileSync(modelFile, 'not really a model');

@@ -82,11 +82,12 @@ export class CsvSetup {
     this.roles = defaultRoles(this.columns);
   }
 
-  /** Reads the file's first rows and proposes roles. */
-  static async read(picked: PickedFile): Promise<CsvSetup> {
+  /** Reads the file's first rows and proposes roles; a file that is not text (a workbook) gives what it is instead. */
+  static async read(picked: PickedFile): Promise<CsvSetup | { problem: string }> {
+    if (picked.headProblem !== undefined) return { problem: `${picked.name}: ${picked.headProblem}` };
     // Electron's dialog reads at most 64 KiB: a head that long was cut.
-    const head = picked.file ? await readCsvHead(picked.file) : cleanCsvHead(picked.head ?? '', (picked.head?.length ?? 0) >= 60_000);
-    return new CsvSetup(picked, head);
+    const head = picked.file ? await readCsvHead(picked.file) : { text: cleanCsvHead(picked.head ?? '', (picked.head?.length ?? 0) >= 60_000) };
+    return 'problem' in head ? { problem: `${picked.name}: ${head.problem}` } : new CsvSetup(picked, head.text);
   }
 
   /** A new delimiter gives new columns: their roles start again from the defaults. */

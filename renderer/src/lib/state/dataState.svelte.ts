@@ -7,6 +7,7 @@ import { fileToBase64 } from '../files';
 import type { Task } from '../datasetFacts';
 import { browserFile, fileSource, pickFile } from '../platform';
 import { CsvSetup } from './csvSetup.svelte';
+import { workbookProblem } from '../../../../app/core/data/textEncoding';
 import type { PickedFolder } from '../folderFiles';
 import { ImputationState } from './imputationState.svelte';
 import { SplitState } from './splitState.svelte';
@@ -85,10 +86,12 @@ export class DataState {
     }
     if (!/\.(csv|txt|tsv)$/i.test(picked.name)) {
       this.pendingCsv = undefined;
-      this.csvError = { message: `${picked.name} is not a CSV file (.csv)` };
+      this.csvError = { message: workbookProblem(picked.name) ?? `${picked.name} is not a CSV file (.csv)` };
       return;
     }
-    this.pendingCsv = await CsvSetup.read(picked);
+    const setup = await CsvSetup.read(picked);
+    this.pendingCsv = setup instanceof CsvSetup ? setup : undefined;
+    if (!(setup instanceof CsvSetup)) this.csvError = { message: setup.problem };
   }
 
   /** The pending CSV's setup changed: the last error about it is stale. */

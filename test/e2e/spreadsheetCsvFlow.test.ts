@@ -1,7 +1,11 @@
-// A CSV as a German, French or Italian Excel saves it: a `sep=;` first line, ';' between fields, decimal
-// commas (162,5), a byte order mark and CRLF line ends. The preview skips the sep line, guesses the comma and
-// shows the columns as numbers; the file opens with them as numeric features; told "Point", the same columns
-// read as text.
+// Files as spreadsheet programs save them. A German, French or Italian Excel: a `sep=;` first line, ';'
+// between fields, decimal commas (162,5), a byte order mark and CRLF line ends: the preview skips the sep
+// line, guesses the comma and shows the columns as numbers; the file opens with them as numeric features;
+// told "Point", the same columns read as text. Lines that end with a delimiter have no empty last column.
+// Excel's "Unicode Text" (UTF-16, tabs) previews and opens; a workbook saved under a .csv name is told to be
+// saved as CSV instead of failing on its first row.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipWithoutBrowser } from './support/browser';
@@ -27,10 +31,18 @@ function europeanCsv(rows: number, seed: number): string {
   return `\ufeffsep=;\r\n${lines.join('\r\n')}\r\n`;
 }
 
-describe('a European spreadsheet\'s CSV: a sep line, semicolons, decimal commas; lines that end with a delimiter', { skip: skipWithoutBrowser() }, () => {
+describe('files as spreadsheets save them: a sep line, semicolons and decimal commas, trailing delimiters, UTF-16, a workbook', { skip: skipWithoutBrowser() }, () => {
   let file = '';
   let trailing = '';
+  let unicodeText = '';
+  let workbook = '';
   const scratch = useStudioWithScratch('european', (dir) => {
+    // Excel's "Unicode Text": UTF-16 little-endian with its byte order mark, tab-separated
+    const tabbed = ['Breite\tHöhe\tKlasse', ...Array.from({ length: 30 }, (_, i) => `${i % 7}\t${i % 4}\t${i % 2 ? 'ja' : 'nein'}`)].join('\r\n');
+    unicodeText = path.join(dir, 'unicode.txt');
+    fs.writeFileSync(unicodeText, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(tabbed, 'utf16le')]));
+    workbook = path.join(dir, 'umsatz.csv');
+    fs.writeFileSync(workbook, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00, 0x08, 0x00]));
     file = writeFile(dir, plan.file, europeanCsv(plan.rows, plan.seed));
     trailing = writeFile(dir, 'trailing.csv', ['Breite;Höhe;Klasse;', ...Array.from({ length: 30 }, (_, i) => `${i % 7};${i % 4};${i % 2 ? 'a' : 'b'};`)].join('\n'));
   });
@@ -73,6 +85,19 @@ describe('a European spreadsheet\'s CSV: a sep line, semicolons, decimal commas;
     await openChosenCsv(page(), trailing, 'Klasse');
     assert.equal((await readDatasetSummary(page()))['Features'], '2');
     await page().getByText(/every line ends with a delimiter/).first().waitFor();
+  });
+
+  step('Excel\'s Unicode Text (UTF-16, tabs) previews and opens; a workbook saved as .csv is told what to do', 20_000, async () => {
+    await chooseCsv(page(), unicodeText);
+    const roles = await readTable(page().getByRole('table', { name: 'Column roles of unicode.txt' }));
+    assert.deepEqual(roles.rows.map((row) => row[roles.columns.indexOf('Column')]), ['Breite', 'Höhe', 'Klasse']);
+    await openChosenCsv(page(), unicodeText, 'Klasse');
+    assert.equal((await readDatasetSummary(page()))['Examples'], '30');
+    const chooser = page().waitForEvent('filechooser');
+    await page().getByRole('button', { name: 'Choose a file…' }).click();
+    await (await chooser).setFiles(workbook);
+    await page().getByText('umsatz.csv: the file is a ZIP archive, such as an Excel (.xlsx) or LibreOffice (.ods) workbook, not a CSV: save the sheet as CSV (in Excel: Save As, "CSV UTF-8")').waitFor();
+    assert.equal(await page().getByRole('table', { name: 'Column roles of umsatz.csv' }).count(), 0, 'no column table for a workbook');
     assert.deepEqual(scratch.studio!.pageErrors, [], 'no errors in the page');
   });
 });
