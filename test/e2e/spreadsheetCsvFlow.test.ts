@@ -74,7 +74,7 @@ describe('files as spreadsheets save them: a sep line, semicolons and decimal co
     const at = (name: string) => report.columns.indexOf(name);
     assert.deepEqual(report.rows.map((row) => [row[0], row[at('Type')]]), [['Größe', 'numeric'], ['Gewicht', 'numeric'], ['Alter', 'numeric'], ['Klasse', 'categorical (2 values)']]);
     await page().getByText(/numbers are written with a decimal comma/).first().waitFor();
-    await page().getByText(/the first line, sep=;, names the delimiter/).first().waitFor();
+    await page().getByText(/the first line \(sep=;\) names the delimiter/).first().waitFor();
   });
 
   step('lines that end with a delimiter: no empty last column in the preview, the label the last named column', 20_000, async () => {

@@ -547,7 +547,7 @@ function datasetNotes(read: CsvRead, outcomes: readonly ColumnOutcome[], target:
     notes.push(`${formatCount(read.dropped.count)} row${read.dropped.count === 1 ? '' : 's'} left out because ${what} is missing (row${read.dropped.count === 1 ? '' : 's'} ${read.dropped.lines.join(', ')}${read.dropped.count > read.dropped.lines.length ? ', …' : ''})`);
   }
   notes.push(...target.notes);
-  if (read.separatorLine !== undefined) notes.push(`the first line, sep=${read.separatorLine === '\t' ? '<tab>' : read.separatorLine}, names the delimiter (Excel writes it) and is skipped`);
+  if (read.separatorLine !== undefined) notes.push(`the first line (sep=${read.separatorLine === '\t' ? '<tab>' : read.separatorLine}) names the delimiter, as Excel writes it, and is skipped`);
   if (read.trailingDelimiter) notes.push('every line ends with a delimiter: the empty field after it is not a column');
   if (read.decimal === ',') notes.push('numbers are written with a decimal comma (162,5 is read as 162.5; 1.234,5 as 1234.5)');
   return notes;

@@ -344,7 +344,7 @@ describe('lines as spreadsheet programs write them', () => {
     const data = await loadCsv(csvFile(lines.join('\r\n') + '\r\n'));
     assert.deepEqual(data.featureNames, ['a', 'b']);
     assert.equal(data.count, 30);
-    assert.ok(data.notes!.includes('the first line, sep=;, names the delimiter (Excel writes it) and is skipped'), data.notes!.join('; '));
+    assert.ok(data.notes!.includes('the first line (sep=;) names the delimiter, as Excel writes it, and is skipped'), data.notes!.join('; '));
     // also when the caller names the delimiter (the Data screen sends the one it shows)
     assert.equal((await loadCsv(csvFile(lines.join('\n')), { delimiter: ';' })).count, 30);
   });
