@@ -3,7 +3,7 @@
 // line, guesses the comma and shows the columns as numbers; the file opens with them as numeric features;
 // told "Point", the same columns read as text. Lines that end with a delimiter have no empty last column.
 // Excel's "Unicode Text" (UTF-16, tabs) previews and opens; a workbook saved under a .csv name is told to be
-// saved as CSV instead of failing on its first row.
+// saved as CSV instead of failing on its first row. numpy's savetxt header (`# x,y,label`) names the columns.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe } from 'node:test';
@@ -31,12 +31,14 @@ function europeanCsv(rows: number, seed: number): string {
   return `\ufeffsep=;\r\n${lines.join('\r\n')}\r\n`;
 }
 
-describe('files as spreadsheets save them: a sep line, semicolons and decimal commas, trailing delimiters, UTF-16, a workbook', { skip: skipWithoutBrowser() }, () => {
+describe('files as other programs save them: a sep line, semicolons and decimal commas, trailing delimiters, numpy, UTF-16, a workbook', { skip: skipWithoutBrowser() }, () => {
   let file = '';
   let trailing = '';
   let unicodeText = '';
   let workbook = '';
+  let numpy = '';
   const scratch = useStudioWithScratch('european', (dir) => {
+    numpy = writeFile(dir, 'savetxt.csv', `# x,y,label\n${Array.from({ length: 30 }, (_, i) => `${((i * 0.37) % 1).toFixed(4)},${((i * 0.61) % 1).toFixed(4)},${i % 2}.0000`).join('\n')}\n`);
     // Excel's "Unicode Text": UTF-16 little-endian with its byte order mark, tab-separated
     const tabbed = ['Breite\tHöhe\tKlasse', ...Array.from({ length: 30 }, (_, i) => `${i % 7}\t${i % 4}\t${i % 2 ? 'ja' : 'nein'}`)].join('\r\n');
     unicodeText = path.join(dir, 'unicode.txt');
@@ -85,6 +87,17 @@ describe('files as spreadsheets save them: a sep line, semicolons and decimal co
     await openChosenCsv(page(), trailing, 'Klasse');
     assert.equal((await readDatasetSummary(page()))['Features'], '2');
     await page().getByText(/every line ends with a delimiter/).first().waitFor();
+  });
+
+  step('numpy\'s savetxt: the `# x,y,label` line names the columns in the preview and on opening', 20_000, async () => {
+    await chooseCsv(page(), numpy);
+    const roles = await readTable(page().getByRole('table', { name: 'Column roles of savetxt.csv' }));
+    assert.deepEqual(roles.rows.map((row) => row[roles.columns.indexOf('Column')]), ['x', 'y', 'label']);
+    assert.equal(await page().getByRole('checkbox', { name: 'First row is the header' }).isChecked(), true);
+    await openChosenCsv(page(), numpy, 'label');
+    const summary = await readDatasetSummary(page());
+    assert.equal(summary['Examples'], '30');
+    assert.equal(summary['Features'], '2');
   });
 
   step('Excel\'s Unicode Text (UTF-16, tabs) previews and opens; a workbook saved as .csv is told what to do', 20_000, async () => {

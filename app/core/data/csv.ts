@@ -16,7 +16,7 @@ import { finishCsv } from './csvFinish';
 import { layoutFromEncoding, layoutFromOptions, type ColumnRef, type Layout } from './csvLayout';
 import type { Dataset } from './dataset';
 import type { CsvEncoding } from './encoding';
-import { dropTrailingField, endsWithDelimiter, excelSeparator, withoutExcelSeparator } from './csvQuirks';
+import { commentHeader, dropTrailingField, endsWithDelimiter, excelSeparator, leadingComments, withoutExcelSeparator, withoutLeadingComments } from './csvQuirks';
 import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
 import { DataError, fileError } from './errors';
 import { decodeTextHead, type TextEncoding } from './textEncoding';
@@ -173,6 +173,8 @@ export interface CsvRead {
   separatorLine?: string;
   /** Every line ended with a delimiter: the empty field after it was dropped. */
   trailingDelimiter: boolean;
+  /** Lines starting with '#' at the top, skipped; `named`: the last one gave the column names (numpy's savetxt). */
+  comments: { lines: number; named: boolean };
   options: CsvOptions;
   hasHeader: boolean;
   layout: Layout;
@@ -214,6 +216,7 @@ class CsvReader {
     private readonly decimal: DecimalMark,
     private readonly options: CsvOptions,
     private readonly separatorLine: string | undefined,
+    private readonly comments: CsvRead['comments'],
   ) {
     this.separatorLinePending = separatorLine !== undefined;
     this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
@@ -390,6 +393,7 @@ class CsvReader {
       decimal: this.decimal,
       separatorLine: this.separatorLine,
       trailingDelimiter: this.trailingDelimiter,
+      comments: this.comments,
       options: this.options,
       hasHeader: this.hasHeader,
       layout: this.layout!,
@@ -463,15 +467,22 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   const cut = head.whole || headText.lastIndexOf('\n') <= 0 ? headText : headText.slice(0, headText.lastIndexOf('\n'));
   // Excel's `sep=;` line names the delimiter and is skipped, whatever delimiter the caller gives
   const separatorLine = excelSeparator(cut);
-  const sample = withoutExcelSeparator(cut);
+  // '#' lines at the top are notes (a logger's, numpy's savetxt header), not rows
+  const comments = separatorLine === undefined ? leadingComments(cut) : { count: 0 };
+  const sample = withoutLeadingComments(withoutExcelSeparator(cut), comments.count);
   const delimiter = options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : separatorLine ?? sniffDelimiter(sample);
-  const decimal = options.decimal ?? guessDecimalMark(Papa.parse<string[]>(sample, { delimiter, preview: headerSampleRows }).data, delimiter);
-  const reader = new CsvReader(file, delimiter, decimal, options, separatorLine);
+  const firstRows = Papa.parse<string[]>(sample, { delimiter, preview: headerSampleRows }).data.filter((row) => !isBlankRow(row));
+  const decimal = options.decimal ?? guessDecimalMark(firstRows, delimiter);
+  const lastFields = comments.last !== undefined ? Papa.parse<string[]>(comments.last, { delimiter }).data[0] : undefined;
+  const names = commentHeader(lastFields, firstRows[0], (text) => isNumberText(applyDecimalMark([text], decimal)[0]));
+  const reader = new CsvReader(file, delimiter, decimal, options, separatorLine, { lines: comments.count, named: names !== undefined });
+  // numpy's header line stands in for a header row, on its own line number
+  if (names !== undefined) reader.record([...names], comments.count);
 
   await new Promise<void>((resolve, reject) => {
     const stream = fs.createReadStream(file, { encoding: head.encoding, highWaterMark: headBytes });
     let settled = false;
-    let nextRow = 1;
+    let nextRow = 1 + comments.count;
     const finish = (error?: unknown) => {
       if (settled) return;
       settled = true;
@@ -485,6 +496,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
       header: false,
       dynamicTyping: false,
       skipEmptyLines: false,
+      comments: comments.count > 0 ? '#' : false,
       beforeFirstChunk: stripBom,
       step: (results, parser) => {
         if (settled) return;

@@ -548,9 +548,17 @@ function datasetNotes(read: CsvRead, outcomes: readonly ColumnOutcome[], target:
   }
   notes.push(...target.notes);
   if (read.separatorLine !== undefined) notes.push(`the first line (sep=${read.separatorLine === '\t' ? '<tab>' : read.separatorLine}) names the delimiter, as Excel writes it, and is skipped`);
+  if (read.comments.lines > 0) notes.push(commentNote(read.comments));
   if (read.trailingDelimiter) notes.push('every line ends with a delimiter: the empty field after it is not a column');
   if (read.decimal === ',') notes.push('numbers are written with a decimal comma (162,5 is read as 162.5; 1.234,5 as 1234.5)');
   return notes;
+}
+
+/** What the '#' lines at the top were taken for. */
+function commentNote({ lines, named }: CsvRead['comments']): string {
+  const numpy = 'names the columns (as numpy\'s savetxt writes them)';
+  if (lines === 1) return named ? `the first line, after its #, ${numpy}` : 'the first line starts with # and is a note, skipped';
+  return `the first ${lines} lines start with # and are notes, skipped${named ? `; the last one ${numpy}` : ''}`;
 }
 
 function newEncoding(

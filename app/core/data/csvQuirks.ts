@@ -25,3 +25,42 @@ export function dropTrailingField(fields: string[]): string[] {
   if (fields.length >= 2 && fields[fields.length - 1].trim() === '') fields.length -= 1;
   return fields;
 }
+
+/**
+ * The lines at the top of the text that start with '#' (notes a logger or numpy's savetxt writes): how many,
+ * and the last one without its '#'. numpy writes the column names there (`# x,y,label`).
+ */
+export function leadingComments(text: string): { count: number; last?: string } {
+  let count = 0;
+  let last: string | undefined;
+  let at = 0;
+  while (at < text.length && text[at] === '#') {
+    const end = text.indexOf('\n', at);
+    const line = (end < 0 ? text.slice(at) : text.slice(at, end)).replace(/\r$/, '');
+    last = line.slice(1).trim();
+    count++;
+    if (end < 0) break;
+    at = end + 1;
+  }
+  return count === 0 ? { count } : { count, last };
+}
+
+/** The text without its leading '#' lines. */
+export function withoutLeadingComments(text: string, count: number): string {
+  let at = 0;
+  for (let line = 0; line < count; line++) {
+    const end = text.indexOf('\n', at);
+    if (end < 0) return '';
+    at = end + 1;
+  }
+  return text.slice(at);
+}
+
+/**
+ * The last leading '#' line's fields (split with the file's delimiter) when they are numpy's header: as many
+ * as the first row below, which is data (it holds a number). A note above a header row of its own is not one.
+ */
+export function commentHeader(lastFields: readonly string[] | undefined, firstRow: readonly string[] | undefined, isNumber: (text: string) => boolean): string[] | undefined {
+  if (lastFields === undefined || firstRow === undefined || firstRow.length < 2 || lastFields.length !== firstRow.length) return undefined;
+  return firstRow.some(isNumber) ? lastFields.map((field) => field.trim()) : undefined;
+}

@@ -2,7 +2,9 @@
 // whether they look numeric, for the column roles table. The delimiter and header found here are sent with
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
-import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csvQuirks';
+import {
+  commentHeader, dropTrailingField, endsWithDelimiter, excelSeparator, leadingComments, withoutExcelSeparator, withoutLeadingComments,
+} from '../../../app/core/data/csvQuirks';
 import { decodeTextHead } from '../../../app/core/data/textEncoding';
 import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
@@ -70,6 +72,23 @@ function parseRows(text: string, delimiter: string, rows: number): string[][] {
 export function guessDelimiter(text: string): string {
   const guessed = Papa.parse<string[]>(text, { preview: 50, delimitersToGuess: delimiterChoices.map((choice) => choice.value) }).meta.delimiter;
   return delimiterChoices.some((choice) => choice.value === guessed) ? guessed : ',';
+}
+
+/**
+ * The head as the server reads the file's rows (app/core/data/csv.ts loadCsv): without Excel's `sep=;` line
+ * (whose delimiter it gives) and the '#' lines at the top; numpy's `# x,y,label` line becomes the header line.
+ */
+export function rowsOfHead(head: string): { text: string; delimiter: string } {
+  const separator = excelSeparator(head);
+  const afterSeparator = withoutExcelSeparator(head);
+  const comments = separator === undefined ? leadingComments(afterSeparator) : { count: 0 };
+  const body = withoutLeadingComments(afterSeparator, comments.count);
+  const delimiter = separator ?? guessDelimiter(body);
+  if (comments.last === undefined) return { text: body, delimiter };
+  const decimal = guessDecimal(body, delimiter);
+  const lastFields = Papa.parse<string[]>(comments.last, { delimiter }).data[0];
+  const names = commentHeader(lastFields, parseRows(body, delimiter, 1)[0], (text) => isNumberText(text, decimal));
+  return { text: names ? `${Papa.unparse([names], { delimiter })}\n${body}` : body, delimiter };
 }
 
 /** The server's guess of the numbers' decimal mark (app/core/data/decimalMark.ts), from the same first rows. */

@@ -350,6 +350,28 @@ describe('lines as spreadsheet programs write them', () => {
   });
 });
 
+describe("'#' lines at the top: a logger's notes, numpy's savetxt header", () => {
+  test('notes are skipped and rows keep their line numbers; a note above a header row of its own is only a note', async () => {
+    const text = '# sensor logger v2\n# units: mm, s\nx,y,label\n1,2,a\n2,3,b\n3,1,a\n4,4,b\n';
+    const data = await loadCsv(csvFile(text));
+    assert.deepEqual(data.featureNames, ['x', 'y']);
+    assert.equal(data.count, 4);
+    assert.deepEqual(data.notes, ['the first 2 lines start with # and are notes, skipped']);
+    await assert.rejects(loadCsv(csvFile(text + '5,1\n')), /row 8: 2 field\(s\), expected 3 like the header/);
+  });
+
+  test("numpy's `# x,y,label` line names the columns of the numbers below it", async () => {
+    const rows = Array.from({ length: 20 }, (_, i) => `${(i * 0.37) % 1},${(i * 0.61) % 1},${i % 2}.0000`);
+    const data = await loadCsv(csvFile(`# x,y,label\n${rows.join('\n')}\n`), { report: true });
+    assert.deepEqual(data.report!.map((entry) => [entry.name, entry.role]), [['x', 'feature'], ['y', 'feature'], ['label', 'label']]);
+    assert.equal(data.count, 20);
+    assert.deepEqual(data.notes, ["the first line, after its #, names the columns (as numpy's savetxt writes them)"]);
+    // a '#' line that does not fit the rows below is only a note; the file then has no header
+    const plain = await loadCsv(csvFile(`# generated 2026-01-01\n${rows.join('\n')}\n`));
+    assert.deepEqual(plain.featureNames, ['col1', 'col2']);
+  });
+});
+
 describe('what the bytes say: UTF-16 text, workbooks, binary files', () => {
   const rowsText = ['a\tb\tlabel', ...Array.from({ length: 20 }, (_, i) => `${i % 7}\t${i % 3}\t${i % 2 ? 'jä' : 'nein'}`)].join('\r\n') + '\r\n';
   const bytesFile = (name: string, bytes: Buffer) => {

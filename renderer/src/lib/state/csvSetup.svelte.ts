@@ -2,10 +2,9 @@
 // The roles become datasets:open's csv options (columns by 0-based index, so files without a header or with
 // repeated names work too).
 import type { PayloadOf } from '../../../../app/api/types';
-import { cleanCsvHead, findPreamble, guessDecimal, guessDelimiter, guessHeader, readCsvHead, sampleCsv, type SampledColumn } from '../csvSample';
+import { cleanCsvHead, findPreamble, guessDecimal, guessHeader, readCsvHead, rowsOfHead, sampleCsv, type SampledColumn } from '../csvSample';
 import type { DecimalMark } from '../../../../app/core/data/decimalMark';
 import { preambleApplies } from '../../../../app/core/data/sklearnPreamble';
-import { excelSeparator, withoutExcelSeparator } from '../../../../app/core/data/csvQuirks';
 import type { PickedFile } from '../platform';
 
 export type ColumnRole = 'feature' | 'label' | 'ignore' | 'categorical';
@@ -74,9 +73,10 @@ export class CsvSetup {
 
   private constructor(file: PickedFile, head: string) {
     this.file = file;
-    // Excel's `sep=;` first line names the delimiter; the server skips it too
-    this.head = withoutExcelSeparator(head);
-    this.delimiter = excelSeparator(head) ?? guessDelimiter(this.head);
+    // Excel's `sep=;` line and '#' notes at the top are skipped as the server skips them
+    const rows = rowsOfHead(head);
+    this.head = rows.text;
+    this.delimiter = rows.delimiter;
     this.decimal = guessDecimal(this.head, this.delimiter);
     this.header = guessHeader(this.head, this.delimiter, findPreamble(this.head, this.delimiter) !== undefined, this.decimal);
     this.roles = defaultRoles(this.columns);
