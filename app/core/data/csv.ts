@@ -164,17 +164,23 @@ function normaliseDelimiter(delimiter: string): string {
 
 // ---- the streaming pass ----
 
-/** What the streaming pass gathered, for finishCsv. */
-export interface CsvRead {
-  file: string;
+/** How the file is written, found from its first 64 KiB before the streaming pass. */
+export interface FileShape {
+  encoding: TextEncoding;
   delimiter: string;
   decimal: DecimalMark;
   /** Excel's `sep=X` first line, skipped: the delimiter it named. */
   separatorLine?: string;
+  /** Lines starting with '#' at the top, skipped (papaparse's comments); `names`: the last one's, numpy's header. */
+  comments: { lines: number; names?: string[] };
+}
+
+/** What the streaming pass gathered, for finishCsv. */
+export interface CsvRead {
+  file: string;
+  shape: FileShape;
   /** Every line ended with a delimiter: the empty field after it was dropped. */
   trailingDelimiter: boolean;
-  /** Lines starting with '#' at the top, skipped; `named`: the last one gave the column names (numpy's savetxt). */
-  comments: { lines: number; named: boolean };
   options: CsvOptions;
   hasHeader: boolean;
   layout: Layout;
@@ -212,13 +218,10 @@ class CsvReader {
 
   constructor(
     private readonly file: string,
-    private readonly delimiter: string,
-    private readonly decimal: DecimalMark,
+    private readonly shape: FileShape,
     private readonly options: CsvOptions,
-    private readonly separatorLine: string | undefined,
-    private readonly comments: CsvRead['comments'],
   ) {
-    this.separatorLinePending = separatorLine !== undefined;
+    this.separatorLinePending = shape.separatorLine !== undefined;
     this.markers = options.encoding?.missingMarkers ?? options.missingMarkers ?? defaultMissingMarkers;
     this.isMissing = missingTest(this.markers);
     this.numericMarkers = this.markers.some(isNumberText);
@@ -230,7 +233,7 @@ class CsvReader {
       this.separatorLinePending = false;
       return 0;
     }
-    applyDecimalMark(fields, this.decimal);
+    applyDecimalMark(fields, this.shape.decimal);
     if (this.sampling) {
       if (isBlankRow(fields)) return 0;
       this.sample.push({ fields, row });
@@ -389,11 +392,8 @@ class CsvReader {
     }
     return finishCsv({
       file: this.file,
-      delimiter: this.delimiter,
-      decimal: this.decimal,
-      separatorLine: this.separatorLine,
+      shape: this.shape,
       trailingDelimiter: this.trailingDelimiter,
-      comments: this.comments,
       options: this.options,
       hasHeader: this.hasHeader,
       layout: this.layout!,
@@ -455,11 +455,8 @@ function stripBom(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
-/** Reads a CSV (or TSV, …) file into a dataset; see CsvOptions. Errors are DataErrors naming file, row and column. */
-export async function loadCsv(file: string, options: CsvOptions = {}): Promise<CsvDataset> {
-  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
-    throw new Error(`limit must be a positive integer, got ${options.limit}`);
-  }
+/** The file's encoding, delimiter, decimal mark and the lines above its rows, from its first 64 KiB. */
+async function findFileShape(file: string, options: CsvOptions): Promise<FileShape> {
   const head = await readTextHead(file);
   const headText = stripBom(head.text);
   if (headText.trim() === '') throw new DataError(file, 'the file is empty');
@@ -475,14 +472,24 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   const decimal = options.decimal ?? guessDecimalMark(firstRows, delimiter);
   const lastFields = comments.last !== undefined ? Papa.parse<string[]>(comments.last, { delimiter }).data[0] : undefined;
   const names = commentHeader(lastFields, firstRows[0], (text) => isNumberText(applyDecimalMark([text], decimal)[0]));
-  const reader = new CsvReader(file, delimiter, decimal, options, separatorLine, { lines: comments.count, named: names !== undefined });
+  return { encoding: head.encoding, delimiter, decimal, separatorLine, comments: { lines: comments.count, ...(names ? { names } : {}) } };
+}
+
+/** Reads a CSV (or TSV, …) file into a dataset; see CsvOptions. Errors are DataErrors naming file, row and column. */
+export async function loadCsv(file: string, options: CsvOptions = {}): Promise<CsvDataset> {
+  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit > 0)) {
+    throw new Error(`limit must be a positive integer, got ${options.limit}`);
+  }
+  const shape = await findFileShape(file, options);
+  const { delimiter, comments } = shape;
+  const reader = new CsvReader(file, shape, options);
   // numpy's header line stands in for a header row, on its own line number
-  if (names !== undefined) reader.record([...names], comments.count);
+  if (comments.names !== undefined) reader.record([...comments.names], comments.lines);
 
   await new Promise<void>((resolve, reject) => {
-    const stream = fs.createReadStream(file, { encoding: head.encoding, highWaterMark: headBytes });
+    const stream = fs.createReadStream(file, { encoding: shape.encoding, highWaterMark: headBytes });
     let settled = false;
-    let nextRow = 1 + comments.count;
+    let nextRow = 1 + comments.lines;
     const finish = (error?: unknown) => {
       if (settled) return;
       settled = true;
@@ -496,7 +503,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
       header: false,
       dynamicTyping: false,
       skipEmptyLines: false,
-      comments: comments.count > 0 ? '#' : false,
+      comments: comments.lines > 0 ? '#' : false,
       beforeFirstChunk: stripBom,
       step: (results, parser) => {
         if (settled) return;

@@ -547,15 +547,16 @@ function datasetNotes(read: CsvRead, outcomes: readonly ColumnOutcome[], target:
     notes.push(`${formatCount(read.dropped.count)} row${read.dropped.count === 1 ? '' : 's'} left out because ${what} is missing (row${read.dropped.count === 1 ? '' : 's'} ${read.dropped.lines.join(', ')}${read.dropped.count > read.dropped.lines.length ? ', …' : ''})`);
   }
   notes.push(...target.notes);
-  if (read.separatorLine !== undefined) notes.push(`the first line (sep=${read.separatorLine === '\t' ? '<tab>' : read.separatorLine}) names the delimiter, as Excel writes it, and is skipped`);
-  if (read.comments.lines > 0) notes.push(commentNote(read.comments));
+  const { separatorLine, comments, decimal } = read.shape;
+  if (separatorLine !== undefined) notes.push(`the first line (sep=${separatorLine === '\t' ? '<tab>' : separatorLine}) names the delimiter, as Excel writes it, and is skipped`);
+  if (comments.lines > 0) notes.push(commentNote(comments.lines, comments.names !== undefined));
   if (read.trailingDelimiter) notes.push('every line ends with a delimiter: the empty field after it is not a column');
-  if (read.decimal === ',') notes.push('numbers are written with a decimal comma (162,5 is read as 162.5; 1.234,5 as 1234.5)');
+  if (decimal === ',') notes.push('numbers are written with a decimal comma (162,5 is read as 162.5; 1.234,5 as 1234.5)');
   return notes;
 }
 
 /** What the '#' lines at the top were taken for. */
-function commentNote({ lines, named }: CsvRead['comments']): string {
+function commentNote(lines: number, named: boolean): string {
   const numpy = 'names the columns (as numpy\'s savetxt writes them)';
   if (lines === 1) return named ? `the first line, after its #, ${numpy}` : 'the first line starts with # and is a note, skipped';
   return `the first ${lines} lines start with # and are notes, skipped${named ? `; the last one ${numpy}` : ''}`;
@@ -571,7 +572,7 @@ function newEncoding(
   const dropped = outcomes.filter((outcome) => outcome.writer === undefined && !outcome.ignored);
   return {
     hasHeader: read.hasHeader,
-    delimiter: read.delimiter,
+    delimiter: read.shape.delimiter,
     columnCount: layout.columnCount,
     label: regression || targets.length === 0 ? null : targets[0],
     columns: kept.map((outcome) => outcome.encoded!),
