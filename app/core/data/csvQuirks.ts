@@ -39,7 +39,8 @@ export function leadingComments(text: string): { count: number; last?: string } 
     const line = (end < 0 ? text.slice(at) : text.slice(at, end)).replace(/\r$/, '');
     last = line.slice(1).trim();
     count++;
-    if (end < 0) break;
+    // nothing but '#' lines: they are the rows (a headerless first column of #ff0000 colours), not notes
+    if (end < 0 || end + 1 >= text.length) return { count: 0 };
     at = end + 1;
   }
   return count === 0 ? { count } : { count, last };

@@ -369,6 +369,11 @@ describe("'#' lines at the top: a logger's notes, numpy's savetxt header", () =>
     // a '#' line that does not fit the rows below is only a note; the file then has no header
     const plain = await loadCsv(csvFile(`# generated 2026-01-01\n${rows.join('\n')}\n`));
     assert.deepEqual(plain.featureNames, ['col1', 'col2']);
+    // every line starts with '#': those are the rows (colours), not notes
+    const colours = Array.from({ length: 12 }, (_, i) => `#${['ff0000', '00ff00', '0000ff'][i % 3]},${i % 5},${i % 2 ? 'warm' : 'cold'}`);
+    const coloured = await loadCsv(csvFile(`${colours.join('\n')}\n`));
+    assert.equal(coloured.count, 12);
+    assert.deepEqual(coloured.notes ?? [], []);
   });
 });
 
