@@ -209,7 +209,7 @@ async function loadFolderFor(source: FolderSource, known: KnownData, unlabeled: 
  * label column "label", usually first. Returns that column's name when the header has it.
  */
 async function columnNamedLabel(file: string): Promise<string | undefined> {
-  const text = (await readTextHead(file)).text.replace(/^\uFEFF/, '');
+  const { text } = await readTextHead(file);
   const firstLine = text.split(/\r?\n/, 1)[0] ?? '';
   const fields = Papa.parse<string[]>(firstLine, { delimiter: sniffDelimiter(text) }).data[0] ?? [];
   return fields.map((field) => field.trim()).find((field) => field.toLowerCase() === 'label');

@@ -81,7 +81,7 @@ function imagesAt(dataset: Dataset, indices: readonly number[]): ImagePreview[] 
 async function firstCsvRows(file: string, count: number, dataset: Dataset): Promise<{ columns: string[]; rows: string[][] }> {
   const head = await readTextHead(file, previewHeadBytes);
   // A cut last line would show half a row; Excel's sep= line is not a row (the loader skips it too).
-  const text = withoutExcelSeparator((head.whole ? head.text : head.text.slice(0, Math.max(0, head.text.lastIndexOf('\n')))).replace(/^\uFEFF/, ''));
+  const text = withoutExcelSeparator(head.whole ? head.text : head.text.slice(0, Math.max(0, head.text.lastIndexOf('\n'))));
   const hasHeader = dataset.encoding?.hasHeader ?? false;
   const parsed = Papa.parse<string[]>(text, {
     delimiter: dataset.encoding?.delimiter ?? sniffDelimiter(text),

@@ -16,8 +16,9 @@ import { finishCsv } from './csvFinish';
 import { layoutFromEncoding, layoutFromOptions, type ColumnRef, type Layout } from './csvLayout';
 import type { Dataset } from './dataset';
 import type { CsvEncoding } from './encoding';
-import { commentHeader, dropTrailingField, endsWithDelimiter, excelSeparator, leadingComments, withoutExcelSeparator, withoutLeadingComments } from './csvQuirks';
-import { applyDecimalMark, guessDecimalMark, type DecimalMark } from './decimalMark';
+import { dropTrailingField, endsWithDelimiter, isBlankRow } from './csvQuirks';
+import { applyDecimalMark, type DecimalMark } from './decimalMark';
+import { findHeadShape, type HeadShape } from './headShape';
 import { DataError, fileError } from './errors';
 import { decodeTextHead, type TextEncoding } from './textEncoding';
 import { defaultMissingMarkers, missingTest } from './missing';
@@ -26,6 +27,7 @@ import { detectSklearnPreamble, preambleApplies } from './sklearnPreamble';
 
 export { parseStrictNumber } from './numbers';
 export { resolveColumn, type ColumnRef } from './csvLayout';
+export { isBlankRow } from './csvQuirks';
 
 export interface CsvOptions {
   /** Field delimiter; sniffed from the first rows when absent (`,` `;` tab `|`, else a space). `tab` and `\t` mean tab. */
@@ -152,10 +154,6 @@ export function detectHeader(rows: readonly (readonly string[])[], isMissing: (t
   return true;
 }
 
-export function isBlankRow(row: readonly string[]): boolean {
-  return row.length === 1 && row[0].trim() === '';
-}
-
 function normaliseDelimiter(delimiter: string): string {
   if (delimiter === 'tab' || delimiter === '\\t') return '\t';
   if (delimiter.length === 0) throw new Error('the delimiter must not be empty');
@@ -164,16 +162,8 @@ function normaliseDelimiter(delimiter: string): string {
 
 // ---- the streaming pass ----
 
-/** How the file is written, found from its first 64 KiB before the streaming pass. */
-export interface FileShape {
-  encoding: TextEncoding;
-  delimiter: string;
-  decimal: DecimalMark;
-  /** Excel's `sep=X` first line, skipped: the delimiter it named. */
-  separatorLine?: string;
-  /** Lines starting with '#' at the top, skipped (papaparse's comments); `names`: the last one's, numpy's header. */
-  comments: { lines: number; names?: string[] };
-}
+/** How the file is written, found from its first 64 KiB before the streaming pass (headShape.ts). */
+export type FileShape = Omit<HeadShape, 'body'> & { encoding: TextEncoding };
 
 /** What the streaming pass gathered, for finishCsv. */
 export interface CsvRead {
@@ -458,21 +448,12 @@ function stripBom(text: string): string {
 /** The file's encoding, delimiter, decimal mark and the lines above its rows, from its first 64 KiB. */
 async function findFileShape(file: string, options: CsvOptions): Promise<FileShape> {
   const head = await readTextHead(file);
-  const headText = stripBom(head.text);
-  if (headText.trim() === '') throw new DataError(file, 'the file is empty');
+  if (head.text.trim() === '') throw new DataError(file, 'the file is empty');
   // Sniff complete lines only: the head of a large file ends mid-line.
-  const cut = head.whole || headText.lastIndexOf('\n') <= 0 ? headText : headText.slice(0, headText.lastIndexOf('\n'));
-  // Excel's `sep=;` line names the delimiter and is skipped, whatever delimiter the caller gives
-  const separatorLine = excelSeparator(cut);
-  // '#' lines at the top are notes (a logger's, numpy's savetxt header), not rows
-  const comments = separatorLine === undefined ? leadingComments(cut) : { count: 0 };
-  const sample = withoutLeadingComments(withoutExcelSeparator(cut), comments.count);
-  const delimiter = options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : separatorLine ?? sniffDelimiter(sample);
-  const firstRows = Papa.parse<string[]>(sample, { delimiter, preview: headerSampleRows }).data.filter((row) => !isBlankRow(row));
-  const decimal = options.decimal ?? guessDecimalMark(firstRows, delimiter);
-  const lastFields = comments.last !== undefined ? Papa.parse<string[]>(comments.last, { delimiter }).data[0] : undefined;
-  const names = commentHeader(lastFields, firstRows[0], (text) => isNumberText(applyDecimalMark([text], decimal)[0]));
-  return { encoding: head.encoding, delimiter, decimal, separatorLine, comments: { lines: comments.count, ...(names ? { names } : {}) } };
+  const cut = head.whole || head.text.lastIndexOf('\n') <= 0 ? head.text : head.text.slice(0, head.text.lastIndexOf('\n'));
+  const given = { delimiter: options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : undefined, decimal: options.decimal };
+  const { body: _rows, ...shape } = findHeadShape(cut, given, sniffDelimiter, headerSampleRows);
+  return { encoding: head.encoding, ...shape };
 }
 
 /** Reads a CSV (or TSV, …) file into a dataset; see CsvOptions. Errors are DataErrors naming file, row and column. */

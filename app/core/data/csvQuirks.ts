@@ -1,6 +1,12 @@
-// Two habits of the programs that write CSV files, read by the loader and the Data screen's preview alike
-// (nothing of Node here): Excel's `sep=;` first line, which names the delimiter, and a delimiter at the end of
-// every line (`1,2,3,`), which would otherwise read as an empty last column and become the default label.
+// Habits of the programs that write CSV files, read by the loader and the Data screen's preview alike
+// (nothing of Node here): Excel's `sep=;` first line, which names the delimiter; '#' notes above the rows
+// (numpy's savetxt writes the column names there); and a delimiter at the end of every line (`1,2,3,`), which
+// would otherwise read as an empty last column and become the default label.
+
+/** A row papaparse makes of an empty or blank line. */
+export function isBlankRow(row: readonly string[]): boolean {
+  return row.length === 1 && row[0].trim() === '';
+}
 
 /** The delimiter an Excel `sep=X` first line names, or undefined (the line is then not data). */
 export function excelSeparator(text: string): string | undefined {
@@ -16,7 +22,7 @@ export function withoutExcelSeparator(text: string): string {
 
 /** Every row (header included) of at least two fields ends with an empty one: the lines end with a delimiter. */
 export function endsWithDelimiter(rows: readonly (readonly string[])[]): boolean {
-  const filled = rows.filter((row) => !(row.length === 1 && row[0].trim() === ''));
+  const filled = rows.filter((row) => !isBlankRow(row));
   return filled.length > 0 && filled.every((row) => row.length >= 2 && row[row.length - 1].trim() === '');
 }
 

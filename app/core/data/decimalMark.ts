@@ -26,8 +26,9 @@ export function guessDecimalMark(rows: readonly (readonly string[])[], delimiter
     for (const cell of row) {
       if (commaNumber.test(cell)) {
         if (!commaGroupedNumber.test(cell)) commaCells++;
+      } else if (pointNumber.test(cell) && !groupedNumber.test(cell)) {
+        return '.';
       }
-      else if (pointNumber.test(cell) && !groupedNumber.test(cell)) return '.';
     }
   }
   return commaCells > 0 ? ',' : '.';
@@ -47,9 +48,13 @@ export function pointCellWithoutGrouping(cell: string): string {
   return cell.replace(/,/g, '');
 }
 
-/** The row's cells as the number parser reads them, in place: the decimal mark a point, no thousands grouping. */
+/** A cell as the number parser reads it in a file of this mark: the decimal mark a point, no thousands grouping. */
+export function cellAsPoint(cell: string, mark: DecimalMark): string {
+  return mark === ',' ? commaCellToPoint(cell) : pointCellWithoutGrouping(cell);
+}
+
+/** The row's cells as the number parser reads them (cellAsPoint), in place. */
 export function applyDecimalMark(fields: string[], mark: DecimalMark): string[] {
-  const convert = mark === ',' ? commaCellToPoint : pointCellWithoutGrouping;
-  for (let i = 0; i < fields.length; i++) fields[i] = convert(fields[i]);
+  for (let i = 0; i < fields.length; i++) fields[i] = cellAsPoint(fields[i], mark);
   return fields;
 }

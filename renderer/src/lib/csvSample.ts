@@ -2,11 +2,11 @@
 // whether they look numeric, for the column roles table. The delimiter and header found here are sent with
 // the file, so the server reads the columns the user saw.
 import Papa from 'papaparse';
-import {
-  commentHeader, dropTrailingField, endsWithDelimiter, excelSeparator, leadingComments, withoutExcelSeparator, withoutLeadingComments,
-} from '../../../app/core/data/csvQuirks';
+import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csvQuirks';
+import { cellAsPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
+import { findHeadShape } from '../../../app/core/data/headShape';
+import { isNumberText as isStrictNumber } from '../../../app/core/data/numbers';
 import { decodeTextHead } from '../../../app/core/data/textEncoding';
-import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
@@ -40,14 +40,13 @@ export const delimiterChoices = [
 ] as const;
 
 const headBytes = 64 * 1024;
-/** The server's strict number syntax (app/core/data/csv.ts parseStrictNumber): no hex, NaN or Infinity. */
-const numberPattern = /^[ \t]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[ \t]*$/;
 
 /** The loader's default missing-value markers (app/core/data/missing.ts), lower case; '' included. */
 const missingMarkers = new Set(['', 'na', 'n/a', 'nan', 'null', '?', '-']);
 
+/** The server's strict number syntax (app/core/data/numbers.ts: no hex, NaN or Infinity), in a file of this decimal mark. */
 export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean {
-  return numberPattern.test(decimal === ',' ? commaCellToPoint(text) : pointCellWithoutGrouping(text));
+  return isStrictNumber(cellAsPoint(text, decimal));
 }
 
 /** The file's first 64 KiB as text in its encoding (UTF-8, or UTF-16 with its mark), without a byte order mark or a cut last line; or what the file is instead. */
@@ -56,9 +55,8 @@ export async function readCsvHead(file: Blob): Promise<{ text: string } | { prob
   return 'problem' in decoded ? decoded : { text: cleanCsvHead(decoded.text, file.size > headBytes) };
 }
 
-/** A file's first bytes as text (a browser slice, or Electron's dialog `head`) without the BOM and, when cut, the last partial line. */
+/** A file's first bytes as text (a browser slice, or Electron's dialog `head`, both decoded without their byte order mark) without, when cut, the last partial line. */
 export function cleanCsvHead(text: string, cut: boolean): string {
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   return cut ? text.slice(0, Math.max(0, text.lastIndexOf('\n'))) : text;
 }
 
@@ -75,20 +73,14 @@ export function guessDelimiter(text: string): string {
 }
 
 /**
- * The head as the server reads the file's rows (app/core/data/csv.ts loadCsv): without Excel's `sep=;` line
- * (whose delimiter it gives) and the '#' lines at the top; numpy's `# x,y,label` line becomes the header line.
+ * The head as the server reads the file's rows (app/core/data/headShape.ts, as loadCsv): without Excel's
+ * `sep=;` line (whose delimiter it gives) and the '#' lines at the top; numpy's `# x,y,label` line becomes the
+ * header line. With the delimiter and decimal mark found.
  */
-export function rowsOfHead(head: string): { text: string; delimiter: string } {
-  const separator = excelSeparator(head);
-  const afterSeparator = withoutExcelSeparator(head);
-  const comments = separator === undefined ? leadingComments(afterSeparator) : { count: 0 };
-  const body = withoutLeadingComments(afterSeparator, comments.count);
-  const delimiter = separator ?? guessDelimiter(body);
-  if (comments.last === undefined) return { text: body, delimiter };
-  const decimal = guessDecimal(body, delimiter);
-  const lastFields = Papa.parse<string[]>(comments.last, { delimiter }).data[0];
-  const names = commentHeader(lastFields, parseRows(body, delimiter, 1)[0], (text) => isNumberText(text, decimal));
-  return { text: names ? `${Papa.unparse([names], { delimiter })}\n${body}` : body, delimiter };
+export function rowsOfHead(head: string): { text: string; delimiter: string; decimal: DecimalMark } {
+  const { body, delimiter, decimal, comments } = findHeadShape(head, {}, guessDelimiter, 200);
+  const text = comments.names ? `${Papa.unparse([comments.names], { delimiter })}\n${body}` : body;
+  return { text, delimiter, decimal };
 }
 
 /** The server's guess of the numbers' decimal mark (app/core/data/decimalMark.ts), from the same first rows. */

@@ -77,7 +77,7 @@ export class CsvSetup {
     const rows = rowsOfHead(head);
     this.head = rows.text;
     this.delimiter = rows.delimiter;
-    this.decimal = guessDecimal(this.head, this.delimiter);
+    this.decimal = rows.decimal;
     this.header = guessHeader(this.head, this.delimiter, findPreamble(this.head, this.delimiter) !== undefined, this.decimal);
     this.roles = defaultRoles(this.columns);
   }
