@@ -1,6 +1,7 @@
 // The model editor's layer list: the layers as objects (what the rows edit) and the compact text the API
 // takes (docs/LAYERS.md), plus how the API's per-layer check lines up with the rows.
 import type { LayerCheck, ModelSpec } from '../../../app/api/types';
+import type { LossName } from '../../../app/core/model/spec';
 
 export type LayerSpec = ModelSpec['layers'][number];
 export type LayerKind = LayerSpec['kind'];
@@ -24,15 +25,10 @@ export const layerKinds: { kind: LayerKind; title: string }[] = [
 /** The kinds a residual block's layers may have. */
 export const plainLayerKinds = layerKinds.filter((option) => option.kind !== 'residual') as { kind: PlainLayerKind; title: string }[];
 
-/** batchnorm's defaults (PyTorch's), as app/core/model/spec.ts has them. */
-export const batchnormDefaults = { momentum: 0.1, eps: 1e-5 } as const;
-
-export const activationNames = ['linear', 'relu', 'leaky_relu', 'sigmoid', 'tanh', 'softplus', 'softmax', 'gelu'] as const;
-export type ActivationName = (typeof activationNames)[number];
-export const paddingNames = ['valid', 'same', 'full'] as const;
-export const lossNames = ['softmax_cross_entropy', 'binary_cross_entropy', 'mse', 'mae', 'huber'] as const;
-export const regressionLossNames = ['mse', 'mae', 'huber'] as const;
-export type LossName = (typeof lossNames)[number];
+// the names and defaults the model spec validates against, and the compact syntax's writer: app/core's, not copies
+export { activationNames, batchnormDefaults, lossNames, paddingNames, regressionLossNames } from '../../../app/core/model/spec';
+export type { ActivationName, LossName } from '../../../app/core/model/spec';
+export { formatLayer as layerText, formatLayers as layersText } from '../../../app/core/model/layerSyntax';
 
 export const lossTitles: Record<LossName, string> = {
   softmax_cross_entropy: 'Softmax cross-entropy',
@@ -69,51 +65,6 @@ export function newPlainLayer(kind: PlainLayerKind): PlainLayerSpec {
     case 'global_avgpool':
       return { kind };
   }
-}
-
-function activationText(activation: ActivationName | undefined, alpha: number | undefined): string {
-  if (!activation) return '';
-  return activation === 'leaky_relu' && alpha !== undefined ? `:${activation}:${alpha}` : `:${activation}`;
-}
-
-/** One layer in the compact syntax (the same text `nnstudio train --layers` takes). */
-export function layerText(layer: LayerSpec): string {
-  switch (layer.kind) {
-    case 'dense':
-      return `dense:${layer.units}${activationText(layer.activation, layer.alpha)}`;
-    case 'conv2d': {
-      const [kh, kw] = layer.kernel;
-      const kernel = kh === kw ? `${kh}` : `${kh}x${kw}`;
-      const padding = layer.padding && layer.padding !== 'valid' ? `:${layer.padding}` : '';
-      const stride = layer.stride !== undefined && layer.stride !== 1 ? `:s${layer.stride}` : '';
-      return `conv:${layer.filters}x${kernel}${padding}${stride}${activationText(layer.activation, layer.alpha)}`;
-    }
-    case 'maxpool2d':
-    case 'avgpool2d': {
-      const stride = layer.stride !== undefined && layer.stride !== layer.size ? `:s${layer.stride}` : '';
-      return `${layer.kind === 'maxpool2d' ? 'maxpool' : 'avgpool'}:${layer.size}${stride}`;
-    }
-    case 'flatten':
-      return 'flatten';
-    case 'dropout':
-      return `dropout:${layer.rate}`;
-    case 'activation':
-      return layer.fn === 'leaky_relu' && layer.alpha !== undefined ? `${layer.fn}:${layer.alpha}` : layer.fn;
-    case 'batchnorm': {
-      const momentum =
-        layer.momentum !== undefined && layer.momentum !== batchnormDefaults.momentum ? `:m${layer.momentum}` : '';
-      const eps = layer.eps !== undefined && layer.eps !== batchnormDefaults.eps ? `:eps${layer.eps}` : '';
-      return `batchnorm${momentum}${eps}${layer.affine === false ? ':noaffine' : ''}`;
-    }
-    case 'global_avgpool':
-      return 'gap';
-    case 'residual':
-      return `residual(${layer.layers.map(layerText).join(',')})`;
-  }
-}
-
-export function layersText(layers: readonly LayerSpec[]): string {
-  return layers.map(layerText).join(',');
 }
 
 /** A row of the editor: one of the user's layers, or a flatten the API inserted before a dense layer. */
