@@ -2,6 +2,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { mulberry32 } from '../../../app/core/data/split';
 
 export const flowerClasses = ['setosa', 'versicolor', 'virginica'] as const;
 /** The file's columns as written: a row id (to ignore), four measurements, the label in the middle, a text column. */
@@ -15,17 +16,8 @@ export const flowerGardens = ['north', 'south'] as const;
 /** What the network sees: four measurements and the garden one-hot encoded. */
 export const flowerFeatureCount = 4 + flowerGardens.length;
 
-/** A deterministic generator (mulberry32), so every run sees the same file. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A deterministic generator (the splits' mulberry32), so every run sees the same file. */
+export const random = mulberry32;
 
 export function gaussian(next: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
