@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { downloadFileName, type Api } from '../api/session';
 import { isChannel, payloadSchemas, type ParsedPayloadOf } from '../api/schemas';
 import type { ApiError, ApiEvent, ApiResponse, ChosenFile, OpenFilePurpose, SaveFilePurpose } from '../api/types';
+import { readHeadBytes } from '../core/data/compressedText';
+import { DataError } from '../core/data/errors';
 import { decodeTextHead } from '../core/data/textEncoding';
 import { isTrustedSender, type SenderFrame } from './security';
 
@@ -86,17 +88,17 @@ function validationError(channel: string, error: z.ZodError): ApiError {
   return { message: `${channel}: ${field ? `${field}: ` : 'payload: '}${issue.message}`, field };
 }
 
-/** The first bytes of a chosen dataset file as text in its encoding (CSV header and a few rows), or what the file is instead. */
+/** The first bytes of a chosen dataset file (decompressed when gzip) as text in its encoding (CSV header and a few rows), or what the file is instead. */
 async function readHead(file: string): Promise<Pick<ChosenFile, 'head' | 'headProblem'>> {
-  const handle = await fs.promises.open(file, 'r');
+  let bytes: Buffer;
   try {
-    const buffer = Buffer.alloc(fileHeadBytes);
-    const { bytesRead } = await handle.read(buffer, 0, fileHeadBytes, 0);
-    const decoded = decodeTextHead(buffer.subarray(0, bytesRead));
-    return 'text' in decoded ? { head: decoded.text } : { headProblem: decoded.problem };
-  } finally {
-    await handle.close();
+    ({ bytes } = await readHeadBytes(file, fileHeadBytes));
+  } catch (error) {
+    if (error instanceof DataError) return { headProblem: error.detail };
+    throw error;
   }
+  const decoded = decodeTextHead(bytes);
+  return 'text' in decoded ? { head: decoded.text } : { headProblem: decoded.problem };
 }
 
 export function createIpcRouter(api: Pick<Api, 'dispatch'>, dialogs: DialogBackend): IpcRouter {

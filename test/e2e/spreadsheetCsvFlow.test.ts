@@ -4,8 +4,10 @@
 // told "Point", the same columns read as text. Lines that end with a delimiter have no empty last column.
 // Excel's "Unicode Text" (UTF-16, tabs) previews and opens; a workbook saved under a .csv name is told to be
 // saved as CSV instead of failing on its first row. numpy's savetxt header (`# x,y,label`) names the columns.
+// A gzip-compressed CSV (.csv.gz, as scikit-learn ships its digits) previews and opens as the text inside it.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipWithoutBrowser } from './support/browser';
@@ -31,12 +33,13 @@ function europeanCsv(rows: number, seed: number): string {
   return `\ufeffsep=;\r\n${lines.join('\r\n')}\r\n`;
 }
 
-describe('files as other programs save them: a sep line, semicolons and decimal commas, trailing delimiters, numpy, UTF-16, a workbook', { skip: skipWithoutBrowser() }, () => {
+describe('files as other programs save them: a sep line, semicolons and decimal commas, trailing delimiters, numpy, UTF-16, a workbook, gzip', { skip: skipWithoutBrowser() }, () => {
   let file = '';
   let trailing = '';
   let unicodeText = '';
   let workbook = '';
   let numpy = '';
+  let gzipped = '';
   const scratch = useStudioWithScratch('european', (dir) => {
     numpy = writeFile(dir, 'savetxt.csv', `# x,y,label\n${Array.from({ length: 30 }, (_, i) => `${((i * 0.37) % 1).toFixed(4)},${((i * 0.61) % 1).toFixed(4)},${i % 2}.0000`).join('\n')}\n`);
     // Excel's "Unicode Text": UTF-16 little-endian with its byte order mark, tab-separated
@@ -46,6 +49,8 @@ describe('files as other programs save them: a sep line, semicolons and decimal 
     workbook = path.join(dir, 'umsatz.csv');
     fs.writeFileSync(workbook, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00, 0x08, 0x00]));
     file = writeFile(dir, plan.file, europeanCsv(plan.rows, plan.seed));
+    gzipped = path.join(dir, 'körper.csv.gz');
+    fs.writeFileSync(gzipped, zlib.gzipSync(europeanCsv(plan.rows, plan.seed + 1)));
     trailing = writeFile(dir, 'trailing.csv', ['Breite;Höhe;Klasse;', ...Array.from({ length: 30 }, (_, i) => `${i % 7};${i % 4};${i % 2 ? 'a' : 'b'};`)].join('\n'));
   });
   const step = sequentialSteps(() => scratch.studio);
@@ -98,6 +103,16 @@ describe('files as other programs save them: a sep line, semicolons and decimal 
     const summary = await readDatasetSummary(page());
     assert.equal(summary['Examples'], '30');
     assert.equal(summary['Features'], '2');
+  });
+
+  step('a gzip-compressed CSV (.csv.gz): the preview shows the text inside it, and it opens', 20_000, async () => {
+    await chooseCsv(page(), gzipped);
+    const roles = await readTable(page().getByRole('table', { name: 'Column roles of körper.csv.gz' }));
+    assert.deepEqual(roles.rows.map((row) => row[roles.columns.indexOf('Column')]), ['Größe', 'Gewicht', 'Alter', 'Klasse']);
+    assert.equal(await page().getByRole('combobox', { name: 'Delimiter' }).inputValue(), ';');
+    await openChosenCsv(page(), gzipped, 'Klasse');
+    const summary = await readDatasetSummary(page());
+    assert.deepEqual([summary['Examples'], summary['Features']], [String(plan.rows), '3']);
   });
 
   step('Excel\'s Unicode Text (UTF-16, tabs) previews and opens; a workbook saved as .csv is told what to do', 20_000, async () => {

@@ -8,7 +8,6 @@
 // missing markers, numbers, categories, dates, IDs, constant columns and free text; then whether the label
 // is a class or a number to predict (task.ts). Rows whose label or target is missing are dropped and
 // counted in `notes`. The decisions are stored in the encoding, so later files are read the same way.
-import * as fs from 'node:fs';
 import * as Papa from 'papaparse';
 import type { ColumnReport } from './columnReport';
 import { IntBuffer, ScannedColumns } from './columnStore';
@@ -19,7 +18,8 @@ import type { CsvEncoding } from './encoding';
 import { dropTrailingField, endsWithDelimiter, isBlankRow } from './csvQuirks';
 import { applyDecimalMark, type DecimalMark } from './decimalMark';
 import { findHeadShape, type HeadShape } from './headShape';
-import { DataError, fileError } from './errors';
+import { DataError } from './errors';
+import { dataStreamError, openDataStream, readHeadBytes } from './compressedText';
 import { decodeTextHead, type TextEncoding } from './textEncoding';
 import { defaultMissingMarkers, missingTest } from './missing';
 import { isNumberText, maxFloat32, parseStrictNumber } from './numbers';
@@ -163,7 +163,7 @@ function normaliseDelimiter(delimiter: string): string {
 // ---- the streaming pass ----
 
 /** How the file is written, found from its first 64 KiB before the streaming pass (headShape.ts). */
-export type FileShape = Omit<HeadShape, 'body'> & { encoding: TextEncoding };
+export type FileShape = Omit<HeadShape, 'body'> & { encoding: TextEncoding; gzip: boolean };
 
 /** What the streaming pass gathered, for finishCsv. */
 export interface CsvRead {
@@ -418,27 +418,18 @@ function countLineBreaks(field: string): number {
 // ---- reading ----
 
 /**
- * The first bytes of the file as text in its encoding (textEncoding.ts; without a byte order mark); `whole`
- * when that is all of it. A workbook or another binary file is a DataError saying what to do.
+ * The first bytes of the file (decompressed when it is gzip: compressedText.ts) as text in its encoding
+ * (textEncoding.ts; without a byte order mark); `whole` when that is all of it. A workbook or another binary
+ * file is a DataError saying what to do.
  */
-export async function readTextHead(file: string, byteCount = headBytes): Promise<{ text: string; whole: boolean; encoding: TextEncoding }> {
-  let handle: fs.promises.FileHandle;
-  try {
-    handle = await fs.promises.open(file, 'r');
-  } catch (error) {
-    throw fileError(file, error);
-  }
-  try {
-    const buffer = Buffer.alloc(byteCount);
-    const { bytesRead } = await handle.read(buffer, 0, byteCount, 0);
-    const decoded = decodeTextHead(buffer.subarray(0, bytesRead));
-    if ('problem' in decoded) throw new DataError(file, decoded.problem);
-    return { ...decoded, whole: bytesRead < byteCount };
-  } catch (error) {
-    throw error instanceof DataError ? error : fileError(file, error);
-  } finally {
-    await handle.close();
-  }
+export async function readTextHead(
+  file: string,
+  byteCount = headBytes,
+): Promise<{ text: string; whole: boolean; encoding: TextEncoding; gzip: boolean }> {
+  const { bytes, whole, gzip } = await readHeadBytes(file, byteCount);
+  const decoded = decodeTextHead(bytes);
+  if ('problem' in decoded) throw new DataError(file, decoded.problem);
+  return { ...decoded, whole, gzip };
 }
 
 function stripBom(text: string): string {
@@ -453,7 +444,7 @@ async function findFileShape(file: string, options: CsvOptions): Promise<FileSha
   const cut = head.whole || head.text.lastIndexOf('\n') <= 0 ? head.text : head.text.slice(0, head.text.lastIndexOf('\n'));
   const given = { delimiter: options.delimiter !== undefined ? normaliseDelimiter(options.delimiter) : undefined, decimal: options.decimal };
   const { body: _rows, ...shape } = findHeadShape(cut, given, sniffDelimiter, headerSampleRows);
-  return { encoding: head.encoding, ...shape };
+  return { encoding: head.encoding, gzip: head.gzip, ...shape };
 }
 
 /** Reads a CSV (or TSV, …) file into a dataset; see CsvOptions. Errors are DataErrors naming file, row and column. */
@@ -468,7 +459,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
   if (comments.names !== undefined) reader.record([...comments.names], comments.lines);
 
   await new Promise<void>((resolve, reject) => {
-    const stream = fs.createReadStream(file, { encoding: shape.encoding, highWaterMark: headBytes });
+    const stream = openDataStream(file, shape.gzip, headBytes).setEncoding(shape.encoding);
     let settled = false;
     let nextRow = 1 + comments.lines;
     const finish = (error?: unknown) => {
@@ -478,7 +469,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
       if (error !== undefined) reject(error);
       else resolve();
     };
-    stream.on('error', (error) => finish(fileError(file, error)));
+    stream.on('error', (error) => finish(dataStreamError(file, error)));
     Papa.parse<string[]>(stream, {
       delimiter,
       header: false,
@@ -507,7 +498,7 @@ export async function loadCsv(file: string, options: CsvOptions = {}): Promise<C
         }
       },
       complete: () => finish(),
-      error: (error) => finish(fileError(file, error)),
+      error: (error) => finish(dataStreamError(file, error)),
     });
   });
   return reader.finish();

@@ -16,11 +16,14 @@ export class DataError extends Error {
   readonly row?: number;
   readonly column?: number;
   readonly columnName?: string;
+  /** What is wrong, without the file's name and place (for a face that shows the name already). */
+  readonly detail: string;
 
   /** `file` is the path as given; the message names its base name. */
   constructor(file: string, detail: string, place: DataErrorPlace = {}) {
     super(`${path.basename(file)}${describePlace(place)}: ${detail}`);
     this.file = file;
+    this.detail = detail;
     this.row = place.row;
     this.column = place.column;
     this.columnName = place.columnName;

@@ -10,6 +10,11 @@ const saveAsCsv = 'save the sheet as CSV (in Excel: Save As, "CSV UTF-8")';
 
 const startsWith = (head: Uint8Array, bytes: readonly number[]) => bytes.every((byte, index) => head[index] === byte);
 
+/** gzip's magic bytes: a compressed file (.csv.gz), which the readers decompress before anything else. */
+export function isGzip(head: Uint8Array): boolean {
+  return startsWith(head, [0x1f, 0x8b]);
+}
+
 /** The encoding to read the file with, or what the file is instead (a sentence that says what to do). */
 export function textEncodingOf(head: Uint8Array): { encoding: TextEncoding } | { problem: string } {
   if (startsWith(head, [0xff, 0xfe])) return { encoding: 'utf16le' };

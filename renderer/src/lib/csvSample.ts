@@ -6,7 +6,7 @@ import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csv
 import { cellAsPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { findHeadShape } from '../../../app/core/data/headShape';
 import { isNumberText as isStrictNumber } from '../../../app/core/data/numbers';
-import { decodeTextHead } from '../../../app/core/data/textEncoding';
+import { decodeTextHead, isGzip } from '../../../app/core/data/textEncoding';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
@@ -49,10 +49,34 @@ export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean 
   return isStrictNumber(cellAsPoint(text, decimal));
 }
 
-/** The file's first 64 KiB as text in its encoding (UTF-8, or UTF-16 with its mark), without a byte order mark or a cut last line; or what the file is instead. */
+/** The file's first 64 KiB as text in its encoding (UTF-8, or UTF-16 with its mark; decompressed first when gzip), without a byte order mark or a cut last line; or what the file is instead. */
 export async function readCsvHead(file: Blob): Promise<{ text: string } | { problem: string }> {
-  const decoded = decodeTextHead(new Uint8Array(await file.slice(0, headBytes).arrayBuffer()));
-  return 'problem' in decoded ? decoded : { text: cleanCsvHead(decoded.text, file.size > headBytes) };
+  const magic = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+  const head = isGzip(magic) ? await gunzipHead(file, headBytes) : { bytes: new Uint8Array(await file.slice(0, headBytes).arrayBuffer()), cut: file.size > headBytes };
+  if ('problem' in head) return head;
+  const decoded = decodeTextHead(head.bytes);
+  return 'problem' in decoded ? decoded : { text: cleanCsvHead(decoded.text, head.cut) };
+}
+
+/** A gzip file's first `byteCount` decompressed bytes (the browser's DecompressionStream, read no further). */
+async function gunzipHead(file: Blob, byteCount: number): Promise<{ bytes: Uint8Array; cut: boolean } | { problem: string }> {
+  const reader = file.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
+  const bytes = new Uint8Array(byteCount);
+  let total = 0;
+  try {
+    while (total < byteCount) {
+      const { done, value } = await reader.read();
+      if (done) return { bytes: bytes.subarray(0, total), cut: false };
+      const taken = Math.min(value.length, byteCount - total);
+      bytes.set(value.subarray(0, taken), total);
+      total += taken;
+    }
+    return { bytes, cut: true };
+  } catch (error) {
+    return { problem: `the file is not a valid gzip file (${(error as Error).message}): decompress it, or compress it again` };
+  } finally {
+    void reader.cancel().catch(() => {});
+  }
 }
 
 /** A file's first bytes as text (a browser slice, or Electron's dialog `head`, both decoded without their byte order mark) without, when cut, the last partial line. */

@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { after, describe, test } from 'node:test';
 import { checkDataset } from '../../../app/core/data/dataset';
-import { loadCsv } from '../../../app/core/data/csv';
+import { loadCsv, readTextHead } from '../../../app/core/data/csv';
 import { commaCellToPoint, guessDecimalMark, pointCellWithoutGrouping } from '../../../app/core/data/decimalMark';
 import { csvEncodingSchema } from '../../../app/core/data/encoding';
 import { DataError } from '../../../app/core/data/errors';
@@ -404,5 +405,49 @@ describe('what the bytes say: UTF-16 text, workbooks, binary files', () => {
     await assert.rejects(loadCsv(bigEndian), { message: /^be\.csv: the file is UTF-16 big-endian text, which is not read: save it as UTF-8/ });
     const binary = bytesFile('data.csv', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x01, 0x00, 0x31, 0x2c, 0x32]));
     await assert.rejects(loadCsv(binary), { message: /^data\.csv: the file is not text \(it holds zero bytes\): is it a CSV file\?/ });
+  });
+});
+
+describe('gzip-compressed files (.csv.gz, as scikit-learn ships its digits)', () => {
+  const rowsText = ['x,y,label', ...Array.from({ length: 30 }, (_, i) => `${(i * 13) % 17},${(i * 7) % 5},${i % 3 ? 'odd' : 'even'}`)].join('\n') + '\n';
+  const gzFile = (name: string, bytes: Buffer) => {
+    const file = path.join(folder, name);
+    fs.writeFileSync(file, bytes);
+    return file;
+  };
+
+  test('a gzip file reads like the text inside it, found by its bytes whatever its name', async () => {
+    const plain = await loadCsv(csvFile(rowsText));
+    for (const name of ['table.csv.gz', 'renamed.csv']) {
+      const compressed = await loadCsv(gzFile(name, zlib.gzipSync(rowsText)));
+      assert.deepEqual(compressed.featureNames, plain.featureNames);
+      assert.deepEqual(compressed.classLabels, plain.classLabels);
+      assert.deepEqual(Array.from(compressed.features), Array.from(plain.features));
+      assert.deepEqual(Array.from(compressed.labels), Array.from(plain.labels));
+    }
+  });
+
+  test("the head of a large gzip file is its first decompressed bytes, not all of them", async () => {
+    const big = 'a,b,label\n' + Array.from({ length: 20_000 }, (_, i) => `${i},${i % 9},c${i % 4}`).join('\n') + '\n';
+    const file = gzFile('big.csv.gz', zlib.gzipSync(big));
+    const head = await readTextHead(file, 4096);
+    assert.equal(head.gzip, true);
+    assert.equal(head.whole, false);
+    assert.equal(head.text, big.slice(0, 4096));
+    const small = await readTextHead(gzFile('small.csv.gz', zlib.gzipSync(rowsText)));
+    assert.deepEqual([small.whole, small.text], [true, rowsText]);
+    assert.equal((await loadCsv(file)).count, 20_000);
+  });
+
+  test('a cut or damaged gzip file says so, by name', async () => {
+    const whole = zlib.gzipSync('a,b,label\n' + Array.from({ length: 5000 }, (_, i) => `${i},${i * 3},k${i % 5}`).join('\n'));
+    const cut = gzFile('cut.csv.gz', whole.subarray(0, Math.floor(whole.length / 2)));
+    await assert.rejects(loadCsv(cut), (error: unknown) => {
+      assert.ok(error instanceof DataError);
+      assert.match(error.message, /^cut\.csv\.gz: is not a valid gzip file \(unexpected end of file\): decompress it, or compress it again$/);
+      return true;
+    });
+    const garbage = gzFile('garbage.csv.gz', Buffer.from([0x1f, 0x8b, 0x47, 0x41, 0x52, 0x42, 0x41, 0x47, 0x45]));
+    await assert.rejects(loadCsv(garbage), { message: /^garbage\.csv\.gz: is not a valid gzip file \(/ });
   });
 });

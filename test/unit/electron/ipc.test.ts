@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { z } from 'zod';
 import { createApi, type ApiEvent, type ApiResponse, type ChosenFile, type DatasetInfo } from '../../../app/api';
 import { channels, payloadSchemas } from '../../../app/api/schemas';
@@ -223,6 +224,19 @@ describe('paths come only from dialogs', () => {
     const zip = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
     assert.equal(zip.head, undefined);
     assert.match(zip.headProblem ?? '', /^the file is a ZIP archive, such as an Excel \(\.xlsx\)/);
+  });
+
+  test('a chosen gzip file (.csv.gz) comes as its decompressed text; a damaged one with what is wrong', async () => {
+    const compressed = path.join(scratch, 'digits.csv.gz');
+    fs.writeFileSync(compressed, zlib.gzipSync('a,b,label\n1,2,x\n'));
+    const damaged = path.join(scratch, 'damaged.csv.gz');
+    fs.writeFileSync(damaged, zlib.gzipSync('a,b,label\n1,2,x\n').subarray(0, 12));
+    const router = createIpcRouter(recordingApi(), fakeDialogs([compressed, damaged]).dialogs);
+    const text = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
+    assert.deepEqual([text.head, text.headProblem], ['a,b,label\n1,2,x\n', undefined]);
+    const cut = resultOf(await router.handle(page, 'dialog:openFile', { purpose: 'dataset' })) as ChosenFile;
+    assert.equal(cut.head, undefined);
+    assert.match(cut.headProblem ?? '', /^is not a valid gzip file \(unexpected end of file\)/);
   });
 
   test('a model file chosen to import has no head; a cancelled dialog answers null and allows nothing', async () => {

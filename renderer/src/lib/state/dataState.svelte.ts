@@ -84,7 +84,7 @@ export class DataState {
       this.csvError = picked.error;
       return;
     }
-    if (!/\.(csv|txt|tsv)$/i.test(picked.name)) {
+    if (!/\.(csv|txt|tsv)(\.gz)?$/i.test(picked.name)) {
       this.pendingCsv = undefined;
       this.csvError = { message: workbookProblem(picked.name) ?? `${picked.name} is not a CSV file (.csv)` };
       return;
