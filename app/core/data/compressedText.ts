@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { DataError, fileError } from './errors';
-import { isGzip } from './textEncoding';
+import { damagedGzipProblem, isGzip } from './textEncoding';
 
 /** Whether the file starts with gzip's magic bytes. */
 export async function isGzipFile(file: string): Promise<boolean> {
@@ -36,7 +36,7 @@ export function dataStreamError(file: string, error: unknown): DataError {
   if (error instanceof DataError) return error;
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (typeof code === 'string' && code.startsWith('Z_')) {
-    return new DataError(file, `is not a valid gzip file (${(error as Error).message}): decompress it, or compress it again`);
+    return new DataError(file, damagedGzipProblem((error as Error).message));
   }
   return fileError(file, error);
 }

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import type { Dataset } from './dataset';
 import { DataError, fileError, listForMessage } from './errors';
+import { isGzip } from './textEncoding';
 
 export const idxImagesMagic = 0x00000803;
 export const idxLabelsMagic = 0x00000801;
@@ -72,7 +73,7 @@ export async function readIdxBytes(file: string, options: { headerOnly?: boolean
   } catch (error) {
     throw fileError(file, error);
   }
-  if (!(bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)) return { bytes, overflowed: false };
+  if (!isGzip(bytes)) return { bytes, overflowed: false };
   const gunzip = zlib.createGunzip();
   // Into one buffer that grows with the data actually decompressed (never ahead of it: a header's claim
   // allocates nothing), up to the header's size + 1 byte, which tells that there is more.
@@ -293,7 +294,7 @@ export async function looksLikeIdx(file: string): Promise<boolean> {
     const head = Buffer.alloc(4096);
     const { bytesRead } = await handle.read(head, 0, head.length, 0);
     let start = head.subarray(0, bytesRead);
-    if (start.length >= 2 && start[0] === 0x1f && start[1] === 0x8b) {
+    if (isGzip(start)) {
       start = zlib.gunzipSync(start, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
     }
     return start.length >= 4 && start[0] === 0 && start[1] === 0 && start[2] === unsignedByteType && (start[3] === 1 || start[3] === 3);

@@ -15,6 +15,11 @@ export function isGzip(head: Uint8Array): boolean {
   return startsWith(head, [0x1f, 0x8b]);
 }
 
+/** What a cut or damaged gzip file is told (zlib's or the browser's reason inside). */
+export function damagedGzipProblem(reason: string): string {
+  return `is not a valid gzip file (${reason}): decompress it, or compress it again`;
+}
+
 /** The encoding to read the file with, or what the file is instead (a sentence that says what to do). */
 export function textEncodingOf(head: Uint8Array): { encoding: TextEncoding } | { problem: string } {
   if (startsWith(head, [0xff, 0xfe])) return { encoding: 'utf16le' };

@@ -6,7 +6,7 @@ import { dropTrailingField, endsWithDelimiter } from '../../../app/core/data/csv
 import { cellAsPoint, guessDecimalMark, type DecimalMark } from '../../../app/core/data/decimalMark';
 import { findHeadShape } from '../../../app/core/data/headShape';
 import { isNumberText as isStrictNumber } from '../../../app/core/data/numbers';
-import { decodeTextHead, isGzip } from '../../../app/core/data/textEncoding';
+import { damagedGzipProblem, decodeTextHead, isGzip } from '../../../app/core/data/textEncoding';
 import { detectSklearnPreamble, type SklearnPreamble } from '../../../app/core/data/sklearnPreamble';
 
 export type ColumnType = 'numeric' | 'text';
@@ -73,7 +73,7 @@ async function gunzipHead(file: Blob, byteCount: number): Promise<{ bytes: Uint8
     }
     return { bytes, cut: true };
   } catch (error) {
-    return { problem: `the file is not a valid gzip file (${(error as Error).message}): decompress it, or compress it again` };
+    return { problem: `the file ${damagedGzipProblem((error as Error).message)}` };
   } finally {
     void reader.cancel().catch(() => {});
   }
