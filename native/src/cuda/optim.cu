@@ -52,16 +52,38 @@ __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepSt
     copyNextBatch(next, state, blockIdx.x * int64_t(blockDim.x) + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
+// A thread updates kInFlight parameters a grid stride apart at once: all their loads first, then the updates and the
+// stores, so that their loads are in flight together. One at a time, the grid of 4 blocks an SM kept too few bytes
+// in flight for HBM (seed001_256's SGD step: 435 K parameters and the next batch's gather, 10.8 us under ncu). Each
+// parameter's update is the same, so are its bits.
+constexpr int kInFlight = 4;
+
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
                           float momentum, StepState* state, BatchGather next, WeightDecay decay, bool nesterov) {
   startAfterPreviousKernel();
   if (takesStep(state)) {
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     const float unscale = gradientUnscale(state);
-    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-      const float old = params[i];
-      backup[i] = old;
-      params[i] = sgdUpdate(old, grads[i] * unscale, i, lr, momentum, nesterov, decay, velocity[i]);
+    const bool moving = momentum != 0.0f;  // without momentum the velocity is neither read nor written
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    for (size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x; first < n; first += kInFlight * stride) {
+      float old[kInFlight], g[kInFlight], vel[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        old[u] = params[i];
+        g[u] = grads[i];
+        vel[u] = moving ? velocity[i] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        backup[i] = old[u];
+        params[i] = sgdUpdate(old[u], g[u] * unscale, i, lr, momentum, nesterov, decay, vel[u]);
+        if (moving) velocity[i] = vel[u];
+      }
     }
   }
   gatherNext(next, state);
@@ -77,10 +99,27 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
     const AdamCorrections corrections =
         adamCorrections(lr, beta1, beta2, state->globalStep - state->skippedSteps + 1);
     const float unscale = gradientUnscale(state);
-    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-      const float old = params[i];
-      backup[i] = old;
-      params[i] = adamUpdate(old, grads[i] * unscale, i, lr, corrections, beta1, beta2, eps, decay, m[i], v[i]);
+    const size_t stride = size_t(gridDim.x) * blockDim.x;  // kInFlight parameters a thread at once, as SGD's
+    for (size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x; first < n; first += kInFlight * stride) {
+      float old[kInFlight], g[kInFlight], mi[kInFlight], vi[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        old[u] = params[i];
+        g[u] = grads[i];
+        mi[u] = m[i];
+        vi[u] = v[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        backup[i] = old[u];
+        params[i] = adamUpdate(old[u], g[u] * unscale, i, lr, corrections, beta1, beta2, eps, decay, mi[u], vi[u]);
+        m[i] = mi[u];
+        v[i] = vi[u];
+      }
     }
   }
   gatherNext(next, state);
