@@ -58,21 +58,6 @@ __device__ __forceinline__ void gatherNext(const BatchGather& next, const StepSt
 // parameter's update is the same, so are its bits.
 constexpr int kInFlight = 4;
 
-// This thread's parameters (a grid-stride loop), kInFlight at a time: load(u, i) for each of them first, then
-// update(u, i), so that their loads are in flight together; u indexes the caller's arrays of kInFlight.
-template <class Load, class Update>
-__device__ __forceinline__ void forEachParameterInFlight(size_t n, Load&& load, Update&& update) {
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x; first < n; first += kInFlight * stride) {
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u)
-      if (first + u * stride < n) load(u, first + u * stride);
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u)
-      if (first + u * stride < n) update(u, first + u * stride);
-  }
-}
-
 __global__ void sgdKernel(float* params, const float* grads, float* velocity, float* backup, size_t n, LrPlan schedule,
                           float momentum, StepState* state, BatchGather next, WeightDecay decay, bool nesterov) {
   startAfterPreviousKernel();
@@ -80,19 +65,26 @@ __global__ void sgdKernel(float* params, const float* grads, float* velocity, fl
     const float lr = stepLearningRate(schedule, state->baseLr, state->globalStep);
     const float unscale = gradientUnscale(state);
     const bool moving = momentum != 0.0f;  // without momentum the velocity is neither read nor written
-    float old[kInFlight], g[kInFlight], vel[kInFlight];
-    forEachParameterInFlight(
-        n,
-        [&](int u, size_t i) {
-          old[u] = params[i];
-          g[u] = grads[i];
-          vel[u] = moving ? velocity[i] : 0.0f;
-        },
-        [&](int u, size_t i) {
-          backup[i] = old[u];
-          params[i] = sgdUpdate(old[u], g[u] * unscale, i, lr, momentum, nesterov, decay, vel[u]);
-          if (moving) velocity[i] = vel[u];
-        });
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    for (size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x; first < n; first += kInFlight * stride) {
+      float old[kInFlight], g[kInFlight], vel[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        old[u] = params[i];
+        g[u] = grads[i];
+        vel[u] = moving ? velocity[i] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        backup[i] = old[u];
+        params[i] = sgdUpdate(old[u], g[u] * unscale, i, lr, momentum, nesterov, decay, vel[u]);
+        if (moving) velocity[i] = vel[u];
+      }
+    }
   }
   gatherNext(next, state);
   finishStep(state);
@@ -107,21 +99,28 @@ __global__ void adamKernel(float* params, const float* grads, float* m, float* v
     const AdamCorrections corrections =
         adamCorrections(lr, beta1, beta2, state->globalStep - state->skippedSteps + 1);
     const float unscale = gradientUnscale(state);
-    float old[kInFlight], g[kInFlight], mi[kInFlight], vi[kInFlight];
-    forEachParameterInFlight(
-        n,
-        [&](int u, size_t i) {
-          old[u] = params[i];
-          g[u] = grads[i];
-          mi[u] = m[i];
-          vi[u] = v[i];
-        },
-        [&](int u, size_t i) {
-          backup[i] = old[u];
-          params[i] = adamUpdate(old[u], g[u] * unscale, i, lr, corrections, beta1, beta2, eps, decay, mi[u], vi[u]);
-          m[i] = mi[u];
-          v[i] = vi[u];
-        });
+    const size_t stride = size_t(gridDim.x) * blockDim.x;  // kInFlight parameters a thread at once, as SGD's
+    for (size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x; first < n; first += kInFlight * stride) {
+      float old[kInFlight], g[kInFlight], mi[kInFlight], vi[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        old[u] = params[i];
+        g[u] = grads[i];
+        mi[u] = m[i];
+        vi[u] = v[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const size_t i = first + u * stride;
+        if (i >= n) break;
+        backup[i] = old[u];
+        params[i] = adamUpdate(old[u], g[u] * unscale, i, lr, corrections, beta1, beta2, eps, decay, mi[u], vi[u]);
+        m[i] = mi[u];
+        v[i] = vi[u];
+      }
+    }
   }
   gatherNext(next, state);
   finishStep(state);
