@@ -51,8 +51,8 @@ export function isNumberText(text: string, decimal: DecimalMark = '.'): boolean 
 
 /** The file's first 64 KiB as text in its encoding (UTF-8, or UTF-16 with its mark; decompressed first when gzip), without a byte order mark or a cut last line; or what the file is instead. */
 export async function readCsvHead(file: Blob): Promise<{ text: string } | { problem: string }> {
-  const magic = new Uint8Array(await file.slice(0, 2).arrayBuffer());
-  const head = isGzip(magic) ? await gunzipHead(file, headBytes) : { bytes: new Uint8Array(await file.slice(0, headBytes).arrayBuffer()), cut: file.size > headBytes };
+  const first = new Uint8Array(await file.slice(0, headBytes).arrayBuffer());
+  const head = isGzip(first) ? await gunzipHead(file, headBytes) : { bytes: first, cut: file.size > headBytes };
   if ('problem' in head) return head;
   const decoded = decodeTextHead(head.bytes);
   return 'problem' in decoded ? decoded : { text: cleanCsvHead(decoded.text, head.cut) };
